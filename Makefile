@@ -1,0 +1,108 @@
+# refgate - plain Makefile. Objects go under $(BUILD); every library comes
+# from pkg-config. `make test` and `make run` install what is missing first
+# (scripts/deps.sh), so a fresh Debian 12 machine needs nothing else.
+
+BUILD    ?= build
+CC       ?= cc
+PKG      ?= pkg-config
+LIBS_PKG := libcjson
+TEST_PKG := cmocka
+
+WARN     := -Wall -Wextra -Wshadow -Wformat=2 -Werror
+CFLAGS   ?= -O2 -g
+ALL_CFLAGS = -std=c11 $(WARN) $(CFLAGS) $(SANFLAGS) -MMD -MP -I. \
+             $(shell $(PKG) --cflags $(LIBS_PKG) 2>/dev/null)
+LDLIBS_ALL = $(shell $(PKG) --libs $(LIBS_PKG) 2>/dev/null) -lpthread
+TEST_CFLAGS = $(shell $(PKG) --cflags $(TEST_PKG) 2>/dev/null)
+TEST_LIBS   = $(shell $(PKG) --libs $(TEST_PKG) 2>/dev/null)
+
+# Sanitizer build: `make asan` re-runs the tests with these in $(BUILD)/asan.
+ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
+
+COMMON_SRC := common/rg.c
+CDP_SRC    := cdp/cdp.c cdp/frame.c
+POOL_SRC   := pool/pool.c pool/spawn.c
+
+obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+
+LIB_COMMON := $(BUILD)/libcommon.a
+LIB_CDP    := $(BUILD)/libcdp.a
+LIB_POOL   := $(BUILD)/libpool.a
+# Link order follows the dependency arrows: pool -> cdp -> common.
+LIBS_REFGATE := $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
+
+UNIT_TESTS := $(BUILD)/tests/test_common $(BUILD)/tests/test_cdp
+INTEG_TESTS := $(BUILD)/tests/test_pool_chromium
+TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c
+BENCHES := $(BUILD)/bench/floor
+
+.PHONY: all test unit integration asan bench run deps clean format fmt-check
+.DEFAULT_GOAL := all
+
+all: $(LIBS_REFGATE) $(UNIT_TESTS) $(INTEG_TESTS) $(BENCHES)
+
+deps:
+	@sh scripts/deps.sh
+
+# Deps first, then build: pkg-config must see the libraries before the
+# compile flags are computed, so the build runs in a sub-make.
+test: deps
+	@$(MAKE) --no-print-directory all
+	@sh tests/run.sh $(BUILD)/tests
+
+unit: deps
+	@$(MAKE) --no-print-directory $(UNIT_TESTS)
+	@sh tests/run.sh $(BUILD)/tests test_common test_cdp
+
+asan: deps
+	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANFLAGS="$(ASAN_FLAGS)" \
+	    CFLAGS="-O1 -g" all
+	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	    sh tests/run.sh $(BUILD)/asan/tests
+
+bench: deps
+	@$(MAKE) --no-print-directory $(BENCHES)
+	@sh bench/run.sh $(BUILD)
+
+run: deps
+	@echo "make run: refgate-server and the nginx front come with the gateway issue (#5);"
+	@echo "          until then this repository builds the DevTools client and the browser pool."
+	@exit 1
+
+clean:
+	rm -rf $(BUILD)
+
+format:
+	clang-format -i $$(git ls-files '*.c' '*.h')
+
+fmt-check:
+	clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h')
+
+$(BUILD)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -c $< -o $@
+
+$(LIB_COMMON): $(call obj,$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(LIB_CDP): $(call obj,$(CDP_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(LIB_POOL): $(call obj,$(POOL_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(BUILD)/tests/%.o: tests/unit/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
+$(BUILD)/tests/%.o: tests/integration/%.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS_ALL)
+
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS_REFGATE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
+
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

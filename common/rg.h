@@ -1,0 +1,149 @@
+/*
+ * rg.h - what every refgate module shares: the error enum that maps onto the
+ * wire protocol's error codes, the limits (one place, units in the names),
+ * monotonic time, logging and a growable byte buffer.
+ *
+ * Threading: everything here is safe from any thread. rg_buf is not shared:
+ * each buffer belongs to one thread at a time.
+ *
+ * Dependency direction: common/ depends on nothing of refgate; every module
+ * may include it.
+ */
+#ifndef RG_H
+#define RG_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- errors -------------------------------------------------------------
+ * Functions return int: 0 on success, a negative rg_err on failure. Each
+ * value maps onto one code of PROTOCOL.md (rg_err_code) with its HTTP status
+ * and kind. RG_ECDP and RG_EPROTO are internal detail that the gateway
+ * reports as `internal` unless a layer above knows better.
+ */
+enum rg_err {
+    RG_OK = 0,
+    RG_EBADREQ = -1,        /* bad_request */
+    RG_EUNAUTH = -2,        /* unauthorized */
+    RG_EFORBIDDEN = -3,     /* forbidden */
+    RG_EBLOCKEDURL = -4,    /* blocked_url */
+    RG_ENOTFOUND = -5,      /* not_found */
+    RG_ECONFLICT = -6,      /* conflict */
+    RG_ETOOLARGE = -7,      /* payload_too_large */
+    RG_EMEDIA = -8,         /* unsupported_media_type */
+    RG_ESTALE = -9,         /* stale_ref */
+    RG_ENOMATCH = -10,      /* no_match */
+    RG_EAMBIGUOUS = -11,    /* ambiguous */
+    RG_ENOTACTIONABLE = -12, /* not_actionable */
+    RG_ENAVFAILED = -13,    /* navigation_failed */
+    RG_ERATE = -14,         /* rate_limited */
+    RG_EQUOTA = -15,        /* quota_exceeded */
+    RG_ECRASHED = -16,      /* browser_crashed: the browser or its pipe is gone */
+    RG_EPOOL = -17,         /* pool_exhausted */
+    RG_EUNAVAIL = -18,      /* unavailable */
+    RG_ETIMEOUT = -19,      /* timeout */
+    RG_EINTERNAL = -20,     /* internal */
+    RG_ECDP = -21,          /* Chromium answered a DevTools call with an error */
+    RG_EPROTO = -22,        /* malformed or oversized DevTools message */
+    RG_ENOMEM = -23,        /* an allocation sized by input failed */
+    RG_EBUSY = -24,         /* a bounded queue is full (maps to unavailable) */
+    RG_ERR_MIN = -24
+};
+
+/** The protocol code for err ("bad_request", ...); "internal" for unknowns. */
+const char *rg_err_code(int err);
+/** The HTTP status the protocol gives err. */
+int rg_err_http(int err);
+/** 1 when the protocol calls err transient (sending again may succeed). */
+int rg_err_transient(int err);
+
+/* ---- limits ---------------------------------------------------------------
+ * Defaults; the modules take them from their config structs so an operator
+ * can change them (environment variables, documented in README.md).
+ */
+#define RG_CDP_MAX_MESSAGE_BYTES (64u * 1024 * 1024) /* one DevTools message */
+#define RG_CDP_MAX_WRITE_QUEUE_BYTES (16u * 1024 * 1024) /* unsent bytes per pipe */
+#define RG_CDP_DEFAULT_TIMEOUT_MS 30000
+#define RG_CDP_MAX_SUBSCRIBERS 256 /* event subscriptions per connection */
+
+#define RG_POOL_BROWSERS 2
+#define RG_POOL_CONTEXTS_PER_BROWSER 16
+#define RG_POOL_QUEUE_MAX 64           /* lease requests waiting at once */
+#define RG_POOL_LEASE_TIMEOUT_MS 10000 /* how long a lease request may wait */
+#define RG_POOL_START_TIMEOUT_MS 30000 /* browser cold start to first answer */
+#define RG_POOL_PING_INTERVAL_MS 2000
+#define RG_POOL_PING_TIMEOUT_MS 5000
+#define RG_POOL_CLOSE_GRACE_MS 2000 /* Browser.close before SIGKILL */
+#define RG_POOL_RECYCLE_AFTER 200   /* contexts created before a browser is recycled */
+#define RG_POOL_RETRY_AFTER_MS 1000 /* hint given with pool_exhausted */
+#define RG_POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
+#define RG_POOL_DISPOSE_TIMEOUT_MS 5000
+
+/* ---- time ---------------------------------------------------------------- */
+
+/** Milliseconds of CLOCK_MONOTONIC. */
+int64_t rg_now_ms(void);
+/** Microseconds of CLOCK_MONOTONIC. */
+int64_t rg_now_us(void);
+/** Milliseconds since the Unix epoch (CLOCK_REALTIME), for stored timestamps. */
+int64_t rg_wall_ms(void);
+/** Sleep for ms milliseconds (restarts after signals). */
+void rg_sleep_ms(int ms);
+
+/* ---- strings ------------------------------------------------------------ */
+
+/**
+ * Copies src into dst (size bytes, always NUL-terminated when size > 0),
+ * truncating; returns strlen(src) so a caller can tell it was cut.
+ */
+size_t rg_strlcpy(char *dst, const char *src, size_t size);
+
+/* ---- environment ------------------------------------------------------- */
+
+/**
+ * Integer configuration from the environment: def when name is unset; when it
+ * is set but not an integer in [min, max], a warning is logged and def used.
+ */
+long rg_env_long(const char *name, long def, long min, long max);
+
+/* ---- logging -------------------------------------------------------------
+ * One line per call to stderr: time, level, module, message. The level comes
+ * from REFGATE_LOG_LEVEL (error, warn, info, debug; default info).
+ */
+enum rg_log_level { RG_LOG_ERROR = 0, RG_LOG_WARN, RG_LOG_INFO, RG_LOG_DEBUG };
+
+void rg_log(int level, const char *module, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+int rg_log_enabled(int level);
+
+/* ---- byte buffer ---------------------------------------------------------
+ * A growable buffer, always NUL-terminated after len bytes. Append functions
+ * return 0 or RG_ENOMEM; after a failure the buffer keeps what it had and
+ * its `failed` flag is set, so a builder can append many pieces and check
+ * once at the end.
+ */
+typedef struct rg_buf {
+    char *data;
+    size_t len;
+    size_t cap;
+    int failed;
+} rg_buf;
+
+void rg_buf_init(rg_buf *b);
+void rg_buf_destroy(rg_buf *b);
+void rg_buf_reset(rg_buf *b);
+int rg_buf_reserve(rg_buf *b, size_t extra);
+int rg_buf_append(rg_buf *b, const void *p, size_t n);
+int rg_buf_puts(rg_buf *b, const char *s);
+int rg_buf_printf(rg_buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/**
+ * Appends s (n bytes, any content) as a JSON string literal with quotes,
+ * escaping quotes, backslashes and control characters. Invalid UTF-8 is
+ * copied as is; the DevTools side replaces it with U+FFFD.
+ */
+int rg_buf_json_str(rg_buf *b, const char *s, size_t n);
+/** Takes the data out of the buffer: the caller owns it; b is left empty. */
+char *rg_buf_steal(rg_buf *b);
+
+#endif

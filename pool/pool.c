@@ -1,0 +1,939 @@
+/*
+ * pool.c - browsers, leases and the manager thread. See pool.h for the
+ * contract and spawn.c for how a browser is started.
+ *
+ * Locking: one mutex (p->mu) guards every browser's state, the lease lists,
+ * the wait queue and the counters. It is never held across a DevTools call,
+ * a process wait or a user callback. DevTools callbacks (async replies, the
+ * connection-closed notice) take it briefly to update state and wake the
+ * manager.
+ *
+ * Lifetime: a browser struct lives until its process is reaped and no lease
+ * refers to it (refs == 0); its cdp_conn is freed with it, so a lease can
+ * keep calling its (failed) connection until it is released.
+ */
+#define _GNU_SOURCE
+#include "pool.h"
+#include "pool_int.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define MOD "pool"
+#define MANAGER_TICK_MS 100
+#define SPAWN_BACKOFF_MAX_MS 30000
+
+enum bstate { B_STARTING, B_READY, B_DRAINING, B_CLOSING, B_DEAD };
+
+struct browser {
+    pool *p;
+    struct browser *next;
+    unsigned long seq;
+    pid_t guard; /* the guard process; SIGTERM to it kills the browser's group */
+    cdp_conn *conn;
+    char dir[PATH_MAX];
+    enum bstate state;
+    int crashed;      /* died unasked (counts as a restart) */
+    int in_use;       /* leases and reservations */
+    int refs;         /* leases pointing at this struct */
+    int created;      /* contexts made on it */
+    int64_t started_ms, last_ping_ms, close_deadline_ms;
+    int ping_inflight;
+    int cleaned;      /* process killed and reaped, directory removed */
+    char why[160];
+    pool_lease *leases;
+};
+
+struct pool_lease {
+    pool *p;
+    struct browser *b;
+    pool_lease *next, *prev;
+    char ctx[64], target[64], session[64];
+    int lost;
+    int pins;     /* the manager is calling on_lost */
+    int released; /* pool_release ran while pinned: the manager frees it */
+    void (*on_lost)(void *ud, pool_lease *l);
+    void *ud;
+};
+
+struct waiter {
+    pthread_cond_t cond;
+    struct browser *granted;
+    struct waiter *next;
+};
+
+struct pool {
+    pool_config cfg;
+    char *chromium, *run_dir;
+    char **extra;
+    char tag[48];
+    int lock_fd;
+
+    pthread_mutex_t mu;
+    pthread_condattr_t ca;
+    pthread_cond_t mgr_cond;   /* wakes the manager */
+    pthread_cond_t state_cond; /* browser became ready or failed to start */
+    pthread_t mgr;
+    int stopping;
+
+    struct browser *browsers;
+    struct waiter *qhead, *qtail;
+    int qlen;
+    unsigned long seq;
+    int start_failures;
+    int64_t next_spawn_ms;
+    uint64_t restarts, recycles, contexts_created;
+};
+
+static atomic_ulong pool_counter;
+
+/* ---- configuration ---- */
+
+void pool_config_default(pool_config *cfg)
+{
+    memset(cfg, 0, sizeof *cfg);
+    cfg->chromium_path = "/usr/lib/chromium/chromium";
+    cfg->run_dir = "/tmp/refgate";
+    cfg->browsers = RG_POOL_BROWSERS;
+    cfg->contexts_per_browser = RG_POOL_CONTEXTS_PER_BROWSER;
+    cfg->queue_max = RG_POOL_QUEUE_MAX;
+    cfg->lease_timeout_ms = RG_POOL_LEASE_TIMEOUT_MS;
+    cfg->start_timeout_ms = RG_POOL_START_TIMEOUT_MS;
+    cfg->ping_interval_ms = RG_POOL_PING_INTERVAL_MS;
+    cfg->ping_timeout_ms = RG_POOL_PING_TIMEOUT_MS;
+    cfg->close_grace_ms = RG_POOL_CLOSE_GRACE_MS;
+    cfg->recycle_after = RG_POOL_RECYCLE_AFTER;
+    cfg->max_message_bytes = RG_CDP_MAX_MESSAGE_BYTES;
+}
+
+void pool_config_from_env(pool_config *cfg)
+{
+    const char *s;
+    if ((s = getenv("REFGATE_CHROMIUM")) && *s)
+        cfg->chromium_path = s;
+    if ((s = getenv("REFGATE_RUN_DIR")) && *s)
+        cfg->run_dir = s;
+    cfg->browsers = (int)rg_env_long("REFGATE_BROWSERS", cfg->browsers, 1, 64);
+    cfg->contexts_per_browser = (int)rg_env_long("REFGATE_CONTEXTS_PER_BROWSER",
+                                                 cfg->contexts_per_browser, 1, 1000);
+    cfg->queue_max = (int)rg_env_long("REFGATE_POOL_QUEUE_MAX", cfg->queue_max, 0, 100000);
+    cfg->lease_timeout_ms = (int)rg_env_long("REFGATE_POOL_LEASE_TIMEOUT_MS",
+                                             cfg->lease_timeout_ms, 1, 600000);
+    cfg->ping_interval_ms = (int)rg_env_long("REFGATE_POOL_PING_INTERVAL_MS",
+                                             cfg->ping_interval_ms, 100, 600000);
+    cfg->ping_timeout_ms = (int)rg_env_long("REFGATE_POOL_PING_TIMEOUT_MS",
+                                            cfg->ping_timeout_ms, 100, 600000);
+    cfg->recycle_after = (int)rg_env_long("REFGATE_POOL_RECYCLE_AFTER", cfg->recycle_after, 0,
+                                          INT_MAX);
+    cfg->max_message_bytes = (size_t)rg_env_long("REFGATE_CDP_MAX_MESSAGE_BYTES",
+                                                 (long)cfg->max_message_bytes, 1024,
+                                                 1L << 31);
+}
+
+/* ---- small helpers (mu held unless said otherwise) ---- */
+
+static void wake_manager(pool *p)
+{
+    pthread_cond_signal(&p->mgr_cond);
+}
+
+static int active_browsers(pool *p)
+{
+    int n = 0;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        if (b->state == B_STARTING || b->state == B_READY)
+            n++;
+    return n;
+}
+
+static struct browser *pick_browser(pool *p)
+{
+    struct browser *best = NULL;
+    for (struct browser *b = p->browsers; b; b = b->next) {
+        if (b->state != B_READY || b->in_use >= p->cfg.contexts_per_browser)
+            continue;
+        if (!best || b->in_use < best->in_use)
+            best = b;
+    }
+    return best;
+}
+
+/* Hands free slots to waiting lease requests, oldest first. */
+static void grant_waiters(pool *p)
+{
+    while (p->qhead) {
+        struct browser *b = pick_browser(p);
+        if (!b)
+            return;
+        struct waiter *w = p->qhead;
+        p->qhead = w->next;
+        if (!p->qhead)
+            p->qtail = NULL;
+        p->qlen--;
+        b->in_use++;
+        b->refs++;
+        w->granted = b;
+        w->next = NULL;
+        pthread_cond_signal(&w->cond);
+    }
+}
+
+static void browser_die(struct browser *b, const char *why, int crashed)
+{
+    if (b->state == B_DEAD)
+        return;
+    pool *p = b->p;
+    if (crashed && (b->state == B_READY || b->state == B_DRAINING))
+        p->restarts++;
+    if (b->state == B_STARTING)
+        p->start_failures++;
+    b->crashed = crashed;
+    b->state = B_DEAD;
+    rg_strlcpy(b->why, why, sizeof b->why);
+    wake_manager(p);
+    pthread_cond_broadcast(&p->state_cond);
+}
+
+/* ---- DevTools callbacks (reader thread of the browser's connection) ---- */
+
+static void on_conn_event(void *ud, const char *sid, const char *method, const cJSON *params)
+{
+    (void)sid;
+    (void)params;
+    struct browser *b = ud;
+    if (method)
+        return; /* only the closed notice is of interest */
+    pthread_mutex_lock(&b->p->mu);
+    int asked = b->state == B_CLOSING;
+    browser_die(b, asked ? "closed" : "the browser's DevTools pipe closed", !asked);
+    pthread_mutex_unlock(&b->p->mu);
+}
+
+static void on_ping(void *ud, int rc, cdp_reply *r)
+{
+    struct browser *b = ud;
+    pthread_mutex_lock(&b->p->mu);
+    b->ping_inflight = 0;
+    if (rc < 0 && (b->state == B_READY || b->state == B_DRAINING)) {
+        char why[300];
+        snprintf(why, sizeof why, "the browser failed a health check (%s)", r->error);
+        browser_die(b, why, 1);
+    }
+    pthread_mutex_unlock(&b->p->mu);
+}
+
+static void on_targets(void *ud, int rc, cdp_reply *r)
+{
+    struct browser *b = ud;
+    /*
+     * Close the page Chromium opens at start: it holds a renderer nobody uses.
+     * Only type "page" targets: Chromium 156 also lists hidden helper targets.
+     */
+    const cJSON *infos = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r->result, "targetInfos")
+                                 : NULL;
+    const cJSON *t;
+    cJSON_ArrayForEach(t, infos)
+    {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(t, "type");
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(t, "targetId");
+        if (!cJSON_IsString(type) || strcmp(type->valuestring, "page") || !cJSON_IsString(id))
+            continue;
+        rg_buf q;
+        rg_buf_init(&q);
+        rg_buf_puts(&q, "{\"targetId\":");
+        rg_buf_json_str(&q, id->valuestring, strlen(id->valuestring));
+        rg_buf_puts(&q, "}");
+        if (!q.failed)
+            cdp_call_async(b->conn, NULL, "Target.closeTarget", q.data, 5000, NULL, NULL);
+        rg_buf_destroy(&q);
+    }
+    pool *p = b->p;
+    pthread_mutex_lock(&p->mu);
+    if (b->state == B_STARTING) {
+        if (rc < 0) {
+            browser_die(b, r->error, 0);
+        } else {
+            b->state = B_READY;
+            b->last_ping_ms = rg_now_ms();
+            p->start_failures = 0;
+            rg_log(RG_LOG_INFO, MOD, "browser %lu ready (pid %d) in %lld ms", b->seq,
+                   (int)b->guard, (long long)(rg_now_ms() - b->started_ms));
+            grant_waiters(p);
+            pthread_cond_broadcast(&p->state_cond);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+}
+
+static void on_version(void *ud, int rc, cdp_reply *r)
+{
+    struct browser *b = ud;
+    if (rc == 0 &&
+        cdp_call_async(b->conn, NULL, "Target.getTargets", NULL, 5000, on_targets, b) == 0)
+        return;
+    pthread_mutex_lock(&b->p->mu);
+    if (b->state == B_STARTING)
+        browser_die(b, rc < 0 ? r->error : "the browser did not answer", 0);
+    pthread_mutex_unlock(&b->p->mu);
+}
+
+/* ---- the manager thread ---- */
+
+/* Starts one browser (mu not held). */
+static void start_browser(pool *p)
+{
+    struct browser *b = calloc(1, sizeof *b);
+    if (!b)
+        return;
+    b->p = p;
+    pthread_mutex_lock(&p->mu);
+    b->seq = ++p->seq;
+    pthread_mutex_unlock(&p->mu);
+    snprintf(b->dir, sizeof b->dir, "%s/chromium-%s-%lu", p->run_dir, p->tag, b->seq);
+    b->state = B_STARTING;
+    b->started_ms = rg_now_ms();
+    int rfd, wfd;
+    int rc = mkdirs(b->dir);
+    if (rc == 0)
+        rc = spawn_browser(p->chromium, b->dir, (const char *const *)p->extra, &b->guard, &rfd,
+                           &wfd);
+    if (rc == 0) {
+        cdp_config cc;
+        cdp_config_default(&cc);
+        cc.max_message_bytes = p->cfg.max_message_bytes;
+        char name[32];
+        snprintf(name, sizeof name, "cdp/browser-%lu", b->seq);
+        cc.name = name;
+        rc = cdp_conn_new(rfd, wfd, &cc, &b->conn);
+    }
+    if (rc == 0)
+        rc = cdp_subscribe(b->conn, NULL, "Target.detachedFromTarget", on_conn_event, b) > 0
+                 ? 0
+                 : RG_EINTERNAL;
+    pthread_mutex_lock(&p->mu);
+    b->next = p->browsers;
+    p->browsers = b;
+    if (rc < 0)
+        browser_die(b, "the browser process could not be started", 0);
+    pthread_mutex_unlock(&p->mu);
+    if (rc == 0 && cdp_call_async(b->conn, NULL, "Browser.getVersion", NULL,
+                                  p->cfg.start_timeout_ms, on_version, b) < 0) {
+        pthread_mutex_lock(&p->mu);
+        browser_die(b, "the browser's pipe failed at once", 0);
+        pthread_mutex_unlock(&p->mu);
+    }
+}
+
+/* Waits up to ms for the guard to exit; returns 1 once reaped. */
+static int reap_within(pid_t pid, int ms)
+{
+    int64_t until = rg_now_ms() + ms;
+    for (;;) {
+        int st;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid || (r < 0 && errno == ECHILD))
+            return 1;
+        if (rg_now_ms() >= until)
+            return 0;
+        rg_sleep_ms(10);
+    }
+}
+
+/* Kills and reaps a dead browser's processes and removes its directory (mu not held). */
+static void clean_browser(struct browser *b)
+{
+    if (b->conn)
+        cdp_conn_fail(b->conn, RG_ECRASHED, b->why);
+    if (b->guard > 0) {
+        kill(b->guard, SIGTERM);
+        if (!reap_within(b->guard, 3000)) {
+            rg_log(RG_LOG_ERROR, MOD, "guard %d of browser %lu did not exit: killing it",
+                   (int)b->guard, b->seq);
+            kill(b->guard, SIGKILL);
+            reap_within(b->guard, 3000);
+        }
+    }
+    if (b->state == B_DEAD && b->crashed)
+        rg_log(RG_LOG_WARN, MOD, "browser %lu (pid %d) is gone: %s", b->seq, (int)b->guard,
+               b->why);
+    if (!b->crashed && b->created == 0 && strcmp(b->why, "closed") && strcmp(b->why, "recycled")) {
+        char log[PATH_MAX + 16];
+        snprintf(log, sizeof log, "%s/chromium.log", b->dir);
+        rg_log(RG_LOG_ERROR, MOD, "browser %lu failed to start: %s", b->seq, b->why);
+        log_tail(MOD, log);
+    }
+    rmtree(b->dir);
+}
+
+/* Tells the leases of dead browsers (mu held on entry and exit; dropped around callbacks). */
+static void notify_lost(pool *p, struct browser *b)
+{
+    for (;;) {
+        pool_lease *l = b->leases;
+        while (l && l->lost)
+            l = l->next;
+        if (!l)
+            return;
+        l->lost = 1;
+        if (!l->on_lost)
+            continue;
+        l->pins++;
+        pthread_mutex_unlock(&p->mu);
+        l->on_lost(l->ud, l);
+        pthread_mutex_lock(&p->mu);
+        l->pins--;
+        if (l->released && l->pins == 0)
+            free(l); /* released meanwhile: it is no longer in b->leases */
+    }
+}
+
+/* One pass over the browsers. Returns with mu held. */
+static void manage(pool *p)
+{
+    int64_t now = rg_now_ms();
+    struct browser **bp = &p->browsers;
+    while (*bp) {
+        struct browser *b = *bp;
+        if (b->state == B_DEAD && !b->cleaned) {
+            notify_lost(p, b);
+            pthread_mutex_unlock(&p->mu);
+            clean_browser(b);
+            pthread_mutex_lock(&p->mu);
+            b->cleaned = 1;
+            notify_lost(p, b); /* leases linked while it was being cleaned */
+            bp = &p->browsers; /* the list may have changed while unlocked */
+            continue;
+        }
+        if (b->state == B_DEAD && b->refs == 0) {
+            *bp = b->next;
+            pthread_mutex_unlock(&p->mu);
+            cdp_conn_free(b->conn);
+            free(b);
+            pthread_mutex_lock(&p->mu);
+            bp = &p->browsers;
+            continue;
+        }
+        if (b->state == B_STARTING && now - b->started_ms > p->cfg.start_timeout_ms)
+            browser_die(b, "the browser did not answer in time after starting", 0);
+        if (b->state == B_DRAINING && b->in_use == 0) {
+            b->state = B_CLOSING;
+            b->close_deadline_ms = now + p->cfg.close_grace_ms;
+            snprintf(b->why, sizeof b->why, "recycled");
+            cdp_call_async(b->conn, NULL, "Browser.close", NULL, p->cfg.close_grace_ms, NULL,
+                           NULL);
+        }
+        if (b->state == B_CLOSING) {
+            int st;
+            if (waitpid(b->guard, &st, WNOHANG) == b->guard) {
+                b->guard = 0;
+                browser_die(b, "recycled", 0);
+            } else if (now >= b->close_deadline_ms) {
+                browser_die(b, "recycled", 0);
+            }
+        }
+        if ((b->state == B_READY || b->state == B_DRAINING) && !b->ping_inflight &&
+            now - b->last_ping_ms >= p->cfg.ping_interval_ms) {
+            b->ping_inflight = 1;
+            b->last_ping_ms = now;
+            if (cdp_call_async(b->conn, NULL, "Browser.getVersion", NULL, p->cfg.ping_timeout_ms,
+                               on_ping, b) < 0) {
+                b->ping_inflight = 0;
+                browser_die(b, "the browser's pipe is closed", 1);
+            }
+        }
+        bp = &b->next;
+    }
+    if (!p->stopping && active_browsers(p) < p->cfg.browsers && now >= p->next_spawn_ms) {
+        if (p->start_failures > 0) {
+            int shift = p->start_failures > 6 ? 6 : p->start_failures;
+            int backoff = 500 << shift;
+            p->next_spawn_ms = now + (backoff > SPAWN_BACKOFF_MAX_MS ? SPAWN_BACKOFF_MAX_MS
+                                                                     : backoff);
+        }
+        pthread_mutex_unlock(&p->mu);
+        start_browser(p);
+        pthread_mutex_lock(&p->mu);
+    }
+}
+
+static void deadline_in(struct timespec *ts, int ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += ms / 1000;
+    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}
+
+/* Closes every browser at pool_free (manager thread, mu not held). */
+static void shutdown_browsers(pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    for (struct browser *b = p->browsers; b; b = b->next) {
+        if (b->state != B_DEAD) {
+            b->state = B_CLOSING;
+            snprintf(b->why, sizeof b->why, "closed");
+            cdp_call_async(b->conn, NULL, "Browser.close", NULL, p->cfg.close_grace_ms, NULL,
+                           NULL);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    int64_t until = rg_now_ms() + p->cfg.close_grace_ms;
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        struct browser *b = p->browsers;
+        if (b)
+            p->browsers = b->next;
+        pthread_mutex_unlock(&p->mu);
+        if (!b)
+            break;
+        if (!b->cleaned) {
+            int left = (int)(until - rg_now_ms());
+            if (b->guard > 0 && left > 0 && reap_within(b->guard, left))
+                b->guard = 0;
+            b->state = B_DEAD;
+            clean_browser(b);
+        }
+        cdp_conn_free(b->conn);
+        for (pool_lease *l = b->leases, *n; l; l = n) {
+            n = l->next;
+            free(l);
+        }
+        free(b);
+    }
+}
+
+static void *manager_main(void *arg)
+{
+    pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        manage(p);
+        if (p->stopping)
+            break;
+        struct timespec ts;
+        deadline_in(&ts, MANAGER_TICK_MS);
+        pthread_cond_timedwait(&p->mgr_cond, &p->mu, &ts);
+    }
+    pthread_mutex_unlock(&p->mu);
+    shutdown_browsers(p);
+    return NULL;
+}
+
+/* ---- public ---- */
+
+static void pool_destroy(pool *p)
+{
+    if (p->lock_fd >= 0) {
+        char path[PATH_MAX];
+        snprintf(path, sizeof path, "%s/owner-%s.lock", p->run_dir, p->tag);
+        unlink(path);
+        close(p->lock_fd);
+    }
+    pthread_cond_destroy(&p->mgr_cond);
+    pthread_cond_destroy(&p->state_cond);
+    pthread_condattr_destroy(&p->ca);
+    pthread_mutex_destroy(&p->mu);
+    if (p->extra)
+        for (char **a = p->extra; *a; a++)
+            free(*a);
+    free(p->extra);
+    free(p->chromium);
+    free(p->run_dir);
+    free(p);
+}
+
+int pool_new(const pool_config *cfg, pool **out)
+{
+    *out = NULL;
+    pool *p = calloc(1, sizeof *p);
+    if (!p)
+        return RG_ENOMEM;
+    if (cfg)
+        p->cfg = *cfg;
+    else
+        pool_config_default(&p->cfg);
+    if (p->cfg.browsers < 1)
+        p->cfg.browsers = 1;
+    if (p->cfg.contexts_per_browser < 1)
+        p->cfg.contexts_per_browser = 1;
+    p->lock_fd = -1;
+    pthread_mutex_init(&p->mu, NULL);
+    pthread_condattr_init(&p->ca);
+    pthread_condattr_setclock(&p->ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&p->mgr_cond, &p->ca);
+    pthread_cond_init(&p->state_cond, &p->ca);
+    p->chromium = strdup(p->cfg.chromium_path ? p->cfg.chromium_path
+                                              : "/usr/lib/chromium/chromium");
+    p->run_dir = strdup(p->cfg.run_dir ? p->cfg.run_dir : "/tmp/refgate");
+    size_t n_extra = 0;
+    while (p->cfg.extra_args && p->cfg.extra_args[n_extra])
+        n_extra++;
+    p->extra = calloc(n_extra + 1, sizeof *p->extra);
+    if (!p->chromium || !p->run_dir || !p->extra) {
+        pool_destroy(p);
+        return RG_ENOMEM;
+    }
+    for (size_t i = 0; i < n_extra; i++)
+        if (!(p->extra[i] = strdup(p->cfg.extra_args[i]))) {
+            pool_destroy(p);
+            return RG_ENOMEM;
+        }
+    p->cfg.chromium_path = p->chromium;
+    p->cfg.run_dir = p->run_dir;
+    p->cfg.extra_args = (const char *const *)p->extra;
+
+    if (access(p->chromium, X_OK) < 0) {
+        rg_log(RG_LOG_ERROR, MOD, "no Chromium at %s: %s (set REFGATE_CHROMIUM)", p->chromium,
+               strerror(errno));
+        pool_destroy(p);
+        return RG_EUNAVAIL;
+    }
+    if (mkdirs(p->run_dir) < 0) {
+        rg_log(RG_LOG_ERROR, MOD, "cannot create %s: %s", p->run_dir, strerror(errno));
+        pool_destroy(p);
+        return RG_EUNAVAIL;
+    }
+    sweep_run_dir(p->run_dir);
+    snprintf(p->tag, sizeof p->tag, "%d-%lu", (int)getpid(),
+             atomic_fetch_add(&pool_counter, 1) + 1);
+    p->lock_fd = owner_lock(p->run_dir, p->tag);
+    if (p->lock_fd < 0) {
+        rg_log(RG_LOG_ERROR, MOD, "cannot lock %s/owner-%s.lock", p->run_dir, p->tag);
+        pool_destroy(p);
+        return RG_EUNAVAIL;
+    }
+    if (pthread_create(&p->mgr, NULL, manager_main, p) != 0) {
+        pool_destroy(p);
+        return RG_EINTERNAL;
+    }
+
+    /* Wait for every browser, or for the start timeout with at least one. */
+    struct timespec ts;
+    deadline_in(&ts, p->cfg.start_timeout_ms);
+    int ready = 0;
+    pthread_mutex_lock(&p->mu);
+    for (;;) {
+        ready = 0;
+        for (struct browser *b = p->browsers; b; b = b->next)
+            ready += b->state == B_READY;
+        if (ready >= p->cfg.browsers || p->start_failures >= 3)
+            break;
+        if (pthread_cond_timedwait(&p->state_cond, &p->mu, &ts) == ETIMEDOUT)
+            break;
+    }
+    pthread_mutex_unlock(&p->mu);
+    if (ready == 0) {
+        rg_log(RG_LOG_ERROR, MOD, "no browser could be started (%s)", p->chromium);
+        pool_free(p);
+        return RG_EUNAVAIL;
+    }
+    *out = p;
+    return 0;
+}
+
+void pool_free(pool *p)
+{
+    if (!p)
+        return;
+    pthread_mutex_lock(&p->mu);
+    p->stopping = 1;
+    for (struct waiter *w = p->qhead; w; w = w->next)
+        pthread_cond_signal(&w->cond);
+    wake_manager(p);
+    pthread_mutex_unlock(&p->mu);
+    pthread_join(p->mgr, NULL);
+    pool_destroy(p);
+}
+
+static int create_context(struct browser *b, pool_lease *l)
+{
+    cdp_reply r;
+    rg_buf q;
+    rg_buf_init(&q);
+    int rc = cdp_call(b->conn, NULL, "Target.createBrowserContext", "{\"disposeOnDetach\":true}",
+                      RG_POOL_CREATE_TIMEOUT_MS, &r);
+    const cJSON *v = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "browserContextId")
+                             : NULL;
+    if (rc == 0 && !cJSON_IsString(v))
+        rc = RG_EPROTO;
+    if (rc == 0)
+        rg_strlcpy(l->ctx, v->valuestring, sizeof l->ctx);
+    cdp_reply_free(&r);
+    if (rc < 0)
+        goto out;
+
+    rg_buf_puts(&q, "{\"url\":\"about:blank\",\"browserContextId\":");
+    rg_buf_json_str(&q, l->ctx, strlen(l->ctx));
+    rg_buf_puts(&q, "}");
+    rc = cdp_call(b->conn, NULL, "Target.createTarget", q.data, RG_POOL_CREATE_TIMEOUT_MS, &r);
+    v = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "targetId") : NULL;
+    if (rc == 0 && !cJSON_IsString(v))
+        rc = RG_EPROTO;
+    if (rc == 0)
+        rg_strlcpy(l->target, v->valuestring, sizeof l->target);
+    cdp_reply_free(&r);
+    if (rc < 0)
+        goto out;
+
+    rg_buf_reset(&q);
+    rg_buf_puts(&q, "{\"flatten\":true,\"targetId\":");
+    rg_buf_json_str(&q, l->target, strlen(l->target));
+    rg_buf_puts(&q, "}");
+    rc = cdp_call(b->conn, NULL, "Target.attachToTarget", q.data, RG_POOL_CREATE_TIMEOUT_MS, &r);
+    v = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "sessionId") : NULL;
+    if (rc == 0 && !cJSON_IsString(v))
+        rc = RG_EPROTO;
+    if (rc == 0)
+        rg_strlcpy(l->session, v->valuestring, sizeof l->session);
+    cdp_reply_free(&r);
+out:
+    if (rc < 0 && rc != RG_ECRASHED && l->ctx[0]) {
+        rg_buf_reset(&q);
+        rg_buf_puts(&q, "{\"browserContextId\":");
+        rg_buf_json_str(&q, l->ctx, strlen(l->ctx));
+        rg_buf_puts(&q, "}");
+        cdp_call_async(b->conn, NULL, "Target.disposeBrowserContext", q.data,
+                       RG_POOL_DISPOSE_TIMEOUT_MS, NULL, NULL);
+    }
+    if (rc < 0)
+        rg_log(RG_LOG_WARN, MOD, "creating a context on browser %lu failed: %s", b->seq,
+               rc == RG_EPROTO ? "malformed reply" : r.error);
+    rg_buf_destroy(&q);
+    return rc;
+}
+
+int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms)
+{
+    *out = NULL;
+    if (retry_after_ms)
+        *retry_after_ms = 0;
+    if (timeout_ms <= 0)
+        timeout_ms = p->cfg.lease_timeout_ms;
+    struct timespec dl;
+    deadline_in(&dl, timeout_ms);
+    int64_t deadline_ms = rg_now_ms() + timeout_ms;
+    int last_rc = RG_EPOOL;
+
+    for (;;) {
+        pthread_mutex_lock(&p->mu);
+        if (p->stopping) {
+            pthread_mutex_unlock(&p->mu);
+            return RG_EUNAVAIL;
+        }
+        struct browser *b = p->qhead ? NULL : pick_browser(p);
+        if (b) {
+            b->in_use++;
+            b->refs++;
+        } else {
+            if (p->qlen >= p->cfg.queue_max) {
+                pthread_mutex_unlock(&p->mu);
+                if (retry_after_ms)
+                    *retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+                return RG_EPOOL;
+            }
+            struct waiter w = {.granted = NULL, .next = NULL};
+            pthread_cond_init(&w.cond, &p->ca);
+            if (p->qtail)
+                p->qtail->next = &w;
+            else
+                p->qhead = &w;
+            p->qtail = &w;
+            p->qlen++;
+            while (!w.granted && !p->stopping) {
+                if (pthread_cond_timedwait(&w.cond, &p->mu, &dl) == ETIMEDOUT)
+                    break;
+            }
+            if (!w.granted) {
+                /* Still queued: take ourselves out. */
+                struct waiter **wp = &p->qhead, *prev = NULL;
+                while (*wp && *wp != &w) {
+                    prev = *wp;
+                    wp = &(*wp)->next;
+                }
+                if (*wp) {
+                    *wp = w.next;
+                    if (p->qtail == &w)
+                        p->qtail = prev;
+                    p->qlen--;
+                }
+            }
+            pthread_cond_destroy(&w.cond);
+            b = w.granted;
+            if (!b) {
+                int stopping = p->stopping;
+                pthread_mutex_unlock(&p->mu);
+                if (retry_after_ms)
+                    *retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+                return stopping ? RG_EUNAVAIL : last_rc;
+            }
+        }
+        pthread_mutex_unlock(&p->mu);
+
+        pool_lease *l = calloc(1, sizeof *l);
+        int rc = l ? create_context(b, l) : RG_ENOMEM;
+
+        pthread_mutex_lock(&p->mu);
+        if (rc == 0 && b->state == B_DEAD)
+            rc = RG_ECRASHED;
+        if (rc == 0) {
+            l->p = p;
+            l->b = b;
+            l->next = b->leases;
+            if (b->leases)
+                b->leases->prev = l;
+            b->leases = l;
+            b->created++;
+            p->contexts_created++;
+            if (p->cfg.recycle_after > 0 && b->created >= p->cfg.recycle_after &&
+                b->state == B_READY) {
+                b->state = B_DRAINING;
+                p->recycles++;
+                rg_log(RG_LOG_INFO, MOD, "browser %lu made %d contexts: recycling it", b->seq,
+                       b->created);
+                wake_manager(p);
+            }
+            pthread_mutex_unlock(&p->mu);
+            *out = l;
+            return 0;
+        }
+        b->in_use--;
+        b->refs--;
+        grant_waiters(p);
+        wake_manager(p);
+        pthread_mutex_unlock(&p->mu);
+        free(l);
+        /* A browser that died under us: another one may still serve in time. */
+        if ((rc == RG_ECRASHED || rc == RG_ETIMEOUT) && rg_now_ms() < deadline_ms) {
+            last_rc = rc;
+            continue;
+        }
+        if (retry_after_ms && rg_err_transient(rc))
+            *retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+        return rc;
+    }
+}
+
+void pool_release(pool_lease *l)
+{
+    if (!l)
+        return;
+    pool *p = l->p;
+    struct browser *b = l->b;
+    if (!l->lost && !cdp_conn_err(b->conn, NULL, 0)) {
+        char q[128];
+        snprintf(q, sizeof q, "{\"browserContextId\":\"%s\"}", l->ctx);
+        cdp_reply r;
+        int rc = cdp_call(b->conn, NULL, "Target.disposeBrowserContext", q,
+                          RG_POOL_DISPOSE_TIMEOUT_MS, &r);
+        if (rc < 0 && rc != RG_ECRASHED)
+            rg_log(RG_LOG_WARN, MOD, "disposing of a context failed: %s", r.error);
+        cdp_reply_free(&r);
+    }
+    pthread_mutex_lock(&p->mu);
+    if (l->prev)
+        l->prev->next = l->next;
+    else
+        b->leases = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
+    b->in_use--;
+    b->refs--;
+    if (b->state == B_READY)
+        grant_waiters(p);
+    if (b->in_use == 0 || b->state == B_DEAD)
+        wake_manager(p);
+    if (l->pins)
+        l->released = 1;
+    else
+        free(l);
+    pthread_mutex_unlock(&p->mu);
+}
+
+cdp_conn *pool_lease_conn(pool_lease *l)
+{
+    return l->b->conn;
+}
+
+const char *pool_lease_session(pool_lease *l)
+{
+    return l->session;
+}
+
+const char *pool_lease_target(pool_lease *l)
+{
+    return l->target;
+}
+
+const char *pool_lease_context(pool_lease *l)
+{
+    return l->ctx;
+}
+
+pid_t pool_lease_guard(pool_lease *l)
+{
+    pthread_mutex_lock(&l->p->mu);
+    pid_t pg = l->b->guard;
+    pthread_mutex_unlock(&l->p->mu);
+    return pg;
+}
+
+int pool_lease_lost(pool_lease *l)
+{
+    pthread_mutex_lock(&l->p->mu);
+    int lost = l->lost || l->b->state == B_DEAD;
+    pthread_mutex_unlock(&l->p->mu);
+    return lost;
+}
+
+void pool_lease_on_lost(pool_lease *l, void (*fn)(void *ud, pool_lease *l), void *ud)
+{
+    pthread_mutex_lock(&l->p->mu);
+    int lost = l->lost;
+    if (!lost) {
+        l->on_lost = fn;
+        l->ud = ud;
+    }
+    pthread_mutex_unlock(&l->p->mu);
+    if (lost && fn)
+        fn(ud, l);
+}
+
+void pool_get_stats(pool *p, pool_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    pthread_mutex_lock(&p->mu);
+    for (struct browser *b = p->browsers; b; b = b->next) {
+        if (b->state != B_DEAD)
+            st->browsers++;
+        if (b->state == B_READY)
+            st->browsers_ready++;
+        st->contexts_in_use += b->in_use;
+    }
+    st->queue_depth = p->qlen;
+    st->restarts = p->restarts;
+    st->recycles = p->recycles;
+    st->contexts_created = p->contexts_created;
+    pthread_mutex_unlock(&p->mu);
+}
+
+int pool_guards(pool *p, pid_t *out, int max)
+{
+    int n = 0;
+    pthread_mutex_lock(&p->mu);
+    for (struct browser *b = p->browsers; b && n < max; b = b->next)
+        if (b->state != B_DEAD && b->guard > 0)
+            out[n++] = b->guard;
+    pthread_mutex_unlock(&p->mu);
+    return n;
+}

@@ -1,0 +1,129 @@
+/*
+ * pool.h - headless Chromium processes and the browser contexts leased from
+ * them, one context with one page per session.
+ *
+ * A pool runs N browsers (each the real Chromium binary, talking DevTools over
+ * a pipe, see cdp/cdp.h) and hands out leases: a fresh browser context with
+ * one page target, attached as a flattened session. Capacity is N browsers
+ * times M contexts; when all are taken a lease request waits in a bounded FIFO
+ * queue up to a timeout, then fails with RG_EPOOL and a retry hint.
+ *
+ * A manager thread owns the processes: it starts browsers, pings them, replaces
+ * any that crash or stop answering (telling every lease on it), recycles a
+ * browser after a number of contexts (drained first), and reaps children.
+ *
+ * No orphans: each browser runs under a small guard process; the guard gets a
+ * signal when the pool's process dies (or when the pool stops the browser)
+ * and then kills Chromium's whole process group at once and reaps it, so no
+ * renderer outlives its owner and none is left a zombie. Scratch
+ * directories (profile, HOME, log) live under the run directory and are swept
+ * at start-up when their owner is gone.
+ *
+ * Threading: pool_acquire, pool_release and the lease accessors may be called
+ * from any thread. Lost-lease callbacks run on the manager thread.
+ */
+#ifndef POOL_H
+#define POOL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "../cdp/cdp.h"
+
+typedef struct pool pool;
+typedef struct pool_lease pool_lease;
+
+typedef struct pool_config {
+    const char *chromium_path; /* REFGATE_CHROMIUM [/usr/lib/chromium/chromium] */
+    const char *run_dir;       /* REFGATE_RUN_DIR [/tmp/refgate]: profiles, HOME, logs */
+    int browsers;              /* REFGATE_BROWSERS [2] */
+    int contexts_per_browser;  /* REFGATE_CONTEXTS_PER_BROWSER [16] */
+    int queue_max;             /* REFGATE_POOL_QUEUE_MAX [64] lease requests waiting */
+    int lease_timeout_ms;      /* REFGATE_POOL_LEASE_TIMEOUT_MS [10000] default wait */
+    int start_timeout_ms;      /* cold start to first DevTools answer [30000] */
+    int ping_interval_ms;      /* REFGATE_POOL_PING_INTERVAL_MS [2000] */
+    int ping_timeout_ms;       /* REFGATE_POOL_PING_TIMEOUT_MS [5000] */
+    int close_grace_ms;        /* Browser.close before SIGKILL [2000] */
+    int recycle_after;         /* REFGATE_POOL_RECYCLE_AFTER [200] contexts per browser */
+    const char *const *extra_args; /* more Chromium flags, NULL-terminated, or NULL */
+    size_t max_message_bytes;  /* REFGATE_CDP_MAX_MESSAGE_BYTES [64 MiB] */
+} pool_config;
+
+/** Fills cfg with the defaults of common/rg.h. */
+void pool_config_default(pool_config *cfg);
+/** Overrides fields from the REFGATE_* environment variables named above. */
+void pool_config_from_env(pool_config *cfg);
+
+/**
+ * Sweeps what an earlier, killed owner left in the run directory, starts the
+ * browsers and returns once every one answers (or, after start_timeout_ms,
+ * once at least one does; the manager keeps trying for the rest). Fails with
+ * RG_EUNAVAIL when no browser starts; the reason is logged with the tail of
+ * Chromium's log. The caller owns *out.
+ *
+ * The thread that calls pool_new may exit afterwards: processes are started
+ * only by the pool's own manager thread.
+ */
+int pool_new(const pool_config *cfg, pool **out);
+
+/**
+ * Closes every browser (Browser.close, then SIGKILL to its process group
+ * after close_grace_ms), reaps them and removes their scratch directories.
+ * Leases not yet released are freed here: their pointers die with the pool.
+ */
+void pool_free(pool *p);
+
+/**
+ * Leases a new browser context with one page (about:blank), attached with a
+ * flattened session. Waits up to timeout_ms (<= 0: the configured default) in
+ * the FIFO queue when the pool is full. Errors: RG_EPOOL when no capacity
+ * came in time or the queue is full (*retry_after_ms, when not NULL, gets a
+ * hint), RG_ECRASHED / RG_ETIMEOUT when the browser failed while creating the
+ * context and no other one could serve within the time. The caller owns *out
+ * and gives it back with pool_release.
+ */
+int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms);
+
+/**
+ * Disposes of the lease's browser context (and its pages) and frees its slot
+ * for the next request. Accepts NULL and leases whose browser is gone.
+ */
+void pool_release(pool_lease *l);
+
+/** The DevTools connection of the lease's browser (borrowed until release). */
+cdp_conn *pool_lease_conn(pool_lease *l);
+/** The flattened session id of the lease's page: pass it to cdp_call. */
+const char *pool_lease_session(pool_lease *l);
+const char *pool_lease_target(pool_lease *l);
+const char *pool_lease_context(pool_lease *l);
+/**
+ * The guard process of the lease's browser: Chromium and all its processes
+ * are its descendants (for diagnostics, tests and benchmarks).
+ */
+pid_t pool_lease_guard(pool_lease *l);
+/** 1 once the lease's browser has died or been replaced; its calls fail then. */
+int pool_lease_lost(pool_lease *l);
+
+/**
+ * fn is called once, on the manager thread, when the lease's browser dies
+ * (crash, hang, kill); not when the lease is released. If the browser is
+ * already gone when this is called, fn is called before it returns.
+ */
+void pool_lease_on_lost(pool_lease *l, void (*fn)(void *ud, pool_lease *l), void *ud);
+
+typedef struct pool_stats {
+    int browsers;         /* processes alive, including ones starting or draining */
+    int browsers_ready;   /* accepting leases */
+    int contexts_in_use;  /* leases outstanding */
+    int queue_depth;      /* lease requests waiting */
+    uint64_t restarts;    /* browsers replaced after a crash or a failed ping */
+    uint64_t recycles;    /* browsers retired after recycle_after contexts */
+    uint64_t contexts_created;
+} pool_stats;
+
+void pool_get_stats(pool *p, pool_stats *st);
+
+/** Guard processes of the live browsers; returns how many (at most max). */
+int pool_guards(pool *p, pid_t *out, int max);
+
+#endif

@@ -1,0 +1,44 @@
+/*
+ * pool_int.h - private to pool/: starting a browser under its guard, and the
+ * scratch directory housekeeping. Not for use outside this directory.
+ */
+#ifndef POOL_INT_H
+#define POOL_INT_H
+
+#include <sys/types.h>
+
+/**
+ * Starts Chromium under a guard process (*guard): SIGTERM to the guard kills
+ * Chromium's process group at once, and the guard exits once all of it is
+ * reaped. dir must exist; the profile, HOME and log go
+ * inside it. *rfd reads Chromium's fd 4, *wfd writes its fd 3 (both
+ * close-on-exec, blocking; the caller owns them). Call only from a thread
+ * that lives as long as the browser: the guard's parent-death signal is tied
+ * to the calling thread.
+ */
+int spawn_browser(const char *chromium, const char *dir, const char *const *extra, pid_t *guard,
+                  int *rfd, int *wfd);
+
+/** Removes a directory tree (no symlinks followed). Returns 0 or -1. */
+int rmtree(const char *path);
+
+/** Creates dir and its parents with mode 0700 where missing. Returns 0 or -1. */
+int mkdirs(const char *dir);
+
+/**
+ * Takes the owner lock of one pool: <run_dir>/owner-<tag>.lock, held (flock)
+ * for the pool's life. Returns the fd or -1.
+ */
+int owner_lock(const char *run_dir, const char *tag);
+
+/**
+ * Removes what owners that no longer hold their lock left in run_dir: their
+ * browser directories, any process still using one of them (killed by PID),
+ * and their lock files. Returns how many directories it removed.
+ */
+int sweep_run_dir(const char *run_dir);
+
+/** Logs the last lines of a Chromium log, for a browser that failed to start. */
+void log_tail(const char *module, const char *path);
+
+#endif

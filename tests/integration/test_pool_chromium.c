@@ -1,0 +1,602 @@
+/*
+ * test_pool_chromium.c - the browser pool against real Chromium: 20 leases at
+ * once on fixture pages, isolation between contexts, queue bounds, a browser
+ * killed or frozen under its leases, recycling, shutdown, and the owner
+ * process killed with SIGKILL. Everything runs on loopback.
+ *
+ * The binary re-executes itself (`--owner RUN_DIR FD`) to play an owner
+ * process that the test can kill -9.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "pool/pool.h"
+#include "tests/support/support.h"
+
+static httpd *srv;
+static char run_dir[256];
+
+static void base_config(pool_config *cfg)
+{
+    pool_config_default(cfg);
+    pool_config_from_env(cfg); /* REFGATE_CHROMIUM may point elsewhere */
+    cfg->run_dir = run_dir;
+}
+
+/* Runtime.evaluate on the lease's page; the value as a string into out. */
+static int eval_str(pool_lease *l, const char *expr, char *out, size_t len)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"returnByValue\":true,\"awaitPromise\":true,\"expression\":");
+    rg_buf_json_str(&q, expr, strlen(expr));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    int rc = cdp_call(pool_lease_conn(l), pool_lease_session(l), "Runtime.evaluate", q.data, 20000,
+                      &r);
+    rg_buf_destroy(&q);
+    if (rc == 0 && out) {
+        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.result, "result"), "value");
+        if (cJSON_IsString(v))
+            snprintf(out, len, "%s", v->valuestring);
+        else if (cJSON_IsNumber(v))
+            snprintf(out, len, "%g", v->valuedouble);
+        else
+            snprintf(out, len, "<%s>", v ? "other" : "none");
+    }
+    cdp_reply_free(&r);
+    return rc;
+}
+
+/* Navigates and waits for the load event. */
+static int navigate(pool_lease *l, const char *url)
+{
+    cdp_conn *c = pool_lease_conn(l);
+    const char *sid = pool_lease_session(l);
+    int rc = cdp_call(c, sid, "Page.enable", NULL, 10000, NULL);
+    if (rc < 0)
+        return rc;
+    cdp_waiter *w;
+    if ((rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w)) < 0)
+        return rc;
+    char q[512];
+    snprintf(q, sizeof q, "{\"url\":\"%s\"}", url);
+    rc = cdp_call(c, sid, "Page.navigate", q, 20000, NULL);
+    if (rc == 0)
+        rc = cdp_waiter_wait(w, 20000, NULL);
+    cdp_waiter_free(w);
+    return rc;
+}
+
+static int count_dirs(const char *prefix)
+{
+    DIR *d = opendir(run_dir);
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)))
+        n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* All processes of the pool's browsers: the guards and their descendants. */
+static int pool_processes(pool *p, pid_t *out, int max)
+{
+    pid_t g[16];
+    int ng = pool_guards(p, g, 16), n = 0;
+    for (int i = 0; i < ng && n < max; i++) {
+        out[n++] = g[i];
+        n += procs_descendants(g[i], out + n, max - n);
+    }
+    return n;
+}
+
+static int running_of(const pid_t *pids, int n)
+{
+    int r = 0;
+    for (int i = 0; i < n; i++)
+        r += procs_running(pids[i]);
+    return r;
+}
+
+/* Waits up to ms for every pid to be gone; returns how many still run. */
+static int wait_gone(const pid_t *pids, int n, int ms)
+{
+    int64_t until = rg_now_ms() + ms;
+    int r;
+    while ((r = running_of(pids, n)) > 0 && rg_now_ms() < until)
+        rg_sleep_ms(20);
+    return r;
+}
+
+/* ---- 20 leases at once ---- */
+
+#define N_LEASES 20
+
+struct lease_job {
+    pool *p;
+    int i;
+    pthread_barrier_t *barrier;
+    pool_lease *l;
+    int rc;
+    char title[64], cookie[64];
+};
+
+static void *lease_job_main(void *arg)
+{
+    struct lease_job *j = arg;
+    char url[128], path[32], expr[64];
+    snprintf(path, sizeof path, "/page-%d", j->i);
+    j->rc = pool_acquire(j->p, 30000, &j->l, NULL);
+    if (j->rc == 0)
+        j->rc = navigate(j->l, httpd_url(srv, path, url, sizeof url));
+    if (j->rc == 0)
+        j->rc = eval_str(j->l, "document.title", j->title, sizeof j->title);
+    snprintf(expr, sizeof expr, "document.cookie = 'who=%d', 'set'", j->i);
+    if (j->rc == 0)
+        j->rc = eval_str(j->l, expr, NULL, 0);
+    /* Every context has set its cookie on the same origin before any reads. */
+    pthread_barrier_wait(j->barrier);
+    if (j->rc == 0)
+        j->rc = eval_str(j->l, "document.cookie", j->cookie, sizeof j->cookie);
+    return NULL;
+}
+
+static void test_twenty_leases_navigate_evaluate_isolated(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 2;
+    cfg.contexts_per_browser = 16;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+
+    pthread_barrier_t bar;
+    pthread_barrier_init(&bar, NULL, N_LEASES);
+    struct lease_job jobs[N_LEASES];
+    pthread_t t[N_LEASES];
+    for (int i = 0; i < N_LEASES; i++) {
+        jobs[i] = (struct lease_job){.p = p, .i = i, .barrier = &bar};
+        pthread_create(&t[i], NULL, lease_job_main, &jobs[i]);
+    }
+    for (int i = 0; i < N_LEASES; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&bar);
+
+    pool_stats st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.contexts_in_use, N_LEASES);
+    for (int i = 0; i < N_LEASES; i++)
+        if (jobs[i].rc)
+            printf("lease %d: %s\n", i, rg_err_code(jobs[i].rc));
+    for (int i = 0; i < N_LEASES; i++) {
+        char want[64];
+        assert_int_equal(jobs[i].rc, 0);
+        snprintf(want, sizeof want, "/page-%d", i);
+        assert_string_equal(jobs[i].title, want);
+        /* Same origin, twenty contexts: each sees its own cookie only. */
+        snprintf(want, sizeof want, "who=%d", i);
+        assert_string_equal(jobs[i].cookie, want);
+    }
+    /* Both browsers carry leases. */
+    assert_int_not_equal(pool_lease_guard(jobs[0].l), 0);
+    int on_first = 0;
+    for (int i = 0; i < N_LEASES; i++)
+        on_first += pool_lease_guard(jobs[i].l) == pool_lease_guard(jobs[0].l);
+    assert_true(on_first >= 4 && on_first <= 16);
+
+    for (int i = 0; i < N_LEASES; i++)
+        pool_release(jobs[i].l);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.contexts_in_use, 0);
+    assert_int_equal(st.contexts_created, N_LEASES);
+
+    /* Released contexts took their pages with them: a new lease sees one page. */
+    pool_lease *l;
+    assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
+    cdp_reply r;
+    assert_int_equal(cdp_call(pool_lease_conn(l), NULL, "Target.getTargets", NULL, 5000, &r), 0);
+    int pages = 0;
+    const cJSON *ti;
+    cJSON_ArrayForEach(ti, cJSON_GetObjectItem(r.result, "targetInfos"))
+    {
+        pages += !strcmp(cJSON_GetObjectItem(ti, "type")->valuestring, "page");
+    }
+    cdp_reply_free(&r);
+    assert_int_equal(pages, 1);
+    pool_release(l);
+    pool_free(p);
+}
+
+/* ---- queue bounds ---- */
+
+struct acq {
+    pool *p;
+    int timeout;
+    int rc;
+    int retry;
+    int64_t ms;
+    pool_lease *l;
+};
+
+static void *acq_main(void *arg)
+{
+    struct acq *a = arg;
+    int64_t t0 = rg_now_ms();
+    a->rc = pool_acquire(a->p, a->timeout, &a->l, &a->retry);
+    a->ms = rg_now_ms() - t0;
+    return NULL;
+}
+
+static void test_queue_is_bounded_fifo_and_times_out(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 2;
+    cfg.queue_max = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    pool_lease *a, *b;
+    assert_int_equal(pool_acquire(p, 5000, &a, NULL), 0);
+    assert_int_equal(pool_acquire(p, 5000, &b, NULL), 0);
+
+    /* A third request waits in the queue... */
+    struct acq waiting = {.p = p, .timeout = 20000};
+    pthread_t t;
+    pthread_create(&t, NULL, acq_main, &waiting);
+    pool_stats st;
+    do {
+        rg_sleep_ms(5);
+        pool_get_stats(p, &st);
+    } while (st.queue_depth < 1);
+
+    /* ...and a fourth finds the queue full: refused at once, with a hint. */
+    struct acq full = {.p = p, .timeout = 20000};
+    acq_main(&full);
+    assert_int_equal(full.rc, RG_EPOOL);
+    assert_true(full.retry > 0);
+    assert_true(full.ms < 15000);
+
+    /* A released slot goes to the waiting request. */
+    pool_release(a);
+    pthread_join(t, NULL);
+    assert_int_equal(waiting.rc, 0);
+    assert_non_null(waiting.l);
+
+    /* With nothing free, a request times out after its own timeout. */
+    struct acq late = {.p = p, .timeout = 300};
+    acq_main(&late);
+    assert_int_equal(late.rc, RG_EPOOL);
+    assert_true(late.ms >= 300);
+    assert_true(late.retry > 0);
+    assert_string_equal(rg_err_code(late.rc), "pool_exhausted");
+
+    pool_release(b);
+    pool_release(waiting.l);
+    pool_free(p);
+}
+
+/* ---- a browser killed or frozen under its leases ---- */
+
+struct lost_flag {
+    atomic_int n;
+};
+
+static void on_lost(void *ud, pool_lease *l)
+{
+    (void)l;
+    struct lost_flag *f = ud;
+    atomic_fetch_add(&f->n, 1);
+}
+
+struct hang {
+    pool_lease *l;
+    int rc;
+    int64_t ms;
+};
+
+static void *hang_main(void *arg)
+{
+    struct hang *h = arg;
+    int64_t t0 = rg_now_ms();
+    /* A call that would take a minute if the browser lived. */
+    h->rc = eval_str(h->l, "new Promise(r => setTimeout(r, 60000))", NULL, 0);
+    h->ms = rg_now_ms() - t0;
+    return NULL;
+}
+
+static void wait_ready(pool *p, int browsers)
+{
+    pool_stats st;
+    int64_t until = rg_now_ms() + 30000;
+    do {
+        rg_sleep_ms(20);
+        pool_get_stats(p, &st);
+    } while (st.browsers_ready < browsers && rg_now_ms() < until);
+    assert_int_equal(st.browsers_ready, browsers);
+}
+
+/* Kills (sig) the Chromium browser process of lease l, checks the fallout. */
+static void browser_failure(int sig)
+{
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 2;
+    cfg.ping_interval_ms = 300; /* find the frozen one quickly */
+    cfg.ping_timeout_ms = 1500;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    pool_lease *l[4];
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(pool_acquire(p, 10000, &l[i], NULL), 0);
+    pool_lease *victim = l[0], *other = NULL;
+    for (int i = 1; i < 4; i++)
+        if (pool_lease_guard(l[i]) != pool_lease_guard(victim))
+            other = l[i];
+    assert_non_null(other);
+    struct lost_flag lost = {0};
+    pool_lease_on_lost(victim, on_lost, &lost);
+
+    pid_t tree[256];
+    tree[0] = pool_lease_guard(victim);
+    int n = 1 + procs_descendants(tree[0], tree + 1, 255);
+    assert_true(n >= 3); /* guard, browser, at least one child */
+    pid_t browser = tree[1];
+
+    struct hang h = {.l = victim};
+    pthread_t t;
+    pthread_create(&t, NULL, hang_main, &h);
+    rg_sleep_ms(200);
+    assert_int_equal(kill(browser, sig), 0);
+    pthread_join(t, NULL);
+    assert_int_equal(h.rc, RG_ECRASHED);
+    assert_string_equal(rg_err_code(h.rc), "browser_crashed");
+    assert_true(h.ms < 15000); /* not the call's own 20 s timeout */
+
+    wait_ready(p, 2);
+    assert_int_equal(atomic_load(&lost.n), 1);
+    assert_true(pool_lease_lost(victim));
+    assert_false(pool_lease_lost(other));
+    assert_int_equal(wait_gone(tree, n, 3000), 0);
+
+    /* The other browser never noticed; a new lease works on the new one. */
+    char v[16];
+    assert_int_equal(eval_str(other, "1+1", v, sizeof v), 0);
+    assert_string_equal(v, "2");
+    assert_int_equal(eval_str(victim, "1+1", NULL, 0), RG_ECRASHED);
+    pool_stats st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.restarts, 1);
+    for (int i = 0; i < 4; i++)
+        pool_release(l[i]);
+    pool_lease *fresh;
+    assert_int_equal(pool_acquire(p, 10000, &fresh, NULL), 0);
+    assert_int_equal(eval_str(fresh, "6*7", v, sizeof v), 0);
+    assert_string_equal(v, "42");
+    pool_release(fresh);
+    pool_free(p);
+}
+
+static void test_killed_browser_fails_its_leases_and_is_replaced(void **state)
+{
+    (void)state;
+    browser_failure(SIGKILL);
+}
+
+static void test_frozen_browser_fails_health_check_and_is_replaced(void **state)
+{
+    (void)state;
+    browser_failure(SIGSTOP);
+}
+
+/* ---- recycling ---- */
+
+static void test_browser_recycled_after_n_contexts(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 1;
+    cfg.recycle_after = 3;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    pid_t first;
+    assert_int_equal(pool_guards(p, &first, 1), 1);
+    pid_t old_tree[128];
+    old_tree[0] = first;
+    int n = 1 + procs_descendants(first, old_tree + 1, 127);
+    for (int i = 0; i < 3; i++) {
+        pool_lease *l;
+        assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
+        char v[16];
+        assert_int_equal(eval_str(l, "3+4", v, sizeof v), 0);
+        pool_release(l);
+    }
+    pool_stats st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.recycles, 1);
+    /* The old browser drains and exits; a new one serves. */
+    assert_int_equal(wait_gone(old_tree, n, 5000), 0);
+    pool_lease *l;
+    assert_int_equal(pool_acquire(p, 20000, &l, NULL), 0);
+    assert_int_not_equal(pool_lease_guard(l), first);
+    pool_release(l);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.restarts, 0); /* recycling is not a crash */
+    pool_free(p);
+}
+
+/* ---- shutdown and owner death ---- */
+
+static void test_shutdown_leaves_no_process_or_directory(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 2;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    pool_lease *l;
+    assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
+    char url[128];
+    assert_int_equal(navigate(l, httpd_url(srv, "/x", url, sizeof url)), 0);
+    pid_t procs[256];
+    int n = pool_processes(p, procs, 256);
+    assert_true(n >= 6);
+    pool_free(p); /* the lease dies with the pool */
+    assert_int_equal(running_of(procs, n), 0);
+    assert_int_equal(count_dirs("chromium-"), 0);
+    assert_int_equal(count_dirs("owner-"), 0);
+}
+
+static void test_bad_binary_fails_cleanly(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.chromium_path = "/nonexistent/chromium";
+    pool *p = NULL;
+    assert_int_equal(pool_new(&cfg, &p), RG_EUNAVAIL);
+    assert_null(p);
+    cfg.chromium_path = "/bin/false"; /* starts, exits at once */
+    cfg.browsers = 1;
+    assert_int_equal(pool_new(&cfg, &p), RG_EUNAVAIL);
+    assert_null(p);
+    assert_int_equal(count_dirs("chromium-"), 0);
+}
+
+/* The owner role: a pool with a navigated lease, then wait to be killed. */
+static int owner_main(const char *dir, int fd)
+{
+    snprintf(run_dir, sizeof run_dir, "%s", dir);
+    httpd *h = httpd_start(NULL);
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 2;
+    pool *p;
+    if (!h || pool_new(&cfg, &p) < 0)
+        return 1;
+    pool_lease *l;
+    char url[128];
+    if (pool_acquire(p, 10000, &l, NULL) < 0 || navigate(l, httpd_url(h, "/o", url, sizeof url)))
+        return 1;
+    pid_t g[4];
+    int n = pool_guards(p, g, 4);
+    if (write(fd, g, sizeof(pid_t) * (size_t)n) < 0)
+        return 1;
+    close(fd);
+    for (;;)
+        pause();
+}
+
+static void test_owner_killed_leaves_nothing_and_next_owner_starts_clean(void **state)
+{
+    (void)state;
+    int fds[2];
+    assert_int_equal(pipe(fds), 0);
+    pid_t child = fork();
+    if (child == 0) {
+        close(fds[0]);
+        char fdarg[16];
+        snprintf(fdarg, sizeof fdarg, "%d", fds[1]);
+        execl("/proc/self/exe", "test_pool_chromium", "--owner", run_dir, fdarg, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    pid_t guards[4];
+    ssize_t got = read(fds[0], guards, sizeof guards);
+    close(fds[0]);
+    assert_true(got >= (ssize_t)(2 * sizeof(pid_t)));
+    int ng = (int)(got / (ssize_t)sizeof(pid_t));
+    pid_t procs[512];
+    int n = 0;
+    for (int i = 0; i < ng; i++) {
+        procs[n++] = guards[i];
+        n += procs_descendants(guards[i], procs + n, 512 - n);
+    }
+    assert_true(n >= 6);
+    assert_true(count_dirs("chromium-") >= 2);
+
+    int64_t t0 = rg_now_ms();
+    assert_int_equal(kill(child, SIGKILL), 0);
+    int left = wait_gone(procs, n, 2000);
+    int64_t took = rg_now_ms() - t0;
+    printf("owner killed: %d browser processes gone in %lld ms\n", n, (long long)took);
+    assert_int_equal(left, 0);
+    waitpid(child, NULL, 0);
+    /* As subreaper we inherited the dead owner's guards: reap them. */
+    for (int i = 0; i < ng; i++)
+        waitpid(guards[i], NULL, 0);
+
+    /* The next owner sweeps the dead one's directories and starts normally. */
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    assert_int_equal(count_dirs("chromium-"), 1);
+    pool_lease *l;
+    assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
+    char v[16];
+    assert_int_equal(eval_str(l, "'ok'", v, sizeof v), 0);
+    assert_string_equal(v, "ok");
+    pool_release(l);
+    pool_free(p);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc == 4 && !strcmp(argv[1], "--owner"))
+        return owner_main(argv[2], atoi(argv[3]));
+
+    if (access("/usr/lib/chromium/chromium", X_OK) < 0 && !getenv("REFGATE_CHROMIUM")) {
+        fprintf(stderr, "test_pool_chromium: Chromium is not installed (make deps)\n");
+        return 1;
+    }
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-%d", (int)getpid());
+    /* Orphans of the owner this test kills come to us, not to an init that may not reap. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    srv = httpd_start(NULL);
+    if (!srv)
+        return 1;
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_twenty_leases_navigate_evaluate_isolated),
+        cmocka_unit_test(test_queue_is_bounded_fifo_and_times_out),
+        cmocka_unit_test(test_killed_browser_fails_its_leases_and_is_replaced),
+        cmocka_unit_test(test_frozen_browser_fails_health_check_and_is_replaced),
+        cmocka_unit_test(test_browser_recycled_after_n_contexts),
+        cmocka_unit_test(test_shutdown_leaves_no_process_or_directory),
+        cmocka_unit_test(test_bad_binary_fails_cleanly),
+        cmocka_unit_test(test_owner_killed_leaves_nothing_and_next_owner_starts_clean),
+    };
+    if (getenv("RG_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
+    int rc = cmocka_run_group_tests_name("pool_chromium", tests, NULL, NULL);
+    httpd_stop(srv);
+    rmdir(run_dir);
+    return rc;
+}

@@ -1,0 +1,242 @@
+/*
+ * httpd.c - a loopback HTTP server for fixture pages in tests and benchmarks.
+ * One accept thread, one detached thread per connection, each response closes
+ * its connection. Small on purpose: it serves tests, not users.
+ */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct httpd {
+    int lfd;
+    int port;
+    int stop_pipe[2];
+    char *docroot;
+    pthread_t thread;
+    atomic_size_t requests;
+    atomic_int live; /* connection threads running */
+};
+
+struct conn {
+    httpd *h;
+    int fd;
+};
+
+static void send_all(int fd, const char *p, size_t n)
+{
+    while (n) {
+        ssize_t w = send(fd, p, n, MSG_NOSIGNAL);
+        if (w <= 0) {
+            if (w < 0 && errno == EINTR)
+                continue;
+            return;
+        }
+        p += w;
+        n -= (size_t)w;
+    }
+}
+
+static void respond(int fd, int status, const char *type, const char *body, size_t len)
+{
+    char head[256];
+    int n = snprintf(head, sizeof head,
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                     "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
+                     status, status == 200 ? "OK" : "Not Found", type, len);
+    send_all(fd, head, (size_t)n);
+    send_all(fd, body, len);
+}
+
+static const char *type_of(const char *path)
+{
+    const char *dot = strrchr(path, '.');
+    if (dot && !strcmp(dot, ".html"))
+        return "text/html; charset=utf-8";
+    if (dot && !strcmp(dot, ".js"))
+        return "text/javascript";
+    if (dot && !strcmp(dot, ".css"))
+        return "text/css";
+    return "application/octet-stream";
+}
+
+/* Serves docroot/path when it is a regular file without "..". Returns 1 if served. */
+static int serve_file(httpd *h, int fd, const char *path)
+{
+    if (!h->docroot || strstr(path, ".."))
+        return 0;
+    char full[4096];
+    snprintf(full, sizeof full, "%s%s", h->docroot, path);
+    struct stat st;
+    if (stat(full, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > 64 * 1024 * 1024)
+        return 0;
+    FILE *f = fopen(full, "rbe");
+    if (!f)
+        return 0;
+    char *body = malloc((size_t)st.st_size + 1);
+    size_t n = body ? fread(body, 1, (size_t)st.st_size, f) : 0;
+    fclose(f);
+    if (!body)
+        return 0;
+    respond(fd, 200, type_of(path), body, n);
+    free(body);
+    return 1;
+}
+
+static void *conn_main(void *arg)
+{
+    struct conn *c = arg;
+    httpd *h = c->h;
+    char req[8192];
+    size_t len = 0;
+    /* Read the request head; Chromium may open sockets it never uses. */
+    while (len < sizeof req - 1) {
+        struct pollfd pf[2] = {{c->fd, POLLIN, 0}, {h->stop_pipe[0], POLLIN, 0}};
+        if (poll(pf, 2, 5000) <= 0 || pf[1].revents)
+            goto out;
+        ssize_t n = recv(c->fd, req + len, sizeof req - 1 - len, 0);
+        if (n <= 0)
+            goto out;
+        len += (size_t)n;
+        req[len] = '\0';
+        if (strstr(req, "\r\n\r\n"))
+            break;
+    }
+    atomic_fetch_add(&h->requests, 1);
+    char method[16], path[2048];
+    if (sscanf(req, "%15s %2047s", method, path) != 2)
+        goto out;
+    char *q = strchr(path, '?');
+    if (q)
+        *q = '\0';
+    if (!strcmp(path, "/slow")) {
+        struct pollfd pf = {h->stop_pipe[0], POLLIN, 0};
+        poll(&pf, 1, 60000);
+        goto out;
+    }
+    if (serve_file(h, c->fd, path))
+        goto out;
+    char body[4096];
+    int n = snprintf(body, sizeof body,
+                     "<!doctype html><html><head><title>%s</title></head>"
+                     "<body><h1>%s</h1><p>fixture page</p></body></html>",
+                     path, path);
+    respond(c->fd, 200, "text/html; charset=utf-8", body, (size_t)n);
+out:
+    close(c->fd);
+    atomic_fetch_sub(&h->live, 1);
+    free(c);
+    return NULL;
+}
+
+static void *accept_main(void *arg)
+{
+    httpd *h = arg;
+    for (;;) {
+        struct pollfd pf[2] = {{h->lfd, POLLIN, 0}, {h->stop_pipe[0], POLLIN, 0}};
+        if (poll(pf, 2, -1) < 0 && errno != EINTR)
+            break;
+        if (pf[1].revents)
+            break;
+        if (!(pf[0].revents & POLLIN))
+            continue;
+        int fd = accept4(h->lfd, NULL, NULL, SOCK_CLOEXEC);
+        if (fd < 0)
+            continue;
+        struct conn *c = malloc(sizeof *c);
+        pthread_t t;
+        pthread_attr_t at;
+        pthread_attr_init(&at);
+        pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+        if (!c) {
+            close(fd);
+        } else {
+            c->h = h;
+            c->fd = fd;
+            atomic_fetch_add(&h->live, 1);
+            if (pthread_create(&t, &at, conn_main, c) != 0) {
+                atomic_fetch_sub(&h->live, 1);
+                close(fd);
+                free(c);
+            }
+        }
+        pthread_attr_destroy(&at);
+    }
+    return NULL;
+}
+
+httpd *httpd_start(const char *docroot)
+{
+    httpd *h = calloc(1, sizeof *h);
+    if (!h)
+        return NULL;
+    h->docroot = docroot ? strdup(docroot) : NULL;
+    h->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int one = 1;
+    setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t al = sizeof a;
+    if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&a, sizeof a) < 0 ||
+        listen(h->lfd, 128) < 0 || getsockname(h->lfd, (struct sockaddr *)&a, &al) < 0 ||
+        pipe2(h->stop_pipe, O_CLOEXEC) < 0) {
+        if (h->lfd >= 0)
+            close(h->lfd);
+        free(h->docroot);
+        free(h);
+        return NULL;
+    }
+    h->port = ntohs(a.sin_port);
+    if (pthread_create(&h->thread, NULL, accept_main, h) != 0) {
+        close(h->lfd);
+        free(h->docroot);
+        free(h);
+        return NULL;
+    }
+    return h;
+}
+
+int httpd_port(const httpd *h)
+{
+    return h->port;
+}
+
+const char *httpd_url(const httpd *h, const char *path, char *buf, size_t len)
+{
+    snprintf(buf, len, "http://127.0.0.1:%d%s", h->port, path);
+    return buf;
+}
+
+size_t httpd_requests(const httpd *h)
+{
+    return atomic_load(&((httpd *)h)->requests);
+}
+
+void httpd_stop(httpd *h)
+{
+    if (!h)
+        return;
+    ssize_t w = write(h->stop_pipe[1], "x", 1);
+    (void)w;
+    pthread_join(h->thread, NULL);
+    /* Connection threads watch the stop pipe; wait for them before freeing. */
+    for (int i = 0; i < 500 && atomic_load(&h->live) > 0; i++)
+        usleep(10000);
+    close(h->lfd);
+    close(h->stop_pipe[0]);
+    close(h->stop_pipe[1]);
+    free(h->docroot);
+    free(h);
+}

@@ -1,0 +1,120 @@
+/* procs.c - process inspection through /proc for tests and benchmarks. */
+#define _GNU_SOURCE
+#include "support.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* Reads state and ppid from /proc/<pid>/stat. Returns 0 or -1. */
+static int stat_of(pid_t pid, char *state, pid_t *ppid)
+{
+    char path[64], buf[512];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    char *rp = strrchr(buf, ')'); /* comm may contain spaces and parentheses */
+    int pp;
+    if (!rp || sscanf(rp + 1, " %c %d", state, &pp) != 2)
+        return -1;
+    *ppid = pp;
+    return 0;
+}
+
+int procs_descendants(pid_t root, pid_t *out, int max)
+{
+    enum { MAXP = 32768 };
+    pid_t *pids = malloc(sizeof(pid_t) * MAXP), *par = malloc(sizeof(pid_t) * MAXP);
+    int n = 0, found = 0;
+    DIR *d = opendir("/proc");
+    if (!d || !pids || !par)
+        goto out;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < MAXP) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        char st;
+        pid_t pp;
+        if (*end || pid <= 0 || stat_of((pid_t)pid, &st, &pp) < 0)
+            continue;
+        pids[n] = (pid_t)pid;
+        par[n++] = pp;
+    }
+    /* Breadth-first: out doubles as the queue. */
+    pid_t queue_root = root;
+    int head = -1;
+    for (;;) {
+        pid_t parent = head < 0 ? queue_root : out[head];
+        for (int i = 0; i < n && found < max; i++)
+            if (par[i] == parent)
+                out[found++] = pids[i];
+        if (++head >= found)
+            break;
+    }
+out:
+    if (d)
+        closedir(d);
+    free(pids);
+    free(par);
+    return found;
+}
+
+int procs_running(pid_t pid)
+{
+    char st;
+    pid_t pp;
+    return stat_of(pid, &st, &pp) == 0 && st != 'Z' && st != 'X';
+}
+
+long procs_pss_kib(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    long kib = -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "Pss: %ld kB", &kib) == 1)
+            break;
+    fclose(f);
+    return kib;
+}
+
+int procs_count_cmdline(const char *needle)
+{
+    DIR *d = opendir("/proc");
+    if (!d)
+        return 0;
+    int count = 0;
+    struct dirent *e;
+    char path[64], cmd[8192];
+    size_t nl = strlen(needle);
+    while ((e = readdir(d))) {
+        char *end;
+        long pid = strtol(e->d_name, &end, 10);
+        if (*end || pid <= 0 || pid == getpid())
+            continue;
+        snprintf(path, sizeof path, "/proc/%ld/cmdline", pid);
+        int fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (fd < 0)
+            continue;
+        ssize_t n = read(fd, cmd, sizeof cmd);
+        close(fd);
+        if (n <= 0)
+            continue;
+        if (memmem(cmd, (size_t)n, needle, nl) && procs_running((pid_t)pid))
+            count++;
+    }
+    closedir(d);
+    return count;
+}

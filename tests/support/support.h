@@ -1,0 +1,37 @@
+/*
+ * support.h - helpers shared by refgate's tests and benchmarks: a loopback
+ * HTTP server for fixture pages and process inspection through /proc.
+ * Test code only; never linked into refgate itself.
+ */
+#ifndef RG_TEST_SUPPORT_H
+#define RG_TEST_SUPPORT_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+typedef struct httpd httpd;
+
+/**
+ * Starts an HTTP/1.1 server on 127.0.0.1 at an ephemeral port, one thread per
+ * connection. GET /<file> serves docroot/<file> when it exists (docroot may
+ * be NULL); any other path gets a small HTML page titled with the path.
+ * GET /slow never answers (for timeout tests). Every response closes the
+ * connection.
+ */
+httpd *httpd_start(const char *docroot);
+int httpd_port(const httpd *h);
+/** "http://127.0.0.1:<port>" + path, into buf. */
+const char *httpd_url(const httpd *h, const char *path, char *buf, size_t len);
+size_t httpd_requests(const httpd *h);
+void httpd_stop(httpd *h);
+
+/** Every descendant of root (children, grandchildren, ...); returns the count. */
+int procs_descendants(pid_t root, pid_t *out, int max);
+/** 1 when pid exists and is not a zombie. */
+int procs_running(pid_t pid);
+/** Proportional set size of pid in KiB, or -1. */
+long procs_pss_kib(pid_t pid);
+/** Number of running (non-zombie) processes whose command line contains needle. */
+int procs_count_cmdline(const char *needle);
+
+#endif

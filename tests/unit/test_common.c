@@ -1,0 +1,116 @@
+/* test_common.c - the error table, rg_buf and configuration parsing. */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <cjson/cJSON.h>
+
+#include "common/rg.h"
+
+/* The table of PROTOCOL.md, row by row: code, HTTP status, kind. */
+static void test_error_table_matches_protocol(void **state)
+{
+    (void)state;
+    static const struct {
+        int err;
+        const char *code;
+        int http;
+        int transient;
+    } rows[] = {
+        {RG_EBADREQ, "bad_request", 400, 0},       {RG_EUNAUTH, "unauthorized", 401, 0},
+        {RG_EFORBIDDEN, "forbidden", 403, 0},      {RG_EBLOCKEDURL, "blocked_url", 403, 0},
+        {RG_ENOTFOUND, "not_found", 404, 0},       {RG_ECONFLICT, "conflict", 409, 1},
+        {RG_ETOOLARGE, "payload_too_large", 413, 0}, {RG_EMEDIA, "unsupported_media_type", 415, 0},
+        {RG_ESTALE, "stale_ref", 422, 0},          {RG_ENOMATCH, "no_match", 422, 1},
+        {RG_EAMBIGUOUS, "ambiguous", 422, 0},      {RG_ENOTACTIONABLE, "not_actionable", 422, 1},
+        {RG_ENAVFAILED, "navigation_failed", 422, 1}, {RG_ERATE, "rate_limited", 429, 1},
+        {RG_EQUOTA, "quota_exceeded", 429, 0},     {RG_ECRASHED, "browser_crashed", 502, 1},
+        {RG_EPOOL, "pool_exhausted", 503, 1},      {RG_EUNAVAIL, "unavailable", 503, 1},
+        {RG_ETIMEOUT, "timeout", 504, 1},          {RG_EINTERNAL, "internal", 500, 1},
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        assert_string_equal(rg_err_code(rows[i].err), rows[i].code);
+        assert_int_equal(rg_err_http(rows[i].err), rows[i].http);
+        assert_int_equal(rg_err_transient(rows[i].err), rows[i].transient);
+    }
+    /* Internal detail never leaks as a code of its own. */
+    assert_string_equal(rg_err_code(RG_ECDP), "internal");
+    assert_string_equal(rg_err_code(RG_EBUSY), "unavailable");
+    assert_string_equal(rg_err_code(-999), "internal");
+    assert_int_equal(rg_err_http(-999), 500);
+}
+
+static void test_buf_json_string_round_trips(void **state)
+{
+    (void)state;
+    const char raw[] = "quote\" back\\ nl\n tab\t ctl\x01 nul\0 end \xc3\xa9";
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, "{\"s\":");
+    rg_buf_json_str(&b, raw, sizeof raw - 1);
+    rg_buf_puts(&b, "}");
+    assert_false(b.failed);
+    cJSON *j = cJSON_Parse(b.data);
+    assert_non_null(j);
+    const cJSON *s = cJSON_GetObjectItem(j, "s");
+    assert_true(cJSON_IsString(s));
+    /* cJSON stops at the decoded NUL: compare the part before it. */
+    assert_int_equal(strlen(s->valuestring), strlen(raw));
+    assert_memory_equal(s->valuestring, raw, strlen(raw));
+    assert_non_null(strstr(b.data, "nul\\u0000 end"));
+    cJSON_Delete(j);
+    rg_buf_destroy(&b);
+}
+
+static void test_buf_grows_and_printf(void **state)
+{
+    (void)state;
+    rg_buf b;
+    rg_buf_init(&b);
+    for (int i = 0; i < 10000; i++)
+        rg_buf_printf(&b, "%d,", i);
+    assert_false(b.failed);
+    assert_int_equal(strlen(b.data), b.len);
+    assert_memory_equal(b.data, "0,1,2,", 6);
+    assert_non_null(strstr(b.data, ",9999,"));
+    char *big = malloc(1000);
+    memset(big, 'x', 999);
+    big[999] = '\0';
+    rg_buf_reset(&b);
+    rg_buf_printf(&b, "[%s]", big); /* longer than printf's stack buffer */
+    assert_int_equal(b.len, 1001);
+    assert_int_equal(b.data[1000], ']');
+    free(big);
+    char *s = rg_buf_steal(&b);
+    assert_null(b.data);
+    free(s);
+}
+
+static void test_env_long_validates(void **state)
+{
+    (void)state;
+    setenv("RG_TEST_N", "42", 1);
+    assert_int_equal(rg_env_long("RG_TEST_N", 7, 0, 100), 42);
+    setenv("RG_TEST_N", "4x2", 1);
+    assert_int_equal(rg_env_long("RG_TEST_N", 7, 0, 100), 7);
+    setenv("RG_TEST_N", "1000", 1);
+    assert_int_equal(rg_env_long("RG_TEST_N", 7, 0, 100), 7);
+    unsetenv("RG_TEST_N");
+    assert_int_equal(rg_env_long("RG_TEST_N", 7, 0, 100), 7);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_error_table_matches_protocol),
+        cmocka_unit_test(test_buf_json_string_round_trips),
+        cmocka_unit_test(test_buf_grows_and_printf),
+        cmocka_unit_test(test_env_long_validates),
+    };
+    return cmocka_run_group_tests_name("common", tests, NULL, NULL);
+}
