@@ -60,9 +60,10 @@ asan: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    sh tests/run.sh $(BUILD)/asan/tests
 
+# `make bench BENCH_ARGS=--quick` for a short smoke run.
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCHES)
-	@sh bench/run.sh $(BUILD)
+	@sh bench/run.sh $(BUILD) $(BENCH_ARGS)
 
 run: deps
 	@echo "make run: refgate-server and the nginx front come with the gateway issue (#5);"
@@ -102,7 +103,7 @@ $(BUILD)/tests/%.o: tests/integration/%.c
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS_ALL)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(LIBS_REFGATE)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/tests/support/procs.o $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

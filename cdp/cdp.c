@@ -248,7 +248,7 @@ void cdp_conn_fail(cdp_conn *c, int err, const char *why)
     }
     c->n_async = 0;
     pthread_mutex_unlock(&c->mu);
-    rg_log(stopping ? RG_LOG_DEBUG : RG_LOG_INFO, c->name, "connection failed: %s",
+    rg_log(stopping ? RG_LOG_DEBUG : RG_LOG_INFO, c->name, "connection closed: %s",
            c->errstr);
     call_later(later);
     notify_close(c);

@@ -234,8 +234,10 @@ static void on_targets(void *ud, int rc, cdp_reply *r)
 {
     struct browser *b = ud;
     /*
-     * Close the page Chromium opens at start: it holds a renderer nobody uses.
-     * Only type "page" targets: Chromium 156 also lists hidden helper targets.
+     * With --no-startup-window there should be no page yet; close any there
+     * is (a binary that ignores the flag opens chrome://newtab/), since it
+     * holds a renderer nobody uses. Only type "page" targets: Chromium 156
+     * also lists hidden helper targets.
      */
     const cJSON *infos = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r->result, "targetInfos")
                                  : NULL;

@@ -60,6 +60,7 @@ static const char *const base_flags[] = {
     "--disable-component-update",
     "--disable-sync",
     "--remote-debugging-pipe",
+    "--no-startup-window", /* no initial tab: its renderer costs start time and memory */
     NULL,
 };
 static const char base_disabled_features[] =
