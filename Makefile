@@ -5,7 +5,7 @@
 BUILD    ?= build
 CC       ?= cc
 PKG      ?= pkg-config
-LIBS_PKG := libcjson
+LIBS_PKG := libcjson libxxhash
 TEST_PKG := cmocka
 
 WARN     := -Wall -Wextra -Wshadow -Wformat=2 -Werror
@@ -22,17 +22,20 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 COMMON_SRC := common/rg.c
 CDP_SRC    := cdp/cdp.c cdp/frame.c
 POOL_SRC   := pool/pool.c pool/spawn.c
+REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
 
-obj = $(patsubst %.c,$(BUILD)/%.o,$(1))
+obj = $(patsubst %.S,$(BUILD)/%.o,$(patsubst %.c,$(BUILD)/%.o,$(1)))
 
 LIB_COMMON := $(BUILD)/libcommon.a
 LIB_CDP    := $(BUILD)/libcdp.a
 LIB_POOL   := $(BUILD)/libpool.a
-# Link order follows the dependency arrows: pool -> cdp -> common.
-LIBS_REFGATE := $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
+LIB_REGISTRY := $(BUILD)/libregistry.a
+# Link order follows the dependency arrows: registry -> pool -> cdp -> common.
+LIBS_REFGATE := $(LIB_REGISTRY) $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
 
-UNIT_TESTS := $(BUILD)/tests/test_common $(BUILD)/tests/test_cdp
-INTEG_TESTS := $(BUILD)/tests/test_pool_chromium
+# Every tests/unit/test_*.c and tests/integration/test_*.c is a test binary.
+UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
+INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c
 BENCHES := $(BUILD)/bench/floor
 
@@ -52,7 +55,7 @@ test: deps
 
 unit: deps
 	@$(MAKE) --no-print-directory $(UNIT_TESTS)
-	@sh tests/run.sh $(BUILD)/tests test_common test_cdp
+	@sh tests/run.sh $(BUILD)/tests $(notdir $(UNIT_TESTS))
 
 asan: deps
 	@$(MAKE) --no-print-directory BUILD=$(BUILD)/asan SANFLAGS="$(ASAN_FLAGS)" \
@@ -92,6 +95,14 @@ $(LIB_CDP): $(call obj,$(CDP_SRC))
 $(LIB_POOL): $(call obj,$(POOL_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
+$(LIB_REGISTRY): $(call obj,$(REGISTRY_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+# The observer's JavaScript is embedded with .incbin: rebuild when it changes.
+$(BUILD)/registry/observer_js.o: registry/observer_js.S registry/observer.js
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) -c $< -o $@
 
 $(BUILD)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)

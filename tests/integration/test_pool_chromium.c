@@ -376,8 +376,12 @@ static void browser_failure(int sig)
     assert_string_equal(rg_err_code(h.rc), "browser_crashed");
     assert_true(h.ms < 15000); /* not the call's own 20 s timeout */
 
-    wait_ready(p, 2);
+    /* The call fails as soon as the pipe breaks; the lease is told just after. */
+    int64_t until = rg_now_ms() + 10000;
+    while (atomic_load(&lost.n) == 0 && rg_now_ms() < until)
+        rg_sleep_ms(10);
     assert_int_equal(atomic_load(&lost.n), 1);
+    wait_ready(p, 2);
     assert_true(pool_lease_lost(victim));
     assert_false(pool_lease_lost(other));
     assert_int_equal(wait_gone(tree, n, 3000), 0);

@@ -1,0 +1,850 @@
+/*
+ * registry.c - a page's element registry and observe: matching what the
+ * page-side observer reports against registered entries, handing out refs,
+ * committing to the store, and the text outline and its diff.
+ *
+ * Matching, in order, for every element that gets a ref:
+ *   0. the same DOM node as in the previous observation on this worker (the
+ *      observer reports each node's index in its previous list): it keeps
+ *      its ref whatever changed about it;
+ *   1. the registered refs its identity asks for (base, base~2, ...): the
+ *      best identity score >= 0.5 wins, ties go to the nearest document order;
+ *   2. registered entries with the same role, name and tag (a reordered
+ *      element whose sibling index changed): the nearest document order.
+ * An element matched by none is new: it gets its base ref, or the first free
+ * ~N suffix. A ref that is registered is never given to another element, so
+ * an element that disappears leaves its ref pointing at nothing (stale_ref
+ * when used), never at a look-alike.
+ *
+ * Threading: a reg_page is used by one thread at a time.
+ */
+#define _GNU_SOURCE
+#include "registry.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
+#define OBSERVE_TIMEOUT_MS 10000
+
+struct reg_page {
+    reg_store *store;
+    char *key;
+    reg_config cfg;
+    reg_entry *entries; /* the store's view after the last commit */
+    size_t n_entries;
+    int loaded;
+    char **prev_refs;   /* by page-side index of the previous observation */
+    size_t n_prev;
+    char *prev_text;    /* last full outline, for diffs */
+    uint64_t seq;
+};
+
+struct obs_priv {
+    cJSON *root;        /* the parsed page reply; nodes borrow its strings */
+    char **refs;        /* refs handed out, owned */
+    const char **alts;  /* alternative selectors of all nodes, borrowed strings */
+};
+
+void reg_config_default(reg_config *cfg)
+{
+    cfg->stale_ms = 60000;
+    cfg->max = 2000;
+}
+
+void reg_config_from_env(reg_config *cfg)
+{
+    cfg->stale_ms = rg_env_long("REFGATE_REGISTRY_STALE_MS", (long)cfg->stale_ms, 1, 86400000L);
+    cfg->max = (size_t)rg_env_long("REFGATE_REGISTRY_MAX", (long)cfg->max, 1, 1000000L);
+}
+
+int reg_page_new(reg_store *store, const char *page_key, const reg_config *cfg, reg_page **out)
+{
+    *out = NULL;
+    reg_page *pg = calloc(1, sizeof *pg);
+    if (!pg || !(pg->key = strdup(page_key))) {
+        free(pg);
+        return RG_ENOMEM;
+    }
+    pg->store = store;
+    if (cfg)
+        pg->cfg = *cfg;
+    else
+        reg_config_default(&pg->cfg);
+    *out = pg;
+    return 0;
+}
+
+static void free_prev(reg_page *pg)
+{
+    for (size_t i = 0; i < pg->n_prev; i++)
+        free(pg->prev_refs[i]);
+    free(pg->prev_refs);
+    pg->prev_refs = NULL;
+    pg->n_prev = 0;
+}
+
+void reg_page_free(reg_page *pg)
+{
+    if (!pg)
+        return;
+    reg_entries_free(pg->entries, pg->n_entries);
+    free_prev(pg);
+    free(pg->prev_text);
+    free(pg->key);
+    free(pg);
+}
+
+void reg_observation_free(reg_observation *o)
+{
+    if (!o)
+        return;
+    struct obs_priv *p = o->priv;
+    if (p) {
+        for (size_t i = 0; i < o->n_nodes; i++)
+            free(p->refs[i]);
+        free(p->refs);
+        free(p->alts);
+        cJSON_Delete(p->root);
+        free(p);
+    }
+    free(o->nodes);
+    free(o->url);
+    free(o->title);
+    free(o->text);
+    memset(o, 0, sizeof *o);
+}
+
+/* ---- talking to the page ---- */
+
+/* A marker for the installed observer: a hash of its source. */
+static const char *observer_tag(void)
+{
+    static char tag[24];
+    if (!tag[0])
+        snprintf(tag, sizeof tag, "%016llx",
+                 (unsigned long long)XXH3_64bits(reg_observer_js, strlen(reg_observer_js)));
+    return tag;
+}
+
+/* Runtime.evaluate returning a string value; *value is owned by *reply. */
+static int eval_string(reg_page_handle h, const char *expr, int timeout_ms, cdp_reply *reply,
+                       const char **value)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"returnByValue\":true,\"expression\":");
+    rg_buf_json_str(&q, expr, strlen(expr));
+    rg_buf_puts(&q, "}");
+    if (q.failed) {
+        rg_buf_destroy(&q);
+        return RG_ENOMEM;
+    }
+    int rc = cdp_call(h.conn, h.session, "Runtime.evaluate", q.data, timeout_ms, reply);
+    rg_buf_destroy(&q);
+    if (rc < 0)
+        return rc;
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(reply->result, "exceptionDetails");
+    if (ex) {
+        const cJSON *e = cJSON_GetObjectItemCaseSensitive(ex, "exception");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "description");
+        snprintf(reply->error, sizeof reply->error, "the page threw: %s",
+                 cJSON_IsString(d) ? d->valuestring : "an exception");
+        return RG_EINTERNAL;
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(reply->result, "result"), "value");
+    if (!cJSON_IsString(v)) {
+        snprintf(reply->error, sizeof reply->error, "the observer returned no string");
+        return RG_EINTERNAL;
+    }
+    *value = v->valuestring;
+    return 0;
+}
+
+/* Runs the observer (installing it when the page does not have it yet). */
+static int run_observer(reg_page_handle h, const char *opts_json, int timeout_ms, cJSON **out,
+                        char *err, size_t errlen)
+{
+    rg_buf expr;
+    rg_buf_init(&expr);
+    const char *tag = observer_tag();
+    rg_buf_printf(&expr,
+                  "(function(o){var g=globalThis.__refgate;"
+                  "if(!g||g.rgv!==\"%s\")return \"__refgate_not_installed__\";"
+                  "if(o.scope){var s;try{s=document.querySelector(o.scope)}catch(e){"
+                  "return JSON.stringify({error:\"scope is not a valid CSS selector\"})}"
+                  "if(!s)return JSON.stringify({error:\"scope matches no element\"})}"
+                  "return g.observe(JSON.stringify(o))})(%s)",
+                  tag, opts_json);
+    int rc = 0;
+    cdp_reply r = {0};
+    const char *val = NULL;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        rc = eval_string(h, expr.data, timeout_ms, &r, &val);
+        if (rc < 0 || strcmp(val, "__refgate_not_installed__") != 0)
+            break;
+        /* Not installed here yet (new document): install, then run again. */
+        cdp_reply_free(&r);
+        rg_buf inst;
+        rg_buf_init(&inst);
+        rg_buf_puts(&inst, reg_observer_js);
+        rg_buf_printf(&inst, "\n;if(globalThis.__refgate)globalThis.__refgate.rgv=\"%s\";\"ok\"",
+                      tag);
+        rc = eval_string(h, inst.data, timeout_ms, &r, &val);
+        rg_buf_destroy(&inst);
+        cdp_reply_free(&r);
+        if (rc < 0)
+            break;
+        rc = RG_EINTERNAL;
+        snprintf(r.error, sizeof r.error, "the observer did not install");
+    }
+    rg_buf_destroy(&expr);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", r.error);
+        cdp_reply_free(&r);
+        return rc;
+    }
+    cJSON *root = cJSON_Parse(val);
+    cdp_reply_free(&r);
+    if (!root || !cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        snprintf(err, errlen, "the observer returned malformed JSON");
+        return RG_EINTERNAL;
+    }
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
+    if (cJSON_IsString(e)) {
+        snprintf(err, errlen, "%s", e->valuestring);
+        cJSON_Delete(root);
+        return RG_EBADREQ;
+    }
+    *out = root;
+    return 0;
+}
+
+/* ---- decoding nodes ---- */
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static int jint(const cJSON *o, const char *k, int def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsNumber(v) ? v->valueint : def;
+}
+
+static unsigned state_bits(const cJSON *arr)
+{
+    static const char *names[] = {"checked", "disabled", "expanded", "focused",
+                                  "selected", "required", "readonly"};
+    unsigned bits = 0;
+    const cJSON *s;
+    cJSON_ArrayForEach(s, arr)
+    {
+        if (!cJSON_IsString(s))
+            continue;
+        for (unsigned i = 0; i < 7; i++)
+            if (!strcmp(s->valuestring, names[i]))
+                bits |= 1u << i;
+    }
+    return bits;
+}
+
+static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p)
+{
+    size_t n = (size_t)cJSON_GetArraySize(arr);
+    size_t n_alt = 0;
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        n_alt += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(it, "sel"));
+    }
+    o->nodes = calloc(n ? n : 1, sizeof *o->nodes);
+    p->refs = calloc(n ? n : 1, sizeof *p->refs);
+    p->alts = calloc(n_alt ? n_alt : 1, sizeof *p->alts);
+    if (!o->nodes || !p->refs || !p->alts)
+        return RG_ENOMEM;
+    size_t i = 0, a = 0;
+    cJSON_ArrayForEach(it, arr)
+    {
+        reg_node *nd = &o->nodes[i];
+        nd->depth = jint(it, "d", 0);
+        nd->role = jstr(it, "role");
+        nd->name = jstr(it, "name");
+        nd->tag = jstr(it, "tag");
+        nd->value = jstr(it, "value");
+        nd->level = jint(it, "level", 0);
+        nd->states = state_bits(cJSON_GetObjectItemCaseSensitive(it, "states"));
+        nd->interactive = jint(it, "ia", 0) != 0;
+        nd->frame = jstr(it, "frame");
+        nd->index = jint(it, "i", (int)i);
+        nd->ref = "";
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "b");
+        for (int k = 0; k < 4 && cJSON_IsArray(b); k++) {
+            const cJSON *bv = cJSON_GetArrayItem(b, k);
+            nd->bounds[k] = cJSON_IsNumber(bv) ? (int)bv->valuedouble : 0;
+        }
+        const cJSON *sel = cJSON_GetObjectItemCaseSensitive(it, "sel");
+        nd->alt = &p->alts[a];
+        const cJSON *sv;
+        cJSON_ArrayForEach(sv, sel)
+        {
+            if (cJSON_IsString(sv))
+                p->alts[a++] = sv->valuestring;
+        }
+        nd->n_alt = (size_t)(&p->alts[a] - nd->alt);
+        nd->selector = nd->n_alt ? nd->alt[0] : NULL;
+        nd->ident.testid = (char *)jstr(it, "testid");
+        nd->ident.id = (char *)jstr(it, "id");
+        nd->ident.aria_label = (char *)jstr(it, "aria");
+        nd->ident.role = (char *)nd->role;
+        nd->ident.name = (char *)nd->name;
+        nd->ident.tag = (char *)nd->tag;
+        nd->ident.parent_role = (char *)jstr(it, "prole");
+        nd->ident.sibling_index = jint(it, "sib", 0);
+        i++;
+    }
+    o->n_nodes = i;
+    return 0;
+}
+
+/* ---- matching ---- */
+
+static int wants_ref(const reg_node *nd)
+{
+    return nd->interactive || (nd->ident.testid && *nd->ident.testid);
+}
+
+static int entry_by_ref_cmp(const void *a, const void *b)
+{
+    return strcmp((*(reg_entry *const *)a)->ref, (*(reg_entry *const *)b)->ref);
+}
+
+struct matcher {
+    reg_entry **by_ref; /* entries sorted by ref */
+    size_t n;
+    unsigned char *claimed; /* by index into pg->entries */
+    reg_entry *base;
+    char **taken;       /* refs handed out in this observation, sorted insert */
+    size_t n_taken, cap_taken;
+};
+
+static reg_entry *find_ref(struct matcher *m, const char *ref)
+{
+    reg_entry key, *kp = &key;
+    memcpy(key.ref, ref, sizeof key.ref);
+    reg_entry **hit = m->n ? bsearch(&kp, m->by_ref, m->n, sizeof *m->by_ref, entry_by_ref_cmp)
+                           : NULL;
+    return hit ? *hit : NULL;
+}
+
+static int str_cmp(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int taken(struct matcher *m, const char *ref)
+{
+    return m->n_taken && bsearch(&ref, m->taken, m->n_taken, sizeof *m->taken, str_cmp);
+}
+
+static int take(struct matcher *m, char *ref)
+{
+    if (m->n_taken == m->cap_taken) {
+        size_t cap = m->cap_taken ? m->cap_taken * 2 : 256;
+        char **nt = realloc(m->taken, cap * sizeof *nt);
+        if (!nt)
+            return RG_ENOMEM;
+        m->taken = nt;
+        m->cap_taken = cap;
+    }
+    size_t lo = 0, hi = m->n_taken;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (strcmp(m->taken[mid], ref) < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(&m->taken[lo + 1], &m->taken[lo], (m->n_taken - lo) * sizeof *m->taken);
+    m->taken[lo] = ref;
+    m->n_taken++;
+    return 0;
+}
+
+static int claimable(struct matcher *m, const reg_entry *e)
+{
+    return e && !m->claimed[e - m->base];
+}
+
+static void suffixed(const char *base, int k, char out[REG_REF_MAX])
+{
+    if (k <= 1)
+        snprintf(out, REG_REF_MAX, "%s", base);
+    else
+        snprintf(out, REG_REF_MAX, "%.*s~%d", REG_REF_MAX - 12, base, k);
+}
+
+static long order_gap(const reg_entry *e, size_t pos)
+{
+    long d = (long)e->order - (long)pos;
+    return d < 0 ? -d : d;
+}
+
+/* Pass 1: the refs the identity asks for. */
+static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos)
+{
+    reg_entry *best = NULL;
+    double best_score = 0;
+    for (int k = 1; k < 1000; k++) {
+        char ref[REG_REF_MAX];
+        suffixed(base, k, ref);
+        reg_entry *e = find_ref(m, ref);
+        if (!e)
+            break;
+        if (!claimable(m, e))
+            continue;
+        double s = reg_identity_score(&e->ident, &nd->ident);
+        if (s < REG_SAME_SCORE)
+            continue;
+        if (!best || s > best_score ||
+            (s == best_score && order_gap(e, pos) < order_gap(best, pos))) {
+            best = e;
+            best_score = s;
+        }
+    }
+    return best;
+}
+
+static int same_str(const char *a, const char *b)
+{
+    return (a ? a : "")[0] == (b ? b : "")[0] && !strcmp(a ? a : "", b ? b : "");
+}
+
+/* Pass 2: same role, name and tag anywhere in the registry. */
+static reg_entry *match_loose(struct matcher *m, reg_page *pg, const reg_node *nd, size_t pos)
+{
+    reg_entry *best = NULL;
+    for (size_t i = 0; i < pg->n_entries; i++) {
+        reg_entry *e = &pg->entries[i];
+        if (m->claimed[i] || !same_str(e->ident.role, nd->ident.role) ||
+            !same_str(e->ident.name, nd->ident.name) || !same_str(e->ident.tag, nd->ident.tag))
+            continue;
+        if (reg_identity_score(&e->ident, &nd->ident) < REG_SAME_SCORE)
+            continue;
+        if (!best || order_gap(e, pos) < order_gap(best, pos))
+            best = e;
+    }
+    return best;
+}
+
+static int fill_entry(reg_entry *e, const reg_node *nd, const char *ref, int64_t now, int order)
+{
+    memset(e, 0, sizeof *e);
+    snprintf(e->ref, sizeof e->ref, "%s", ref);
+    reg_entry src = {0};
+    src.ident = nd->ident;
+    src.selector = (char *)nd->selector;
+    src.alt = (char **)nd->alt;
+    src.n_alt = nd->n_alt;
+    src.css_path = nd->n_alt ? (char *)nd->alt[nd->n_alt - 1] : NULL;
+    src.frame = (char *)(nd->frame ? nd->frame : "");
+    memcpy(src.bounds, nd->bounds, sizeof src.bounds);
+    int rc = reg_entry_copy(e, &src);
+    snprintf(e->ref, sizeof e->ref, "%s", ref);
+    e->last_seen_ms = now;
+    e->order = order;
+    return rc;
+}
+
+static int load_entries(reg_page *pg)
+{
+    reg_entry *v;
+    size_t n;
+    int rc = pg->store->ops->load(pg->store, pg->key, &v, &n);
+    if (rc < 0)
+        return rc;
+    reg_entries_free(pg->entries, pg->n_entries);
+    pg->entries = v;
+    pg->n_entries = n;
+    pg->loaded = 1;
+    return 0;
+}
+
+static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
+                       const cJSON *nodes_json, reg_entry **upserts, size_t *n_up)
+{
+    struct matcher m = {0};
+    int rc = RG_ENOMEM;
+    size_t n = o->n_nodes;
+    m.base = pg->entries;
+    m.n = pg->n_entries;
+    m.by_ref = calloc(m.n ? m.n : 1, sizeof *m.by_ref);
+    m.claimed = calloc(m.n ? m.n : 1, 1);
+    reg_entry **match = calloc(n ? n : 1, sizeof *match);
+    char (*bases)[REG_REF_MAX] = calloc(n ? n : 1, REG_REF_MAX);
+    *upserts = calloc(n ? n : 1, sizeof **upserts);
+    *n_up = 0;
+    if (!m.by_ref || !m.claimed || !match || !bases || !*upserts)
+        goto out;
+    for (size_t i = 0; i < m.n; i++)
+        m.by_ref[i] = &pg->entries[i];
+    qsort(m.by_ref, m.n, sizeof *m.by_ref, entry_by_ref_cmp);
+
+    /* Pass 0: the same DOM node as last time on this worker. */
+    size_t i = 0;
+    const cJSON *it = nodes_json ? nodes_json->child : NULL;
+    for (; i < n; i++, it = it ? it->next : NULL) {
+        reg_node *nd = &o->nodes[i];
+        if (!wants_ref(nd))
+            continue;
+        reg_ref_base(&nd->ident, bases[i]);
+        int prev = jint(it, "p", -1);
+        if (prev >= 0 && (size_t)prev < pg->n_prev && pg->prev_refs[prev]) {
+            reg_entry *e = find_ref(&m, pg->prev_refs[prev]);
+            if (claimable(&m, e)) {
+                m.claimed[e - m.base] = 1;
+                match[i] = e;
+            }
+        }
+    }
+    /* Pass 1 and 2, in document order. */
+    size_t pos = 0;
+    for (i = 0; i < n; i++) {
+        reg_node *nd = &o->nodes[i];
+        if (!wants_ref(nd))
+            continue;
+        pos++;
+        if (match[i])
+            continue;
+        reg_entry *e = match_base(&m, nd, bases[i], pos);
+        if (!e)
+            e = match_loose(&m, pg, nd, pos);
+        if (e) {
+            m.claimed[e - m.base] = 1;
+            match[i] = e;
+        }
+    }
+    /* Matched refs are taken first, so new elements never get them. */
+    for (i = 0; i < n; i++) {
+        if (match[i]) {
+            if (!(p->refs[i] = strdup(match[i]->ref)) || take(&m, p->refs[i]) < 0)
+                goto out;
+        }
+    }
+    int64_t now = rg_wall_ms();
+    pos = 0;
+    for (i = 0; i < n; i++) {
+        reg_node *nd = &o->nodes[i];
+        if (!wants_ref(nd))
+            continue;
+        pos++;
+        if (!match[i]) {
+            char ref[REG_REF_MAX];
+            for (int k = 1;; k++) {
+                suffixed(bases[i], k, ref);
+                if (!taken(&m, ref) && !find_ref(&m, ref))
+                    break;
+            }
+            if (!(p->refs[i] = strdup(ref)) || take(&m, p->refs[i]) < 0)
+                goto out;
+            nd->stability = REG_NEW;
+            o->n_new++;
+        } else if (match[i]->ident.sibling_index != nd->ident.sibling_index ||
+                   !same_str(match[i]->ident.parent_role, nd->ident.parent_role)) {
+            nd->stability = REG_MOVED;
+            o->n_moved++;
+        } else {
+            nd->stability = REG_STABLE;
+            o->n_stable++;
+        }
+        nd->ref = p->refs[i];
+        o->n_refs++;
+        if (fill_entry(&(*upserts)[(*n_up)++], nd, nd->ref, now, (int)pos) < 0)
+            goto out;
+    }
+    rc = 0;
+out:
+    free(m.by_ref);
+    free(m.claimed);
+    free(m.taken);
+    free(match);
+    free(bases);
+    return rc;
+}
+
+/* Remembers which ref each page-side index had, for pass 0 next time. */
+static void remember(reg_page *pg, const reg_observation *o)
+{
+    free_prev(pg);
+    int max_index = -1;
+    for (size_t i = 0; i < o->n_nodes; i++)
+        if (o->nodes[i].index > max_index)
+            max_index = o->nodes[i].index;
+    if (max_index < 0)
+        return;
+    pg->prev_refs = calloc((size_t)max_index + 1, sizeof *pg->prev_refs);
+    if (!pg->prev_refs)
+        return;
+    pg->n_prev = (size_t)max_index + 1;
+    for (size_t i = 0; i < o->n_nodes; i++)
+        if (o->nodes[i].ref[0] && o->nodes[i].index >= 0)
+            pg->prev_refs[o->nodes[i].index] = strdup(o->nodes[i].ref);
+}
+
+int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
+                reg_observation *out)
+{
+    memset(out, 0, sizeof *out);
+    reg_observe_opts def = {0};
+    if (!opts)
+        opts = &def;
+    size_t max = opts->max_elements ? opts->max_elements : pg->cfg.max;
+    if (max > pg->cfg.max)
+        max = pg->cfg.max;
+
+    rg_buf oj;
+    rg_buf_init(&oj);
+    rg_buf_printf(&oj, "{\"viewport_only\":%s,\"max_elements\":%zu,\"scope\":",
+                  opts->viewport_only ? "true" : "false", max);
+    if (opts->scope_css)
+        rg_buf_json_str(&oj, opts->scope_css, strlen(opts->scope_css));
+    else
+        rg_buf_puts(&oj, "null");
+    rg_buf_puts(&oj, "}");
+    if (oj.failed) {
+        rg_buf_destroy(&oj);
+        return RG_ENOMEM;
+    }
+    char err[256] = "";
+    cJSON *root = NULL;
+    int rc = run_observer(h, oj.data, opts->timeout_ms > 0 ? opts->timeout_ms : OBSERVE_TIMEOUT_MS,
+                          &root, err, sizeof err);
+    rg_buf_destroy(&oj);
+    if (rc < 0) {
+        rg_log(RG_LOG_DEBUG, "registry", "observe failed: %s", err);
+        return rc;
+    }
+    struct obs_priv *p = calloc(1, sizeof *p);
+    if (!p) {
+        cJSON_Delete(root);
+        return RG_ENOMEM;
+    }
+    p->root = root;
+    out->priv = p;
+    const char *u = jstr(root, "url"), *t = jstr(root, "title");
+    out->url = strdup(u ? u : "");
+    out->title = strdup(t ? t : "");
+    const cJSON *tr = cJSON_GetObjectItemCaseSensitive(root, "truncated");
+    out->truncated = cJSON_IsTrue(tr);
+    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
+    reg_entry *up = NULL;
+    size_t n_up = 0;
+    if (!out->url || !out->title || (rc = decode_nodes(nodes, out, p)) < 0)
+        goto fail;
+    if (!pg->loaded && (rc = load_entries(pg)) < 0)
+        goto fail;
+    if ((rc = assign_refs(pg, out, p, nodes, &up, &n_up)) < 0)
+        goto fail;
+    rc = pg->store->ops->commit(pg->store, pg->key, up, n_up, rg_wall_ms(), pg->cfg.stale_ms,
+                                pg->cfg.max, &out->n_removed);
+    reg_entries_free(up, n_up);
+    up = NULL;
+    if (rc < 0 || (rc = load_entries(pg)) < 0)
+        goto fail;
+    remember(pg, out);
+    out->snapshot_id = ++pg->seq;
+    char *full = reg_outline(out);
+    if (!full) {
+        rc = RG_ENOMEM;
+        goto fail;
+    }
+    if (opts->diff) {
+        out->text = reg_text_diff(pg->prev_text ? pg->prev_text : "", full);
+        if (!out->text) {
+            free(full);
+            rc = RG_ENOMEM;
+            goto fail;
+        }
+    } else {
+        out->text = strdup(full);
+    }
+    free(pg->prev_text);
+    pg->prev_text = full;
+    return out->text ? 0 : RG_ENOMEM;
+fail:
+    reg_entries_free(up, n_up);
+    reg_observation_free(out);
+    return rc;
+}
+
+/* ---- the outline ---- */
+
+static void put_quoted(rg_buf *b, const char *s)
+{
+    rg_buf_puts(b, "\"");
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            rg_buf_append(b, "\\", 1);
+        rg_buf_append(b, *s == '\n' || *s == '\r' || *s == '\t' ? " " : s, 1);
+    }
+    rg_buf_puts(b, "\"");
+}
+
+char *reg_outline(const reg_observation *o)
+{
+    static const char *state_names[] = {"checked", "disabled", "expanded", "focused",
+                                        "selected", "required", "readonly"};
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, "- document");
+    if (o->title && *o->title) {
+        rg_buf_puts(&b, " ");
+        put_quoted(&b, o->title);
+    }
+    rg_buf_puts(&b, "\n");
+    for (size_t i = 0; i < o->n_nodes; i++) {
+        const reg_node *nd = &o->nodes[i];
+        for (int d = 0; d <= nd->depth && d < 64; d++)
+            rg_buf_puts(&b, "  ");
+        rg_buf_puts(&b, "- ");
+        rg_buf_puts(&b, nd->role ? nd->role : "generic");
+        if (nd->name && *nd->name) {
+            rg_buf_puts(&b, " ");
+            put_quoted(&b, nd->name);
+        }
+        if (nd->states) {
+            int first = 1;
+            rg_buf_puts(&b, " (");
+            for (int s = 0; s < 7; s++) {
+                if (!(nd->states & (1u << s)))
+                    continue;
+                rg_buf_puts(&b, first ? "" : ", ");
+                rg_buf_puts(&b, state_names[s]);
+                first = 0;
+            }
+            rg_buf_puts(&b, ")");
+        }
+        if (nd->level > 0)
+            rg_buf_printf(&b, " [level=%d]", nd->level);
+        if (nd->value && *nd->value) {
+            rg_buf_puts(&b, " [value=");
+            put_quoted(&b, nd->value);
+            rg_buf_puts(&b, "]");
+        }
+        if (nd->ref && *nd->ref)
+            rg_buf_printf(&b, " [ref=%s]", nd->ref);
+        rg_buf_puts(&b, "\n");
+    }
+    if (b.failed) {
+        rg_buf_destroy(&b);
+        return NULL;
+    }
+    return rg_buf_steal(&b);
+}
+
+/* ---- diff ---- */
+
+struct line {
+    const char *s;
+    size_t n;
+    size_t pos;
+    int matched;
+};
+
+static int line_cmp(const void *a, const void *b)
+{
+    const struct line *x = a, *y = b;
+    size_t n = x->n < y->n ? x->n : y->n;
+    int c = memcmp(x->s, y->s, n);
+    if (c)
+        return c;
+    if (x->n != y->n)
+        return x->n < y->n ? -1 : 1;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static int pos_cmp(const void *a, const void *b)
+{
+    const struct line *x = a, *y = b;
+    return (x->pos > y->pos) - (x->pos < y->pos);
+}
+
+static struct line *split_lines(const char *t, size_t *n)
+{
+    size_t cap = 1;
+    for (const char *c = t; *c; c++)
+        cap += *c == '\n';
+    struct line *v = calloc(cap, sizeof *v);
+    if (!v)
+        return NULL;
+    size_t k = 0;
+    while (*t) {
+        const char *e = strchr(t, '\n');
+        size_t len = e ? (size_t)(e - t) : strlen(t);
+        v[k] = (struct line){t, len, k, 0};
+        k++;
+        t += len + (e ? 1 : 0);
+    }
+    *n = k;
+    return v;
+}
+
+char *reg_text_diff(const char *before, const char *now)
+{
+    size_t na = 0, nb = 0;
+    struct line *a = split_lines(before, &na), *b = split_lines(now, &nb);
+    rg_buf out;
+    rg_buf_init(&out);
+    if (!a || !b) {
+        free(a);
+        free(b);
+        return NULL;
+    }
+    /* Multiset difference: sort both, walk them together, mark the pairs. */
+    qsort(a, na, sizeof *a, line_cmp);
+    qsort(b, nb, sizeof *b, line_cmp);
+    size_t i = 0, j = 0;
+    while (i < na && j < nb) {
+        struct line ka = a[i], kb = b[j];
+        ka.pos = kb.pos = 0;
+        int c = line_cmp(&ka, &kb);
+        if (c == 0) {
+            a[i++].matched = 1;
+            b[j++].matched = 1;
+        } else if (c < 0) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    qsort(a, na, sizeof *a, pos_cmp);
+    qsort(b, nb, sizeof *b, pos_cmp);
+    for (i = 0; i < na; i++) {
+        if (a[i].matched)
+            continue;
+        rg_buf_puts(&out, "- ");
+        rg_buf_append(&out, a[i].s, a[i].n);
+        rg_buf_puts(&out, "\n");
+    }
+    for (j = 0; j < nb; j++) {
+        if (b[j].matched)
+            continue;
+        rg_buf_puts(&out, "+ ");
+        rg_buf_append(&out, b[j].s, b[j].n);
+        rg_buf_puts(&out, "\n");
+    }
+    free(a);
+    free(b);
+    if (out.failed) {
+        rg_buf_destroy(&out);
+        return NULL;
+    }
+    return rg_buf_steal(&out);
+}

@@ -1,0 +1,257 @@
+/*
+ * registry.h - element identity, stable refs, the per-page element registry
+ * and its store, target strings, and observe (the page-side observer run over
+ * DevTools). The rules are PROTOCOL.md's "Targets" and "Stable refs".
+ *
+ * Dependencies: cdp/ (through a page handle: a connection and a flattened
+ * session id) and common/. registry/ knows nothing about HTTP or msgpack, and
+ * uses the pool only through that handle.
+ *
+ * Threading: a reg_page belongs to one thread at a time (the gateway runs the
+ * commands of one session one at a time). Stores say their own rules.
+ */
+#ifndef REGISTRY_H
+#define REGISTRY_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../cdp/cdp.h"
+#include "../common/rg.h"
+
+#define REG_REF_MAX 32   /* "@" + 12 characters + "~" + suffix, with room */
+#define REG_NORM_MAX 12  /* characters kept by normalization */
+#define REG_SAME_SCORE 0.5 /* identity score below which elements differ */
+
+/* ---- identity ------------------------------------------------------------ */
+
+/** The identity signals of one element. Strings are owned (NULL: absent). */
+typedef struct reg_identity {
+    char *testid;
+    char *id;
+    char *aria_label;
+    char *role;
+    char *name;
+    char *tag;
+    char *parent_role;
+    int sibling_index;
+} reg_identity;
+
+void reg_identity_destroy(reg_identity *id);
+/** Deep copy; returns 0 or RG_ENOMEM. */
+int reg_identity_copy(reg_identity *dst, const reg_identity *src);
+
+/**
+ * Normalizes s for a ref: lowercase, only [a-z0-9], the first 12 such
+ * characters. Returns the length written to out (which has room for 13).
+ */
+size_t reg_normalize(const char *s, char *out);
+
+/**
+ * The ref an element's identity asks for, before uniqueness suffixes:
+ * "@" + normalized testid, else id, else aria-label (each only if its
+ * normalization is not empty), else "@e" + 6 base-36 digits of XXH3-64 over
+ * role, name, tag, parent role and sibling index.
+ */
+void reg_ref_base(const reg_identity *id, char out[REG_REF_MAX]);
+
+/**
+ * Weighted identity comparison, 0..1: testId 3, id 3, ariaLabel 2, role 2,
+ * name 2, tagName 1, parentRole 1, siblingIndex 1. A signal counts when
+ * either side has it; it scores when both have it and it is equal.
+ */
+double reg_identity_score(const reg_identity *a, const reg_identity *b);
+
+/* ---- targets ------------------------------------------------------------- */
+
+enum reg_target_kind {
+    REG_T_REF = 1,  /* @ref */
+    REG_T_CSS,      /* css:SELECTOR */
+    REG_T_XPATH,    /* xpath:EXPR */
+    REG_T_ROLE,     /* role:ROLE or role:ROLE[name="..."] / [name~="..."] */
+    REG_T_TEXT,     /* text:... exact (folded), text~:... substring */
+    REG_T_LABEL,    /* label:... */
+    REG_T_PLACEHOLDER,
+    REG_T_TESTID,
+    REG_T_ALT,
+    REG_T_TITLE,
+};
+
+/** A parsed target string. value is owned; name too (role targets). */
+typedef struct reg_target {
+    int kind;
+    char *value;   /* the ref (with "@"), selector, role or text */
+    char *name;    /* role targets: the name, or NULL for any */
+    int substring; /* text~:, label~: ..., or name~= */
+} reg_target;
+
+/**
+ * Parses a target string of PROTOCOL.md. Returns 0, or RG_EBADREQ with a
+ * sentence in err (errlen bytes) saying what is wrong. Empty values,
+ * unknown prefixes, bad refs and malformed role filters are errors.
+ */
+int reg_target_parse(const char *s, size_t n, reg_target *t, char *err, size_t errlen);
+void reg_target_destroy(reg_target *t);
+
+/* ---- registry entries and stores ----------------------------------------- */
+
+/** One registered element. Strings and arrays are owned. */
+typedef struct reg_entry {
+    char ref[REG_REF_MAX];
+    reg_identity ident;
+    char *selector;     /* the best selector */
+    char **alt;         /* alternative selectors, best first */
+    size_t n_alt;
+    char *css_path;     /* cached CSS path */
+    char *frame;        /* "" for the main document, else the frame path */
+    int bounds[4];      /* x, y, w, h in CSS px at the last observation */
+    int64_t last_seen_ms;
+    int order;          /* position among the refs of its last observation */
+} reg_entry;
+
+void reg_entry_destroy(reg_entry *e);
+int reg_entry_copy(reg_entry *dst, const reg_entry *src);
+void reg_entries_free(reg_entry *v, size_t n);
+
+typedef struct reg_store reg_store;
+
+/**
+ * Where registries live. The memory store is for a single process; the Redis
+ * store (its own issue) implements the same operations, so nothing above the
+ * store changes. Every operation is atomic for one page.
+ */
+typedef struct reg_store_ops {
+    /** All entries of page (caller owns *out; reg_entries_free). */
+    int (*load)(reg_store *s, const char *page, reg_entry **out, size_t *n);
+    /**
+     * One observation: upserts n entries (by ref), then removes entries last
+     * seen before now_ms - stale_ms, then, while more than max remain, the
+     * least recently seen (ties: the later order first). *removed (may be
+     * NULL) gets how many were removed.
+     */
+    int (*commit)(reg_store *s, const char *page, const reg_entry *v, size_t n, int64_t now_ms,
+                  int64_t stale_ms, size_t max, size_t *removed);
+    /** Forgets a page. */
+    int (*drop)(reg_store *s, const char *page);
+    void (*destroy)(reg_store *s);
+} reg_store_ops;
+
+struct reg_store {
+    const reg_store_ops *ops;
+};
+
+/** An in-process store (any thread; one mutex). */
+reg_store *reg_store_mem_new(void);
+void reg_store_free(reg_store *s);
+
+/* ---- configuration --------------------------------------------------------- */
+
+typedef struct reg_config {
+    int64_t stale_ms; /* REFGATE_REGISTRY_STALE_MS [60000] */
+    size_t max;       /* REFGATE_REGISTRY_MAX [2000] */
+} reg_config;
+
+void reg_config_default(reg_config *cfg);
+void reg_config_from_env(reg_config *cfg);
+
+/* ---- pages and observe ----------------------------------------------------- */
+
+/** A page to observe: a DevTools connection and the page's flattened session. */
+typedef struct reg_page_handle {
+    cdp_conn *conn;
+    const char *session;
+} reg_page_handle;
+
+typedef struct reg_page reg_page;
+
+/**
+ * The registry of one page: page_key names it in the store (the gateway uses
+ * tenant, session and page). store is borrowed and must outlive the page.
+ */
+int reg_page_new(reg_store *store, const char *page_key, const reg_config *cfg, reg_page **out);
+void reg_page_free(reg_page *pg);
+
+enum reg_stability { REG_STABLE = 0, REG_NEW, REG_MOVED };
+
+/** One element as observe reports it. Borrowed from the observation. */
+typedef struct reg_node {
+    int depth;
+    const char *role, *name, *tag, *value;
+    int level;            /* heading level or 0 */
+    unsigned states;      /* REG_S_* bits */
+    int interactive;      /* has a ref */
+    const char *ref;      /* "" when none */
+    const char *previous_ref; /* moved elements whose ref changed, else NULL */
+    int stability;
+    int bounds[4];
+    const char *frame;
+    const char *selector;
+    const char *const *alt;
+    size_t n_alt;
+    reg_identity ident;   /* borrowed strings */
+    int index;            /* in the page-side list of the observation */
+} reg_node;
+
+enum {
+    REG_S_CHECKED = 1 << 0,
+    REG_S_DISABLED = 1 << 1,
+    REG_S_EXPANDED = 1 << 2,
+    REG_S_FOCUSED = 1 << 3,
+    REG_S_SELECTED = 1 << 4,
+    REG_S_REQUIRED = 1 << 5,
+    REG_S_READONLY = 1 << 6,
+};
+
+typedef struct reg_observe_opts {
+    const char *scope_css; /* NULL: the whole page */
+    int viewport_only;
+    size_t max_elements;   /* 0: the registry cap */
+    int diff;              /* text holds only +/- lines against the previous observation */
+    int timeout_ms;
+} reg_observe_opts;
+
+/** An observation. Free with reg_observation_free. */
+typedef struct reg_observation {
+    char *url, *title;
+    reg_node *nodes;
+    size_t n_nodes;
+    int truncated;
+    size_t n_refs;         /* nodes with a ref */
+    size_t n_new, n_moved, n_stable;
+    size_t n_removed;      /* entries the store dropped (stale or over the cap) */
+    char *text;            /* the outline (or the diff) */
+    uint64_t snapshot_id;
+    void *priv;            /* the parsed page reply that the nodes borrow from */
+} reg_observation;
+
+void reg_observation_free(reg_observation *o);
+
+/**
+ * Observes the page: runs the observer in it (installing it first when
+ * needed), matches what it reports against the registry (same DOM node
+ * first, then identity), gives refs to new elements, commits to the store
+ * (stale cleanup and cap in the same step) and builds the outline.
+ * Errors: the DevTools call's (RG_ETIMEOUT, RG_ECRASHED, ...), RG_EBADREQ
+ * for a scope that matches nothing or is invalid, RG_EINTERNAL when the page
+ * answered nonsense.
+ */
+int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
+                reg_observation *out);
+
+/**
+ * Builds the outline text of an observation (PROTOCOL.md's format). Exposed
+ * for tests; reg_observe calls it.
+ */
+char *reg_outline(const reg_observation *o);
+
+/**
+ * The lines of `now` that are not in `before` prefixed "+ ", and those of
+ * `before` no longer in `now` prefixed "- " (a line multiset difference in
+ * the order of each text). Caller owns the result.
+ */
+char *reg_text_diff(const char *before, const char *now);
+
+/** The page-side observer script (registry/observer.js, embedded at build time). */
+extern const char reg_observer_js[];
+
+#endif

@@ -1,0 +1,688 @@
+/*
+ * test_observer_chromium.c - registry/observer.js against real Chromium and
+ * the shared corpus (../shared/corpus, from the repository root):
+ *
+ *  - accname/cases.jsonl: every case where the suite and Chromium agree must
+ *    give Chromium's name (and role) through __refgate.describe;
+ *  - accname/roles.jsonl: roles against Chromium's own answers;
+ *  - pages/ with pages-ax/: the (role, name) multiset of the interactive
+ *    elements observe reports against Chromium's accessibility tree, as
+ *    precision and recall; at least 98% each over all pages;
+ *  - observe time on the largest corpus page and on 5,000 generated controls.
+ *
+ * RG_OBS_VERBOSE=1 prints every disagreement; RG_TEST_FILTER picks tests.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pool/pool.h"
+#include "registry/registry.h"
+#include "tests/support/support.h"
+
+#define CORPUS "../shared/corpus"
+
+static pool *P;
+static pool_lease *L;
+static httpd *cases_srv, *pages_srv;
+static char run_dir[256], case_dir[256];
+static int verbose;
+
+/* ---- small helpers ------------------------------------------------------ */
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *b = malloc((size_t)n + 1);
+    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
+        free(b);
+        b = NULL;
+    }
+    fclose(f);
+    if (b) {
+        b[n] = 0;
+        if (len)
+            *len = (size_t)n;
+    }
+    return b;
+}
+
+static int spit(const char *path, const char *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    if (!f)
+        return -1;
+    size_t w = fwrite(data, 1, len, f);
+    return fclose(f) == 0 && w == len ? 0 : -1;
+}
+
+/*
+ * Runtime.evaluate; a string result is returned malloc'd (NULL on an error,
+ * an exception, or a non-string value).
+ */
+static char *eval_str(const char *expr, int timeout_ms)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"returnByValue\":true,\"awaitPromise\":true,\"expression\":");
+    rg_buf_json_str(&q, expr, strlen(expr));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    int rc = cdp_call(pool_lease_conn(L), pool_lease_session(L), "Runtime.evaluate", q.data,
+                      timeout_ms, &r);
+    rg_buf_destroy(&q);
+    char *out = NULL;
+    if (rc == 0) {
+        const cJSON *ex = cJSON_GetObjectItem(r.result, "exceptionDetails");
+        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.result, "result"), "value");
+        if (ex) {
+            char *s = cJSON_PrintUnformatted(ex);
+            fprintf(stderr, "exception: %.600s\n", s);
+            free(s);
+        } else if (cJSON_IsString(v)) {
+            out = strdup(v->valuestring);
+        } else if (cJSON_IsBool(v)) {
+            out = strdup(cJSON_IsTrue(v) ? "true" : "false");
+        } else if (cJSON_IsNumber(v)) {
+            char n[64];
+            snprintf(n, sizeof n, "%.3f", v->valuedouble);
+            out = strdup(n);
+        }
+        cdp_reply_free(&r);
+    }
+    return out;
+}
+
+/* Navigates and waits for the load event (up to wait_ms; a page that never
+ * finishes loading is used as it stands). */
+static int navigate(const char *url, int wait_ms)
+{
+    cdp_conn *c = pool_lease_conn(L);
+    const char *sid = pool_lease_session(L);
+    cdp_waiter *w;
+    int rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w);
+    if (rc < 0)
+        return rc;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"url\":");
+    rg_buf_json_str(&q, url, strlen(url));
+    rg_buf_puts(&q, "}");
+    rc = cdp_call(c, sid, "Page.navigate", q.data, 20000, NULL);
+    rg_buf_destroy(&q);
+    if (rc == 0 && cdp_waiter_wait(w, wait_ms, NULL) < 0)
+        rc = 1; /* not loaded in time: go on */
+    cdp_waiter_free(w);
+    return rc < 0 ? rc : 0;
+}
+
+static int install_observer(void)
+{
+    char *v = eval_str(reg_observer_js, 10000);
+    int ok = v && !strcmp(v, "true");
+    free(v);
+    return ok ? 0 : -1;
+}
+
+/* Collapses whitespace runs into one space and trims, in place. */
+static void fold(char *s)
+{
+    char *w = s;
+    int sp = 0;
+    for (char *r = s; *r; r++) {
+        unsigned char ch = (unsigned char)*r;
+        int ws = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\f';
+        /* U+00A0 folds too */
+        if (ch == 0xc2 && (unsigned char)r[1] == 0xa0) {
+            ws = 1;
+            r++;
+        }
+        if (ws) {
+            sp = 1;
+            continue;
+        }
+        if (sp && w != s)
+            *w++ = ' ';
+        sp = 0;
+        *w++ = *r;
+    }
+    *w = 0;
+}
+
+/* describe(target) parsed; NULL when the page had no such element. */
+static cJSON *describe(const char *target)
+{
+    rg_buf e;
+    rg_buf_init(&e);
+    rg_buf_puts(&e, "__refgate.describe(");
+    rg_buf_json_str(&e, target, strlen(target));
+    rg_buf_puts(&e, ")");
+    char *s = eval_str(e.data, 10000);
+    rg_buf_destroy(&e);
+    cJSON *j = s ? cJSON_Parse(s) : NULL;
+    free(s);
+    if (j && !cJSON_IsObject(j)) {
+        cJSON_Delete(j);
+        j = NULL;
+    }
+    return j;
+}
+
+static const char *jstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItem(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/* ---- accname ------------------------------------------------------------ */
+
+struct tally {
+    int pass, total, must_fail;
+};
+
+/* Loads the case's html into the page through the loopback server. */
+static int load_case(const cJSON *c, int n)
+{
+    const char *html = jstr(c, "html"), *kind = jstr(c, "html_kind");
+    if (!html)
+        return -1;
+    char name[64], path[512], url[256];
+    snprintf(name, sizeof name, "/case-%d.html", n);
+    snprintf(path, sizeof path, "%s%s", case_dir, name);
+    rg_buf b;
+    rg_buf_init(&b);
+    if (kind && !strcmp(kind, "fragment"))
+        rg_buf_puts(&b, "<!doctype html><html><head><meta charset=\"utf-8\"><title>case</title>"
+                        "</head><body>");
+    rg_buf_puts(&b, html);
+    if (kind && !strcmp(kind, "fragment"))
+        rg_buf_puts(&b, "</body></html>");
+    int rc = spit(path, b.data, b.len);
+    rg_buf_destroy(&b);
+    if (rc < 0)
+        return -1;
+    if ((rc = navigate(httpd_url(cases_srv, name, url, sizeof url), 10000)) < 0)
+        return rc;
+    unlink(path);
+    return install_observer();
+}
+
+/* Compares describe(target) with Chromium's answer; returns 1 when equal. */
+static int check_case(const cJSON *c, int with_role)
+{
+    const cJSON *ch = cJSON_GetObjectItem(c, "chromium");
+    const char *want_name = jstr(ch, "name"), *want_role = jstr(ch, "role");
+    const char *target = jstr(c, "target");
+    cJSON *got = describe(target);
+    int ok = 0;
+    char gn[4096] = "", wn[4096] = "";
+    const char *gr = "<no element>";
+    if (got) {
+        snprintf(gn, sizeof gn, "%s", jstr(got, "name") ? jstr(got, "name") : "");
+        gr = jstr(got, "role") ? jstr(got, "role") : "";
+        snprintf(wn, sizeof wn, "%s", want_name ? want_name : "");
+        fold(gn);
+        fold(wn);
+        ok = !strcmp(gn, wn);
+        if (with_role && want_role && strcmp(want_role, gr))
+            ok = 0;
+    }
+    if (!ok && verbose)
+        printf("  MISMATCH %s %s\n    want role=%s name=\"%s\"\n    got  role=%s name=\"%s\"\n",
+               jstr(c, "id"), target, want_role ? want_role : "?", wn, gr, gn);
+    cJSON_Delete(got);
+    return ok;
+}
+
+static cJSON **read_jsonl(const char *path, int *n)
+{
+    size_t len;
+    char *all = slurp(path, &len);
+    *n = 0;
+    if (!all)
+        return NULL;
+    cJSON **v = NULL;
+    int cap = 0;
+    for (char *line = strtok(all, "\n"); line; line = strtok(NULL, "\n")) {
+        cJSON *j = cJSON_Parse(line);
+        if (!j)
+            continue;
+        if (*n == cap) {
+            cap = cap ? cap * 2 : 256;
+            v = realloc(v, sizeof *v * (size_t)cap);
+        }
+        v[(*n)++] = j;
+    }
+    free(all);
+    return v;
+}
+
+static void free_jsonl(cJSON **v, int n)
+{
+    for (int i = 0; i < n; i++)
+        cJSON_Delete(v[i]);
+    free(v);
+}
+
+static void test_accname_cases(void **state)
+{
+    (void)state;
+    int n;
+    cJSON **cs = read_jsonl(CORPUS "/accname/cases.jsonl", &n);
+    assert_non_null(cs);
+    assert_true(n > 500);
+    const char *only = getenv("RG_OBS_CASE");
+    struct tally must = {0}, other = {0};
+    for (int i = 0; i < n; i++) {
+        const cJSON *c = cs[i];
+        if (only && !strstr(jstr(c, "id"), only))
+            continue;
+        int agrees = cJSON_IsTrue(cJSON_GetObjectItem(c, "agrees_with_chromium"));
+        struct tally *t = agrees ? &must : &other;
+        t->total++;
+        if (load_case(c, i) < 0) {
+            printf("  LOAD FAILED %s\n", jstr(c, "id"));
+            continue;
+        }
+        /* the suites' cases carry no role: the name is what they test */
+        if (check_case(c, 0))
+            t->pass++;
+    }
+    printf("accname: %d/%d agree (must-pass set); %d/%d of the known differences match Chromium\n",
+           must.pass, must.total, other.pass, other.total);
+    free_jsonl(cs, n);
+    assert_int_equal(must.pass, must.total);
+}
+
+static void test_roles(void **state)
+{
+    (void)state;
+    int n;
+    cJSON **cs = read_jsonl(CORPUS "/accname/roles.jsonl", &n);
+    assert_non_null(cs);
+    assert_true(n > 80);
+    struct tally must = {0}, all = {0};
+    const char *loaded = NULL;
+    for (int i = 0; i < n; i++) {
+        const cJSON *c = cs[i];
+        const char *html = jstr(c, "html");
+        /* every case shares one document: load it once */
+        if (!loaded || strcmp(loaded, html)) {
+            assert_int_equal(load_case(c, i), 0);
+            loaded = html;
+        }
+        int ok = check_case(c, 1);
+        all.total++;
+        all.pass += ok;
+        if (cJSON_IsTrue(cJSON_GetObjectItem(c, "agrees_with_chromium"))) {
+            must.total++;
+            must.pass += ok;
+        }
+    }
+    printf("roles: %d/%d agree with Chromium (%d/%d where the suite and Chromium agree)\n",
+           all.pass, all.total, must.pass, must.total);
+    free_jsonl(cs, n);
+    /* Chromium's answer is the oracle for every case, the suite's or not */
+    assert_int_equal(all.pass, all.total);
+}
+
+/* ---- corpus pages ------------------------------------------------------- */
+
+static const char *const INTERACTIVE[] = {
+    "link", "button", "textbox", "searchbox", "checkbox", "radio", "combobox",
+    "listbox", "option", "menuitem", "tab", "switch", "slider", "spinbutton", NULL,
+};
+
+static int interactive(const char *role)
+{
+    for (int i = 0; INTERACTIVE[i]; i++)
+        if (!strcmp(role, INTERACTIVE[i]))
+            return 1;
+    return 0;
+}
+
+/* A multiset of "role\x01name" keys: a sorted array. */
+struct bag {
+    char **k;
+    int n, cap;
+};
+
+static void bag_add(struct bag *b, const char *role, const char *name)
+{
+    char nm[256];
+    snprintf(nm, sizeof nm, "%s", name ? name : "");
+    fold(nm);
+    /* observe clips names at 200 characters (UTF-16 code units; close enough) */
+    size_t l = strlen(nm);
+    if (l > 200) {
+        size_t cut = 200;
+        while (cut > 0 && ((unsigned char)nm[cut] & 0xc0) == 0x80)
+            cut--;
+        nm[cut] = 0;
+    }
+    if (b->n == b->cap) {
+        b->cap = b->cap ? b->cap * 2 : 256;
+        b->k = realloc(b->k, sizeof *b->k * (size_t)b->cap);
+    }
+    size_t sz = strlen(role) + strlen(nm) + 2;
+    b->k[b->n] = malloc(sz);
+    snprintf(b->k[b->n], sz, "%s\x01%s", role, nm);
+    b->n++;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static void bag_free(struct bag *b)
+{
+    for (int i = 0; i < b->n; i++)
+        free(b->k[i]);
+    free(b->k);
+}
+
+/* Prints up to `max` keys of a that b lacks (a, b sorted). */
+static void bag_show_missing(const char *what, struct bag *a, struct bag *b, int max)
+{
+    int i = 0, j = 0, shown = 0;
+    while (i < a->n && shown < max) {
+        int c = j < b->n ? strcmp(a->k[i], b->k[j]) : -1;
+        if (c == 0) {
+            i++;
+            j++;
+        } else if (c < 0) {
+            char *k = a->k[i];
+            char *sep = strchr(k, '\x01');
+            printf("    %s %.*s \"%.80s\"\n", what, (int)(sep - k), k, sep + 1);
+            shown++;
+            i++;
+        } else {
+            j++;
+        }
+    }
+}
+
+static int bag_common(struct bag *a, struct bag *b)
+{
+    qsort(a->k, (size_t)a->n, sizeof *a->k, cmp_str);
+    qsort(b->k, (size_t)b->n, sizeof *b->k, cmp_str);
+    int i = 0, j = 0, m = 0;
+    while (i < a->n && j < b->n) {
+        int c = strcmp(a->k[i], b->k[j]);
+        if (c == 0) {
+            m++;
+            i++;
+            j++;
+        } else if (c < 0) {
+            i++;
+        } else {
+            j++;
+        }
+    }
+    return m;
+}
+
+static int page_list(char names[][128], int max)
+{
+    DIR *d = opendir(CORPUS "/pages");
+    if (!d)
+        return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) && n < max) {
+        size_t l = strlen(e->d_name);
+        if (l > 5 && !strcmp(e->d_name + l - 5, ".html"))
+            snprintf(names[n++], 128, "%s", e->d_name);
+    }
+    closedir(d);
+    qsort(names, (size_t)n, 128, (int (*)(const void *, const void *))strcmp);
+    return n;
+}
+
+static void test_pages_against_chromium_ax(void **state)
+{
+    (void)state;
+    char pages[64][128];
+    int np = page_list(pages, 64);
+    assert_true(np >= 20);
+    const char *only = getenv("RG_OBS_PAGE");
+    long t_common = 0, t_ours = 0, t_theirs = 0;
+    double worst_p = 1, worst_r = 1;
+    char worst_pn[128] = "", worst_rn[128] = "";
+    int done = 0;
+    for (int pi = 0; pi < np; pi++) {
+        if (only && !strstr(pages[pi], only))
+            continue;
+        char axp[512], url[512];
+        snprintf(axp, sizeof axp, CORPUS "/pages-ax/%.*s.ax.json",
+                 (int)(strlen(pages[pi]) - 5), pages[pi]);
+        char *axs = slurp(axp, NULL);
+        assert_non_null(axs);
+        cJSON *ax = cJSON_Parse(axs);
+        free(axs);
+        assert_non_null(ax);
+        struct bag theirs = {0}, ours = {0};
+        const cJSON *nd;
+        cJSON_ArrayForEach(nd, cJSON_GetObjectItem(ax, "nodes"))
+        {
+            const char *r = jstr(nd, "role");
+            if (r && interactive(r))
+                bag_add(&theirs, r, jstr(nd, "name"));
+        }
+        cJSON_Delete(ax);
+
+        char path[256];
+        snprintf(path, sizeof path, "/%s", pages[pi]);
+        int64_t t0 = rg_now_ms();
+        assert_int_equal(navigate(httpd_url(pages_srv, path, url, sizeof url), 15000), 0);
+        int64_t t_load = rg_now_ms() - t0;
+        assert_int_equal(install_observer(), 0);
+        t0 = rg_now_ms();
+        char *obs = eval_str("__refgate.observe('{\"max_elements\":100000}')", 60000);
+        int64_t t_obs = rg_now_ms() - t0;
+        assert_non_null(obs);
+        cJSON *o = cJSON_Parse(obs);
+        free(obs);
+        assert_non_null(o);
+        cJSON_ArrayForEach(nd, cJSON_GetObjectItem(o, "nodes"))
+        {
+            const char *r = jstr(nd, "role");
+            if (r && interactive(r))
+                bag_add(&ours, r, jstr(nd, "name"));
+        }
+        cJSON_Delete(o);
+        int common = bag_common(&ours, &theirs);
+        double prec = ours.n ? (double)common / ours.n : 1;
+        double rec = theirs.n ? (double)common / theirs.n : 1;
+        printf("  %-44s ours %5d theirs %5d common %5d  precision %6.2f%%  recall %6.2f%%"
+               "  (load %lld ms, observe %lld ms)\n",
+               pages[pi], ours.n, theirs.n, common, 100 * prec, 100 * rec, (long long)t_load,
+               (long long)t_obs);
+        if (verbose) {
+            bag_show_missing("extra  ", &ours, &theirs, 15);
+            bag_show_missing("missing", &theirs, &ours, 15);
+        }
+        if (prec < worst_p) {
+            worst_p = prec;
+            snprintf(worst_pn, sizeof worst_pn, "%s", pages[pi]);
+        }
+        if (rec < worst_r) {
+            worst_r = rec;
+            snprintf(worst_rn, sizeof worst_rn, "%s", pages[pi]);
+        }
+        t_common += common;
+        t_ours += ours.n;
+        t_theirs += theirs.n;
+        bag_free(&ours);
+        bag_free(&theirs);
+        done++;
+    }
+    double P_ = t_ours ? (double)t_common / (double)t_ours : 1;
+    double R_ = t_theirs ? (double)t_common / (double)t_theirs : 1;
+    printf("pages: %d pages, ours %ld theirs %ld common %ld: precision %.2f%% recall %.2f%%"
+           " (worst precision %.2f%% %s, worst recall %.2f%% %s)\n",
+           done, t_ours, t_theirs, t_common, 100 * P_, 100 * R_, 100 * worst_p, worst_pn,
+           100 * worst_r, worst_rn);
+    assert_true(P_ >= 0.98);
+    assert_true(R_ >= 0.98);
+}
+
+/* ---- speed -------------------------------------------------------------- */
+
+/* Median of 5 observe calls inside the page, in ms. */
+static double time_observe(int *count)
+{
+    char *s = eval_str("(() => { const t = []; let n = 0;"
+                       " for (let i = 0; i < 5; i++) { const a = performance.now();"
+                       " const r = __refgate.observe('{\"max_elements\":100000}');"
+                       " t.push(performance.now() - a); n = JSON.parse(r).count; }"
+                       " t.sort((x, y) => x - y); return t[2] + ' ' + n; })()",
+                       120000);
+    assert_non_null(s);
+    double ms = 0;
+    sscanf(s, "%lf %d", &ms, count);
+    free(s);
+    return ms;
+}
+
+static void test_observe_speed(void **state)
+{
+    (void)state;
+    /* the largest corpus page by DOM size */
+    char url[512];
+    assert_int_equal(navigate(httpd_url(pages_srv, "/readability-archive-of-our-own.html", url,
+                                        sizeof url),
+                              15000),
+                     0);
+    assert_int_equal(install_observer(), 0);
+    int n = 0;
+    double ms = time_observe(&n);
+    printf("observe: readability-archive-of-our-own.html %d nodes in %.1f ms (median of 5)\n", n,
+           ms);
+
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, "<!doctype html><html><head><title>5000 controls</title></head><body><form>");
+    for (int i = 0; i < 5000; i++) {
+        char row[256];
+        switch (i % 5) {
+        case 0:
+            snprintf(row, sizeof row, "<label for=f%d>Field %d</label><input id=f%d name=n%d>", i,
+                     i, i, i);
+            break;
+        case 1:
+            snprintf(row, sizeof row, "<label><input type=checkbox name=c%d> Option %d</label>", i,
+                     i);
+            break;
+        case 2:
+            snprintf(row, sizeof row, "<button type=button data-testid=b%d>Button %d</button>", i,
+                     i);
+            break;
+        case 3:
+            snprintf(row, sizeof row, "<a href=\"#a%d\">Link <b>%d</b></a>", i, i);
+            break;
+        default:
+            snprintf(row, sizeof row, "<div><input aria-label=\"Text %d\" value=v%d></div>", i, i);
+        }
+        rg_buf_puts(&b, row);
+    }
+    rg_buf_puts(&b, "</form></body></html>");
+    char path[512];
+    snprintf(path, sizeof path, "%s/controls.html", case_dir);
+    assert_int_equal(spit(path, b.data, b.len), 0);
+    rg_buf_destroy(&b);
+    assert_int_equal(navigate(httpd_url(cases_srv, "/controls.html", url, sizeof url), 15000), 0);
+    unlink(path);
+    assert_int_equal(install_observer(), 0);
+    ms = time_observe(&n);
+    printf("observe: 5,000 generated controls, %d nodes in %.1f ms (median of 5)\n", n, ms);
+    assert_true(n >= 5000);
+    assert_true(ms < 100);
+}
+
+/* ---- setup -------------------------------------------------------------- */
+
+static int group_setup(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    pool_config_default(&cfg);
+    pool_config_from_env(&cfg);
+    cfg.run_dir = run_dir;
+    cfg.browsers = 1;
+    if (pool_new(&cfg, &P) < 0)
+        return -1;
+    if (pool_acquire(P, 30000, &L, NULL) < 0)
+        return -1;
+    if (cdp_call(pool_lease_conn(L), pool_lease_session(L), "Page.enable", NULL, 10000, NULL) < 0)
+        return -1;
+    /* the corpus was taken at 1280x800-ish defaults; keep layout stable */
+    cdp_call(pool_lease_conn(L), pool_lease_session(L), "Emulation.setDeviceMetricsOverride",
+             "{\"width\":1280,\"height\":800,\"deviceScaleFactor\":1,\"mobile\":false}", 10000,
+             NULL);
+    return 0;
+}
+
+static int group_teardown(void **state)
+{
+    (void)state;
+    if (L)
+        pool_release(L);
+    if (P)
+        pool_free(P);
+    return 0;
+}
+
+int main(void)
+{
+    if (access("/usr/lib/chromium/chromium", X_OK) < 0 && !getenv("REFGATE_CHROMIUM")) {
+        fprintf(stderr, "test_observer_chromium: Chromium is not installed (make deps)\n");
+        return 1;
+    }
+    if (access(CORPUS "/accname/cases.jsonl", R_OK) < 0) {
+        fprintf(stderr, "test_observer_chromium: run from the repository root (%s)\n", CORPUS);
+        return 1;
+    }
+    verbose = getenv("RG_OBS_VERBOSE") != NULL;
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-obs-%d", (int)getpid());
+    snprintf(case_dir, sizeof case_dir, "/tmp/refgate-obs-cases-%d", (int)getpid());
+    mkdir(case_dir, 0700);
+    cases_srv = httpd_start(case_dir);
+    pages_srv = httpd_start(CORPUS "/pages");
+    if (!cases_srv || !pages_srv)
+        return 1;
+
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_accname_cases),
+        cmocka_unit_test(test_roles),
+        cmocka_unit_test(test_pages_against_chromium_ax),
+        cmocka_unit_test(test_observe_speed),
+    };
+    if (getenv("RG_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
+    int rc = cmocka_run_group_tests_name("observer_chromium", tests, group_setup, group_teardown);
+    httpd_stop(cases_srv);
+    httpd_stop(pages_srv);
+    rmdir(case_dir);
+    rmdir(run_dir);
+    return rc;
+}
