@@ -36,7 +36,7 @@ LIBS_REFGATE := $(LIB_REGISTRY) $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
 # Every tests/unit/test_*.c and tests/integration/test_*.c is a test binary.
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
-TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c
+TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
 BENCHES := $(BUILD)/bench/floor
 
 .PHONY: all test unit integration asan bench run deps clean format fmt-check

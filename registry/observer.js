@@ -19,12 +19,42 @@
   /* ---- per-call caches --------------------------------------------------- */
 
   var styleCache = null; /* Map element -> CSSStyleDeclaration */
+  var pseudoCache = null; /* Map element -> [before, after] text */
+  var nthCache = null;    /* Map parent -> Map child -> ":nth-of-type(k)" or "" */
+  var activeEl = null;
+  var pseudoSel;          /* selector of elements that may have ::before/::after text, null: any */
+  var pathCache = null;
+  var labelIndex = null;  /* Map control -> [label] for the main document */
+
+  /* el.labels builds a live list per element: one pass over the labels instead */
+  function labelsOf(el) {
+    if (!styleCache || el.ownerDocument !== document || el.getRootNode() !== document) return el.labels;
+    if (labelIndex === null) {
+      labelIndex = new Map();
+      var all = document.getElementsByTagName('label');
+      for (var i = 0; i < all.length; i++) {
+        var c = all[i].control;
+        if (!c) continue;
+        var l = labelIndex.get(c);
+        if (l) l.push(all[i]); else labelIndex.set(c, [all[i]]);
+      }
+    }
+    return labelIndex.get(el) || null;
+  }
 
   function beginCall() {
     styleCache = new Map();
+    pseudoCache = new Map();
+    nthCache = new Map();
+    activeEl = deepActive(document);
+    pseudoSel = undefined;
+    pathCache = new Map();
+    labelIndex = null;
+    roleCache = new Map();
   }
   function endCall() {
-    styleCache = null;
+    styleCache = pseudoCache = nthCache = roleCache = pathCache = labelIndex = null;
+    activeEl = null;
   }
   function style(el) {
     var s = styleCache ? styleCache.get(el) : undefined;
@@ -246,8 +276,17 @@
     }
   }
 
+  var roleCache = null;
   /* Chromium's role for el, "none" where its tree ignores the element. */
   function roleOf(el) {
+    var r = roleCache ? roleCache.get(el) : undefined;
+    if (r === undefined) {
+      r = roleOfRaw(el);
+      if (roleCache) roleCache.set(el, r);
+    }
+    return r;
+  }
+  function roleOfRaw(el) {
     var ex = explicitRole(el);
     var role;
     if (ex === 'none' || ex === 'presentation') {
@@ -266,8 +305,9 @@
       if (tag === 'body' || tag === 'html') return 'none';
       /* inline generics without anything interesting are ignored */
       var d = style(el).display;
-      if ((d === 'inline' || d === 'contents') && !isFocusable(el) && !hasGlobalAria(el) &&
-          !(attr(el, 'title') || '').trim())
+      if ((d === 'inline' || d === 'contents') && (el.attributes.length === 0 ||
+          !isFocusable(el) && !hasGlobalAria(el) &&
+          !(attr(el, 'title') || '').trim()))
         return 'none';
     }
     return role;
@@ -305,7 +345,7 @@
     button: 1, cell: 1, checkbox: 1, columnheader: 1, gridcell: 1, heading: 1, link: 1,
     menuitem: 1, menuitemcheckbox: 1, menuitemradio: 1, option: 1, radio: 1, row: 1,
     rowheader: 1, switch: 1, tab: 1, tooltip: 1, treeitem: 1, DisclosureTriangle: 1,
-    LabelText: 1, Legend: 1, caption: 1, Figcaption: 1, sectionheader: 0, term: 1,
+    LabelText: 1, Legend: 1, Figcaption: 1, sectionheader: 0, term: 1,
     suggestion: 1, comment: 0
   };
 
@@ -318,7 +358,62 @@
       r === 'meter';
   }
 
+  /*
+   * The document's ::before/::after rules as one selector list (their
+   * subjects), so most elements skip two computed-style lookups. A sheet we
+   * cannot read makes every element a candidate.
+   */
+  function buildPseudoSel() {
+    var sels = [];
+    var probe = document.createDocumentFragment();
+    function scan(rules) {
+      for (var i = 0; i < rules.length; i++) {
+        var r = rules[i];
+        if (r.cssRules && r.cssRules.length && !r.selectorText) {
+          if (!scan(r.cssRules)) return false;
+          continue;
+        }
+        var st = r.selectorText;
+        if (!st || st.indexOf(':') < 0 || !/:(before|after)/i.test(st)) continue;
+        if (!r.style || !r.style.content || r.style.content === 'none' || r.style.content === 'normal') {
+          if (!(r.style && r.style.getPropertyValue('content'))) continue;
+        }
+        var parts = st.split(',');
+        for (var j = 0; j < parts.length; j++) {
+          if (!/:(before|after)/i.test(parts[j])) continue;
+          var sub = parts[j].replace(/::?(before|after)/ig, '').trim() || '*';
+          try { probe.querySelector(sub); sels.push(sub); } catch (e) { /* unsupported: skip */ }
+        }
+      }
+      return true;
+    }
+    var sheets = document.styleSheets;
+    for (var i = 0; i < sheets.length; i++) {
+      var rules;
+      try { rules = sheets[i].cssRules; } catch (e) { return null; }
+      if (rules && !scan(rules)) return null;
+    }
+    if (document.adoptedStyleSheets && document.adoptedStyleSheets.length) return null;
+    return sels.length ? sels.join(',') : '';
+  }
+
+  function mayHavePseudo(el) {
+    if (el.ownerDocument !== document || el.getRootNode() !== document) return true;
+    if (pseudoSel === undefined) pseudoSel = buildPseudoSel();
+    if (pseudoSel === null) return true;
+    if (pseudoSel === '') return false;
+    try { return el.matches(pseudoSel); } catch (e) { return true; }
+  }
+
   function pseudoText(el, which) {
+    var pc = pseudoCache ? pseudoCache.get(el) : undefined;
+    if (pc === undefined) {
+      pc = mayHavePseudo(el) ? [pseudoTextRaw(el, '::before'), pseudoTextRaw(el, '::after')] : ['', ''];
+      if (pseudoCache) pseudoCache.set(el, pc);
+    }
+    return which === '::before' ? pc[0] : pc[1];
+  }
+  function pseudoTextRaw(el, which) {
     var w = el.ownerDocument.defaultView || window;
     var s = w.getComputedStyle(el, which);
     var c = s.content;
@@ -345,6 +440,15 @@
     return out;
   }
 
+  function transformText(t, el) {
+    var tt = style(el).textTransform;
+    if (!tt || tt === 'none') return t;
+    if (tt === 'uppercase') return t.toUpperCase();
+    if (tt === 'lowercase') return t.toLowerCase();
+    if (tt === 'capitalize') return t.replace(/(^|[\s\u00a0(\[{"'-])(\S)/g, function (_, a, b) { return a + b.toUpperCase(); });
+    return t;
+  }
+
   function visHidden(el) {
     var v = style(el).visibility;
     return v === 'hidden' || v === 'collapse';
@@ -363,7 +467,6 @@
     for (var i = 0; i < ids.length; i++) {
       if (!ids[i]) continue;
       var t = root.getElementById ? root.getElementById(ids[i]) : null;
-      if (!t && el.ownerDocument) t = null;
       if (t) out.push(t);
     }
     return out;
@@ -490,7 +593,7 @@
     }
 
     /* 2F: name from content */
-    if (recursive || ctx.inLabelledBy || NAME_FROM_CONTENT[role] || isDescribeFromContent(el, role)) {
+    if (recursive || ctx.inLabelledBy || NAME_FROM_CONTENT[role]) {
       if (!(tag === 'select' || tag === 'input' || tag === 'textarea' || tag === 'img')) {
         var c = contentText(el, ctx);
         if (fold(c)) return c;
@@ -510,12 +613,8 @@
     return ws;
   }
 
-  function isDescribeFromContent(el, role) {
-    return false;
-  }
-
   function labelsName(el, ctx) {
-    var labels = el.labels;
+    var labels = labelsOf(el);
     if (!labels || !labels.length) return null;
     var parts = [];
     for (var i = 0; i < labels.length; i++) {
@@ -545,10 +644,8 @@
       if (type === 'button' || type === 'submit' || type === 'reset') {
         var lb0 = labelsName(el, ctx);
         if (lb0) return lb0;
-        if (hasAttr(el, 'value')) {
-          var v = attr(el, 'value');
-          if (v.trim()) return v;
-        }
+        /* Chromium: a value attribute, even empty, replaces the default label */
+        if (hasAttr(el, 'value')) return attr(el, 'value');
         if (type === 'submit') return 'Submit';
         if (type === 'reset') return 'Reset';
         return null;
@@ -596,15 +693,7 @@
         }
       return null;
     }
-    if (tag === 'figure') {
-      for (var f = el.firstElementChild; f; f = f.nextElementSibling)
-        if (lower(f) === 'figcaption') {
-          var t2 = textAlt(f, childCtx(ctx), true);
-          if (fold(t2)) return t2;
-          break;
-        }
-      return null;
-    }
+    /* figure: Chromium 156 does not name a figure from its figcaption */
     if (tag === 'table') {
       var cap = el.caption;
       if (cap && !ctx.visited.has(cap)) {
@@ -650,7 +739,7 @@
     for (var i = 0; i < kids.length; i++) {
       var k = kids[i];
       if (k.nodeType === 3) {
-        if (textVisible) out += k.data;
+        if (textVisible) out += transformText(k.data, el);
         continue;
       }
       if (k.nodeType !== 1) continue;
@@ -736,18 +825,20 @@
     if ((tag === 'input' && (el.type === 'checkbox' || el.type === 'radio') && el.checked) || ac === 'true')
       st.push('checked');
     if (el.disabled || attr(el, 'aria-disabled') === 'true' ||
-        (typeof el.matches === 'function' && role !== 'link' && safeMatches(el, ':disabled')))
+        (FORM_TAGS[tag] && safeMatches(el, ':disabled')))
       st.push('disabled');
     var ae = attr(el, 'aria-expanded');
     if (ae === 'true' || (role === 'DisclosureTriangle' && el.parentElement && el.parentElement.open))
       st.push('expanded');
-    if (deepActive(el.ownerDocument) === el) st.push('focused');
+    if (activeEl === el || (el.ownerDocument !== document && deepActive(el.ownerDocument) === el))
+      st.push('focused');
     if ((tag === 'option' && el.selected) || attr(el, 'aria-selected') === 'true') st.push('selected');
     if (el.required || attr(el, 'aria-required') === 'true') st.push('required');
     if (((tag === 'input' || tag === 'textarea') && el.readOnly) || attr(el, 'aria-readonly') === 'true')
       st.push('readonly');
     return st;
   }
+  var FORM_TAGS = { input: 1, button: 1, select: 1, textarea: 1, option: 1, optgroup: 1, fieldset: 1 };
   function safeMatches(el, s) {
     try { return el.matches(s); } catch (e) { return false; }
   }
@@ -758,6 +849,18 @@
   }
 
   function cssPath(el) {
+    var c = pathCache ? pathCache.get(el) : undefined;
+    if (c === undefined) {
+      c = cssPathRaw(el);
+      if (pathCache) pathCache.set(el, c);
+    }
+    return c;
+  }
+  function cssPathRaw(el) {
+    var tag0 = lower(el);
+    if (tag0 === 'html' || tag0 === 'body') return tag0;
+    var p0 = el.parentElement;
+    if (p0) return cssPath(p0) + ' > ' + CSS.escape(tag0) + nthOf(p0, el);
     var parts = [];
     for (var e = el; e && e.nodeType === 1; e = e.parentElement) {
       var tag = lower(e);
@@ -766,14 +869,7 @@
       var p = e.parentElement;
       var seg = CSS.escape(tag);
       if (p) {
-        var n = 0, idx = 0;
-        for (var c = p.firstElementChild; c; c = c.nextElementSibling) {
-          if (c.localName === e.localName) {
-            n++;
-            if (c === e) idx = n;
-          }
-        }
-        if (n > 1) seg += ':nth-of-type(' + idx + ')';
+        seg += nthOf(p, e);
       } else {
         var rn = e.parentNode;
         if (rn && rn.nodeType === 11) {
@@ -787,6 +883,25 @@
     return parts.join(' > ');
   }
 
+  function nthOf(p, e) {
+    var m = nthCache ? nthCache.get(p) : undefined;
+    if (m === undefined) {
+      m = new Map();
+      var counts = new Map(), idx = new Map();
+      for (var c = p.firstElementChild; c; c = c.nextElementSibling) {
+        var k = (counts.get(c.localName) || 0) + 1;
+        counts.set(c.localName, k);
+        idx.set(c, k);
+      }
+      idx.forEach(function (k, c) {
+        m.set(c, counts.get(c.localName) > 1 ? ':nth-of-type(' + k + ')' : '');
+      });
+      if (nthCache) nthCache.set(p, m);
+    }
+    var r = m.get(e);
+    return r === undefined ? '' : r;
+  }
+
   function quoteSel(s) {
     return '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
   }
@@ -798,8 +913,8 @@
     if (id) out.push('#' + CSS.escape(id));
     if (name && name.length <= 60 && (role === 'link' || role === 'button' || role === 'tab' ||
         role === 'menuitem' || role === 'option' || role === 'DisclosureTriangle')) {
-      var tc = fold(el.textContent || '');
-      if (tc === name) out.push('text:' + name);
+      var raw = el.textContent || '';
+      if (raw.length < 400 && fold(raw) === name) out.push('text:' + name);
     }
     out.push(cssPath(el));
     return out;
@@ -927,6 +1042,7 @@
       return a.length ? a : slot.children;
     }
 
+    var prof = opts._prof ? [performance.now()] : null;
     var root = document.body || document.documentElement;
     var startEls;
     if (opts.scope) {
@@ -944,12 +1060,19 @@
 
     /* names and rects in separate passes: styles first, then layout once */
     var out = [], last = [];
+    /* The index each element had in the previous observe: the registry keeps
+       the ref of the same DOM node whatever else changed about it. */
+    var prevIdx = new Map();
+    for (var pi = 0; pi < api.last.length; pi++) prevIdx.set(api.last[pi], pi);
+    if (prof) prof.push(performance.now());
     var rects = new Array(nodes.length);
     for (var i = 0; i < nodes.length; i++) {
       var el = nodes[i].el;
       var r = el.getBoundingClientRect();
       rects[i] = r;
     }
+    if (prof) prof.push(performance.now());
+    var tn = 0, ts = 0, tsel = 0;
     for (var j = 0; j < nodes.length; j++) {
       var n = nodes[j];
       var e = n.el, rr = rects[j];
@@ -965,7 +1088,9 @@
         if (b[0] + b[2] <= 0 || b[1] + b[3] <= 0 || b[0] >= W || b[1] >= H) continue;
         if (b[2] === 0 && b[3] === 0) continue;
       }
+      var t0 = prof ? performance.now() : 0;
       var name = n.role === 'option' ? optionNameFast(e) : nameOf(e);
+      if (prof) tn += performance.now() - t0;
       if (n.role === 'image' && !name) continue;
       if ((n.role === 'region' || n.role === 'form') && !name && lower(e) !== 'form') continue;
       var tag = lower(e);
@@ -984,13 +1109,23 @@
       node.b = b;
       node.frame = n.frame;
       node.ia = n.ia;
+      if (prof) t0 = performance.now();
       node.sel = selectorsOf(e, n.role, node.name, testid, id);
+      if (prof) tsel += performance.now() - t0;
       node.i = last.length;
+      var pv = prevIdx.get(e);
+      if (pv !== undefined) node.p = pv;
       last.push(e);
       out.push(node);
     }
     fixDepths(out);
     endCall();
+    if (prof) {
+      prof.push(performance.now());
+      var ph = [];
+      for (var q = 1; q < prof.length; q++) ph.push(Math.round(prof[q] - prof[q - 1]));
+      return JSON.stringify({ walk_rects_rest: ph, names: Math.round(tn), sel: Math.round(tsel), count: out.length });
+    }
     api.last = last;
     return JSON.stringify({
       url: location.href, title: document.title, truncated: truncated,
@@ -1010,6 +1145,7 @@
   }
 
   function optionNameFast(o) {
+    if (lower(o) !== 'option') return nameOf(o); /* role=option on another element */
     var al = attr(o, 'aria-label');
     if (al && al.trim()) return fold(al);
     if (hasAttr(o, 'aria-labelledby')) return nameOf(o);

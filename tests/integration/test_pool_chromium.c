@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "pool/pool.h"
+#include "tests/support/page.h"
 #include "tests/support/support.h"
 
 static httpd *srv;
@@ -41,49 +42,14 @@ static void base_config(pool_config *cfg)
     cfg->run_dir = run_dir;
 }
 
-/* Runtime.evaluate on the lease's page; the value as a string into out. */
 static int eval_str(pool_lease *l, const char *expr, char *out, size_t len)
 {
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"returnByValue\":true,\"awaitPromise\":true,\"expression\":");
-    rg_buf_json_str(&q, expr, strlen(expr));
-    rg_buf_puts(&q, "}");
-    cdp_reply r;
-    int rc = cdp_call(pool_lease_conn(l), pool_lease_session(l), "Runtime.evaluate", q.data, 20000,
-                      &r);
-    rg_buf_destroy(&q);
-    if (rc == 0 && out) {
-        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.result, "result"), "value");
-        if (cJSON_IsString(v))
-            snprintf(out, len, "%s", v->valuestring);
-        else if (cJSON_IsNumber(v))
-            snprintf(out, len, "%g", v->valuedouble);
-        else
-            snprintf(out, len, "<%s>", v ? "other" : "none");
-    }
-    cdp_reply_free(&r);
-    return rc;
+    return page_eval(pool_lease_conn(l), pool_lease_session(l), expr, out, len);
 }
 
-/* Navigates and waits for the load event. */
 static int navigate(pool_lease *l, const char *url)
 {
-    cdp_conn *c = pool_lease_conn(l);
-    const char *sid = pool_lease_session(l);
-    int rc = cdp_call(c, sid, "Page.enable", NULL, 10000, NULL);
-    if (rc < 0)
-        return rc;
-    cdp_waiter *w;
-    if ((rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w)) < 0)
-        return rc;
-    char q[512];
-    snprintf(q, sizeof q, "{\"url\":\"%s\"}", url);
-    rc = cdp_call(c, sid, "Page.navigate", q, 20000, NULL);
-    if (rc == 0)
-        rc = cdp_waiter_wait(w, 20000, NULL);
-    cdp_waiter_free(w);
-    return rc;
+    return page_navigate(pool_lease_conn(l), pool_lease_session(l), url);
 }
 
 static int count_dirs(const char *prefix)

@@ -1,0 +1,336 @@
+/*
+ * test_registry_chromium.c - observe and stable refs on fixture pages in real
+ * Chromium: refs identical across observations, kept across a re-render and
+ * a reorder, a removed element's ref never reused, unique refs for duplicate
+ * labels, odd ids, shadow roots and iframes, hidden elements, display:
+ * contents, diff mode, the cap and the stale threshold.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pool/pool.h"
+#include "registry/registry.h"
+#include "tests/support/page.h"
+#include "tests/support/support.h"
+
+static httpd *srv;
+static pool *pl;
+static char run_dir[256];
+
+struct fx {
+    pool_lease *l;
+    reg_store *store;
+    reg_page *pg;
+    reg_page_handle h;
+};
+
+static void fx_open(struct fx *f, const char *path, const reg_config *cfg)
+{
+    char url[256];
+    assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
+    f->h.conn = pool_lease_conn(f->l);
+    f->h.session = pool_lease_session(f->l);
+    assert_int_equal(page_navigate(f->h.conn, f->h.session, httpd_url(srv, path, url, sizeof url)),
+                     0);
+    f->store = reg_store_mem_new();
+    assert_int_equal(reg_page_new(f->store, "t:s:p", cfg, &f->pg), 0);
+}
+
+static void fx_close(struct fx *f)
+{
+    reg_page_free(f->pg);
+    reg_store_free(f->store);
+    pool_release(f->l);
+}
+
+static void observe(struct fx *f, reg_observation *o, int diff)
+{
+    reg_observe_opts opts = {.diff = diff};
+    int rc = reg_observe(f->pg, f->h, &opts, o);
+    assert_int_equal(rc, 0);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("%s\n", o->text);
+}
+
+static const reg_node *by_name(const reg_observation *o, const char *role, const char *name)
+{
+    for (size_t i = 0; i < o->n_nodes; i++)
+        if (!strcmp(o->nodes[i].role, role) && o->nodes[i].name &&
+            !strcmp(o->nodes[i].name, name))
+            return &o->nodes[i];
+    return NULL;
+}
+
+static const char *ref_of(const reg_observation *o, const char *role, const char *name)
+{
+    const reg_node *n = by_name(o, role, name);
+    if (!n)
+        fail_msg("no %s \"%s\" in:\n%s", role, name, o->text);
+    return n->ref;
+}
+
+static void js(struct fx *f, const char *expr)
+{
+    assert_int_equal(page_eval(f->h.conn, f->h.session, expr, NULL, 0), 0);
+}
+
+static void test_form_refs_stable_and_outline(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/form.html", NULL);
+    reg_observation a, b;
+    observe(&f, &a, 0);
+    /* Refs from testid, id, aria-label, and the hash for the rest. */
+    assert_string_equal(ref_of(&a, "button", "Sign up"), "@submitbtn");
+    assert_string_equal(ref_of(&a, "textbox", "Email address"), "@email");
+    assert_string_equal(ref_of(&a, "combobox", "Country"), "@country");
+    assert_memory_equal(ref_of(&a, "textbox", "Name"), "@e", 2);
+    assert_non_null(strstr(a.text, "- document \"Sign up\"\n"));
+    assert_non_null(strstr(a.text, "heading \"Create an account\" [level=1]"));
+    assert_non_null(strstr(a.text, "button \"Help\" (disabled)"));
+    assert_non_null(strstr(a.text, "(required)"));
+    /* Hidden elements and their subtrees are absent; display: contents is walked through. */
+    assert_null(strstr(a.text, "Hidden button"));
+    assert_null(strstr(a.text, "Hidden link"));
+    assert_null(strstr(a.text, "Invisible"));
+    assert_non_null(by_name(&a, "button", "Inside contents"));
+    assert_true(a.n_new == a.n_refs && a.n_refs >= 10);
+
+    observe(&f, &b, 0);
+    assert_int_equal(b.n_refs, a.n_refs);
+    assert_int_equal(b.n_stable, b.n_refs);
+    assert_string_equal(a.text, b.text); /* the very same outline, refs included */
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    fx_close(&f);
+}
+
+static void test_duplicate_labels_and_odd_ids(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/form.html", NULL);
+    reg_observation o;
+    observe(&f, &o, 0);
+    int closes = 0;
+    const char *first = NULL, *second = NULL;
+    for (size_t i = 0; i < o.n_nodes; i++) {
+        if (!strcmp(o.nodes[i].role, "button") && o.nodes[i].name &&
+            !strcmp(o.nodes[i].name, "Close")) {
+            closes++;
+            if (!first)
+                first = o.nodes[i].ref;
+            else
+                second = o.nodes[i].ref;
+        }
+    }
+    assert_int_equal(closes, 2);
+    assert_string_equal(first, "@close");
+    assert_string_equal(second, "@close~2"); /* the later one in document order */
+    /* An id with '.', ':' and '[' gives a clean ref and a selector that works. */
+    const reg_node *odd = by_name(&o, "button", "Odd id");
+    assert_non_null(odd);
+    assert_string_equal(odd->ref, "@abc0");
+    int found = 0;
+    for (size_t k = 0; k < odd->n_alt; k++) {
+        if (odd->alt[k][0] != '#')
+            continue;
+        char expr[256], v[64];
+        rg_buf q;
+        rg_buf_init(&q);
+        rg_buf_json_str(&q, odd->alt[k], strlen(odd->alt[k]));
+        snprintf(expr, sizeof expr, "document.querySelector(%s).textContent", q.data);
+        rg_buf_destroy(&q);
+        assert_int_equal(page_eval(f.h.conn, f.h.session, expr, v, sizeof v), 0);
+        assert_string_equal(v, "Odd id");
+        found = 1;
+    }
+    assert_true(found);
+    reg_observation_free(&o);
+    fx_close(&f);
+}
+
+static void test_rerender_reorder_and_removal(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/list.html", NULL);
+    reg_observation a, b, c, d, e;
+    observe(&f, &a, 0);
+    char alpha[REG_REF_MAX], charlie[REG_REF_MAX];
+    snprintf(alpha, sizeof alpha, "%s", ref_of(&a, "option", "Alpha"));
+    snprintf(charlie, sizeof charlie, "%s", ref_of(&a, "option", "Charlie"));
+
+    /* A full re-render: new DOM nodes, same identities, same refs. */
+    js(&f, "rerender()");
+    observe(&f, &b, 0);
+    assert_string_equal(ref_of(&b, "option", "Alpha"), alpha);
+    assert_string_equal(ref_of(&b, "option", "Charlie"), charlie);
+    assert_int_equal(b.n_new, 0);
+
+    /* Moving the same nodes: refs stay, the moved ones say so. */
+    js(&f, "reverse()");
+    observe(&f, &c, 0);
+    assert_string_equal(ref_of(&c, "option", "Alpha"), alpha);
+    assert_string_equal(ref_of(&c, "option", "Charlie"), charlie);
+    assert_int_equal(by_name(&c, "option", "Alpha")->stability, REG_MOVED);
+    assert_int_equal(c.n_new, 0);
+
+    /* A re-render in another order (new nodes, new sibling indexes): still kept. */
+    js(&f, "rerenderReversed()");
+    observe(&f, &d, 0);
+    assert_string_equal(ref_of(&d, "option", "Alpha"), alpha);
+    assert_string_equal(ref_of(&d, "option", "Charlie"), charlie);
+    assert_int_equal(d.n_new, 0);
+
+    /* Three identical Delete buttons; the first row goes away. */
+    const char *dels[3];
+    int k = 0;
+    for (size_t i = 0; i < d.n_nodes && k < 3; i++)
+        if (!strcmp(d.nodes[i].role, "button") && !strcmp(d.nodes[i].name, "Delete"))
+            dels[k++] = d.nodes[i].ref;
+    assert_int_equal(k, 3);
+    assert_string_not_equal(dels[0], dels[1]);
+    js(&f, "removeFirstRow()");
+    observe(&f, &e, 0);
+    int left = 0;
+    for (size_t i = 0; i < e.n_nodes; i++) {
+        if (strcmp(e.nodes[i].role, "button") || strcmp(e.nodes[i].name, "Delete"))
+            continue;
+        left++;
+        /* The removed row's ref is not handed to a remaining look-alike. */
+        assert_string_not_equal(e.nodes[i].ref, dels[0]);
+        assert_int_equal(e.nodes[i].stability, REG_STABLE);
+    }
+    assert_int_equal(left, 2);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    reg_observation_free(&c);
+    reg_observation_free(&d);
+    reg_observation_free(&e);
+    fx_close(&f);
+}
+
+static void test_shadow_and_iframe(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/shadow.html", NULL);
+    /* The iframe loads after the parent's load event on some runs: wait for it. */
+    char v[16] = "";
+    for (int i = 0; i < 100; i++) {
+        page_eval(f.h.conn, f.h.session,
+                  "String(!!document.getElementById('inner').contentDocument"
+                  ".querySelector('button'))",
+                  v, sizeof v);
+        if (!strcmp(v, "true"))
+            break;
+        rg_sleep_ms(50);
+    }
+    reg_observation o;
+    observe(&f, &o, 0);
+    assert_string_equal(ref_of(&o, "button", "In the shadow"), "@shadowbtn");
+    assert_string_equal(ref_of(&o, "textbox", "Shadow field"), "@shadowfield");
+    const reg_node *fb = by_name(&o, "button", "In the frame");
+    assert_non_null(fb);
+    assert_string_equal(fb->ref, "@framebtn");
+    assert_non_null(fb->frame);
+    assert_string_not_equal(fb->frame, "");
+    assert_string_equal(ref_of(&o, "textbox", "Frame field"), "@framefield");
+    reg_observation_free(&o);
+    fx_close(&f);
+}
+
+static void test_diff_mode(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/list.html", NULL);
+    reg_observation a, b, c;
+    observe(&f, &a, 1); /* nothing before: everything is added */
+    assert_non_null(strstr(a.text, "+ "));
+    assert_null(strstr(a.text, "\n- "));
+    observe(&f, &b, 1);
+    assert_string_equal(b.text, ""); /* unchanged page: empty diff */
+    js(&f, "document.getElementById('list').insertAdjacentHTML('beforeend',"
+           "'<div role=option>Delta</div>'); removeFirstRow()");
+    observe(&f, &c, 1);
+    assert_non_null(strstr(c.text, "+ "));
+    assert_non_null(strstr(c.text, "Delta"));
+    assert_non_null(strstr(c.text, "- "));
+    assert_null(strstr(c.text, "Alpha")); /* unchanged lines are not repeated */
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    reg_observation_free(&c);
+    fx_close(&f);
+}
+
+static void test_cap_and_stale_threshold(void **state)
+{
+    (void)state;
+    reg_config cfg = {.stale_ms = 300, .max = 8};
+    struct fx f;
+    fx_open(&f, "/many.html#20", &cfg);
+    reg_observation a, b;
+    observe(&f, &a, 0);
+    assert_int_equal(a.n_refs, 8); /* max_elements defaults to the cap */
+    assert_true(a.truncated);
+    reg_entry *v;
+    size_t n;
+    assert_int_equal(f.store->ops->load(f.store, "t:s:p", &v, &n), 0);
+    assert_int_equal(n, 8);
+    reg_entries_free(v, n);
+    /* Entries not seen for longer than the threshold go at the next observation. */
+    js(&f, "document.getElementById('c').innerHTML = '<button>Fresh</button>'");
+    rg_sleep_ms(400);
+    observe(&f, &b, 0);
+    assert_int_equal(b.n_removed, 8);
+    assert_int_equal(f.store->ops->load(f.store, "t:s:p", &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].ident.name, "Fresh");
+    reg_entries_free(v, n);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    fx_close(&f);
+}
+
+int main(void)
+{
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-reg-%d", (int)getpid());
+    srv = httpd_start("tests/fixtures");
+    pool_config cfg;
+    pool_config_default(&cfg);
+    pool_config_from_env(&cfg);
+    cfg.run_dir = run_dir;
+    cfg.browsers = 1;
+    if (!srv || pool_new(&cfg, &pl) < 0) {
+        fprintf(stderr, "test_registry_chromium: cannot start the fixture server or the pool\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_form_refs_stable_and_outline),
+        cmocka_unit_test(test_duplicate_labels_and_odd_ids),
+        cmocka_unit_test(test_rerender_reorder_and_removal),
+        cmocka_unit_test(test_shadow_and_iframe),
+        cmocka_unit_test(test_diff_mode),
+        cmocka_unit_test(test_cap_and_stale_threshold),
+    };
+    if (getenv("RG_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
+    int rc = cmocka_run_group_tests_name("registry_chromium", tests, NULL, NULL);
+    pool_free(pl);
+    httpd_stop(srv);
+    rmdir(run_dir);
+    return rc;
+}

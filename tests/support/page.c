@@ -1,0 +1,54 @@
+/* page.c - DevTools helpers for tests and benchmarks: navigate, evaluate. */
+#define _GNU_SOURCE
+#include "page.h"
+
+#include <stdio.h>
+#include <string.h>
+
+int page_eval(cdp_conn *c, const char *sid, const char *expr, char *out, size_t len)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"returnByValue\":true,\"awaitPromise\":true,\"expression\":");
+    rg_buf_json_str(&q, expr, strlen(expr));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    int rc = cdp_call(c, sid, "Runtime.evaluate", q.data, 20000, &r);
+    rg_buf_destroy(&q);
+    if (rc == 0 && cJSON_GetObjectItem(r.result, "exceptionDetails"))
+        rc = RG_EINTERNAL;
+    if (rc == 0 && out) {
+        const cJSON *v = cJSON_GetObjectItem(cJSON_GetObjectItem(r.result, "result"), "value");
+        if (cJSON_IsString(v))
+            snprintf(out, len, "%s", v->valuestring);
+        else if (cJSON_IsNumber(v))
+            snprintf(out, len, "%g", v->valuedouble);
+        else if (cJSON_IsBool(v))
+            snprintf(out, len, "%s", cJSON_IsTrue(v) ? "true" : "false");
+        else
+            snprintf(out, len, "<%s>", v ? "other" : "none");
+    }
+    cdp_reply_free(&r);
+    return rc;
+}
+
+int page_navigate(cdp_conn *c, const char *sid, const char *url)
+{
+    int rc = cdp_call(c, sid, "Page.enable", NULL, 10000, NULL);
+    if (rc < 0)
+        return rc;
+    cdp_waiter *w;
+    if ((rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w)) < 0)
+        return rc;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"url\":");
+    rg_buf_json_str(&q, url, strlen(url));
+    rg_buf_puts(&q, "}");
+    rc = cdp_call(c, sid, "Page.navigate", q.data, 20000, NULL);
+    rg_buf_destroy(&q);
+    if (rc == 0)
+        rc = cdp_waiter_wait(w, 20000, NULL);
+    cdp_waiter_free(w);
+    return rc;
+}

@@ -1,0 +1,20 @@
+/*
+ * page.h - DevTools helpers shared by integration tests and benchmarks.
+ * Test code only.
+ */
+#ifndef RG_TEST_PAGE_H
+#define RG_TEST_PAGE_H
+
+#include <stddef.h>
+
+#include "cdp/cdp.h"
+
+/**
+ * Runtime.evaluate (awaiting promises) on the page of session sid; the value
+ * as text into out (may be NULL). RG_EINTERNAL when the page threw.
+ */
+int page_eval(cdp_conn *c, const char *sid, const char *expr, char *out, size_t len);
+/** Page.enable, Page.navigate to url, and waits for the load event (20 s). */
+int page_navigate(cdp_conn *c, const char *sid, const char *url);
+
+#endif
