@@ -20,13 +20,11 @@
  */
 #define _GNU_SOURCE
 #include "registry.h"
+#include "reg_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define XXH_INLINE_ALL
-#include <xxhash.h>
 
 #define OBSERVE_TIMEOUT_MS 10000
 
@@ -118,126 +116,7 @@ void reg_observation_free(reg_observation *o)
     memset(o, 0, sizeof *o);
 }
 
-/* ---- talking to the page ---- */
-
-/* A marker for the installed observer: a hash of its source. */
-static const char *observer_tag(void)
-{
-    static char tag[24];
-    if (!tag[0])
-        snprintf(tag, sizeof tag, "%016llx",
-                 (unsigned long long)XXH3_64bits(reg_observer_js, strlen(reg_observer_js)));
-    return tag;
-}
-
-/* Runtime.evaluate returning a string value; *value is owned by *reply. */
-static int eval_string(reg_page_handle h, const char *expr, int timeout_ms, cdp_reply *reply,
-                       const char **value)
-{
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"returnByValue\":true,\"expression\":");
-    rg_buf_json_str(&q, expr, strlen(expr));
-    rg_buf_puts(&q, "}");
-    if (q.failed) {
-        rg_buf_destroy(&q);
-        return RG_ENOMEM;
-    }
-    int rc = cdp_call(h.conn, h.session, "Runtime.evaluate", q.data, timeout_ms, reply);
-    rg_buf_destroy(&q);
-    if (rc < 0)
-        return rc;
-    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(reply->result, "exceptionDetails");
-    if (ex) {
-        const cJSON *e = cJSON_GetObjectItemCaseSensitive(ex, "exception");
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(e, "description");
-        snprintf(reply->error, sizeof reply->error, "the page threw: %s",
-                 cJSON_IsString(d) ? d->valuestring : "an exception");
-        return RG_EINTERNAL;
-    }
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(reply->result, "result"), "value");
-    if (!cJSON_IsString(v)) {
-        snprintf(reply->error, sizeof reply->error, "the observer returned no string");
-        return RG_EINTERNAL;
-    }
-    *value = v->valuestring;
-    return 0;
-}
-
-/* Runs the observer (installing it when the page does not have it yet). */
-static int run_observer(reg_page_handle h, const char *opts_json, int timeout_ms, cJSON **out,
-                        char *err, size_t errlen)
-{
-    rg_buf expr;
-    rg_buf_init(&expr);
-    const char *tag = observer_tag();
-    rg_buf_printf(&expr,
-                  "(function(o){var g=globalThis.__refgate;"
-                  "if(!g||g.rgv!==\"%s\")return \"__refgate_not_installed__\";"
-                  "if(o.scope){var s;try{s=document.querySelector(o.scope)}catch(e){"
-                  "return JSON.stringify({error:\"scope is not a valid CSS selector\"})}"
-                  "if(!s)return JSON.stringify({error:\"scope matches no element\"})}"
-                  "return g.observe(JSON.stringify(o))})(%s)",
-                  tag, opts_json);
-    int rc = 0;
-    cdp_reply r = {0};
-    const char *val = NULL;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        rc = eval_string(h, expr.data, timeout_ms, &r, &val);
-        if (rc < 0 || strcmp(val, "__refgate_not_installed__") != 0)
-            break;
-        /* Not installed here yet (new document): install, then run again. */
-        cdp_reply_free(&r);
-        rg_buf inst;
-        rg_buf_init(&inst);
-        rg_buf_puts(&inst, reg_observer_js);
-        rg_buf_printf(&inst, "\n;if(globalThis.__refgate)globalThis.__refgate.rgv=\"%s\";\"ok\"",
-                      tag);
-        rc = eval_string(h, inst.data, timeout_ms, &r, &val);
-        rg_buf_destroy(&inst);
-        cdp_reply_free(&r);
-        if (rc < 0)
-            break;
-        rc = RG_EINTERNAL;
-        snprintf(r.error, sizeof r.error, "the observer did not install");
-    }
-    rg_buf_destroy(&expr);
-    if (rc < 0) {
-        snprintf(err, errlen, "%s", r.error);
-        cdp_reply_free(&r);
-        return rc;
-    }
-    cJSON *root = cJSON_Parse(val);
-    cdp_reply_free(&r);
-    if (!root || !cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        snprintf(err, errlen, "the observer returned malformed JSON");
-        return RG_EINTERNAL;
-    }
-    const cJSON *e = cJSON_GetObjectItemCaseSensitive(root, "error");
-    if (cJSON_IsString(e)) {
-        snprintf(err, errlen, "%s", e->valuestring);
-        cJSON_Delete(root);
-        return RG_EBADREQ;
-    }
-    *out = root;
-    return 0;
-}
-
 /* ---- decoding nodes ---- */
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static int jint(const cJSON *o, const char *k, int def)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? v->valueint : def;
-}
 
 static unsigned state_bits(const cJSON *arr)
 {
@@ -624,8 +503,19 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
     }
     char err[256] = "";
     cJSON *root = NULL;
-    int rc = run_observer(h, oj.data, opts->timeout_ms > 0 ? opts->timeout_ms : OBSERVE_TIMEOUT_MS,
-                          &root, err, sizeof err);
+    rg_buf call;
+    rg_buf_init(&call);
+    rg_buf_printf(&call,
+                  "(function(o){if(o.scope){var s;try{s=document.querySelector(o.scope)}"
+                  "catch(e){return JSON.stringify({error:\"scope is not a valid CSS selector\"})}"
+                  "if(!s)return JSON.stringify({error:\"scope matches no element\"})}"
+                  "return g.observe(JSON.stringify(o))})(%s)",
+                  oj.data);
+    int rc = call.failed ? RG_ENOMEM
+                         : reg_js(h, call.data, 0,
+                                  opts->timeout_ms > 0 ? opts->timeout_ms : OBSERVE_TIMEOUT_MS,
+                                  &root, err, sizeof err);
+    rg_buf_destroy(&call);
     rg_buf_destroy(&oj);
     if (rc < 0) {
         rg_log(RG_LOG_DEBUG, "registry", "observe failed: %s", err);
