@@ -118,6 +118,50 @@ size_t rg_strlcpy(char *dst, const char *src, size_t size)
     return n;
 }
 
+static int b64val(unsigned char c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    if (c == '+')
+        return 62;
+    if (c == '/')
+        return 63;
+    return -1;
+}
+
+unsigned char *rg_base64_decode(const char *s, size_t n, size_t *out_len)
+{
+    while (n && s[n - 1] == '=')
+        n--;
+    if (n % 4 == 1)
+        return NULL;
+    unsigned char *out = malloc(n / 4 * 3 + 3);
+    if (!out)
+        return NULL;
+    size_t o = 0;
+    uint32_t acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64val((unsigned char)s[i]);
+        if (v < 0) {
+            free(out);
+            return NULL;
+        }
+        acc = (acc << 6) | (uint32_t)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            out[o++] = (unsigned char)(acc >> bits);
+        }
+    }
+    *out_len = o;
+    return out;
+}
+
 /* ---- environment ---- */
 
 long rg_env_long(const char *name, long def, long min, long max)

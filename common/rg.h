@@ -99,6 +99,13 @@ void rg_sleep_ms(int ms);
  */
 size_t rg_strlcpy(char *dst, const char *src, size_t size);
 
+/**
+ * Decodes standard base64 (padding optional, no whitespace) from s (n bytes).
+ * Returns a new buffer the caller owns and its length in *out_len, or NULL
+ * for malformed input or no memory.
+ */
+unsigned char *rg_base64_decode(const char *s, size_t n, size_t *out_len);
+
 /* ---- environment ------------------------------------------------------- */
 
 /**

@@ -19,6 +19,27 @@
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen);
 
+/* A page's registry (see registry.c). */
+struct reg_page {
+    reg_store *store;
+    char *key;
+    reg_config cfg;
+    reg_entry *entries; /* the store's view after the last commit */
+    size_t n_entries;
+    int loaded;
+    char **prev_refs;   /* by page-side index of the previous observation */
+    size_t n_prev;
+    char *prev_text;    /* last full outline, for diffs */
+    uint64_t seq;
+};
+
+/** Reloads pg->entries from the store. */
+int reg_page_load(reg_page *pg);
+/** Remembers that page-side index holds ref (for the cached-node path). */
+int reg_page_bind(reg_page *pg, int index, const char *ref);
+/** Registers one element that has no ref yet (inspect): a fresh unique ref into ref. */
+int reg_page_register(reg_page *pg, const reg_node *nd, char ref[REG_REF_MAX]);
+
 const char *jstr(const cJSON *o, const char *k);
 int jint(const cJSON *o, const char *k, int def);
 

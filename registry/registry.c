@@ -28,18 +28,6 @@
 
 #define OBSERVE_TIMEOUT_MS 10000
 
-struct reg_page {
-    reg_store *store;
-    char *key;
-    reg_config cfg;
-    reg_entry *entries; /* the store's view after the last commit */
-    size_t n_entries;
-    int loaded;
-    char **prev_refs;   /* by page-side index of the previous observation */
-    size_t n_prev;
-    char *prev_text;    /* last full outline, for diffs */
-    uint64_t seq;
-};
 
 struct obs_priv {
     cJSON *root;        /* the parsed page reply; nodes borrow its strings */
@@ -187,6 +175,7 @@ static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p
         nd->ident.tag = (char *)nd->tag;
         nd->ident.parent_role = (char *)jstr(it, "prole");
         nd->ident.sibling_index = jint(it, "sib", 0);
+        nd->name_attr = jstr(it, "nattr");
         i++;
     }
     o->n_nodes = i;
@@ -217,7 +206,7 @@ struct matcher {
 static reg_entry *find_ref(struct matcher *m, const char *ref)
 {
     reg_entry key, *kp = &key;
-    memcpy(key.ref, ref, sizeof key.ref);
+    snprintf(key.ref, sizeof key.ref, "%s", ref);
     reg_entry **hit = m->n ? bsearch(&kp, m->by_ref, m->n, sizeof *m->by_ref, entry_by_ref_cmp)
                            : NULL;
     return hit ? *hit : NULL;
@@ -334,6 +323,7 @@ static int fill_entry(reg_entry *e, const reg_node *nd, const char *ref, int64_t
     src.n_alt = nd->n_alt;
     src.css_path = nd->n_alt ? (char *)nd->alt[nd->n_alt - 1] : NULL;
     src.frame = (char *)(nd->frame ? nd->frame : "");
+    src.name_attr = (char *)nd->name_attr;
     memcpy(src.bounds, nd->bounds, sizeof src.bounds);
     int rc = reg_entry_copy(e, &src);
     snprintf(e->ref, sizeof e->ref, "%s", ref);
@@ -342,7 +332,7 @@ static int fill_entry(reg_entry *e, const reg_node *nd, const char *ref, int64_t
     return rc;
 }
 
-static int load_entries(reg_page *pg)
+int reg_page_load(reg_page *pg)
 {
     reg_entry *v;
     size_t n;
@@ -538,7 +528,7 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
     size_t n_up = 0;
     if (!out->url || !out->title || (rc = decode_nodes(nodes, out, p)) < 0)
         goto fail;
-    if (!pg->loaded && (rc = load_entries(pg)) < 0)
+    if (!pg->loaded && (rc = reg_page_load(pg)) < 0)
         goto fail;
     if ((rc = assign_refs(pg, out, p, nodes, &up, &n_up)) < 0)
         goto fail;
@@ -546,7 +536,7 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
                                 pg->cfg.max, &out->n_removed);
     reg_entries_free(up, n_up);
     up = NULL;
-    if (rc < 0 || (rc = load_entries(pg)) < 0)
+    if (rc < 0 || (rc = reg_page_load(pg)) < 0)
         goto fail;
     remember(pg, out);
     out->snapshot_id = ++pg->seq;
@@ -571,6 +561,63 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
 fail:
     reg_entries_free(up, n_up);
     reg_observation_free(out);
+    return rc;
+}
+
+int reg_page_bind(reg_page *pg, int index, const char *ref)
+{
+    if (index < 0)
+        return 0;
+    if ((size_t)index >= pg->n_prev) {
+        char **nv = realloc(pg->prev_refs, ((size_t)index + 1) * sizeof *nv);
+        if (!nv)
+            return RG_ENOMEM;
+        memset(nv + pg->n_prev, 0, ((size_t)index + 1 - pg->n_prev) * sizeof *nv);
+        pg->prev_refs = nv;
+        pg->n_prev = (size_t)index + 1;
+    }
+    char *copy = strdup(ref);
+    if (!copy)
+        return RG_ENOMEM;
+    /* A ref belongs to one page-side index at a time. */
+    for (size_t i = 0; i < pg->n_prev; i++) {
+        if (pg->prev_refs[i] && !strcmp(pg->prev_refs[i], ref)) {
+            free(pg->prev_refs[i]);
+            pg->prev_refs[i] = NULL;
+        }
+    }
+    free(pg->prev_refs[index]);
+    pg->prev_refs[index] = copy;
+    return 0;
+}
+
+int reg_page_register(reg_page *pg, const reg_node *nd, char ref[REG_REF_MAX])
+{
+    int rc;
+    if (!pg->loaded && (rc = reg_page_load(pg)) < 0)
+        return rc;
+    char base[REG_REF_MAX];
+    reg_ref_base(&nd->ident, base);
+    for (int k = 1;; k++) {
+        suffixed(base, k, ref);
+        size_t i = 0;
+        while (i < pg->n_entries && strcmp(pg->entries[i].ref, ref))
+            i++;
+        if (i == pg->n_entries)
+            break;
+    }
+    reg_entry e;
+    if (fill_entry(&e, nd, ref, rg_wall_ms(), 0) < 0) {
+        reg_entry_destroy(&e);
+        return RG_ENOMEM;
+    }
+    rc = pg->store->ops->commit(pg->store, pg->key, &e, 1, rg_wall_ms(), pg->cfg.stale_ms,
+                                pg->cfg.max, NULL);
+    reg_entry_destroy(&e);
+    if (rc == 0)
+        rc = reg_page_load(pg);
+    if (rc == 0)
+        rc = reg_page_bind(pg, nd->index, ref);
     return rc;
 }
 

@@ -104,6 +104,7 @@ typedef struct reg_entry {
     size_t n_alt;
     char *css_path;     /* cached CSS path */
     char *frame;        /* "" for the main document, else the frame path */
+    char *name_attr;    /* the element's name attribute (self-healing), or NULL */
     int bounds[4];      /* x, y, w, h in CSS px at the last observation */
     int64_t last_seen_ms;
     int order;          /* position among the refs of its last observation */
@@ -189,6 +190,7 @@ typedef struct reg_node {
     const char *const *alt;
     size_t n_alt;
     reg_identity ident;   /* borrowed strings */
+    const char *name_attr;
     int index;            /* in the page-side list of the observation */
 } reg_node;
 
@@ -250,6 +252,103 @@ char *reg_outline(const reg_observation *o);
  * the order of each text). Caller owns the result.
  */
 char *reg_text_diff(const char *before, const char *now);
+
+/* ---- targets and actions --------------------------------------------------- */
+
+/** Where a target led. */
+typedef struct reg_resolved {
+    int index;                       /* page-side index, valid until the next observe */
+    char ref[REG_REF_MAX];           /* the element's ref, "" when it has none */
+    int healed;                      /* a ref re-bound by self-healing */
+    char healed_from[REG_REF_MAX];
+    const char *healed_via;          /* "testid", "aria_label", "id", "name" */
+    int count;                       /* how many elements the locator matched */
+} reg_resolved;
+
+/**
+ * Resolves a parsed target (with nth when has_nth; -1 is the last) to one
+ * element. A ref goes through its cached node, whose identity must still
+ * score >= 0.5 against the registry; else self-healing tries data-testid,
+ * aria-label with role, id and the name attribute, and takes a match only
+ * if exactly one element scores >= 0.5. Locators that match nothing are
+ * polled until timeout_ms. Errors: RG_ESTALE (nothing confident: nothing is
+ * done), RG_ENOMATCH, RG_EAMBIGUOUS (out->count), RG_EBADREQ (bad selector),
+ * DevTools errors. err gets a sentence.
+ */
+int reg_resolve(reg_page *pg, reg_page_handle h, const reg_target *t, int has_nth, int nth,
+                int timeout_ms, reg_resolved *out, char *err, size_t errlen);
+
+enum reg_op {
+    REG_OP_CLICK = 1,
+    REG_OP_HOVER,
+    REG_OP_FOCUS,
+    REG_OP_FILL,
+    REG_OP_TYPE,
+    REG_OP_PRESS,
+    REG_OP_SELECT,
+    REG_OP_CHECK,
+    REG_OP_UNCHECK,
+    REG_OP_SCROLL,
+    REG_OP_READ,
+    REG_OP_SCREENSHOT,
+    REG_OP_WAIT,
+    REG_OP_INSPECT,
+};
+
+/* Modifier bits as DevTools numbers them. */
+enum { REG_MOD_ALT = 1, REG_MOD_CTRL = 2, REG_MOD_META = 4, REG_MOD_SHIFT = 8 };
+
+/** One action (PROTOCOL.md, "Operations"). Strings are borrowed. */
+typedef struct reg_action {
+    int op;
+    const char *target;     /* NULL: the focused element (type, press) or the page */
+    int has_nth, nth;
+    const char *button;     /* click: left [default], right, middle */
+    int click_count;        /* click: [1] */
+    unsigned modifiers;     /* click: REG_MOD_* */
+    const char *value;      /* fill */
+    const char *text;       /* type; wait: text to appear */
+    int delay_ms;           /* type: between characters [0] */
+    const char *key;        /* press: "Enter", "Control+a", ... */
+    const char *const *values; /* select */
+    size_t n_values;
+    int dx, dy;             /* scroll */
+    const char *to;         /* scroll: top, bottom, target */
+    const char *what;       /* read: text [default], html, value, attributes */
+    const char *format;     /* screenshot: png [default], jpeg */
+    int quality;            /* screenshot: jpeg quality, 0 for the default */
+    int full_page;          /* screenshot */
+    const char *state;      /* wait: visible, hidden, enabled, attached, detached */
+    const char *url;        /* wait: a substring of the URL */
+    int timeout_ms;         /* [5000] */
+} reg_action;
+
+/** What an action returns. Free with reg_action_result_free. */
+typedef struct reg_action_result {
+    char ref[REG_REF_MAX];
+    int has_point;
+    double x, y;            /* click, hover: the point in CSS px */
+    int healed;
+    char healed_from[REG_REF_MAX];
+    const char *healed_via;
+    int checked;            /* check, uncheck */
+    cJSON *value;           /* read, select (selected), inspect, scroll {x, y}: owned */
+    unsigned char *data;    /* screenshot bytes, owned */
+    size_t data_len;
+    int width, height;      /* screenshot */
+    int64_t ms;             /* wait: how long it took */
+} reg_action_result;
+
+void reg_action_result_free(reg_action_result *r);
+
+/**
+ * Runs one action on the page. Element actions resolve their target first
+ * (reg_resolve) and wait, up to timeout_ms, until the element is attached,
+ * visible, stable, enabled and (for pointer actions) receives the pointer at
+ * its centre, else RG_ENOTACTIONABLE. Errors carry a sentence in err.
+ */
+int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out,
+            char *err, size_t errlen);
 
 /** The page-side observer script (registry/observer.js, embedded at build time). */
 extern const char reg_observer_js[];

@@ -34,6 +34,7 @@ void reg_entry_destroy(reg_entry *e)
     free(e->alt);
     free(e->css_path);
     free(e->frame);
+    free(e->name_attr);
     memset(e, 0, sizeof *e);
 }
 
@@ -55,7 +56,8 @@ int reg_entry_copy(reg_entry *dst, const reg_entry *src)
         goto fail;
     if ((src->selector && !(dst->selector = strdup(src->selector))) ||
         (src->css_path && !(dst->css_path = strdup(src->css_path))) ||
-        (src->frame && !(dst->frame = strdup(src->frame))))
+        (src->frame && !(dst->frame = strdup(src->frame))) ||
+        (src->name_attr && !(dst->name_attr = strdup(src->name_attr))))
         goto fail;
     if (src->n_alt) {
         dst->alt = calloc(src->n_alt, sizeof *dst->alt);
