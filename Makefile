@@ -37,7 +37,7 @@ LIBS_REFGATE := $(LIB_REGISTRY) $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
-BENCHES := $(BUILD)/bench/floor
+BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe
 
 .PHONY: all test unit integration asan bench run deps clean format fmt-check
 .DEFAULT_GOAL := all
@@ -114,7 +114,7 @@ $(BUILD)/tests/%.o: tests/integration/%.c
 $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS_ALL)
 
-$(BUILD)/bench/%: $(BUILD)/bench/%.o $(BUILD)/tests/support/procs.o $(LIBS_REFGATE)
+$(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

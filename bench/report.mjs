@@ -1,10 +1,13 @@
-// report.mjs REFGATE.json PEER.json - prints the floor figures of refgate
-// and Playwright side by side with ratios (refgate / Playwright: below 1 means
-// refgate is faster or smaller), with the machine, the date and the versions.
+// report.mjs REFGATE.json PEER.json [REFGATE-OBSERVE.json PEER-OBSERVE.json]
+// - prints the floor figures of refgate and Playwright side by side with
+// ratios (refgate / Playwright: below 1 means refgate is faster or smaller),
+// with the machine, the date and the versions; given the observe results
+// (bench/observe.c, bench/peer/observe.mjs) too, a second table: observe
+// against Playwright's AI snapshot, per page, with the median ratios.
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
-const [rgPath, pwPath] = process.argv.slice(2);
+const [rgPath, pwPath, rgObsPath, pwObsPath] = process.argv.slice(2);
 const rg = JSON.parse(readFileSync(rgPath, 'utf8'));
 const pw = JSON.parse(readFileSync(pwPath, 'utf8'));
 
@@ -30,16 +33,90 @@ for (const n of Object.keys(rg.context_pss_mib ?? {}))
   add(`PSS per context, ${n} contexts`, rg.context_pss_mib[n], pw.context_pss_mib?.[n], 'MiB');
 
 const fmt = (v) => (v === undefined || v === null ? '-' : Number(v).toFixed(v < 10 ? 3 : 1));
+/** A Markdown table: the first column left-aligned, the others right-aligned. */
+function printTable(header, table) {
+  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
+  const line = (r) => '| ' + r.map((c, i) => (i ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ') + ' |';
+  console.log(line(header));
+  console.log('|' + widths.map((w, i) => (i ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|');
+  for (const r of table) console.log(line(r));
+}
 const header = ['figure', 'refgate', 'Playwright', 'ratio'];
 const table = rows.map(([f, a, b, unit]) => [
   `${f} [${unit}]`, fmt(a), fmt(b),
   a !== undefined && b ? (a / b).toFixed(2) : '-',
 ]);
-const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
-const line = (r) => '| ' + r.map((c, i) => (i ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ') + ' |';
-console.log(line(header));
-console.log('|' + widths.map((w, i) => (i ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|');
-for (const r of table) console.log(line(r));
+printTable(header, table);
 console.log('');
 console.log('ratio = refgate / Playwright; medians unless a percentile is named. ' +
             'Shared, noisy machine: compare ratios, not absolute figures.');
+
+if (rgObsPath && pwObsPath) observeTable();
+
+function observeTable() {
+  const ro = JSON.parse(readFileSync(rgObsPath, 'utf8'));
+  const po = JSON.parse(readFileSync(pwObsPath, 'utf8'));
+  const names = [];
+  if (ro.controls || po.controls) names.push('controls');
+  for (const n of Object.keys(ro.pages ?? {})) names.push(n);
+  for (const n of Object.keys(po.pages ?? {})) if (!names.includes(n)) names.push(n);
+  const get = (o, n) => (n === 'controls' ? o.controls : o.pages?.[n]) ?? {};
+  const ms = (v) => (typeof v === 'number' ? v.toFixed(1) : '-');
+  const int = (v) => (typeof v === 'number' ? String(v) : '-');
+  const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? a / b : undefined);
+  const r2 = (v) => (v === undefined ? '-' : v.toFixed(2));
+  const med = (xs) => {
+    const v = xs.filter((x) => x !== undefined).sort((a, b) => a - b);
+    if (!v.length) return undefined;
+    const k = v.length;
+    return k % 2 ? v[(k - 1) / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+  };
+
+  console.log('');
+  console.log(`observe: refgate's observe (outline) against Playwright's ${po.api ?? 'AI snapshot'}, ` +
+              `median of ${ro.runs ?? '?'} / ${po.runs ?? '?'} runs per page, each on a freshly loaded page ` +
+              '(new context, 1280x720, after the load event)');
+  const header = ['page', 'rg first', 'rg second', 'PW first', 'PW second', 'ratio first',
+                  'ratio second', 'rg bytes', 'PW bytes', 'ratio bytes', 'rg/PW refs'];
+  const table = [];
+  const firsts = [], seconds = [], sizes = [];
+  const notes = [];
+  for (const n of names) {
+    const a = get(ro, n), b = get(po, n);
+    const rf = ratio(a.first_ms, b.first_ms), rs = ratio(a.second_ms, b.second_ms);
+    const rb = ratio(a.bytes, b.bytes);
+    firsts.push(rf);
+    seconds.push(rs);
+    sizes.push(rb);
+    if (a.error) notes.push(`${n}: refgate failed: ${a.error}`);
+    if (b.error) notes.push(`${n}: Playwright failed: ${b.error}`);
+    if (a.truncated) notes.push(`${n}: refgate's observation was truncated at ${ro.registry_max} nodes`);
+    table.push([n.replace(/\.html$/, ''), ms(a.first_ms), ms(a.second_ms), ms(b.first_ms),
+                ms(b.second_ms), r2(rf), r2(rs), int(a.bytes), int(b.bytes), r2(rb),
+                `${int(a.refs)}/${int(b.refs)}`]);
+  }
+  table.push([`median ratio over ${names.length} pages`, '', '', '', '', r2(med(firsts)),
+              r2(med(seconds)), '', '', r2(med(sizes)), '']);
+  printTable(header, table);
+  console.log('');
+  const c = ro.controls, p = po.controls;
+  if (c && p && !c.error && !p.error)
+    console.log(`controls page: refgate ${c.tokens} tokens (${c.refs} refs, ${c.nodes} nodes, ` +
+                `${c.first_min.toFixed(1)}-${c.first_max.toFixed(1)} ms first), Playwright ` +
+                `${p.tokens} tokens (${p.refs} refs, ${p.first_min.toFixed(1)}-` +
+                `${p.first_max.toFixed(1)} ms first); tokens = bytes / 4.`);
+  const m = po.mcp;
+  if (m && !m.error)
+    console.log(`Playwright MCP browser_snapshot on the controls page (playwright-core ${po.version}'s ` +
+                `server over stdio): ${m.snapshot_ms.toFixed(1)} ms median ` +
+                `(${m.snapshot_min.toFixed(1)}-${m.snapshot_max.toFixed(1)}), ${m.bytes} bytes ` +
+                `(${m.tokens} tokens); refgate / MCP: ` +
+                `${c ? r2(ratio(c.second_ms, m.snapshot_ms)) : '-'} time (refgate second observe), ` +
+                `${c ? r2(ratio(c.bytes, m.bytes)) : '-'} bytes.`);
+  else if (m) notes.push(`Playwright MCP: ${m.error}`);
+  else console.log('Playwright MCP browser_snapshot: not run (full run only).');
+  for (const n of notes) console.log(`note: ${n}`);
+  console.log('ratio = refgate / Playwright. first: the first observe / snapshot after load ' +
+              "(installs the page-side script); second: again on the unchanged page. refs: refgate's " +
+              "are interactive elements, Playwright's ai mode gives one to nearly every element.");
+}

@@ -1,7 +1,14 @@
 #!/bin/sh
-# run.sh BUILD [--quick] - `make bench`: refgate's floor figures and
-# Playwright's on the same Chromium binary and flags, in one run, printed as
-# one table with ratios by bench/report.mjs. Measures; asserts nothing.
+# run.sh BUILD [--quick] - `make bench`: refgate's figures and Playwright's on
+# the same Chromium binary and flags, in one run, printed as tables with
+# ratios by bench/report.mjs. Measures; asserts nothing.
+#   floor    bench/floor.c and bench/peer/floor.mjs
+#   observe  bench/observe.c and bench/peer/observe.mjs: observe against
+#            Playwright's AI snapshot on bench/pages/controls.html and the
+#            corpus pages (../shared/corpus/pages), plus Playwright's MCP
+#            browser_snapshot on the controls page (full run only).
+# --quick keeps the whole run under 2 minutes: shorter floor, 2 runs per page
+# instead of 5, and only the controls page and 3 corpus pages.
 set -eu
 build=$1
 shift
@@ -12,6 +19,16 @@ done
 here=$(dirname "$0")
 sh "$here/peer/install.sh"
 out=$(mktemp -d /tmp/refgate-bench-out.XXXXXX)
+
+# Both sides get the same page list. Empty: the controls page and every
+# corpus page. The quick pages: a large, a middle and a small one that load fast.
+pages=""
+mcp="--mcp"
+if [ -n "$quick" ]; then
+    pages="controls readability-wikipedia.html readability-mozilla-1.html readability-google-sre-book-1.html"
+    mcp=""
+fi
+
 echo "bench: refgate floor ${quick:+(quick)}..." >&2
 "$build/bench/floor" $quick >"$out/refgate.json" 2>"$out/refgate.log" || {
     echo "bench: refgate floor failed, see $out/refgate.log" >&2
@@ -22,5 +39,19 @@ node "$here/peer/floor.mjs" $quick >"$out/playwright.json" 2>"$out/playwright.lo
     echo "bench: Playwright floor failed, see $out/playwright.log" >&2
     exit 1
 }
-node "$here/report.mjs" "$out/refgate.json" "$out/playwright.json"
+echo "bench: refgate observe ${quick:+(quick)}..." >&2
+# shellcheck disable=SC2086 # $pages is a word list
+"$build/bench/observe" $quick $pages >"$out/refgate-observe.json" 2>"$out/refgate-observe.log" || {
+    echo "bench: refgate observe failed, see $out/refgate-observe.log" >&2
+    exit 1
+}
+echo "bench: Playwright observe ${quick:+(quick)}..." >&2
+# shellcheck disable=SC2086
+node "$here/peer/observe.mjs" $quick $mcp $pages >"$out/playwright-observe.json" \
+    2>"$out/playwright-observe.log" || {
+    echo "bench: Playwright observe failed, see $out/playwright-observe.log" >&2
+    exit 1
+}
+node "$here/report.mjs" "$out/refgate.json" "$out/playwright.json" \
+    "$out/refgate-observe.json" "$out/playwright-observe.json"
 rm -rf "$out"

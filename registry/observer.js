@@ -6,13 +6,30 @@
  *   __refgate.observe(optsJson)  -> JSON {url, title, truncated, count, nodes}
  *   __refgate.last               -> the elements of the last observe, by "i"
  *
+ * For actions (registry/act.c), every one returning a JSON string, never
+ * throwing ({"error": "..."} for bad input); i is an index into last:
+ *
+ *   resolve(specJson)     {kind, value, name, substring} -> {matches: [i...], count};
+ *                         a match not in last is appended to it (until the next observe)
+ *   identity(i)           {connected, testid, id, aria, role, name, tag, prole, sib, nattr}
+ *                         exactly as observe computes them for that element
+ *   inspect(i)            observe's fields plus description, for any element
+ *   actionable(i, opts)   Promise of {state: ok|detached|hidden|disabled|unstable|covered, ...}
+ *   fill(i, value)        value is the string itself
+ *   select(i, valuesJson) valuesJson: a JSON array of strings -> {selected: [values]}
+ *   checked(i), read(i|-1, what), scroll(i|-1, optsJson), focus(i), waitCheck(specJson)
+ *
+ * "Visible" for locators and actions means what a person sees (display,
+ * visibility, frames, a box with area); aria-hidden only hides from role:
+ * and from observe, which follow the accessibility tree.
+ *
  * Roles and names follow what Chromium's accessibility tree reports: the
  * HTML-AAM mapping in Chromium's vocabulary and accessible names after
  * AccName 1.2 as Blink implements it. No modules, no dependencies.
  */
 (function () {
   'use strict';
-  var VERSION = 1;
+  var VERSION = 2;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 
@@ -51,6 +68,7 @@
     pathCache = new Map();
     labelIndex = null;
     roleCache = new Map();
+    reachMemo = null;
   }
   function endCall() {
     styleCache = pseudoCache = nthCache = roleCache = pathCache = labelIndex = null;
@@ -1089,7 +1107,7 @@
         if (b[2] === 0 && b[3] === 0) continue;
       }
       var t0 = prof ? performance.now() : 0;
-      var name = n.role === 'option' ? optionNameFast(e) : nameOf(e);
+      var name = obsName(e, n.role);
       if (prof) tn += performance.now() - t0;
       if (n.role === 'image' && !name) continue;
       if ((n.role === 'region' || n.role === 'form') && !name && lower(e) !== 'form') continue;
@@ -1097,7 +1115,7 @@
       var testid = attr(e, 'data-testid');
       var id = e.id || null;
       var node = {
-        d: n.d, role: n.role, name: clip(name, 200), tag: tag,
+        d: n.d, role: n.role, name: name, tag: tag,
         testid: testid, id: id, aria: attr(e, 'aria-label'), nattr: attr(e, 'name'),
         prole: n.prole, sib: n.sib, states: statesOf(e, n.role)
       };
@@ -1202,13 +1220,1344 @@
     }
   }
 
+  /* ---- the walk's structure around one element ----------------------------
+   *
+   * observe computes parent role, sibling index, frame path and visibility
+   * while it walks. The functions below find the same answers for a single
+   * element without walking the page, so that identity() and inspect() agree
+   * with what observe emitted for that element.
+   */
+
+  var ROOT = { root: 1 };       /* the walk starts at the children of this */
+  var OFFTREE = { off: 1 };     /* the walk never gets here */
+  var XHTML = 'http://www.w3.org/1999/xhtml', SVGNS = 'http://www.w3.org/2000/svg';
+
+  function isFrameTag(t) { return t === 'iframe' || t === 'frame'; }
+
+  function frameDoc(f) {
+    var d = null;
+    try { d = f.contentDocument; } catch (e) { d = null; }
+    return d && d.documentElement ? d : null;
+  }
+  function frameOfDoc(d) {
+    try { return d.defaultView ? d.defaultView.frameElement : null; } catch (e) { return null; }
+  }
+  function rootOf(d) { return d.body || d.documentElement; }
+
+  /* the select whose popup or list holds an option in observe's walk */
+  function selectOfOption(o) {
+    for (var p = o.parentElement; p; p = p.parentElement) {
+      var t = lower(p);
+      if (t === 'select') return p;
+      if (t !== 'optgroup' && t !== 'hr' && t !== 'div') return null;
+    }
+    return null;
+  }
+
+  /* the element whose children list (in observe's walk) holds el */
+  function walkParent(el) {
+    if (lower(el) === 'option') {
+      var s = selectOfOption(el);
+      if (s) return s;
+    }
+    var q = el.assignedSlot;
+    if (!q) {
+      var p = el.parentNode;
+      if (!p) return OFFTREE;
+      if (p.nodeType === 11) {
+        q = p.host;
+        if (!q) return OFFTREE;
+      } else if (p.nodeType === 1) {
+        if (p.shadowRoot) return OFFTREE; /* a light child no slot takes */
+        if (lower(p) === 'slot' && p.assignedElements().length) return OFFTREE; /* fallback */
+        q = p;
+      } else {
+        return OFFTREE;
+      }
+    }
+    var d = q.ownerDocument;
+    if (q === rootOf(d)) {
+      if (d === document) return ROOT;
+      return frameOfDoc(d) || OFFTREE;
+    }
+    return q;
+  }
+
+  var reachMemo = null; /* [ax Map, visual Map], per call */
+
+  /* the checks observe makes before it counts an element as a sibling */
+  function passesWalk(el) {
+    var tag = lower(el);
+    if (SKIP_TAGS[tag]) return false;
+    if (el.namespaceURI && el.namespaceURI !== XHTML && el.namespaceURI !== SVGNS) return false;
+    if (style(el).display === 'none') return false;
+    if (attr(el, 'aria-hidden') === 'true') return false;
+    if (el.inert) return false;
+    return true;
+  }
+
+  /*
+   * Whether observe's walk gets to el (ax) or whether el is rendered at all
+   * (!ax: aria-hidden, inert and foreign namespaces do not matter).
+   * visibility is not checked here: the walk goes on below it.
+   */
+  function reached(el, ax) {
+    if (!reachMemo) reachMemo = [new Map(), new Map()];
+    var m = reachMemo[ax ? 0 : 1];
+    var v = m.get(el);
+    if (v === undefined) {
+      v = reachedRaw(el, ax);
+      m.set(el, v);
+    }
+    return v;
+  }
+  function reachedRaw(el, ax) {
+    var tag = lower(el);
+    var d = el.ownerDocument;
+    if (el === rootOf(d)) {
+      if (style(el).display === 'none') return false;
+      if (d === document) return true;
+      var fe = frameOfDoc(d);
+      return !!fe && reached(fe, ax);
+    }
+    var p = walkParent(el);
+    if (p === OFFTREE) return false;
+    if (tag === 'option' && p !== ROOT && lower(p) === 'select') {
+      if (!reached(p, ax)) return false;
+      if (visHidden(p) || roleOf(p) !== 'listbox') return !el.hidden;
+      return style(el).display !== 'none';
+    }
+    if (SKIP_TAGS[tag]) return false;
+    if (ax && el.namespaceURI && el.namespaceURI !== XHTML && el.namespaceURI !== SVGNS) return false;
+    if (style(el).display === 'none') return false;
+    if (ax && (attr(el, 'aria-hidden') === 'true' || el.inert)) return false;
+    if (p === ROOT) return true;
+    if (!reached(p, ax)) return false;
+    var pt = lower(p);
+    if (isFrameTag(pt)) return true;
+    if (pt === 'input' || pt === 'textarea' || pt === 'img' || pt === 'select') return false;
+    if (style(p).contentVisibility === 'hidden') return false;
+    return true;
+  }
+
+  /* observe would report el (if its role is one it reports) */
+  function axVisible(el) {
+    return reached(el, true) && !visHidden(el);
+  }
+  /* a person can see el: rendered, not visibility:hidden, nor in a hidden frame */
+  function visVisible(el) {
+    if (!reached(el, false) || visHidden(el)) return false;
+    for (var d = el.ownerDocument; d !== document;) {
+      var f = frameOfDoc(d);
+      if (!f) return false;
+      if (visHidden(f)) return false;
+      d = f.ownerDocument;
+    }
+    return true;
+  }
+
+  /* the role observe gives el */
+  function obsRole(el) {
+    if (lower(el) === 'option' && selectOfOption(el)) return 'option';
+    return roleOf(el);
+  }
+  /* the name observe gives el for that role */
+  function obsName(el, role) {
+    return clip(role === 'option' ? optionNameFast(el) : nameOf(el), 200);
+  }
+
+  /* the parent role observe gives el */
+  function walkProle(el) {
+    var p = walkParent(el);
+    if (p !== ROOT && p !== OFFTREE && lower(p) === 'select' && lower(el) === 'option') {
+      var sr = visHidden(p) ? 'none' : roleOf(p);
+      if (sr === 'combobox') return 'MenuListPopup';
+      if (!QUIET_ROLE[sr]) return sr;
+      p = walkParent(p);
+    }
+    for (var guard = 0; guard < 4096; guard++) {
+      if (p === ROOT) return 'document';
+      if (p === OFFTREE) {
+        /* not in the walk: fall back to the DOM parents */
+        return proleOf(el);
+      }
+      var r = visHidden(p) ? 'none' : roleOf(p);
+      if (!QUIET_ROLE[r]) return r;
+      p = walkParent(p);
+    }
+    return 'document';
+  }
+
+  /* the children observe's walk visits under a walked element p */
+  function walkKidsOf(p) {
+    if (p === ROOT) {
+      var root = rootOf(document);
+      return root.shadowRoot ? root.shadowRoot.children : root.children;
+    }
+    var t = lower(p);
+    if (isFrameTag(t)) {
+      var d = frameDoc(p);
+      if (!d) return [];
+      var b = rootOf(d);
+      return b.children;
+    }
+    if (t === 'input' || t === 'textarea' || t === 'img' || t === 'select') return [];
+    if (style(p).contentVisibility === 'hidden') return [];
+    return p.shadowRoot ? p.shadowRoot.children : t === 'slot' ? slotKidsOf(p) : p.children;
+  }
+  function slotKidsOf(slot) {
+    var a = slot.assignedElements();
+    return a.length ? a : slot.children;
+  }
+  function sharesCounter(p) {
+    /* a display:contents element walks its children with its parent's counter */
+    if (p === ROOT || p === OFFTREE) return false;
+    var t = lower(p);
+    if (isFrameTag(t) || t === 'select' || t === 'input' || t === 'textarea' || t === 'img') return false;
+    return style(p).display === 'contents';
+  }
+
+  /* the sibling index observe gives el */
+  function walkSib(el) {
+    var p = walkParent(el);
+    if (p === OFFTREE) return 0;
+    var tag = lower(el);
+    if (p !== ROOT && lower(p) === 'select' && tag === 'option') {
+      var listbox = !visHidden(p) && roleOf(p) === 'listbox';
+      var opts = p.querySelectorAll('option'), n = 0;
+      for (var i = 0; i < opts.length; i++) {
+        var o = opts[i];
+        if (o === el) return n;
+        if (listbox ? style(o).display === 'none' : o.hidden) continue;
+        n++;
+      }
+      return n;
+    }
+    var owner = p;
+    while (sharesCounter(owner)) owner = walkParent(owner);
+    if (owner === OFFTREE) return 0;
+    var st = { n: 0, found: false };
+    countSibs(walkKidsOf(owner), tag, el, st);
+    return st.n;
+  }
+  function countSibs(list, tag, el, st) {
+    for (var i = 0; i < list.length; i++) {
+      var k = list[i];
+      if (k === el) { st.found = true; return; }
+      if (k.nodeType !== 1 || !passesWalk(k)) continue;
+      if (lower(k) === tag) st.n++;
+      if (sharesCounter(k)) {
+        countSibs(walkKidsOf(k), tag, el, st);
+        if (st.found) return;
+      }
+    }
+  }
+
+  /* frame path and offset of a document, as observe computes them */
+  function frameInfo(d) {
+    if (d === document) return { path: '', off: [0, 0] };
+    var f = frameOfDoc(d);
+    if (!f) return { path: '', off: [0, 0] };
+    var pi = frameInfo(f.ownerDocument);
+    var n = frameIndex(f);
+    var r = f.getBoundingClientRect();
+    var cs = style(f);
+    var off = [pi.off[0] + r.left + (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0),
+               pi.off[1] + r.top + (parseFloat(cs.borderTopWidth) || 0) + (parseFloat(cs.paddingTop) || 0)];
+    return { path: pi.path === '' ? String(n) : pi.path + '.' + n, off: off };
+  }
+  /* offset of a document's viewport in the top-level viewport */
+  function frameOffset(d) {
+    var x = 0, y = 0;
+    for (var guard = 0; d !== document && guard < 64; guard++) {
+      var f = frameOfDoc(d);
+      if (!f) break;
+      var r = f.getBoundingClientRect();
+      var cs = style(f);
+      x += r.left + (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0);
+      y += r.top + (parseFloat(cs.borderTopWidth) || 0) + (parseFloat(cs.paddingTop) || 0);
+      d = f.ownerDocument;
+    }
+    return [x, y];
+  }
+
+  /* index of frame element f among the frames observe's walk enters in its document */
+  function frameIndex(f) {
+    var d = f.ownerDocument, n = 0;
+    var list = [];
+    collectFrames(d, list);
+    for (var i = 0; i < list.length; i++) {
+      if (list[i] === f) return n;
+      if (reached(list[i], true) && frameDoc(list[i])) n++;
+    }
+    return n;
+  }
+  function collectFrames(root, out) {
+    var all = root.querySelectorAll('*');
+    for (var i = 0; i < all.length; i++) {
+      var e = all[i];
+      if (isFrameTag(e.localName)) out.push(e);
+      if (e.shadowRoot) collectFrames(e.shadowRoot, out);
+    }
+  }
+
+  /* every element of the page in document order: open shadow trees follow
+     their host, same-origin frame documents follow their frame element */
+  function deepElements(out, roots) {
+    function add(root) {
+      if (roots) roots.push(root);
+      var all = root.querySelectorAll('*');
+      for (var i = 0; i < all.length; i++) {
+        var e = all[i];
+        out.push(e);
+        if (e.shadowRoot) add(e.shadowRoot);
+        var t = e.localName;
+        if (t === 'iframe' || t === 'frame') {
+          var d = frameDoc(e);
+          if (d) add(d);
+        }
+      }
+    }
+    add(document);
+    return out;
+  }
+
+  /* parent across shadow and frame boundaries */
+  function composedParent(x) {
+    var p = parentEl(x);
+    if (p) return p;
+    if (x.parentNode && x.parentNode.nodeType === 9) return frameOfDoc(x.parentNode);
+    return null;
+  }
+  function deepContains(a, b) {
+    for (var x = b; x; x = composedParent(x)) if (x === a) return true;
+    return false;
+  }
+
+  /* ---- the element table shared with the C side --------------------------- */
+
+  var lastMap = null, lastMapFor = null, lastMapLen = 0;
+  function indexOfLast(el) {
+    var L = api.last;
+    if (lastMapFor !== L || lastMapLen > L.length) {
+      lastMap = new Map();
+      lastMapFor = L;
+      lastMapLen = 0;
+    }
+    for (; lastMapLen < L.length; lastMapLen++)
+      if (!lastMap.has(L[lastMapLen])) lastMap.set(L[lastMapLen], lastMapLen);
+    var i = lastMap.get(el);
+    if (i !== undefined) return i;
+    L.push(el);
+    lastMap.set(el, L.length - 1);
+    lastMapLen = L.length;
+    return L.length - 1;
+  }
+
+  function elAt(i) {
+    if (typeof i === 'string' && /^-?\d+$/.test(i)) i = +i;
+    if (typeof i !== 'number' || i !== Math.floor(i) || i < 0 || i >= api.last.length) return null;
+    var el = api.last[i];
+    return el && el.nodeType === 1 ? el : null;
+  }
+
+  function connected(el) {
+    if (!el || !el.isConnected) return false;
+    for (var d = el.ownerDocument, guard = 0; d !== document && guard < 64; guard++) {
+      var f = frameOfDoc(d);
+      if (!f || !f.isConnected) return false;
+      var cd = null;
+      try { cd = f.contentDocument; } catch (e) { cd = null; }
+      if (cd !== d) return false;
+      d = f.ownerDocument;
+    }
+    return d === document;
+  }
+
+  var J = JSON.stringify;
+  function fail(msg) { return J({ error: msg }); }
+  var DETACHED = 'the element is no longer in the document';
+
+  /* the element at i, or an error string */
+  function target(i) {
+    var el = elAt(i);
+    if (!el) return { err: fail('no element at index ' + i + ': observe or resolve again') };
+    if (!connected(el)) return { err: fail(DETACHED) };
+    return { el: el };
+  }
+
+  function guarded(fn) {
+    return function () {
+      beginCall();
+      try {
+        return fn.apply(null, arguments);
+      } catch (e) {
+        return fail('page-side error: ' + (e && e.message ? e.message : String(e)));
+      } finally {
+        endCall();
+        reachMemo = null;
+      }
+    };
+  }
+
+  /* ---- resolve ---------------------------------------------------------- */
+
+  var MAX_MATCHES = 1000;
+  var TEXT_SKIP = { script: 1, style: 1, template: 1, noscript: 1, head: 1, title: 1, meta: 1,
+    link: 1, base: 1, datalist: 1, param: 1, source: 1, track: 1, select: 1, textarea: 1,
+    input: 1, iframe: 1, frame: 1, object: 1, embed: 1, desc: 1, metadata: 1, defs: 1, symbol: 1 };
+  var WS = /[ \t\n\r\f\u00a0]/;
+  var BUTTONISH = { submit: 1, button: 1, reset: 1 };
+  var LABEL_ROLES = { textbox: 1, searchbox: 1, combobox: 1, listbox: 1, checkbox: 1, radio: 1,
+    switch: 1, slider: 1, spinbutton: 1, menuitemcheckbox: 1, menuitemradio: 1 };
+
+  function resolve(specJson) {
+    var spec;
+    try { spec = typeof specJson === 'string' ? JSON.parse(specJson) : specJson; } catch (e) { spec = null; }
+    if (!spec || typeof spec !== 'object') return fail('resolve: malformed spec');
+    var kind = spec.kind, v = spec.value, nm = spec.name, sub = !!spec.substring;
+    if (typeof v !== 'string') return fail('resolve: value must be a string');
+    if (nm !== null && nm !== undefined && typeof nm !== 'string') return fail('resolve: name must be a string or null');
+    if (nm === undefined) nm = null;
+    var found;
+    switch (kind) {
+      case 'css': found = byCss(v); break;
+      case 'xpath': found = byXpath(v); break;
+      case 'role': found = byRole(v, nm, sub); break;
+      case 'text': found = byText(v, sub); break;
+      case 'label': found = byLabel(v, sub); break;
+      case 'placeholder': case 'alt': case 'title': found = byAttr(kind, v, sub); break;
+      case 'testid': case 'heal_testid': found = byExact('data-testid', v); break;
+      case 'heal_id': found = byExact('id', v); break;
+      case 'heal_name': found = byExact('name', v); break;
+      case 'heal_aria_role': found = byAriaRole(v, nm); break;
+      default: return fail('resolve: unknown kind "' + kind + '"');
+    }
+    if (typeof found === 'string') return found; /* an error */
+    var out = [];
+    var seen = new Set();
+    for (var i = 0; i < found.length && out.length < MAX_MATCHES; i++) {
+      if (seen.has(found[i])) continue;
+      seen.add(found[i]);
+      out.push(indexOfLast(found[i]));
+    }
+    var count = out.length < MAX_MATCHES ? out.length : new Set(found).size;
+    return J({ matches: out, count: count });
+  }
+
+  function byCss(sel) {
+    try { document.querySelector(sel); } catch (e) {
+      return fail('invalid CSS selector: ' + sel);
+    }
+    var all = [], roots = [];
+    deepElements(all, roots);
+    if (roots.length === 1) return Array.prototype.slice.call(document.querySelectorAll(sel));
+    var hits = new Set();
+    for (var r = 0; r < roots.length; r++) {
+      var l;
+      try { l = roots[r].querySelectorAll(sel); } catch (e) { continue; }
+      for (var k = 0; k < l.length; k++) hits.add(l[k]);
+    }
+    var out = [];
+    for (var i = 0; i < all.length && hits.size; i++)
+      if (hits.has(all[i])) out.push(all[i]);
+    return out;
+  }
+
+  function byXpath(x) {
+    var res;
+    try {
+      res = document.evaluate(x, document, null, XPathResult.ORDERED_NODE_SNAPSHOT_TYPE, null);
+    } catch (e) {
+      return fail('invalid XPath: ' + x);
+    }
+    var out = [];
+    for (var i = 0; i < res.snapshotLength; i++) {
+      var n = res.snapshotItem(i);
+      if (n && n.nodeType === 1) out.push(n);
+    }
+    return out;
+  }
+
+  function textMatch(s, want, sub) {
+    if (s === null || s === undefined) return false;
+    var f = fold(String(s));
+    return sub ? f.indexOf(want) >= 0 : f === want;
+  }
+
+  var ROLE_ALIAS = { img: 'image', directory: 'list', presentation: 'none' };
+
+  function byRole(v, nm, sub) {
+    var want = fold(v).toLowerCase();
+    if (!want) return fail('role: needs a role');
+    if (ROLE_ALIAS[want]) want = ROLE_ALIAS[want];
+    var wname = nm === null ? null : fold(nm);
+    var all = deepElements([]);
+    var out = [];
+    for (var i = 0; i < all.length; i++) {
+      var e = all[i];
+      var r = obsRole(e);
+      if (r.toLowerCase() !== want) continue;
+      if (!axVisible(e)) continue;
+      if (wname !== null) {
+        var n = r === 'option' ? optionNameFast(e) : nameOf(e);
+        if (sub ? n.indexOf(wname) < 0 : (n !== wname && !(n.length > 200 && clip(n, 200) === wname)))
+          continue;
+      }
+      out.push(e);
+    }
+    return out;
+  }
+
+  function byText(v, sub) {
+    var want = fold(v);
+    if (!want) return fail('text: needs some text');
+    var hits = [];
+    var order = 0;
+    var docs = [document];
+    /*
+     * Pruning: a subtree whose textContent lacks the longest word of the
+     * wanted text (any case: text-transform) cannot hold a match; its text
+     * still counts for its ancestors, approximated by its textContent. Shadow
+     * hosts, slots and button-like inputs carry text that textContent does not
+     * show, so their ancestors are always walked.
+     */
+    var words = want.split(' '), tok = '';
+    for (var w = 0; w < words.length; w++) if (words[w].length > tok.length) tok = words[w];
+    var tokRe = new RegExp(tok.replace(/[\\^$.*+?()[\]{}|]/g, '\\$&'), 'i');
+    var keep = new Set(), roots = [];
+    var all = deepElements([], roots);
+    for (var a = 0; a < all.length; a++) {
+      var e = all[a], lt = e.localName;
+      if (e.shadowRoot || lt === 'slot' || (lt === 'input' && BUTTONISH[(e.type || '').toLowerCase()]))
+        for (var x = e; x && !keep.has(x); x = composedParent(x)) keep.add(x);
+    }
+    /* the ancestors of every text node holding the word */
+    var found = false;
+    for (var ri = 0; ri < roots.length; ri++) {
+      var R = roots[ri];
+      var tw = (R.nodeType === 9 ? R : R.ownerDocument).createTreeWalker(R, 4 /* SHOW_TEXT */);
+      for (var tn = tw.nextNode(); tn; tn = tw.nextNode()) {
+        if (!tokRe.test(tn.data)) continue;
+        found = true;
+        var y = tn.assignedSlot || tn.parentNode;
+        if (y && y.nodeType === 11) y = y.host;
+        for (; y && y.nodeType === 1 && !keep.has(y); y = composedParent(y)) keep.add(y);
+      }
+    }
+    /* the word split across text nodes (<b>Sub</b>mit) and nowhere whole: no pruning */
+    var noPrune = false;
+    if (!found) {
+      for (var rj = 0; rj < roots.length && !noPrune; rj++) {
+        var rr = roots[rj].nodeType === 9 ? roots[rj].documentElement : roots[rj];
+        if (rr && tokRe.test(rr.textContent || '')) noPrune = true;
+      }
+    }
+
+    /*
+     * Folded text built piece by piece, so that no ancestor folds its whole
+     * subtree again: s has no leading or trailing space, lead/trail say
+     * whether the raw text started or ended with white space.
+     */
+    function Tb() { this.s = ''; this.lead = false; this.trail = false; this.any = false; }
+    Tb.prototype.raw = function (t) {
+      if (!t) return;
+      var f = fold(t);
+      var l = WS.test(t.charAt(0)), tr = WS.test(t.charAt(t.length - 1));
+      this.piece(f, l, tr);
+    };
+    Tb.prototype.piece = function (f, l, tr) {
+      if (!f) {
+        if (l || tr) { if (this.any) this.trail = true; else this.lead = true; }
+        return;
+      }
+      if (!this.any) { this.lead = this.lead || l; this.s = f; this.any = true; }
+      else { this.s += (this.trail || l) ? ' ' + f : f; }
+      this.trail = tr;
+    };
+    Tb.prototype.space = function () { if (this.any) this.trail = true; else this.lead = true; };
+
+    /* returns [text, text as shown (text-transform), text matches]; records matches */
+    function walk(el, visible) {
+      var pre = order++;
+      var s = style(el);
+      var selfVisible = visible && !(s.visibility === 'hidden' || s.visibility === 'collapse');
+      var raw = new Tb(), shown = new Tb(), tf = false;
+      var kids = s.contentVisibility === 'hidden' ? [] : flatChildren(el);
+      var kidMatched = false;
+      var tt = s.textTransform;
+      var trans = tt && tt !== 'none';
+      for (var i = 0; i < kids.length; i++) {
+        var k = kids[i];
+        if (k.nodeType === 3) {
+          if (!selfVisible) continue;
+          raw.raw(k.data);
+          if (trans) { tf = true; shown.raw(transformText(k.data, el)); } else shown.raw(k.data);
+          continue;
+        }
+        if (k.nodeType !== 1) continue;
+        var kt = lower(k);
+        if (kt === 'br') { raw.space(); shown.space(); continue; }
+        if (isFrameTag(kt)) {
+          var d = frameDoc(k);
+          if (d && style(k).display !== 'none') docs.push(d);
+          continue;
+        }
+        if (kt === 'input') {
+          var ty = (k.type || '').toLowerCase();
+          if (BUTTONISH[ty] && style(k).display !== 'none') {
+            var iv = hasAttr(k, 'value') ? attr(k, 'value') : ty === 'submit' ? 'Submit' : ty === 'reset' ? 'Reset' : '';
+            var ivis = visible && !visHidden(k);
+            if (ivis && iv && textMatch(iv, want, sub)) { hits.push([order++, k]); kidMatched = true; }
+            if (ivis) { var fv = fold(iv); raw.piece(fv, true, true); shown.piece(fv, true, true); }
+          }
+          continue;
+        }
+        if (TEXT_SKIP[kt]) continue;
+        var ks = style(k);
+        if (ks.display === 'none') continue;
+        var block = !(ks.display.lastIndexOf('inline', 0) === 0 || ks.display === 'contents');
+        var r = null;
+        if (!noPrune && !keep.has(k)) {
+          /* cannot hold a match: its rendered text for the ancestors */
+          var it = renderedText(k);
+          var ft = fold(it);
+          r = [ft, ft, false, block || WS.test(it.charAt(0)), block || WS.test(it.charAt(it.length - 1))];
+        }
+        if (!r) {
+          r = walk(k, visible);
+          if (r[2]) kidMatched = true;
+          if (block) { r[3] = true; r[4] = true; }
+        }
+        raw.piece(r[0], r[3], r[4]);
+        shown.piece(r[1], r[3], r[4]);
+        if (r[1] !== r[0]) tf = true;
+      }
+      var fr = raw.s, fs = tf ? shown.s : fr;
+      var m;
+      if (kidMatched && sub) m = true;
+      else if (fr.length < want.length && fs.length < want.length) m = false;
+      else m = sub ? (fr.indexOf(want) >= 0 || (tf && fs.indexOf(want) >= 0)) : (fr === want || (tf && fs === want));
+      /* innermost: an element whose child matches is not a match itself */
+      if (m && selfVisible && !kidMatched) hits.push([pre, el]);
+      return [fr, fs, m, raw.lead, raw.trail];
+    }
+
+    for (var di = 0; di < docs.length; di++) {
+      var d = docs[di];
+      var root = rootOf(d);
+      if (!root) continue;
+      /* a frame's text counts only when the frame is shown */
+      var f = d === document ? null : frameOfDoc(d);
+      if (f && !visVisible(f)) continue;
+      if (style(root).display === 'none') continue;
+      if (!noPrune && !keep.has(root)) continue;
+      walk(root, true);
+    }
+    if (!hits.length) return [];
+    hits.sort(function (a, b) { return a[0] - b[0]; });
+    var els = hits.map(function (h) { return h[1]; });
+    return sortDeep(els);
+  }
+
+  /* the text a person sees in el (innerText; for SVG its <text> elements) */
+  function renderedText(el) {
+    var t = el.innerText;
+    if (typeof t === 'string') return t;
+    var ts = el.querySelectorAll('text');
+    var out = '';
+    for (var i = 0; i < ts.length; i++) out += ' ' + ts[i].textContent;
+    return out;
+  }
+
+  /* sort elements into deep document order when they span several roots */
+  function sortDeep(els) {
+    if (els.length < 2) return els;
+    var all = deepElements([]);
+    var pos = new Map();
+    for (var i = 0; i < all.length; i++) pos.set(all[i], i);
+    return els.slice().sort(function (a, b) {
+      var x = pos.get(a), y = pos.get(b);
+      return (x === undefined ? 1e12 : x) - (y === undefined ? 1e12 : y);
+    });
+  }
+
+  function labelTexts(el) {
+    var out = [];
+    var al = attr(el, 'aria-label');
+    if (al && al.trim()) out.push(al);
+    var refs = idRefs(el, 'aria-labelledby');
+    if (refs.length) {
+      var parts = [];
+      for (var i = 0; i < refs.length; i++) {
+        var ctx = newCtx(el);
+        ctx.inLabelledBy = true;
+        ctx.includeHidden = isHiddenDeep(refs[i]);
+        parts.push(textAlt(refs[i], ctx, false));
+      }
+      out.push(parts.join(' '));
+    }
+    var labels = el.labels;
+    if (labels) {
+      for (var j = 0; j < labels.length; j++) {
+        var l = labels[j];
+        out.push(l.innerText !== undefined ? l.innerText : l.textContent);
+        /* the label's accessible text (pseudo content, nested control values) */
+        out.push(textAlt(l, newCtx(l), true));
+      }
+    }
+    return out;
+  }
+
+  function isLabelCandidate(e) {
+    var t = e.localName;
+    if (t === 'input') return (e.type || '').toLowerCase() !== 'hidden';
+    if (t === 'textarea' || t === 'select') return true;
+    if (hasAttr(e, 'role')) return !!LABEL_ROLES[roleOf(e)];
+    if (e.isContentEditable && (!e.parentElement || !e.parentElement.isContentEditable)) return true;
+    return false;
+  }
+
+  function byLabel(v, sub) {
+    var want = fold(v);
+    if (!want) return fail('label: needs some text');
+    var all = deepElements([]);
+    var out = [];
+    for (var i = 0; i < all.length; i++) {
+      var e = all[i];
+      if (!isLabelCandidate(e)) continue;
+      var ts = labelTexts(e), ok = false;
+      for (var k = 0; k < ts.length && !ok; k++) ok = textMatch(ts[k], want, sub);
+      if (ok && visVisible(e)) out.push(e);
+    }
+    return out;
+  }
+
+  function byAttr(a, v, sub) {
+    var want = fold(v);
+    var all = deepElements([]);
+    var out = [];
+    for (var i = 0; i < all.length; i++) {
+      var e = all[i];
+      var x = e.getAttribute(a);
+      if (x === null || !textMatch(x, want, sub)) continue;
+      if (visVisible(e)) out.push(e);
+    }
+    return out;
+  }
+
+  function byExact(a, v) {
+    var all = deepElements([]);
+    var out = [];
+    for (var i = 0; i < all.length; i++)
+      if (all[i].getAttribute(a) === v) out.push(all[i]);
+    return out;
+  }
+
+  function byAriaRole(v, role) {
+    var all = deepElements([]);
+    var out = [];
+    for (var i = 0; i < all.length; i++) {
+      var e = all[i];
+      if (e.getAttribute('aria-label') !== v) continue;
+      if (role !== null && obsRole(e) !== role) continue;
+      out.push(e);
+    }
+    return out;
+  }
+
+  /* ---- identity and inspect -------------------------------------------- */
+
+  function identityRaw(el) {
+    var role = obsRole(el);
+    return {
+      connected: true,
+      testid: attr(el, 'data-testid'), id: el.id || null, aria: attr(el, 'aria-label'),
+      role: role, name: obsName(el, role), tag: lower(el),
+      prole: walkProle(el), sib: walkSib(el), nattr: attr(el, 'name')
+    };
+  }
+
+  function identity(i) {
+    var el = elAt(i);
+    if (!el || !connected(el)) return J({ connected: false });
+    return J(identityRaw(el));
+  }
+
+  function boundsOf(el, off) {
+    var rr = el.getBoundingClientRect();
+    if (lower(el) === 'option' && rr.width === 0 && rr.height === 0) {
+      var pr = el.closest('select');
+      if (pr) rr = pr.getBoundingClientRect();
+    }
+    return [Math.round(rr.left + off[0]), Math.round(rr.top + off[1]), Math.round(rr.width), Math.round(rr.height)];
+  }
+
+  function inspect(i) {
+    var t = target(i);
+    if (t.err) return t.err;
+    var el = t.el;
+    var tag = lower(el);
+    var role, name, desc;
+    if (!axVisible(el) && !(tag === 'option' && selectOfOption(el) && axVisible(selectOfOption(el)))) {
+      role = 'none'; name = ''; desc = '';
+    } else {
+      role = obsRole(el);
+      name = obsName(el, role);
+      if (role === 'image' && tag === 'img' && !name && attr(el, 'alt') === '') role = 'none';
+      desc = descriptionOf(el);
+    }
+    var testid = attr(el, 'data-testid'), id = el.id || null;
+    var fi = frameInfo(el.ownerDocument);
+    var node = {
+      role: role, name: name, description: desc, states: statesOf(el, role), tag: tag,
+      testid: testid, id: id, aria: attr(el, 'aria-label'), nattr: attr(el, 'name'),
+      prole: walkProle(el), sib: walkSib(el), b: boundsOf(el, fi.off), frame: fi.path,
+      sel: selectorsOf(el, role, name, testid, id)
+    };
+    if (VALUE_ROLES[role]) {
+      var v = valueOf(el, role);
+      if (v !== null) node.value = clip(v, 200);
+    }
+    if (role === 'heading') node.level = headingLevel(el);
+    return J(node);
+  }
+
+  /* ---- actionability ---------------------------------------------------- */
+
+  /* the element whose box stands for el */
+  function boxEl(el) {
+    var t = lower(el);
+    if (t === 'option') {
+      var s = selectOfOption(el);
+      var r = el.getBoundingClientRect();
+      if (s && r.width === 0 && r.height === 0) return s;
+    }
+    if (style(el).display === 'contents') {
+      var kids = flatChildren(el);
+      for (var i = 0; i < kids.length; i++) {
+        var k = kids[i];
+        if (k.nodeType !== 1) continue;
+        var b = boxEl(k);
+        var kr = b.getBoundingClientRect();
+        if (kr.width > 0 && kr.height > 0) return b;
+      }
+    }
+    return el;
+  }
+
+  function isDisabled(el) {
+    var tag = lower(el);
+    if (el.disabled === true) return true;
+    if (FORM_TAGS[tag] && safeMatches(el, ':disabled')) return true;
+    for (var p = el; p; p = parentEl(p)) {
+      if (attr(p, 'aria-disabled') === 'true') return true;
+      if (p.inert) return true;
+    }
+    return false;
+  }
+
+  function viewRect(doc) {
+    var w = doc.defaultView || window;
+    return { w: w.innerWidth, h: w.innerHeight };
+  }
+
+  /* el's rect in top-level viewport coordinates */
+  function topRect(el) {
+    var r = el.getBoundingClientRect();
+    var off = frameOffset(el.ownerDocument);
+    return { left: r.left + off[0], top: r.top + off[1], width: r.width, height: r.height };
+  }
+
+  function fullyInView(el) {
+    var r = el.getBoundingClientRect();
+    var v = viewRect(el.ownerDocument);
+    if (r.left < 0 || r.top < 0 || r.right > v.w || r.bottom > v.h) return false;
+    if (el.ownerDocument !== document) {
+      var t = topRect(el);
+      if (t.left < 0 || t.top < 0 || t.left + t.width > window.innerWidth || t.top + t.height > window.innerHeight)
+        return false;
+    }
+    return true;
+  }
+
+  function scrollIntoViewCentered(el) {
+    var o = { block: 'center', inline: 'center', behavior: 'instant' };
+    el.scrollIntoView(o);
+    /* make sure every frame on the way is itself in view in its parent */
+    for (var d = el.ownerDocument, guard = 0; d !== document && guard < 16; guard++) {
+      var f = frameOfDoc(d);
+      if (!f) break;
+      var t = topRect(el);
+      if (t.left < 0 || t.top < 0 || t.left + t.width > window.innerWidth || t.top + t.height > window.innerHeight) {
+        var fr = f.getBoundingClientRect();
+        var fv = viewRect(f.ownerDocument);
+        if (fr.left < 0 || fr.top < 0 || fr.right > fv.w || fr.bottom > fv.h)
+          f.scrollIntoView(o);
+      }
+      d = f.ownerDocument;
+    }
+  }
+
+  /* the point a click goes to, in top-level CSS px */
+  function clickPoint(el) {
+    var rects = el.getClientRects();
+    var r = null;
+    for (var i = 0; i < rects.length; i++)
+      if (rects[i].width > 0 && rects[i].height > 0) { r = rects[i]; break; }
+    if (!r) r = el.getBoundingClientRect();
+    var left = r.left, top = r.top, right = r.right, bottom = r.bottom;
+    /* keep to the part of the rect that is in its own viewport, if any */
+    var v = viewRect(el.ownerDocument);
+    var cl = Math.max(left, 0), ct = Math.max(top, 0), cr = Math.min(right, v.w), cb = Math.min(bottom, v.h);
+    if (cr > cl && cb > ct) { left = cl; top = ct; right = cr; bottom = cb; }
+    var off = frameOffset(el.ownerDocument);
+    var x = (left + right) / 2 + off[0], y = (top + bottom) / 2 + off[1];
+    if (el.ownerDocument !== document) {
+      /* and to the part visible in the top-level viewport */
+      var tl = left + off[0], tt = top + off[1], tr = right + off[0], tb = bottom + off[1];
+      var c2l = Math.max(tl, 0), c2t = Math.max(tt, 0), c2r = Math.min(tr, window.innerWidth), c2b = Math.min(tb, window.innerHeight);
+      if (c2r > c2l && c2b > c2t) { x = (c2l + c2r) / 2; y = (c2t + c2b) / 2; }
+    }
+    return { x: x, y: y };
+  }
+
+  function round2(v) { return Math.round(v * 100) / 100; }
+
+  /* the element a click at top-level (x, y) lands on, through shadow roots and frames */
+  function deepHit(x, y) {
+    var doc = document, ox = 0, oy = 0;
+    var hit = doc.elementFromPoint(x, y);
+    for (var guard = 0; hit && guard < 64; guard++) {
+      if (hit.shadowRoot) {
+        var h2 = hit.shadowRoot.elementFromPoint(x - ox, y - oy);
+        if (h2 && h2 !== hit && hit.shadowRoot.contains(h2)) { hit = h2; continue; }
+      }
+      if (isFrameTag(lower(hit))) {
+        var d = frameDoc(hit);
+        if (d) {
+          var r = hit.getBoundingClientRect();
+          var cs = (hit.ownerDocument.defaultView || window).getComputedStyle(hit);
+          var nx = ox + r.left + (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0);
+          var ny = oy + r.top + (parseFloat(cs.borderTopWidth) || 0) + (parseFloat(cs.paddingTop) || 0);
+          var h3 = d.elementFromPoint(x - nx, y - ny);
+          if (h3) { hit = h3; ox = nx; oy = ny; continue; }
+        }
+      }
+      break;
+    }
+    return hit;
+  }
+
+  function hitOk(el, hit) {
+    if (!hit) return false;
+    if (hit === el || deepContains(el, hit)) return true;
+    /* a control drawn under its own label (custom checkboxes) */
+    var labels = el.labels;
+    if (labels) for (var i = 0; i < labels.length; i++)
+      if (deepContains(labels[i], hit)) return true;
+    /* a label whose control sits on top of it */
+    if (lower(el) === 'label' && el.control && deepContains(el.control, hit)) return true;
+    /* an option of a closed select: the select */
+    if (lower(el) === 'option') {
+      var s = selectOfOption(el);
+      if (s && deepContains(s, hit)) return true;
+    }
+    return false;
+  }
+
+  function shortDesc(e) {
+    if (!e) return 'nothing (the point is outside the viewport)';
+    var s = lower(e);
+    if (e.id) s += '#' + e.id;
+    var cls = typeof e.className === 'string' ? e.className.trim() : (attr(e, 'class') || '').trim();
+    if (cls) s += '.' + cls.split(/\s+/).slice(0, 3).join('.');
+    if (!e.id && !cls) {
+      var tid = attr(e, 'data-testid');
+      if (tid) s += '[data-testid="' + tid + '"]';
+      else {
+        var r = attr(e, 'role');
+        if (r) s += '[role="' + r + '"]';
+      }
+    }
+    return clip(s, 120);
+  }
+
+  function nextFrame() {
+    return new Promise(function (res) {
+      var done = false;
+      var fin = function () { if (!done) { done = true; res(); } };
+      try { requestAnimationFrame(fin); } catch (e) { /* no rAF: the timer below */ }
+      setTimeout(fin, 100);
+    });
+  }
+
+  function rectOf(el) {
+    var r = topRect(el);
+    return [r.left, r.top, r.width, r.height];
+  }
+
+  function actionableSafe(i, optsJson) {
+    try {
+      return actionable(i, optsJson).catch(function (e) {
+        return fail('page-side error: ' + (e && e.message ? e.message : String(e)));
+      });
+    } catch (e) {
+      return Promise.resolve(fail('page-side error: ' + (e && e.message ? e.message : String(e))));
+    }
+  }
+
+  function actionable(i, optsJson) {
+    var opts = parseOpts(optsJson);
+    var el = elAt(i);
+    if (!el || !connected(el)) return Promise.resolve(J({ state: 'detached' }));
+    var pre = guarded(function () {
+      var b = boxEl(el);
+      if (opts.scroll && visVisible(el) && !fullyInView(b)) scrollIntoViewCentered(b);
+      var first = checkVisible(el);
+      if (first) return first;
+      if (opts.enabled && isDisabled(el)) return J({ state: 'disabled' });
+      return null;
+    })();
+    if (pre) return Promise.resolve(pre);
+    var r1 = null;
+    return nextFrame().then(function () {
+      if (connected(el)) r1 = guarded(function () { return rectOf(boxEl(el)); })();
+      return nextFrame();
+    }).then(function () {
+      return guarded(function () {
+        if (!connected(el)) return J({ state: 'detached' });
+        var h = checkVisible(el);
+        if (h) return h;
+        if (opts.enabled && isDisabled(el)) return J({ state: 'disabled' });
+        var b = boxEl(el);
+        var r2 = rectOf(b);
+        if (!r1 || typeof r1 === 'string' || r1[0] !== r2[0] || r1[1] !== r2[1] || r1[2] !== r2[2] || r1[3] !== r2[3])
+          return J({ state: 'unstable' });
+        var p = clickPoint(b);
+        if (opts.hit) {
+          var hit = deepHit(p.x, p.y);
+          if (!hitOk(el, hit) && !(b !== el && hitOk(b, hit)))
+            return J({ state: 'covered', by: shortDesc(hit) });
+        }
+        return J({ state: 'ok', x: round2(p.x), y: round2(p.y), w: round2(r2[2]), h: round2(r2[3]) });
+      })();
+    });
+  }
+
+  /* null when el can be seen, else the JSON state */
+  function checkVisible(el) {
+    if (!connected(el)) return J({ state: 'detached' });
+    var t = lower(el);
+    var b = boxEl(el);
+    var vis = b !== el && t === 'option' ? visVisible(b) && reached(el, false) : visVisible(el);
+    if (!vis) return J({ state: 'hidden' });
+    var r = b.getBoundingClientRect();
+    if (!(r.width > 0 && r.height > 0)) return J({ state: 'hidden' });
+    return null;
+  }
+
+  /* ---- form operations ------------------------------------------------- */
+
+  function parseValue(s) {
+    if (typeof s !== 'string') return s;
+    try { return JSON.parse(s); } catch (e) { return s; }
+  }
+
+  /* a label stands for its control */
+  function retarget(el) {
+    if (lower(el) === 'label' && el.control) return el.control;
+    return el;
+  }
+
+  function nativeSetter(el) {
+    var w = el.ownerDocument.defaultView || window;
+    var proto = lower(el) === 'textarea' ? w.HTMLTextAreaElement.prototype :
+      lower(el) === 'select' ? w.HTMLSelectElement.prototype : w.HTMLInputElement.prototype;
+    var d = Object.getOwnPropertyDescriptor(proto, 'value');
+    return d && d.set;
+  }
+
+  function fireInput(el, data) {
+    var w = el.ownerDocument.defaultView || window;
+    var ev;
+    try {
+      ev = new w.InputEvent('input', { bubbles: true, composed: true, inputType: 'insertText', data: data });
+    } catch (e) {
+      ev = new w.Event('input', { bubbles: true, composed: true });
+    }
+    el.dispatchEvent(ev);
+  }
+  function fireChange(el) {
+    var w = el.ownerDocument.defaultView || window;
+    el.dispatchEvent(new w.Event('change', { bubbles: true }));
+  }
+
+  var UNFILLABLE = { checkbox: 1, radio: 1, file: 1, button: 1, submit: 1, reset: 1, image: 1, hidden: 1 };
+  var STRICT_VALUE = { number: 1, range: 1, date: 1, time: 1, 'datetime-local': 1, month: 1, week: 1, color: 1 };
+
+  function fill(i, valueJson) {
+    var t = target(i);
+    if (t.err) return t.err;
+    var el = retarget(t.el);
+    /* the value itself (a string, as act.c passes it); anything else as text */
+    var value = valueJson;
+    if (value === null || value === undefined) value = '';
+    value = String(value);
+    var tag = lower(el);
+    if (tag === 'select') return fail('use select');
+    if (tag === 'input' || tag === 'textarea') {
+      var type = tag === 'input' ? (el.type || 'text').toLowerCase() : 'textarea';
+      if (UNFILLABLE[type]) return fail('cannot fill an input of type ' + type);
+      if (isDisabled(el)) return fail('the element is disabled');
+      if (el.readOnly) return fail('the element is read-only');
+      el.focus({ preventScroll: true });
+      try { el.select(); } catch (e) { /* types without selection */ }
+      var set = nativeSetter(el);
+      if (set) set.call(el, value); else el.value = value;
+      if (STRICT_VALUE[type] && value !== '' && el.value !== value && type !== 'color')
+        return fail('malformed value "' + clip(value, 60) + '" for an input of type ' + type);
+      fireInput(el, value);
+      fireChange(el);
+      return J({ ok: true });
+    }
+    if (el.isContentEditable) {
+      if (isDisabled(el)) return fail('the element is disabled');
+      el.focus({ preventScroll: true });
+      var sel = el.ownerDocument.getSelection && el.ownerDocument.getSelection();
+      if (sel) {
+        try { sel.selectAllChildren(el); } catch (e) { /* ignore */ }
+      }
+      el.textContent = value;
+      fireInput(el, value);
+      return J({ ok: true });
+    }
+    return fail('the element is not an <input>, <textarea> or contenteditable element');
+  }
+
+  function select(i, valuesJson) {
+    var t = target(i);
+    if (t.err) return t.err;
+    var el = retarget(t.el);
+    if (lower(el) === 'option' && selectOfOption(el)) el = selectOfOption(el);
+    if (lower(el) !== 'select') {
+      var r = roleOf(el);
+      if (r === 'listbox' || r === 'combobox') return fail('not a <select>: click the option instead');
+      return fail('not a <select>');
+    }
+    var vals = parseValue(valuesJson);
+    if (vals === null || vals === undefined) vals = [];
+    if (!Array.isArray(vals)) vals = [vals];
+    for (var q = 0; q < vals.length; q++) vals[q] = String(vals[q]);
+    if (isDisabled(el)) return fail('the element is disabled');
+    if (!el.multiple && vals.length > 1) return fail('the <select> takes one value, not ' + vals.length);
+    var opts = el.options, pick = [];
+    for (var k = 0; k < vals.length; k++) {
+      var v = vals[k], fv = fold(v), hit = null;
+      for (var j = 0; j < opts.length && !hit; j++) if (opts[j].value === v) hit = opts[j];
+      for (var j2 = 0; j2 < opts.length && !hit; j2++)
+        if (optionText(opts[j2]) === fv || fold(opts[j2].text || '') === fv) hit = opts[j2];
+      if (!hit) return fail('no option matches "' + clip(v, 80) + '"');
+      if (hit.disabled) return fail('the option "' + clip(v, 80) + '" is disabled');
+      pick.push(hit);
+    }
+    if (el.multiple) {
+      for (var m = 0; m < opts.length; m++) opts[m].selected = pick.indexOf(opts[m]) >= 0;
+    } else if (pick.length) {
+      pick[0].selected = true;
+    } else {
+      el.selectedIndex = -1;
+    }
+    var w = el.ownerDocument.defaultView || window;
+    el.dispatchEvent(new w.Event('input', { bubbles: true, composed: true }));
+    fireChange(el);
+    var out = [];
+    for (var s = 0; s < opts.length; s++) if (opts[s].selected) out.push(opts[s].value);
+    return J({ selected: out });
+  }
+
+  var CHECK_ROLES = { checkbox: 1, radio: 1, switch: 1, menuitemcheckbox: 1, menuitemradio: 1,
+    option: 1, treeitem: 1 };
+
+  function checked(i) {
+    var t = target(i);
+    if (t.err) return t.err;
+    var el = retarget(t.el);
+    var tag = lower(el);
+    if (tag === 'input') {
+      var ty = (el.type || '').toLowerCase();
+      if (ty === 'checkbox') return J({ checked: el.indeterminate ? 'mixed' : !!el.checked });
+      if (ty === 'radio') return J({ checked: !!el.checked });
+    }
+    var r = roleOf(el);
+    var ac = attr(el, 'aria-checked');
+    if (CHECK_ROLES[r] && ac !== null) {
+      ac = ac.trim().toLowerCase();
+      return J({ checked: ac === 'mixed' ? 'mixed' : ac === 'true' });
+    }
+    if (r === 'checkbox' || r === 'radio' || r === 'switch') return J({ checked: false });
+    var ap = attr(el, 'aria-pressed');
+    if (ap !== null && (r === 'button' || tag === 'button')) {
+      ap = ap.trim().toLowerCase();
+      if (ap === 'mixed') return J({ checked: 'mixed' });
+      if (ap === 'true' || ap === 'false') return J({ checked: ap === 'true' });
+    }
+    return fail('not checkable');
+  }
+
+  /* ---- read, scroll, focus, wait ----------------------------------------- */
+
+  function pageText() {
+    var b = document.body || document.documentElement;
+    var s = b ? b.innerText || '' : '';
+    /* same-origin frames: their text is part of what a person sees */
+    var fr = [];
+    collectFrames(document, fr);
+    for (var i = 0; i < fr.length; i++) {
+      var d = frameDoc(fr[i]);
+      if (!d) continue;
+      var fb = d.body || d.documentElement;
+      if (fb) s += '\n' + (fb.innerText || '');
+      collectFrames(d, fr);
+    }
+    return s;
+  }
+
+  function read(i, what) {
+    if (what === undefined || what === null || what === '') what = 'text';
+    var el;
+    var whole = i === -1 || i === '-1';
+    if (whole) {
+      el = document.body || document.documentElement;
+    } else {
+      var t = target(i);
+      if (t.err) return t.err;
+      el = t.el;
+    }
+    switch (what) {
+      case 'text':
+        if (whole) return J({ value: pageText() });
+        return J({ value: el.innerText !== undefined ? el.innerText : el.textContent || '' });
+      case 'html':
+        return J({ value: whole ? document.documentElement.outerHTML : el.outerHTML });
+      case 'value': {
+        var c = retarget(el), tag = lower(c);
+        if (tag === 'select') {
+          if (c.multiple) {
+            var vs = [];
+            for (var k = 0; k < c.options.length; k++) if (c.options[k].selected) vs.push(c.options[k].value);
+            return J({ value: vs });
+          }
+          return J({ value: c.value });
+        }
+        if (tag === 'input') {
+          var ty = (c.type || '').toLowerCase();
+          if (ty === 'checkbox' || ty === 'radio') return J({ value: c.checked ? c.value : null, checked: c.checked });
+          return J({ value: c.value });
+        }
+        if (tag === 'textarea' || tag === 'output' || tag === 'option' || tag === 'button' ||
+            tag === 'meter' || tag === 'progress' || tag === 'li' || tag === 'data' || tag === 'param')
+          return J({ value: String(c.value) });
+        if (c.isContentEditable) return J({ value: c.innerText });
+        var vn = attr(c, 'aria-valuetext');
+        if (vn === null) vn = attr(c, 'aria-valuenow');
+        if (vn !== null) return J({ value: vn });
+        return fail('the element has no value: it is not a form control');
+      }
+      case 'attributes': {
+        var o = {};
+        for (var a = 0; a < el.attributes.length; a++) o[el.attributes[a].name] = el.attributes[a].value;
+        return J({ value: o });
+      }
+      default:
+        return fail('read: "what" is one of text, html, value, attributes');
+    }
+  }
+
+  function canScroll(e) {
+    var s = style(e);
+    var oy = s.overflowY, ox = s.overflowX;
+    var y = (oy === 'auto' || oy === 'scroll' || oy === 'overlay') && e.scrollHeight > e.clientHeight;
+    var x = (ox === 'auto' || ox === 'scroll' || ox === 'overlay') && e.scrollWidth > e.clientWidth;
+    return x || y;
+  }
+
+  function scroll(i, optsJson) {
+    var o = parseOpts(optsJson);
+    var dx = +o.dx || 0, dy = +o.dy || 0, to = o.to || null;
+    if (to === 'target') to = null;
+    if (to !== null && to !== 'top' && to !== 'bottom') return fail('scroll: "to" is top, bottom or null');
+    var whole = i === -1 || i === '-1';
+    var se = document.scrollingElement || document.documentElement;
+    function winPos() { return J({ x: round2(window.scrollX), y: round2(window.scrollY) }); }
+    if (whole) {
+      if (to === 'top') window.scrollTo({ left: window.scrollX, top: 0, behavior: 'instant' });
+      else if (to === 'bottom') window.scrollTo({ left: window.scrollX, top: se.scrollHeight, behavior: 'instant' });
+      if (dx || dy) window.scrollBy({ left: dx, top: dy, behavior: 'instant' });
+      return winPos();
+    }
+    var t = target(i);
+    if (t.err) return t.err;
+    var el = t.el;
+    if (to === null && !dx && !dy) {
+      boxEl(el).scrollIntoView({ block: 'center', inline: 'center', behavior: 'instant' });
+      return winPos();
+    }
+    /* the element, else its nearest scrollable ancestor, else its window */
+    var sc = null;
+    for (var p = el; p; p = parentEl(p)) {
+      if (p === se || lower(p) === 'body' || lower(p) === 'html') break;
+      if (canScroll(p)) { sc = p; break; }
+    }
+    if (!sc) {
+      var w = el.ownerDocument.defaultView || window;
+      var wse = el.ownerDocument.scrollingElement || el.ownerDocument.documentElement;
+      if (to === 'top') w.scrollTo({ left: w.scrollX, top: 0, behavior: 'instant' });
+      else if (to === 'bottom') w.scrollTo({ left: w.scrollX, top: wse.scrollHeight, behavior: 'instant' });
+      if (dx || dy) w.scrollBy({ left: dx, top: dy, behavior: 'instant' });
+      return J({ x: round2(w.scrollX), y: round2(w.scrollY) });
+    }
+    if (to === 'top') sc.scrollTop = 0;
+    else if (to === 'bottom') sc.scrollTop = sc.scrollHeight;
+    if (dx || dy) sc.scrollBy({ left: dx, top: dy, behavior: 'instant' });
+    return J({ x: round2(sc.scrollLeft), y: round2(sc.scrollTop) });
+  }
+
+  function focus(i) {
+    var t = target(i);
+    if (t.err) return t.err;
+    var el = t.el;
+    el.focus();
+    return J({ ok: true });
+  }
+
+  function waitCheck(specJson) {
+    var s;
+    try { s = typeof specJson === 'string' ? JSON.parse(specJson) : specJson; } catch (e) { s = null; }
+    if (!s || typeof s !== 'object') return fail('waitCheck: malformed spec');
+    if (typeof s.text === 'string') return J({ ok: fold(pageText()).indexOf(fold(s.text)) >= 0 });
+    if (typeof s.url === 'string') return J({ ok: location.href.indexOf(s.url) >= 0 });
+    return fail('waitCheck: give "text" or "url"');
+  }
+
   var api = {
     version: VERSION,
     describe: describe,
     observe: observe,
     last: [],
     role: function (el) { beginCall(); try { return roleOf(el); } finally { endCall(); } },
-    name: function (el) { beginCall(); try { return nameOf(el); } finally { endCall(); } }
+    name: function (el) { beginCall(); try { return nameOf(el); } finally { endCall(); } },
+    resolve: guarded(resolve),
+    identity: guarded(identity),
+    inspect: guarded(inspect),
+    actionable: actionableSafe,
+    fill: guarded(fill),
+    select: guarded(select),
+    checked: guarded(checked),
+    read: guarded(read),
+    scroll: guarded(scroll),
+    focus: guarded(focus),
+    waitCheck: guarded(waitCheck)
   };
   Object.defineProperty(G, '__refgate', { value: api, configurable: true, writable: true, enumerable: false });
   return true;

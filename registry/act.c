@@ -1,0 +1,912 @@
+/*
+ * act.c - resolving targets to elements and acting on them: real input
+ * events through DevTools (Input.dispatchMouseEvent / dispatchKeyEvent /
+ * insertText) after the page-side script (registry/observer.js) has found
+ * the element and checked it is attached, visible, stable, enabled and hit
+ * at its centre. A ref whose element is gone is healed only when exactly
+ * one element matches it confidently; otherwise nothing is done (stale_ref).
+ *
+ * Threading: like reg_page, one thread at a time per page.
+ */
+#define _GNU_SOURCE
+#include "reg_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DEFAULT_TIMEOUT_MS 5000
+#define POLL_MS 100
+#define JS_TIMEOUT_MS 10000
+
+void reg_action_result_free(reg_action_result *r)
+{
+    if (!r)
+        return;
+    cJSON_Delete(r->value);
+    free(r->data);
+    memset(r, 0, sizeof *r);
+}
+
+/* ---- small helpers ---- */
+
+/* Calls g.<fn>(<args>) in the page; args is JS source (already escaped). */
+static int call(reg_page_handle h, int await, cJSON **out, char *err, size_t errlen,
+                const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static int call(reg_page_handle h, int await, cJSON **out, char *err, size_t errlen,
+                const char *fmt, ...)
+{
+    rg_buf b;
+    rg_buf_init(&b);
+    va_list ap;
+    va_start(ap, fmt);
+    char small[512];
+    int n = vsnprintf(small, sizeof small, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        return RG_EINTERNAL;
+    if ((size_t)n < sizeof small) {
+        rg_buf_append(&b, small, (size_t)n);
+    } else {
+        rg_buf_reserve(&b, (size_t)n);
+        va_start(ap, fmt);
+        vsnprintf(b.data, (size_t)n + 1, fmt, ap);
+        va_end(ap);
+        b.len = (size_t)n;
+    }
+    int rc = b.failed ? RG_ENOMEM : reg_js(h, b.data, await, JS_TIMEOUT_MS, out, err, errlen);
+    rg_buf_destroy(&b);
+    return rc;
+}
+
+/* s as a JSON string literal (which is also a JS string literal), owned. */
+static char *quote(const char *s)
+{
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_json_str(&b, s ? s : "", s ? strlen(s) : 0);
+    return b.failed ? (rg_buf_destroy(&b), NULL) : rg_buf_steal(&b);
+}
+
+static int index_of_ref(reg_page *pg, const char *ref)
+{
+    for (size_t i = 0; i < pg->n_prev; i++)
+        if (pg->prev_refs[i] && !strcmp(pg->prev_refs[i], ref))
+            return (int)i;
+    return -1;
+}
+
+static const reg_entry *entry_of(reg_page *pg, const char *ref)
+{
+    for (size_t i = 0; i < pg->n_entries; i++)
+        if (!strcmp(pg->entries[i].ref, ref))
+            return &pg->entries[i];
+    return NULL;
+}
+
+/* The identity the page reports for index i; borrowed from *js. */
+static int identity_at(reg_page_handle h, int i, reg_identity *id, cJSON **js, int *connected)
+{
+    char err[64];
+    *connected = 0;
+    int rc = call(h, 0, js, err, sizeof err, "g.identity(%d)", i);
+    if (rc < 0)
+        return rc;
+    *connected = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(*js, "connected"));
+    memset(id, 0, sizeof *id);
+    id->testid = (char *)jstr(*js, "testid");
+    id->id = (char *)jstr(*js, "id");
+    id->aria_label = (char *)jstr(*js, "aria");
+    id->role = (char *)jstr(*js, "role");
+    id->name = (char *)jstr(*js, "name");
+    id->tag = (char *)jstr(*js, "tag");
+    id->parent_role = (char *)jstr(*js, "prole");
+    id->sibling_index = jint(*js, "sib", 0);
+    return 0;
+}
+
+/* 1 when page-side index i is attached and scores >= 0.5 against e. */
+static int confident(reg_page_handle h, int i, const reg_entry *e, int *rc)
+{
+    reg_identity id;
+    cJSON *js = NULL;
+    int connected;
+    *rc = identity_at(h, i, &id, &js, &connected);
+    int ok = *rc == 0 && connected && reg_identity_score(&e->ident, &id) >= REG_SAME_SCORE;
+    cJSON_Delete(js);
+    return ok;
+}
+
+static const char *kind_name(int kind)
+{
+    switch (kind) {
+    case REG_T_CSS:
+        return "css";
+    case REG_T_XPATH:
+        return "xpath";
+    case REG_T_ROLE:
+        return "role";
+    case REG_T_TEXT:
+        return "text";
+    case REG_T_LABEL:
+        return "label";
+    case REG_T_PLACEHOLDER:
+        return "placeholder";
+    case REG_T_TESTID:
+        return "testid";
+    case REG_T_ALT:
+        return "alt";
+    case REG_T_TITLE:
+        return "title";
+    }
+    return "css";
+}
+
+/* Runs one resolve(spec) in the page: the matching indices into *matches (owned). */
+static int find(reg_page_handle h, const char *kind, const char *value, const char *name,
+                int substring, int **matches, int *count, char *err, size_t errlen)
+{
+    char *qv = quote(value), *qn = name ? quote(name) : strdup("null");
+    cJSON *js = NULL;
+    int rc = RG_ENOMEM;
+    *matches = NULL;
+    *count = 0;
+    if (qv && qn) {
+        rg_buf spec;
+        rg_buf_init(&spec);
+        rg_buf_printf(&spec, "{\"kind\":\"%s\",\"value\":%s,\"name\":%s,\"substring\":%s}", kind,
+                      qv, qn, substring ? "true" : "false");
+        char *qs = spec.failed ? NULL : quote(spec.data);
+        rg_buf_destroy(&spec);
+        rc = qs ? call(h, 0, &js, err, errlen, "g.resolve(%s)", qs) : RG_ENOMEM;
+        free(qs);
+    }
+    free(qv);
+    free(qn);
+    if (rc < 0)
+        return rc;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(js, "matches");
+    int n = cJSON_GetArraySize(m);
+    *count = jint(js, "count", n);
+    *matches = calloc((size_t)(n ? n : 1), sizeof **matches);
+    if (!*matches) {
+        cJSON_Delete(js);
+        return RG_ENOMEM;
+    }
+    int k = 0;
+    const cJSON *v;
+    cJSON_ArrayForEach(v, m)
+    {
+        if (cJSON_IsNumber(v))
+            (*matches)[k++] = (int)v->valuedouble;
+    }
+    if (*count < k)
+        *count = k;
+    cJSON_Delete(js);
+    return 0;
+}
+
+/* ---- resolution ---- */
+
+static int heal(reg_page *pg, reg_page_handle h, const reg_entry *e, reg_resolved *out)
+{
+    struct {
+        const char *kind, *value, *name, *via;
+    } ways[] = {
+        {"heal_testid", e->ident.testid, NULL, "testid"},
+        {"heal_aria_role", e->ident.aria_label, e->ident.role, "aria_label"},
+        {"heal_id", e->ident.id, NULL, "id"},
+        {"heal_name", e->name_attr, NULL, "name"},
+    };
+    for (size_t w = 0; w < sizeof ways / sizeof ways[0]; w++) {
+        if (!ways[w].value || !*ways[w].value)
+            continue;
+        int *m, n;
+        char err[128];
+        int rc = find(h, ways[w].kind, ways[w].value, ways[w].name, 0, &m, &n, err, sizeof err);
+        if (rc < 0)
+            return rc;
+        int hit = -1, hits = 0;
+        for (int k = 0; k < n && k < 20; k++) {
+            if (confident(h, m[k], e, &rc)) {
+                hit = m[k];
+                hits++;
+            }
+            if (rc < 0) {
+                free(m);
+                return rc;
+            }
+        }
+        free(m);
+        if (hits == 1) {
+            out->index = hit;
+            out->healed = 1;
+            snprintf(out->healed_from, sizeof out->healed_from, "%s", e->ref);
+            out->healed_via = ways[w].via;
+            return reg_page_bind(pg, hit, e->ref);
+        }
+    }
+    return RG_ESTALE;
+}
+
+static int resolve_ref(reg_page *pg, reg_page_handle h, const char *ref, reg_resolved *out,
+                       char *err, size_t errlen)
+{
+    int rc;
+    if (!pg->loaded && (rc = reg_page_load(pg)) < 0)
+        return rc;
+    const reg_entry *e = entry_of(pg, ref);
+    if (!e) {
+        snprintf(err, errlen,
+                 "no element has the ref %s on this page (never given, or expired): observe "
+                 "again",
+                 ref);
+        return RG_ESTALE;
+    }
+    snprintf(out->ref, sizeof out->ref, "%s", ref);
+    int i = index_of_ref(pg, ref);
+    if (i >= 0) {
+        if (confident(h, i, e, &rc)) {
+            out->index = i;
+            return 0;
+        }
+        if (rc < 0)
+            return rc;
+    }
+    rc = heal(pg, h, e, out);
+    if (rc == RG_ESTALE)
+        snprintf(err, errlen,
+                 "the element of %s is gone and no element matches it confidently: observe "
+                 "again",
+                 ref);
+    return rc;
+}
+
+int reg_resolve(reg_page *pg, reg_page_handle h, const reg_target *t, int has_nth, int nth,
+                int timeout_ms, reg_resolved *out, char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    out->index = -1;
+    if (t->kind == REG_T_REF)
+        return resolve_ref(pg, h, t->value, out, err, errlen);
+    int64_t deadline = rg_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        int *m, n;
+        int rc = find(h, kind_name(t->kind), t->value, t->name, t->substring, &m, &n, err,
+                      errlen);
+        if (rc < 0)
+            return rc;
+        out->count = n;
+        if (n > 1 && !has_nth) {
+            free(m);
+            snprintf(err, errlen, "the target matches %d elements: give nth, or a narrower target",
+                     n);
+            return RG_EAMBIGUOUS;
+        }
+        int k = has_nth ? (nth < 0 ? n + nth : nth) : 0;
+        if (n > 0 && k >= 0 && k < n && k < 1000) {
+            out->index = m[k];
+            free(m);
+            if (out->index < (int)pg->n_prev && pg->prev_refs[out->index])
+                snprintf(out->ref, sizeof out->ref, "%s", pg->prev_refs[out->index]);
+            return 0;
+        }
+        free(m);
+        if (rg_now_ms() >= deadline) {
+            if (n > 0)
+                snprintf(err, errlen, "nth %d is out of range: the target matches %d", nth, n);
+            else
+                snprintf(err, errlen, "the target matched nothing within %d ms", timeout_ms);
+            return RG_ENOMATCH;
+        }
+        rg_sleep_ms(POLL_MS);
+    }
+}
+
+/* ---- actionability and input ---- */
+
+/*
+ * Waits until index i is actionable (opts: scroll, enabled, hit) and gives
+ * its click point and box. RG_ENOTACTIONABLE with the last reason after the
+ * deadline; a detached element fails at once.
+ */
+static int wait_actionable(reg_page_handle h, int i, const char *opts, int64_t deadline,
+                           double box[4], char *err, size_t errlen)
+{
+    char last[160] = "";
+    for (;;) {
+        cJSON *js = NULL;
+        int rc = call(h, 1, &js, err, errlen, "g.actionable(%d,'%s')", i, opts);
+        if (rc < 0)
+            return rc;
+        const char *st = jstr(js, "state");
+        if (st && !strcmp(st, "ok")) {
+            const char *k[] = {"x", "y", "w", "h"};
+            for (int j = 0; j < 4; j++) {
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(js, k[j]);
+                box[j] = cJSON_IsNumber(v) ? v->valuedouble : 0;
+            }
+            cJSON_Delete(js);
+            return 0;
+        }
+        const char *by = jstr(js, "by");
+        snprintf(last, sizeof last, "%s%s%s", st ? st : "unknown", by ? " by " : "", by ? by : "");
+        cJSON_Delete(js);
+        if ((st && !strcmp(st, "detached")) || rg_now_ms() >= deadline) {
+            snprintf(err, errlen, "the element is not actionable: %s", last);
+            return RG_ENOTACTIONABLE;
+        }
+        rg_sleep_ms(POLL_MS / 2);
+    }
+}
+
+static int mouse(reg_page_handle h, const char *type, double x, double y, const char *button,
+                 int count, unsigned mods)
+{
+    char q[256];
+    snprintf(q, sizeof q,
+             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\",\"clickCount\":%d,"
+             "\"modifiers\":%u}",
+             type, x, y, button, count, mods);
+    return cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL);
+}
+
+static int click_at(reg_page_handle h, double x, double y, const char *button, int count,
+                    unsigned mods)
+{
+    int rc = mouse(h, "mouseMoved", x, y, "none", 0, mods);
+    for (int k = 1; rc == 0 && k <= count; k++) {
+        rc = mouse(h, "mousePressed", x, y, button, k, mods);
+        if (rc == 0)
+            rc = mouse(h, "mouseReleased", x, y, button, k, mods);
+    }
+    return rc;
+}
+
+/* A key as DevTools wants it. */
+struct key {
+    const char *key, *code;
+    int vk;
+    const char *text;
+};
+
+static const struct key named_keys[] = {
+    {"Enter", "Enter", 13, "\r"},      {"Tab", "Tab", 9, NULL},
+    {"Backspace", "Backspace", 8, NULL}, {"Delete", "Delete", 46, NULL},
+    {"Escape", "Escape", 27, NULL},    {"ArrowUp", "ArrowUp", 38, NULL},
+    {"ArrowDown", "ArrowDown", 40, NULL}, {"ArrowLeft", "ArrowLeft", 37, NULL},
+    {"ArrowRight", "ArrowRight", 39, NULL}, {"Home", "Home", 36, NULL},
+    {"End", "End", 35, NULL},          {"PageUp", "PageUp", 33, NULL},
+    {"PageDown", "PageDown", 34, NULL}, {"Space", "Space", 32, " "},
+    {"Insert", "Insert", 45, NULL},    {"Shift", "ShiftLeft", 16, NULL},
+    {"Control", "ControlLeft", 17, NULL}, {"Alt", "AltLeft", 18, NULL},
+    {"Meta", "MetaLeft", 91, NULL},
+};
+
+static int key_event(reg_page_handle h, const char *type, const char *key, const char *code,
+                     int vk, const char *text, unsigned mods)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_printf(&q, "{\"type\":\"%s\",\"modifiers\":%u,\"windowsVirtualKeyCode\":%d,\"key\":",
+                  type, mods, vk);
+    rg_buf_json_str(&q, key, strlen(key));
+    rg_buf_puts(&q, ",\"code\":");
+    rg_buf_json_str(&q, code, strlen(code));
+    if (text) {
+        rg_buf_puts(&q, ",\"text\":");
+        rg_buf_json_str(&q, text, strlen(text));
+    }
+    rg_buf_puts(&q, "}");
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(h.conn, h.session, "Input.dispatchKeyEvent", q.data,
+                                 JS_TIMEOUT_MS, NULL);
+    rg_buf_destroy(&q);
+    return rc;
+}
+
+/* "Control+Shift+a": modifiers and one key. Returns RG_EBADREQ for unknown names. */
+static int press(reg_page_handle h, const char *spec, char *err, size_t errlen)
+{
+    char buf[64];
+    if (!spec || !*spec || strlen(spec) >= sizeof buf) {
+        snprintf(err, errlen, "press needs a key such as Enter or Control+a");
+        return RG_EBADREQ;
+    }
+    snprintf(buf, sizeof buf, "%s", spec);
+    unsigned mods = 0;
+    char *keyname = buf;
+    for (char *plus; (plus = strchr(keyname, '+')) && plus[1];) {
+        *plus = '\0';
+        if (!strcmp(keyname, "Control"))
+            mods |= REG_MOD_CTRL;
+        else if (!strcmp(keyname, "Shift"))
+            mods |= REG_MOD_SHIFT;
+        else if (!strcmp(keyname, "Alt"))
+            mods |= REG_MOD_ALT;
+        else if (!strcmp(keyname, "Meta") || !strcmp(keyname, "ControlOrMeta"))
+            mods |= !strcmp(keyname, "Meta") ? REG_MOD_META : REG_MOD_CTRL;
+        else {
+            snprintf(err, errlen, "unknown modifier \"%s\" (Control, Shift, Alt, Meta)", keyname);
+            return RG_EBADREQ;
+        }
+        keyname = plus + 1;
+    }
+    struct key k = {0};
+    char code[16], text[8];
+    for (size_t i = 0; i < sizeof named_keys / sizeof named_keys[0]; i++)
+        if (!strcmp(keyname, named_keys[i].key))
+            k = named_keys[i];
+    if (!k.key && keyname[0] == 'F' && keyname[1] >= '1' && keyname[1] <= '9') {
+        int f = atoi(keyname + 1);
+        if (f >= 1 && f <= 12)
+            k = (struct key){keyname, keyname, 111 + f, NULL};
+    }
+    if (!k.key && strlen(keyname) == 1 && keyname[0] > 32 && keyname[0] < 127) {
+        char c = keyname[0];
+        char up = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
+        if ((up >= 'A' && up <= 'Z'))
+            snprintf(code, sizeof code, "Key%c", up);
+        else if (c >= '0' && c <= '9')
+            snprintf(code, sizeof code, "Digit%c", c);
+        else
+            snprintf(code, sizeof code, "%s", "");
+        snprintf(text, sizeof text, "%c", (mods & REG_MOD_SHIFT) && c >= 'a' && c <= 'z' ? up : c);
+        k = (struct key){keyname, code, (up >= 'A' && up <= 'Z') || (c >= '0' && c <= '9') ? up : 0,
+                         text};
+    }
+    if (!k.key) {
+        snprintf(err, errlen, "unknown key \"%s\"", keyname);
+        return RG_EBADREQ;
+    }
+    /* With Control, Alt or Meta held a key produces no text (a shortcut). */
+    const char *t = mods & (REG_MOD_CTRL | REG_MOD_ALT | REG_MOD_META) ? NULL : k.text;
+    static const struct {
+        unsigned bit;
+        const char *key, *code;
+        int vk;
+    } modkeys[] = {{REG_MOD_CTRL, "Control", "ControlLeft", 17},
+                   {REG_MOD_SHIFT, "Shift", "ShiftLeft", 16},
+                   {REG_MOD_ALT, "Alt", "AltLeft", 18},
+                   {REG_MOD_META, "Meta", "MetaLeft", 91}};
+    int rc = 0;
+    unsigned held = 0;
+    for (size_t i = 0; rc == 0 && i < 4; i++)
+        if (mods & modkeys[i].bit) {
+            held |= modkeys[i].bit;
+            rc = key_event(h, "rawKeyDown", modkeys[i].key, modkeys[i].code, modkeys[i].vk, NULL,
+                           held);
+        }
+    if (rc == 0)
+        rc = key_event(h, t ? "keyDown" : "rawKeyDown", k.key, k.code, k.vk, t, mods);
+    if (rc == 0)
+        rc = key_event(h, "keyUp", k.key, k.code, k.vk, NULL, mods);
+    for (int i = 3; rc == 0 && i >= 0; i--)
+        if (mods & modkeys[i].bit) {
+            held &= ~modkeys[i].bit;
+            rc = key_event(h, "keyUp", modkeys[i].key, modkeys[i].code, modkeys[i].vk, NULL, held);
+        }
+    return rc;
+}
+
+static int insert_text(reg_page_handle h, const char *text, int delay_ms)
+{
+    if (delay_ms <= 0) {
+        rg_buf q;
+        rg_buf_init(&q);
+        rg_buf_puts(&q, "{\"text\":");
+        rg_buf_json_str(&q, text, strlen(text));
+        rg_buf_puts(&q, "}");
+        int rc = q.failed ? RG_ENOMEM
+                          : cdp_call(h.conn, h.session, "Input.insertText", q.data, JS_TIMEOUT_MS,
+                                     NULL);
+        rg_buf_destroy(&q);
+        return rc;
+    }
+    /* One code point at a time, with the delay between them. */
+    const unsigned char *p = (const unsigned char *)text;
+    while (*p) {
+        size_t n = *p < 0x80 ? 1 : *p < 0xE0 ? 2 : *p < 0xF0 ? 3 : 4;
+        char one[8] = {0};
+        for (size_t i = 0; i < n && p[i]; i++)
+            one[i] = (char)p[i];
+        int rc = insert_text(h, one, 0);
+        if (rc < 0)
+            return rc;
+        p += strlen(one);
+        if (*p)
+            rg_sleep_ms(delay_ms);
+    }
+    return 0;
+}
+
+/* ---- actions ---- */
+
+static int screenshot(reg_page_handle h, const reg_action *a, int index, int64_t deadline,
+                      reg_action_result *out, char *err, size_t errlen)
+{
+    const char *fmt = a->format && !strcmp(a->format, "jpeg") ? "jpeg" : "png";
+    if (a->format && strcmp(a->format, "png") && strcmp(a->format, "jpeg")) {
+        snprintf(err, errlen, "format must be png or jpeg");
+        return RG_EBADREQ;
+    }
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_printf(&q, "{\"format\":\"%s\"", fmt);
+    if (!strcmp(fmt, "jpeg") && a->quality > 0 && a->quality <= 100)
+        rg_buf_printf(&q, ",\"quality\":%d", a->quality);
+    int rc = 0;
+    double w = 0, hgt = 0;
+    if (index >= 0) {
+        double box[4];
+        rc = wait_actionable(h, index, "{\"scroll\":true}", deadline, box, err, errlen);
+        cJSON *js = NULL;
+        if (rc == 0)
+            rc = call(h, 0, &js, err, errlen, "JSON.stringify({x:scrollX,y:scrollY})");
+        if (rc == 0) {
+            double sx = jint(js, "x", 0), sy = jint(js, "y", 0);
+            w = box[2];
+            hgt = box[3];
+            rg_buf_printf(&q,
+                          ",\"captureBeyondViewport\":true,\"clip\":{\"x\":%.2f,\"y\":%.2f,"
+                          "\"width\":%.2f,\"height\":%.2f,\"scale\":1}",
+                          box[0] - w / 2 + sx, box[1] - hgt / 2 + sy, w, hgt);
+        }
+        cJSON_Delete(js);
+    } else {
+        cdp_reply m;
+        rc = cdp_call(h.conn, h.session, "Page.getLayoutMetrics", NULL, JS_TIMEOUT_MS, &m);
+        if (rc == 0) {
+            const cJSON *sz = cJSON_GetObjectItemCaseSensitive(
+                m.result, a->full_page ? "cssContentSize" : "cssVisualViewport");
+            const cJSON *cw = cJSON_GetObjectItemCaseSensitive(sz, a->full_page ? "width"
+                                                                                 : "clientWidth");
+            const cJSON *ch = cJSON_GetObjectItemCaseSensitive(sz, a->full_page ? "height"
+                                                                                 : "clientHeight");
+            w = cJSON_IsNumber(cw) ? cw->valuedouble : 0;
+            hgt = cJSON_IsNumber(ch) ? ch->valuedouble : 0;
+            if (a->full_page)
+                rg_buf_printf(&q,
+                              ",\"captureBeyondViewport\":true,\"clip\":{\"x\":0,\"y\":0,"
+                              "\"width\":%.0f,\"height\":%.0f,\"scale\":1}",
+                              w, hgt);
+        } else {
+            snprintf(err, errlen, "%s", m.error);
+        }
+        cdp_reply_free(&m);
+    }
+    rg_buf_puts(&q, "}");
+    cdp_reply r = {0};
+    if (rc == 0)
+        rc = q.failed ? RG_ENOMEM
+                      : cdp_call(h.conn, h.session, "Page.captureScreenshot", q.data, 30000, &r);
+    rg_buf_destroy(&q);
+    if (rc == 0) {
+        const char *d = jstr(r.result, "data");
+        out->data = d ? rg_base64_decode(d, strlen(d), &out->data_len) : NULL;
+        if (!out->data) {
+            snprintf(err, errlen, "the browser returned no image");
+            rc = RG_EINTERNAL;
+        }
+        out->width = (int)(w + 0.5);
+        out->height = (int)(hgt + 0.5);
+    } else if (r.error[0]) {
+        snprintf(err, errlen, "%s", r.error);
+    }
+    cdp_reply_free(&r);
+    return rc;
+}
+
+/* One poll of a wait condition: 1 met, 0 not yet, < 0 error. */
+static int wait_once(reg_page *pg, reg_page_handle h, const reg_action *a, const reg_target *t,
+                     char *err, size_t errlen)
+{
+    cJSON *js = NULL;
+    int rc;
+    if (!t) {
+        char *q = quote(a->text ? a->text : a->url);
+        if (!q)
+            return RG_ENOMEM;
+        rc = call(h, 0, &js, err, errlen, "g.waitCheck(JSON.stringify({%s:%s}))",
+                  a->text ? "text" : "url", q);
+        free(q);
+        if (rc < 0)
+            return rc;
+        int ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(js, "ok"));
+        cJSON_Delete(js);
+        return ok;
+    }
+    const char *state = a->state ? a->state : "visible";
+    reg_resolved res;
+    rc = reg_resolve(pg, h, t, a->has_nth, a->nth, 0, &res, err, errlen);
+    int absent = rc == RG_ENOMATCH || rc == RG_ESTALE;
+    if (rc < 0 && !absent)
+        return rc;
+    if (!strcmp(state, "detached") || !strcmp(state, "attached")) {
+        int attached = 0;
+        if (!absent) {
+            reg_identity id;
+            if ((rc = identity_at(h, res.index, &id, &js, &attached)) < 0)
+                return rc;
+            cJSON_Delete(js);
+        }
+        return !strcmp(state, "attached") ? attached : !attached;
+    }
+    int visible = 0, enabled = 0;
+    if (!absent) {
+        rc = call(h, 1, &js, err, errlen, "g.actionable(%d,'{\"enabled\":true}')", res.index);
+        if (rc < 0)
+            return rc;
+        const char *st = jstr(js, "state");
+        enabled = st && !strcmp(st, "ok");
+        visible = enabled || (st && (!strcmp(st, "disabled") || !strcmp(st, "unstable")));
+        cJSON_Delete(js);
+    }
+    if (!strcmp(state, "visible"))
+        return visible;
+    if (!strcmp(state, "hidden"))
+        return !visible;
+    if (!strcmp(state, "enabled"))
+        return enabled;
+    snprintf(err, errlen, "state must be visible, hidden, enabled, attached or detached");
+    return RG_EBADREQ;
+}
+
+static int set_checked(reg_page *pg, reg_page_handle h, const reg_action *a, int index,
+                       int64_t deadline, reg_action_result *out, char *err, size_t errlen)
+{
+    (void)pg;
+    int want = a->op == REG_OP_CHECK;
+    for (int attempt = 0; attempt < 2; attempt++) {
+        cJSON *js = NULL;
+        int rc = call(h, 0, &js, err, errlen, "g.checked(%d)", index);
+        if (rc < 0)
+            return rc;
+        int now = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(js, "checked"));
+        cJSON_Delete(js);
+        if (now == want) {
+            out->checked = now;
+            return 0;
+        }
+        if (attempt == 1)
+            break;
+        double box[4];
+        rc = wait_actionable(h, index, "{\"scroll\":true,\"enabled\":true,\"hit\":true}", deadline,
+                             box, err, errlen);
+        if (rc == 0)
+            rc = click_at(h, box[0], box[1], "left", 1, 0);
+        if (rc < 0)
+            return rc;
+    }
+    snprintf(err, errlen, "clicking the element did not %s it", want ? "check" : "uncheck");
+    return RG_ENOTACTIONABLE;
+}
+
+static int inspect(reg_page *pg, reg_page_handle h, int index, reg_action_result *out,
+                   char *err, size_t errlen)
+{
+    cJSON *js = NULL;
+    int rc = call(h, 0, &js, err, errlen, "g.inspect(%d)", index);
+    if (rc < 0)
+        return rc;
+    if (!out->ref[0]) {
+        /* Inspect registers an element that has no ref yet. */
+        reg_node nd = {0};
+        nd.role = jstr(js, "role");
+        nd.name = jstr(js, "name");
+        nd.tag = jstr(js, "tag");
+        nd.frame = jstr(js, "frame");
+        nd.name_attr = jstr(js, "nattr");
+        nd.index = index;
+        nd.ident.testid = (char *)jstr(js, "testid");
+        nd.ident.id = (char *)jstr(js, "id");
+        nd.ident.aria_label = (char *)jstr(js, "aria");
+        nd.ident.role = (char *)nd.role;
+        nd.ident.name = (char *)nd.name;
+        nd.ident.tag = (char *)nd.tag;
+        nd.ident.parent_role = (char *)jstr(js, "prole");
+        nd.ident.sibling_index = jint(js, "sib", 0);
+        const char *alts[16];
+        size_t n_alt = 0;
+        const cJSON *s;
+        cJSON_ArrayForEach(s, cJSON_GetObjectItemCaseSensitive(js, "sel"))
+        {
+            if (cJSON_IsString(s) && n_alt < 16)
+                alts[n_alt++] = s->valuestring;
+        }
+        nd.alt = alts;
+        nd.n_alt = n_alt;
+        nd.selector = n_alt ? alts[0] : NULL;
+        const cJSON *b = cJSON_GetObjectItemCaseSensitive(js, "b");
+        for (int k = 0; k < 4; k++) {
+            const cJSON *bv = cJSON_GetArrayItem(b, k);
+            nd.bounds[k] = cJSON_IsNumber(bv) ? (int)bv->valuedouble : 0;
+        }
+        rc = reg_page_register(pg, &nd, out->ref);
+        if (rc < 0) {
+            cJSON_Delete(js);
+            return rc;
+        }
+    }
+    cJSON_AddStringToObject(js, "ref", out->ref);
+    out->value = js;
+    return 0;
+}
+
+int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out,
+            char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    err[0] = '\0';
+    int timeout = a->timeout_ms > 0 ? a->timeout_ms : DEFAULT_TIMEOUT_MS;
+    int64_t t0 = rg_now_ms(), deadline = t0 + timeout;
+    reg_target t;
+    int has_target = a->target != NULL;
+    int rc = 0;
+    if (has_target && (rc = reg_target_parse(a->target, strlen(a->target), &t, err, errlen)) < 0)
+        return rc;
+    int needs_target = a->op == REG_OP_CLICK || a->op == REG_OP_HOVER || a->op == REG_OP_FOCUS ||
+                       a->op == REG_OP_FILL || a->op == REG_OP_SELECT || a->op == REG_OP_CHECK ||
+                       a->op == REG_OP_UNCHECK || a->op == REG_OP_INSPECT;
+    if (needs_target && !has_target) {
+        snprintf(err, errlen, "this operation needs a target");
+        return RG_EBADREQ;
+    }
+    if (a->op == REG_OP_WAIT) {
+        if (!has_target && !a->text && !a->url) {
+            snprintf(err, errlen, "wait needs a target with a state, a text, or a url");
+            return RG_EBADREQ;
+        }
+        for (;;) {
+            rc = wait_once(pg, h, a, has_target ? &t : NULL, err, errlen);
+            if (rc != 0 || rg_now_ms() >= deadline)
+                break;
+            rg_sleep_ms(POLL_MS);
+        }
+        out->ms = rg_now_ms() - t0;
+        if (rc == 0) {
+            snprintf(err, errlen, "the condition was not met within %d ms", timeout);
+            rc = RG_ETIMEOUT;
+        } else if (rc > 0) {
+            rc = 0; /* met */
+        }
+        goto out;
+    }
+
+    reg_resolved res = {.index = -1};
+    if (has_target) {
+        rc = reg_resolve(pg, h, &t, a->has_nth, a->nth, (int)(deadline - rg_now_ms()), &res, err,
+                         errlen);
+        if (rc < 0)
+            goto out;
+        snprintf(out->ref, sizeof out->ref, "%s", res.ref);
+        out->healed = res.healed;
+        snprintf(out->healed_from, sizeof out->healed_from, "%s", res.healed_from);
+        out->healed_via = res.healed_via;
+    }
+    int i = res.index;
+    double box[4];
+    cJSON *js = NULL;
+    switch (a->op) {
+    case REG_OP_CLICK:
+    case REG_OP_HOVER: {
+        const char *button = a->button ? a->button : "left";
+        if (strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle")) {
+            snprintf(err, errlen, "button must be left, right or middle");
+            rc = RG_EBADREQ;
+            break;
+        }
+        rc = wait_actionable(h, i,
+                             a->op == REG_OP_CLICK ? "{\"scroll\":true,\"enabled\":true,\"hit\":true}"
+                                                   : "{\"scroll\":true,\"hit\":true}",
+                             deadline, box, err, errlen);
+        if (rc < 0)
+            break;
+        out->has_point = 1;
+        out->x = box[0];
+        out->y = box[1];
+        if (a->op == REG_OP_HOVER)
+            rc = mouse(h, "mouseMoved", box[0], box[1], "none", 0, 0);
+        else
+            rc = click_at(h, box[0], box[1], button, a->click_count > 0 ? a->click_count : 1,
+                          a->modifiers);
+        break;
+    }
+    case REG_OP_FOCUS:
+        rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
+        break;
+    case REG_OP_FILL: {
+        rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
+                             errlen);
+        char *q = rc == 0 ? quote(a->value ? a->value : "") : NULL;
+        if (rc == 0)
+            rc = q ? call(h, 0, &js, err, errlen, "g.fill(%d,%s)", i, q) : RG_ENOMEM;
+        free(q);
+        break;
+    }
+    case REG_OP_TYPE:
+    case REG_OP_PRESS:
+        if (i >= 0) {
+            rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
+                                 errlen);
+            if (rc == 0)
+                rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
+            cJSON_Delete(js);
+            js = NULL;
+        }
+        if (rc == 0)
+            rc = a->op == REG_OP_TYPE ? insert_text(h, a->text ? a->text : "", a->delay_ms)
+                                      : press(h, a->key, err, errlen);
+        break;
+    case REG_OP_SELECT: {
+        rg_buf v;
+        rg_buf_init(&v);
+        rg_buf_puts(&v, "[");
+        for (size_t k = 0; k < a->n_values; k++) {
+            rg_buf_puts(&v, k ? "," : "");
+            rg_buf_json_str(&v, a->values[k], strlen(a->values[k]));
+        }
+        rg_buf_puts(&v, "]");
+        char *q = v.failed ? NULL : quote(v.data);
+        rg_buf_destroy(&v);
+        rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
+                             errlen);
+        if (rc == 0)
+            rc = q ? call(h, 0, &js, err, errlen, "g.select(%d,%s)", i, q) : RG_ENOMEM;
+        free(q);
+        if (rc == 0) {
+            out->value = cJSON_DetachItemFromObjectCaseSensitive(js, "selected");
+        }
+        break;
+    }
+    case REG_OP_CHECK:
+    case REG_OP_UNCHECK:
+        rc = set_checked(pg, h, a, i, deadline, out, err, errlen);
+        break;
+    case REG_OP_SCROLL: {
+        char opts[160];
+        const char *to = a->to && strcmp(a->to, "target") ? a->to : NULL;
+        if (to && strcmp(to, "top") && strcmp(to, "bottom")) {
+            snprintf(err, errlen, "to must be top, bottom or target");
+            rc = RG_EBADREQ;
+            break;
+        }
+        snprintf(opts, sizeof opts, "{\"dx\":%d,\"dy\":%d,\"to\":%s%s%s}", a->dx, a->dy,
+                 to ? "\"" : "", to ? to : "null", to ? "\"" : "");
+        rc = call(h, 0, &js, err, errlen, "g.scroll(%d,'%s')", i, opts);
+        if (rc == 0) {
+            out->value = js;
+            js = NULL;
+        }
+        break;
+    }
+    case REG_OP_READ: {
+        const char *what = a->what ? a->what : "text";
+        if (strcmp(what, "text") && strcmp(what, "html") && strcmp(what, "value") &&
+            strcmp(what, "attributes")) {
+            snprintf(err, errlen, "what must be text, html, value or attributes");
+            rc = RG_EBADREQ;
+            break;
+        }
+        rc = call(h, 0, &js, err, errlen, "g.read(%d,'%s')", i, what);
+        if (rc == 0)
+            out->value = cJSON_DetachItemFromObjectCaseSensitive(js, "value");
+        break;
+    }
+    case REG_OP_SCREENSHOT:
+        rc = screenshot(h, a, i, deadline, out, err, errlen);
+        break;
+    case REG_OP_INSPECT:
+        rc = inspect(pg, h, i, out, err, errlen);
+        break;
+    default:
+        snprintf(err, errlen, "unknown operation");
+        rc = RG_EBADREQ;
+    }
+    cJSON_Delete(js);
+out:
+    if (has_target)
+        reg_target_destroy(&t);
+    return rc;
+}

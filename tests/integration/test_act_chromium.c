@@ -1,0 +1,362 @@
+/*
+ * test_act_chromium.c - targets and actions in real Chromium: every target
+ * kind, clicks that land exactly once, fill/type/press/select/check, a ref
+ * whose element is gone (stale_ref, nothing clicked), self-healing by
+ * data-testid, ambiguous and missing locators, disabled and covered
+ * elements, shadow roots and iframes, inspect, screenshot, read and wait.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pool/pool.h"
+#include "registry/registry.h"
+#include "tests/support/page.h"
+#include "tests/support/support.h"
+
+static httpd *srv;
+static pool *pl;
+static char run_dir[256];
+
+struct fx {
+    pool_lease *l;
+    reg_store *store;
+    reg_page *pg;
+    reg_page_handle h;
+    reg_observation o;
+};
+
+static int setup(void **state)
+{
+    struct fx *f = calloc(1, sizeof *f);
+    char url[256];
+    assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
+    f->h.conn = pool_lease_conn(f->l);
+    f->h.session = pool_lease_session(f->l);
+    assert_int_equal(
+        page_navigate(f->h.conn, f->h.session, httpd_url(srv, "/actions.html", url, sizeof url)),
+        0);
+    f->store = reg_store_mem_new();
+    assert_int_equal(reg_page_new(f->store, "t:s:p", NULL, &f->pg), 0);
+    assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
+    *state = f;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct fx *f = *state;
+    reg_observation_free(&f->o);
+    reg_page_free(f->pg);
+    reg_store_free(f->store);
+    pool_release(f->l);
+    free(f);
+    return 0;
+}
+
+static const char *ref_of(struct fx *f, const char *role, const char *name)
+{
+    for (size_t i = 0; i < f->o.n_nodes; i++)
+        if (!strcmp(f->o.nodes[i].role, role) && f->o.nodes[i].name &&
+            !strcmp(f->o.nodes[i].name, name))
+            return f->o.nodes[i].ref;
+    fail_msg("no %s \"%s\" in:\n%s", role, name, f->o.text);
+    return NULL;
+}
+
+static const char *js(struct fx *f, const char *expr)
+{
+    static char v[256];
+    assert_int_equal(page_eval(f->h.conn, f->h.session, expr, v, sizeof v), 0);
+    return v;
+}
+
+static int act(struct fx *f, reg_action *a, reg_action_result *r)
+{
+    char err[256];
+    if (!a->timeout_ms)
+        a->timeout_ms = 2000;
+    int rc = reg_act(f->pg, f->h, a, r, err, sizeof err);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("op %d %s: %s %s\n", a->op, a->target ? a->target : "-",
+               rc ? rg_err_code(rc) : "ok", err);
+    return rc;
+}
+
+static void click_ok(struct fx *f, const char *target, const char *expect_ref)
+{
+    reg_action a = {.op = REG_OP_CLICK, .target = target};
+    reg_action_result r;
+    assert_int_equal(act(f, &a, &r), 0);
+    assert_true(r.has_point);
+    if (expect_ref)
+        assert_string_equal(r.ref, expect_ref);
+    reg_action_result_free(&r);
+}
+
+static void test_click_every_target_kind_once(void **state)
+{
+    struct fx *f = *state;
+    const char *ref = ref_of(f, "button", "Count");
+    click_ok(f, ref, ref);
+    assert_string_equal(js(f, "String(window.clicks)"), "1");
+    click_ok(f, "css:#counter", ref);
+    click_ok(f, "role:button[name=\"Count\"]", ref);
+    click_ok(f, "role:button[name~=\"oun\"]", ref);
+    click_ok(f, "text:Count", ref);
+    click_ok(f, "xpath://button[@id='counter']", ref);
+    assert_string_equal(js(f, "String(window.clicks)"), "6"); /* each exactly once */
+    assert_string_equal(js(f, "out.textContent"), "clicks=6");
+    /* An element far below the fold is scrolled into view first. */
+    click_ok(f, ref_of(f, "button", "Far below"), NULL);
+    assert_string_equal(js(f, "String(window.far)"), "1");
+}
+
+static void test_fill_type_press_select_check(void **state)
+{
+    struct fx *f = *state;
+    reg_action_result r;
+    reg_action a = {.op = REG_OP_FILL, .target = "label:Query", .value = "hello world"};
+    assert_int_equal(act(f, &a, &r), 0);
+    assert_string_equal(r.ref, "@q");
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "q.value"), "hello world");
+    assert_string_equal(js(f, "String(window.inputs > 0 && window.changes > 0)"), "true");
+
+    reg_action t = {.op = REG_OP_TYPE, .target = "@q", .text = "!"};
+    assert_int_equal(act(f, &t, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "q.value"), "hello world!");
+
+    reg_action p = {.op = REG_OP_PRESS, .target = "@q", .key = "Enter"};
+    assert_int_equal(act(f, &p, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(window.submitted)"), "1");
+    p.key = "Control+a";
+    assert_int_equal(act(f, &p, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(q.selectionStart === 0 && q.selectionEnd === q.value.length)"),
+                        "true");
+    p.key = "Hyper+x";
+    assert_int_equal(act(f, &p, &r), RG_EBADREQ);
+
+    const char *vals[] = {"Green"};
+    reg_action s = {.op = REG_OP_SELECT, .target = "@color", .values = vals, .n_values = 1};
+    assert_int_equal(act(f, &s, &r), 0);
+    assert_true(cJSON_IsArray(r.value));
+    assert_string_equal(cJSON_GetArrayItem(r.value, 0)->valuestring, "g");
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "color.value"), "g");
+
+    reg_action c = {.op = REG_OP_CHECK, .target = "@agree"};
+    assert_int_equal(act(f, &c, &r), 0);
+    assert_int_equal(r.checked, 1);
+    reg_action_result_free(&r);
+    assert_int_equal(act(f, &c, &r), 0); /* already checked: stays checked */
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(agree.checked)"), "true");
+    c.op = REG_OP_UNCHECK;
+    assert_int_equal(act(f, &c, &r), 0);
+    assert_int_equal(r.checked, 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(agree.checked)"), "false");
+}
+
+static void test_gone_element_is_stale_and_nothing_is_clicked(void **state)
+{
+    struct fx *f = *state;
+    char victim[REG_REF_MAX];
+    snprintf(victim, sizeof victim, "%s", ref_of(f, "button", "Victim"));
+    js(f, "replaceVictim(), 'ok'");
+    reg_action a = {.op = REG_OP_CLICK, .target = victim};
+    reg_action_result r;
+    assert_int_equal(act(f, &a, &r), RG_ESTALE);
+    assert_string_equal(rg_err_code(RG_ESTALE), "stale_ref");
+    /* The look-alike that took its place was not clicked. */
+    assert_string_equal(js(f, "String(window.victim || '')"), "");
+    /* A ref nobody was given is stale too. */
+    a.target = "@nosuchref";
+    assert_int_equal(act(f, &a, &r), RG_ESTALE);
+}
+
+static void test_ref_heals_by_testid(void **state)
+{
+    struct fx *f = *state;
+    const char *ref = ref_of(f, "button", "Heal me");
+    assert_string_equal(ref, "@healme");
+    js(f, "rerenderHeal(), 'ok'");
+    reg_action a = {.op = REG_OP_CLICK, .target = "@healme"};
+    reg_action_result r;
+    assert_int_equal(act(f, &a, &r), 0);
+    assert_true(r.healed);
+    assert_string_equal(r.healed_from, "@healme");
+    assert_string_equal(r.healed_via, "testid");
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(window.healed)"), "1");
+    /* The heal is remembered: the next use goes straight to the new node. */
+    assert_int_equal(act(f, &a, &r), 0);
+    assert_false(r.healed);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(window.healed)"), "2");
+}
+
+static void test_ambiguous_nth_and_no_match(void **state)
+{
+    struct fx *f = *state;
+    reg_action a = {.op = REG_OP_CLICK, .target = "css:button.same"};
+    reg_action_result r;
+    assert_int_equal(act(f, &a, &r), RG_EAMBIGUOUS);
+    assert_string_equal(js(f, "String(window.same || '')"), "");
+    a.has_nth = 1;
+    a.nth = -1;
+    assert_int_equal(act(f, &a, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "window.same"), "second");
+    reg_action m = {.op = REG_OP_CLICK, .target = "text:Nothing like this", .timeout_ms = 300};
+    assert_int_equal(act(f, &m, &r), RG_ENOMATCH);
+    reg_action bad = {.op = REG_OP_CLICK, .target = "css:button[[["};
+    assert_int_equal(act(f, &bad, &r), RG_EBADREQ);
+    reg_action unk = {.op = REG_OP_CLICK, .target = "button"};
+    assert_int_equal(act(f, &unk, &r), RG_EBADREQ);
+}
+
+static void test_disabled_and_covered_are_not_actionable(void **state)
+{
+    struct fx *f = *state;
+    reg_action a = {.op = REG_OP_CLICK, .target = "css:#off", .timeout_ms = 300};
+    reg_action_result r;
+    char err[256];
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(err, "disabled"));
+    a.target = "css:#covered";
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(err, "covered"));
+    assert_string_equal(js(f, "String(window.coveredClicks || 0)"), "0");
+}
+
+static void test_modal_dialog_and_inert(void **state)
+{
+    struct fx *f = *state;
+    char url[256], err[256];
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(srv, "/act-modal.html", url, sizeof url)),
+                     0);
+    reg_action a = {.op = REG_OP_CLICK, .target = "css:#behind", .timeout_ms = 300};
+    reg_action_result r;
+    /* Behind a modal dialog: covered by it, never clicked. */
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(err, "dialog"));
+    a.target = "css:#inertbtn";
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    a.target = "css:#inside";
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+}
+
+static void test_shadow_and_iframe_click_and_fill(void **state)
+{
+    struct fx *f = *state;
+    click_ok(f, ref_of(f, "button", "Deep"), "@deep");
+    assert_string_equal(js(f, "String(window.deep)"), "1");
+    reg_action a = {.op = REG_OP_FILL, .target = "@deepfield", .value = "in shadow"};
+    reg_action_result r;
+    assert_int_equal(act(f, &a, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "host.shadowRoot.querySelector('input').value"), "in shadow");
+    /* A page with a same-origin iframe. */
+    char url[256];
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(srv, "/shadow.html", url, sizeof url)),
+                     0);
+    for (int i = 0; i < 100; i++) {
+        if (!strcmp(js(f, "String(!!inner.contentDocument.querySelector('button'))"), "true"))
+            break;
+        rg_sleep_ms(50);
+    }
+    reg_observation_free(&f->o);
+    assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
+    click_ok(f, "@framebtn", "@framebtn");
+    assert_string_equal(js(f, "String(window.frameClicks)"), "1");
+    a.target = "@framefield";
+    a.value = "in frame";
+    assert_int_equal(act(f, &a, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "inner.contentDocument.querySelector('input').value"), "in frame");
+}
+
+static void test_inspect_read_screenshot_wait(void **state)
+{
+    struct fx *f = *state;
+    reg_action a = {.op = REG_OP_INSPECT, .target = "css:#out"};
+    reg_action_result r;
+    assert_int_equal(act(f, &a, &r), 0);
+    assert_string_equal(r.ref, "@out"); /* registered on inspect */
+    assert_string_equal(cJSON_GetObjectItem(r.value, "tag")->valuestring, "p");
+    reg_action_result_free(&r);
+    reg_action rd = {.op = REG_OP_READ, .target = "@out"};
+    assert_int_equal(act(f, &rd, &r), 0); /* the new ref works */
+    assert_string_equal(r.value->valuestring, "clicks=0");
+    reg_action_result_free(&r);
+    reg_action sh = {.op = REG_OP_SCREENSHOT, .target = "@counter"};
+    assert_int_equal(act(f, &sh, &r), 0);
+    assert_true(r.data_len > 8);
+    assert_memory_equal(r.data, "\x89PNG\r\n\x1a\n", 8);
+    assert_true(r.width > 0 && r.height > 0);
+    reg_action_result_free(&r);
+    reg_action w = {.op = REG_OP_WAIT, .text = "Loaded later", .timeout_ms = 5000};
+    assert_int_equal(act(f, &w, &r), 0);
+    reg_action_result_free(&r);
+    reg_action never = {.op = REG_OP_WAIT, .text = "Never shows", .timeout_ms = 200};
+    assert_int_equal(act(f, &never, &r), RG_ETIMEOUT);
+    reg_action gone = {.op = REG_OP_WAIT, .target = "css:#off", .state = "hidden",
+                       .timeout_ms = 200};
+    assert_int_equal(act(f, &gone, &r), RG_ETIMEOUT);
+    js(f, "off.remove(), 'ok'");
+    gone.state = "detached";
+    gone.timeout_ms = 2000;
+    assert_int_equal(act(f, &gone, &r), 0);
+}
+
+int main(void)
+{
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-act-%d", (int)getpid());
+    srv = httpd_start("tests/fixtures");
+    pool_config cfg;
+    pool_config_default(&cfg);
+    pool_config_from_env(&cfg);
+    cfg.run_dir = run_dir;
+    cfg.browsers = 1;
+    if (!srv || pool_new(&cfg, &pl) < 0) {
+        fprintf(stderr, "test_act_chromium: cannot start the fixture server or the pool\n");
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_click_every_target_kind_once, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fill_type_press_select_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gone_element_is_stale_and_nothing_is_clicked, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_ref_heals_by_testid, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_ambiguous_nth_and_no_match, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_disabled_and_covered_are_not_actionable, setup,
+                                        teardown),
+        cmocka_unit_test_setup_teardown(test_modal_dialog_and_inert, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_shadow_and_iframe_click_and_fill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_inspect_read_screenshot_wait, setup, teardown),
+    };
+    if (getenv("RG_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
+    int rc = cmocka_run_group_tests_name("act_chromium", tests, NULL, NULL);
+    pool_free(pl);
+    httpd_stop(srv);
+    rmdir(run_dir);
+    return rc;
+}
