@@ -29,7 +29,7 @@
  */
 (function () {
   'use strict';
-  var VERSION = 2;
+  var VERSION = 3;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 
@@ -947,6 +947,8 @@
   }
 
   function observe(optsJson) {
+    var hit = cachedObserve(optsJson);
+    if (hit) return hit;
     var opts = parseOpts(optsJson);
     var max = opts.max_elements > 0 ? opts.max_elements | 0 : Infinity;
     var vpOnly = !!opts.viewport_only;
@@ -1031,6 +1033,7 @@
         var doc = null;
         try { doc = el.contentDocument; } catch (e) { doc = null; }
         if (doc && doc.documentElement) {
+          watch(doc, doc.defaultView);
           var n = frameCounters.get(frame) || 0;
           frameCounters.set(frame, n + 1);
           var fpath = frame === '' ? String(n) : frame + '.' + n;
@@ -1044,6 +1047,7 @@
       } else if (tag === 'input' || tag === 'textarea' || tag === 'img') {
         /* no DOM content worth walking */
       } else {
+        if (el.shadowRoot) watch(el.shadowRoot, null);
         var kids2 = el.shadowRoot ? el.shadowRoot.children :
           tag === 'slot' ? slotKids(el) : el.children;
         var sd = s.contentVisibility === 'hidden';
@@ -1114,21 +1118,27 @@
       var tag = lower(e);
       var testid = attr(e, 'data-testid');
       var id = e.id || null;
-      var node = {
-        d: n.d, role: n.role, name: name, tag: tag,
-        testid: testid, id: id, aria: attr(e, 'aria-label'), nattr: attr(e, 'name'),
-        prole: n.prole, sib: n.sib, states: statesOf(e, n.role)
-      };
+      /* Absent signals are left out rather than sent as null: on a page of
+         thousands of controls the reply is megabytes, and its transfer and
+         parsing cost as much as the walk. */
+      var node = { d: n.d, role: n.role, name: name, tag: tag, prole: n.prole, sib: n.sib };
+      if (testid !== null) node.testid = testid;
+      if (id !== null) node.id = id;
+      var al = attr(e, 'aria-label'), na = attr(e, 'name');
+      if (al !== null) node.aria = al;
+      if (na !== null) node.nattr = na;
+      var st = statesOf(e, n.role);
+      if (st.length) node.states = st;
       if (n.role === 'heading') node.level = headingLevel(e);
       if (VALUE_ROLES[n.role]) {
         var v = valueOf(e, n.role);
         if (v !== null) node.value = clip(v, 200);
       }
       node.b = b;
-      node.frame = n.frame;
-      node.ia = n.ia;
+      if (n.frame) node.frame = n.frame;
+      if (n.ia) node.ia = 1;
       if (prof) t0 = performance.now();
-      node.sel = selectorsOf(e, n.role, node.name, testid, id);
+      if (opts.sel !== false) node.sel = selectorsOf(e, n.role, node.name, testid, id);
       if (prof) tsel += performance.now() - t0;
       node.i = last.length;
       var pv = prevIdx.get(e);
@@ -1145,10 +1155,78 @@
       return JSON.stringify({ walk_rects_rest: ph, names: Math.round(tn), sel: Math.round(tsel), count: out.length });
     }
     api.last = last;
-    return JSON.stringify({
+    var json = JSON.stringify({
       url: location.href, title: document.title, truncated: truncated,
       count: out.length, nodes: out
     });
+    remember(optsJson, json);
+    return json;
+  }
+
+  /*
+   * The unchanged-page cache. Observing a page nobody touched gives the same
+   * answer, so the last reply is kept and handed back, marked "same" (the
+   * registry then knows every node kept its index), while nothing can have
+   * changed it: no DOM mutation (the document, every open shadow root and
+   * frame document walked), no input, change, focus, scroll, resize, load,
+   * transition or animation event, the same scroll position, viewport and
+   * focused element, the same options, and at most CACHE_MS old (CSSOM edits
+   * and the like raise no event).
+   */
+  var CACHE_MS = 2000;
+  var cache = { json: null, key: null, t: 0, dirty: true, sx: 0, sy: 0, w: 0, h: 0, active: null, forms: [] };
+  var mo = null, watched = new WeakSet();
+  var DIRTY_EVENTS = ['input', 'change', 'focusin', 'focusout', 'scroll', 'resize', 'load',
+                      'transitionend', 'animationstart', 'animationend', 'pageshow', 'popstate'];
+
+  function markDirty() { cache.dirty = true; }
+
+  function watch(root, win) {
+    if (watched.has(root)) return;
+    watched.add(root);
+    if (!mo) mo = new MutationObserver(markDirty);
+    mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
+    if (win) {
+      for (var i = 0; i < DIRTY_EVENTS.length; i++)
+        win.addEventListener(DIRTY_EVENTS[i], markDirty, true);
+    }
+  }
+
+  function remember(key, json) {
+    watch(document, window);
+    if (mo) mo.takeRecords(); /* nothing can run during the walk: these predate it */
+    cache.json = json; cache.key = key; cache.t = Date.now(); cache.dirty = false;
+    cache.sx = window.scrollX; cache.sy = window.scrollY;
+    cache.w = window.innerWidth; cache.h = window.innerHeight;
+    cache.active = document.activeElement;
+    /* Scripts set value, checked and selectedIndex as properties: no
+       mutation, no event. Keep them to compare. */
+    var forms = [];
+    for (var i = 0; i < api.last.length; i++) {
+      var e = api.last[i], t = lower(e);
+      if (t === 'input' || t === 'textarea' || t === 'select' || t === 'option')
+        forms.push(e, e.value, e.checked, e.selectedIndex, e.selected);
+    }
+    cache.forms = forms;
+  }
+
+  function cachedObserve(key) {
+    if (mo && mo.takeRecords().length) cache.dirty = true;
+    if (cache.dirty || cache.json === null || cache.key !== key ||
+        Date.now() - cache.t > CACHE_MS || window.scrollX !== cache.sx ||
+        window.scrollY !== cache.sy || window.innerWidth !== cache.w ||
+        window.innerHeight !== cache.h || document.activeElement !== cache.active)
+      return null;
+    for (var i = 0; i < api.last.length; i++)
+      if (!api.last[i].isConnected) return null;
+    var f = cache.forms;
+    for (var j = 0; j < f.length; j += 5) {
+      var e = f[j];
+      if (e.value !== f[j + 1] || e.checked !== f[j + 2] || e.selectedIndex !== f[j + 3] ||
+          e.selected !== f[j + 4])
+        return null;
+    }
+    return '{"same":true,' + cache.json.slice(1);
   }
 
   /* after dropping nodes, depths must stay a proper outline */

@@ -347,7 +347,7 @@ int reg_page_load(reg_page *pg)
 }
 
 static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
-                       const cJSON *nodes_json, reg_entry **upserts, size_t *n_up)
+                       const cJSON *nodes_json, int same, reg_entry **upserts, size_t *n_up)
 {
     struct matcher m = {0};
     int rc = RG_ENOMEM;
@@ -374,7 +374,9 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
         if (!wants_ref(nd))
             continue;
         reg_ref_base(&nd->ident, bases[i]);
-        int prev = jint(it, "p", -1);
+        /* "same": the page handed back its unchanged last answer, so every
+           node sits at the index it had. */
+        int prev = same ? nd->index : jint(it, "p", -1);
         if (prev >= 0 && (size_t)prev < pg->n_prev && pg->prev_refs[prev]) {
             reg_entry *e = find_ref(&m, pg->prev_refs[prev]);
             if (claimable(&m, e)) {
@@ -480,8 +482,9 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
 
     rg_buf oj;
     rg_buf_init(&oj);
-    rg_buf_printf(&oj, "{\"viewport_only\":%s,\"max_elements\":%zu,\"scope\":",
-                  opts->viewport_only ? "true" : "false", max);
+    rg_buf_printf(&oj, "{\"viewport_only\":%s,\"max_elements\":%zu,\"sel\":%s,\"scope\":",
+                  opts->viewport_only ? "true" : "false", max,
+                  opts->no_selectors ? "false" : "true");
     if (opts->scope_css)
         rg_buf_json_str(&oj, opts->scope_css, strlen(opts->scope_css));
     else
@@ -530,7 +533,9 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         goto fail;
     if (!pg->loaded && (rc = reg_page_load(pg)) < 0)
         goto fail;
-    if ((rc = assign_refs(pg, out, p, nodes, &up, &n_up)) < 0)
+    int same = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "same"));
+    out->reused = same;
+    if ((rc = assign_refs(pg, out, p, nodes, same, &up, &n_up)) < 0)
         goto fail;
     rc = pg->store->ops->commit(pg->store, pg->key, up, n_up, rg_wall_ms(), pg->cfg.stale_ms,
                                 pg->cfg.max, &out->n_removed);

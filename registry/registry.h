@@ -209,6 +209,8 @@ typedef struct reg_observe_opts {
     int viewport_only;
     size_t max_elements;   /* 0: the registry cap */
     int diff;              /* text holds only +/- lines against the previous observation */
+    int no_selectors;      /* skip alternative selectors (the text outline does not show
+                              them; the elements list and inspect do) */
     int timeout_ms;
 } reg_observe_opts;
 
@@ -221,6 +223,7 @@ typedef struct reg_observation {
     size_t n_refs;         /* nodes with a ref */
     size_t n_new, n_moved, n_stable;
     size_t n_removed;      /* entries the store dropped (stale or over the cap) */
+    int reused;            /* the page answered from its unchanged-page cache */
     char *text;            /* the outline (or the diff) */
     uint64_t snapshot_id;
     void *priv;            /* the parsed page reply that the nodes borrow from */

@@ -276,6 +276,42 @@ static void test_diff_mode(void **state)
     fx_close(&f);
 }
 
+/* The unchanged-page cache answers only while nothing can have changed. */
+static void test_unchanged_page_cache_sees_every_change(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/form.html", NULL);
+    reg_observation a, b, c, d, e, g;
+    observe(&f, &a, 0);
+    assert_false(a.reused);
+    observe(&f, &b, 0);
+    assert_true(b.reused);
+    assert_string_equal(a.text, b.text);
+    assert_int_equal(b.n_stable, b.n_refs);
+    /* A script sets a value as a property: no mutation, no event. */
+    js(&f, "document.getElementById('email').value = 'me@example.com'");
+    observe(&f, &c, 0);
+    assert_false(c.reused);
+    assert_non_null(strstr(c.text, "[value=\"me@example.com\"]"));
+    js(&f, "document.getElementById('terms').checked = true");
+    observe(&f, &d, 0);
+    assert_false(d.reused);
+    assert_non_null(strstr(d.text, "checkbox \"I agree\" (checked)"));
+    js(&f, "document.getElementById('email').focus()");
+    observe(&f, &e, 0);
+    assert_false(e.reused);
+    assert_non_null(strstr(e.text, "(focused, required)"));
+    js(&f, "document.querySelector('h1').textContent = 'Changed heading'");
+    observe(&f, &g, 0);
+    assert_false(g.reused);
+    assert_non_null(strstr(g.text, "heading \"Changed heading\""));
+    reg_observation *all[] = {&a, &b, &c, &d, &e, &g};
+    for (size_t i = 0; i < 6; i++)
+        reg_observation_free(all[i]);
+    fx_close(&f);
+}
+
 static void test_cap_and_stale_threshold(void **state)
 {
     (void)state;
@@ -324,6 +360,7 @@ int main(void)
         cmocka_unit_test(test_rerender_reorder_and_removal),
         cmocka_unit_test(test_shadow_and_iframe),
         cmocka_unit_test(test_diff_mode),
+        cmocka_unit_test(test_unchanged_page_cache_sees_every_change),
         cmocka_unit_test(test_cap_and_stale_threshold),
     };
     if (getenv("RG_TEST_FILTER"))
