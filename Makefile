@@ -37,7 +37,7 @@ LIBS_REFGATE := $(LIB_REGISTRY) $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
-BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe
+BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click
 
 .PHONY: all test unit integration asan bench run deps clean format fmt-check
 .DEFAULT_GOAL := all

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
-const [rgPath, pwPath, rgObsPath, pwObsPath] = process.argv.slice(2);
+const [rgPath, pwPath, rgObsPath, pwObsPath, rgClickPath, pwClickPath] = process.argv.slice(2);
 const rg = JSON.parse(readFileSync(rgPath, 'utf8'));
 const pw = JSON.parse(readFileSync(pwPath, 'utf8'));
 
@@ -52,6 +52,23 @@ console.log('ratio = refgate / Playwright; medians unless a percentile is named.
             'Shared, noisy machine: compare ratios, not absolute figures.');
 
 if (rgObsPath && pwObsPath) observeTable();
+if (rgClickPath && pwClickPath) clickTable();
+
+// Click by ref: refgate's click on a ref against page.getByRef(ref).click().
+function clickTable() {
+  const rc = JSON.parse(readFileSync(rgClickPath, 'utf8'));
+  const pc = JSON.parse(readFileSync(pwClickPath, 'utf8'));
+  console.log('');
+  console.log(`click by ref: ${rc.clicks} clicks on the target of bench/pages/click.html ` +
+              `(600 other controls), after 10 warm-up clicks; page counted ` +
+              `${rc.counted} (refgate) and ${pc.counted} (Playwright) of ${rc.clicks + 10}`);
+  const row = (k) => `| ${k.padEnd(3)} | ${rc[k + '_ms'].toFixed(2).padStart(7)} | ` +
+    `${pc[k + '_ms'].toFixed(2).padStart(10)} | ${(rc[k + '_ms'] / pc[k + '_ms']).toFixed(2).padStart(5)} |`;
+  console.log('| ms  | refgate | Playwright | ratio |');
+  console.log('|-----|--------:|-----------:|------:|');
+  console.log(row('p50'));
+  console.log(row('p99'));
+}
 
 function observeTable() {
   const ro = JSON.parse(readFileSync(rgObsPath, 'utf8'));

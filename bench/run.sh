@@ -52,6 +52,16 @@ node "$here/peer/observe.mjs" $quick $mcp $pages >"$out/playwright-observe.json"
     echo "bench: Playwright observe failed, see $out/playwright-observe.log" >&2
     exit 1
 }
+echo "bench: click by ref, refgate and Playwright ${quick:+(quick)}..." >&2
+"$build/bench/click" $quick >"$out/refgate-click.json" 2>"$out/refgate-click.log" || {
+    echo "bench: refgate click failed, see $out/refgate-click.log" >&2
+    exit 1
+}
+node "$here/peer/click.mjs" $quick >"$out/playwright-click.json" 2>"$out/playwright-click.log" || {
+    echo "bench: Playwright click failed, see $out/playwright-click.log" >&2
+    exit 1
+}
 node "$here/report.mjs" "$out/refgate.json" "$out/playwright.json" \
-    "$out/refgate-observe.json" "$out/playwright-observe.json"
+    "$out/refgate-observe.json" "$out/playwright-observe.json" \
+    "$out/refgate-click.json" "$out/playwright-click.json"
 rm -rf "$out"

@@ -355,7 +355,20 @@ static int mouse(reg_page_handle h, const char *type, double x, double y, const 
 static int click_at(reg_page_handle h, double x, double y, const char *button, int count,
                     unsigned mods)
 {
-    int rc = mouse(h, "mouseMoved", x, y, "none", 0, mods);
+    /*
+     * The move is sent without waiting for its answer: Chromium answers a
+     * mouse move only after the next frame (8-16 ms here), while the press
+     * that follows on the same session is queued behind it and delivered in
+     * order anyway, so hover handlers still run before mousedown. The press
+     * and release are waited for, so errors (a crashed page) still surface.
+     */
+    char q[256];
+    snprintf(q, sizeof q,
+             "{\"type\":\"mouseMoved\",\"x\":%.2f,\"y\":%.2f,\"button\":\"none\","
+             "\"modifiers\":%u}",
+             x, y, mods);
+    int rc = cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL,
+                            NULL);
     for (int k = 1; rc == 0 && k <= count; k++) {
         rc = mouse(h, "mousePressed", x, y, button, k, mods);
         if (rc == 0)

@@ -29,7 +29,7 @@
  */
 (function () {
   'use strict';
-  var VERSION = 3;
+  var VERSION = 4;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 
@@ -2289,20 +2289,38 @@
     var opts = parseOpts(optsJson);
     var el = elAt(i);
     if (!el || !connected(el)) return Promise.resolve(J({ state: 'detached' }));
+    var scrolled = false;
     var pre = guarded(function () {
       var b = boxEl(el);
-      if (opts.scroll && visVisible(el) && !fullyInView(b)) scrollIntoViewCentered(b);
+      if (opts.scroll && visVisible(el) && !fullyInView(b)) {
+        scrollIntoViewCentered(b);
+        scrolled = true;
+      }
       var first = checkVisible(el);
       if (first) return first;
       if (opts.enabled && isDisabled(el)) return J({ state: 'disabled' });
       return null;
     })();
     if (pre) return Promise.resolve(pre);
+    /*
+     * Stability. When nothing was scrolled and no CSS animation or transition
+     * runs in the element's document or the top one, its box cannot move
+     * between frames: check at once (a click then costs a few DevTools round
+     * trips, not two frames). Otherwise compare the box across two frames.
+     */
+    if (!scrolled && !animating(el.ownerDocument) && !animating(document)) {
+      var rs = guarded(function () { return rectOf(boxEl(el)); })();
+      return Promise.resolve(finish(typeof rs === 'string' ? null : rs));
+    }
     var r1 = null;
     return nextFrame().then(function () {
       if (connected(el)) r1 = guarded(function () { return rectOf(boxEl(el)); })();
       return nextFrame();
     }).then(function () {
+      return finish(r1);
+    });
+
+    function finish(r1) {
       return guarded(function () {
         if (!connected(el)) return J({ state: 'detached' });
         var h = checkVisible(el);
@@ -2320,7 +2338,16 @@
         }
         return J({ state: 'ok', x: round2(p.x), y: round2(p.y), w: round2(r2[2]), h: round2(r2[3]) });
       })();
-    });
+    }
+  }
+
+  /* 1 when a CSS animation or transition is running in doc. */
+  function animating(doc) {
+    if (!doc || typeof doc.getAnimations !== 'function') return true;
+    var a = doc.getAnimations();
+    for (var i = 0; i < a.length; i++)
+      if (a[i].playState === 'running') return true;
+    return false;
   }
 
   /* null when el can be seen, else the JSON state */

@@ -262,6 +262,26 @@ static void test_modal_dialog_and_inert(void **state)
     reg_action_result_free(&r);
 }
 
+static void test_moving_element_is_unstable(void **state)
+{
+    struct fx *f = *state;
+    char url[256], err[256];
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(srv, "/act-moving.html", url, sizeof url)),
+                     0);
+    reg_action a = {.op = REG_OP_CLICK, .target = "css:#moving", .timeout_ms = 400};
+    reg_action_result r;
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(err, "unstable"));
+    assert_string_equal(js(f, "String(window.moved || 0)"), "0");
+    /* A still element on a page with an animation elsewhere: the slow path. */
+    a.target = "css:#still";
+    a.timeout_ms = 2000;
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(window.still)"), "1");
+}
+
 static void test_shadow_and_iframe_click_and_fill(void **state)
 {
     struct fx *f = *state;
@@ -349,6 +369,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_disabled_and_covered_are_not_actionable, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_modal_dialog_and_inert, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_moving_element_is_unstable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_and_iframe_click_and_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inspect_read_screenshot_wait, setup, teardown),
     };

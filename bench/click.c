@@ -1,0 +1,91 @@
+/*
+ * click.c - a click on a ref, end to end: resolve the ref (its cached node,
+ * identity checked), wait until actionable (visible, stable, enabled, hit at
+ * its centre) and send real mouse events; compared with Playwright's
+ * page.getByRef(ref).click() by bench/peer/click.mjs on the same page.
+ *
+ * bench/pages/click.html (600 other controls around the target), one pool
+ * with one browser; observe once for the ref, 10 warm-up clicks, then
+ * `clicks` timed clicks (200, or 50 with --quick). Checks that the page
+ * counted every click. Prints one JSON object. Measures; asserts nothing.
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "pool/pool.h"
+#include "registry/registry.h"
+#include "tests/support/page.h"
+#include "tests/support/support.h"
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(int argc, char **argv)
+{
+    int clicks = argc > 1 && !strcmp(argv[1], "--quick") ? 50 : 200;
+    char run_dir[64], url[256], ref[REG_REF_MAX] = "", err[256];
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-click-%d", (int)getpid());
+    httpd *srv = httpd_start("bench/pages");
+    pool_config cfg;
+    pool_config_default(&cfg);
+    pool_config_from_env(&cfg);
+    cfg.run_dir = run_dir;
+    cfg.browsers = 1;
+    pool *p;
+    pool_lease *l;
+    if (!srv || pool_new(&cfg, &p) < 0 || pool_acquire(p, 30000, &l, NULL) < 0) {
+        fprintf(stderr, "click: cannot start\n");
+        return 1;
+    }
+    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l)};
+    reg_store *store = reg_store_mem_new();
+    reg_page *pg;
+    reg_page_new(store, "bench:click", NULL, &pg);
+    reg_observation o;
+    reg_observe_opts opts = {.no_selectors = 1};
+    if (page_navigate(h.conn, h.session, httpd_url(srv, "/click.html", url, sizeof url)) < 0 ||
+        reg_observe(pg, h, &opts, &o) < 0) {
+        fprintf(stderr, "click: cannot load or observe the page\n");
+        return 1;
+    }
+    for (size_t i = 0; i < o.n_nodes; i++)
+        if (o.nodes[i].name && !strcmp(o.nodes[i].name, "Target"))
+            snprintf(ref, sizeof ref, "%s", o.nodes[i].ref);
+    reg_observation_free(&o);
+    double *t = calloc((size_t)clicks, sizeof *t);
+    reg_action a = {.op = REG_OP_CLICK, .target = ref};
+    reg_action_result r;
+    int failed = 0;
+    for (int i = 0; i < 10 + clicks; i++) {
+        int64_t t0 = rg_now_us();
+        if (reg_act(pg, h, &a, &r, err, sizeof err) < 0) {
+            fprintf(stderr, "click: %s\n", err);
+            failed++;
+        }
+        if (i >= 10)
+            t[i - 10] = (rg_now_us() - t0) / 1000.0;
+        reg_action_result_free(&r);
+    }
+    char count[32] = "";
+    page_eval(h.conn, h.session, "document.getElementById('count').textContent", count,
+              sizeof count);
+    qsort(t, (size_t)clicks, sizeof *t, cmp_double);
+    printf("{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,\"p50_ms\":%.3f,"
+           "\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}\n",
+           ref, clicks, count[0] ? count : "0", failed, t[clicks / 2],
+           t[(int)(clicks * 0.99)], t[0], t[clicks - 1]);
+    free(t);
+    reg_page_free(pg);
+    reg_store_free(store);
+    pool_release(l);
+    pool_free(p);
+    httpd_stop(srv);
+    rmdir(run_dir);
+    return 0;
+}

@@ -1,0 +1,51 @@
+// click.mjs [--quick] - Playwright's click by ref: page.ariaSnapshot({mode:
+// 'ai'}) for the refs, then page.getByRef(ref).click() on the target of
+// bench/pages/click.html, 10 warm-up clicks then 200 (50 with --quick) timed
+// ones; same Chromium binary and flags as floor.mjs. Prints one JSON object.
+import { chromium } from 'playwright-core';
+import { createServer } from 'node:http';
+import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const clicks = process.argv.includes('--quick') ? 50 : 200;
+const html = readFileSync(join(here, '..', 'pages', 'click.html'));
+const server = createServer((req, res) => {
+  res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
+  res.end(html);
+});
+await new Promise((r) => server.listen(0, '127.0.0.1', r));
+const home = mkdtempSync(join(tmpdir(), 'rg-pw-click-'));
+const browser = await chromium.launch({
+  executablePath: process.env.REFGATE_CHROMIUM || '/usr/lib/chromium/chromium',
+  headless: true,
+  env: { ...process.env, HOME: home },
+  args: ['--no-sandbox', '--disable-gpu', '--in-process-gpu', '--disable-dev-shm-usage',
+         '--no-first-run', '--disable-background-networking', '--disable-component-update',
+         '--disable-sync',
+         '--disable-features=PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess'],
+});
+try {
+  const page = await (await browser.newContext()).newPage();
+  await page.goto(`http://127.0.0.1:${server.address().port}/click.html`);
+  const snap = await page.ariaSnapshot({ mode: 'ai' });
+  const m = /button "Target" \[ref=([^\]]+)\]/.exec(snap);
+  if (!m) throw new Error('no ref for the target in the snapshot');
+  const times = [];
+  for (let i = 0; i < 10 + clicks; i++) {
+    const t0 = process.hrtime.bigint();
+    await page.getByRef(m[1]).click();
+    if (i >= 10) times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+  }
+  const counted = Number(await page.textContent('#count'));
+  times.sort((a, b) => a - b);
+  const pick = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+  console.log(JSON.stringify({ ref: m[1], clicks, counted, p50_ms: pick(0.5), p99_ms: pick(0.99),
+                               min_ms: times[0], max_ms: times[times.length - 1] }));
+} finally {
+  await browser.close();
+  server.close();
+  rmSync(home, { recursive: true, force: true });
+}
