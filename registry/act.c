@@ -332,8 +332,9 @@ static int wait_actionable(reg_page_handle h, int i, const char *opts, int64_t d
         }
         const char *by = jstr(js, "by");
         snprintf(last, sizeof last, "%s%s%s", st ? st : "unknown", by ? " by " : "", by ? by : "");
-        cJSON_Delete(js);
-        if ((st && !strcmp(st, "detached")) || rg_now_ms() >= deadline) {
+        int detached = st && !strcmp(st, "detached");
+        cJSON_Delete(js); /* st and by die with it */
+        if (detached || rg_now_ms() >= deadline) {
             snprintf(err, errlen, "the element is not actionable: %s", last);
             return RG_ENOTACTIONABLE;
         }
@@ -370,7 +371,14 @@ static int click_at(reg_page_handle h, double x, double y, const char *button, i
     int rc = cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL,
                             NULL);
     for (int k = 1; rc == 0 && k <= count; k++) {
-        rc = mouse(h, "mousePressed", x, y, button, k, mods);
+        /* Presses are queued like the move; the last release is waited for,
+           and it is answered only after everything before it was handled. */
+        snprintf(q, sizeof q,
+                 "{\"type\":\"mousePressed\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\","
+                 "\"clickCount\":%d,\"modifiers\":%u}",
+                 x, y, button, k, mods);
+        rc = cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS,
+                            NULL, NULL);
         if (rc == 0)
             rc = mouse(h, "mouseReleased", x, y, button, k, mods);
     }

@@ -639,10 +639,56 @@ static void put_quoted(rg_buf *b, const char *s)
     rg_buf_puts(b, "\"");
 }
 
+static const char *state_names[] = {"checked", "disabled", "expanded", "focused",
+                                    "selected", "required", "readonly"};
+
+static void put_indent(rg_buf *b, int depth)
+{
+    for (int d = 0; d <= depth && d < 64; d++)
+        rg_buf_puts(b, "  ");
+}
+
+static void put_node(rg_buf *b, const reg_node *nd)
+{
+    put_indent(b, nd->depth);
+    rg_buf_puts(b, "- ");
+    rg_buf_puts(b, nd->role ? nd->role : "generic");
+    if (nd->name && *nd->name) {
+        rg_buf_puts(b, " ");
+        put_quoted(b, nd->name);
+    }
+    if (nd->states) {
+        int first = 1;
+        rg_buf_puts(b, " (");
+        for (int s = 0; s < 7; s++) {
+            if (!(nd->states & (1u << s)))
+                continue;
+            rg_buf_puts(b, first ? "" : ", ");
+            rg_buf_puts(b, state_names[s]);
+            first = 0;
+        }
+        rg_buf_puts(b, ")");
+    }
+    if (nd->level > 0)
+        rg_buf_printf(b, " [level=%d]", nd->level);
+    if (nd->value && *nd->value) {
+        rg_buf_puts(b, " [value=");
+        put_quoted(b, nd->value);
+        rg_buf_puts(b, "]");
+    }
+    if (nd->ref && *nd->ref)
+        rg_buf_printf(b, " [ref=%s]", nd->ref);
+    rg_buf_puts(b, "\n");
+}
+
+/* The options of a drop-down <select>: listed, but not acted on by ref. */
+static int dropdown_option(const reg_node *nd)
+{
+    return !nd->interactive && nd->role && !strcmp(nd->role, "option");
+}
+
 char *reg_outline(const reg_observation *o)
 {
-    static const char *state_names[] = {"checked", "disabled", "expanded", "focused",
-                                        "selected", "required", "readonly"};
     rg_buf b;
     rg_buf_init(&b);
     rg_buf_puts(&b, "- document");
@@ -653,36 +699,29 @@ char *reg_outline(const reg_observation *o)
     rg_buf_puts(&b, "\n");
     for (size_t i = 0; i < o->n_nodes; i++) {
         const reg_node *nd = &o->nodes[i];
-        for (int d = 0; d <= nd->depth && d < 64; d++)
-            rg_buf_puts(&b, "  ");
-        rg_buf_puts(&b, "- ");
-        rg_buf_puts(&b, nd->role ? nd->role : "generic");
-        if (nd->name && *nd->name) {
-            rg_buf_puts(&b, " ");
-            put_quoted(&b, nd->name);
-        }
-        if (nd->states) {
-            int first = 1;
-            rg_buf_puts(&b, " (");
-            for (int s = 0; s < 7; s++) {
-                if (!(nd->states & (1u << s)))
-                    continue;
-                rg_buf_puts(&b, first ? "" : ", ");
-                rg_buf_puts(&b, state_names[s]);
-                first = 0;
+        if (dropdown_option(nd)) {
+            /* A long drop-down (countries, years) would drown the outline:
+               its first options and the selected ones, then a count. */
+            size_t j = i;
+            while (j < o->n_nodes && dropdown_option(&o->nodes[j]) &&
+                   o->nodes[j].depth == nd->depth)
+                j++;
+            if (j - i > REG_OUTLINE_OPTIONS_MAX) {
+                size_t shown = 0;
+                for (size_t k = i; k < j; k++) {
+                    if (k - i < REG_OUTLINE_OPTIONS_HEAD ||
+                        (o->nodes[k].states & REG_S_SELECTED)) {
+                        put_node(&b, &o->nodes[k]);
+                        shown++;
+                    }
+                }
+                put_indent(&b, nd->depth);
+                rg_buf_printf(&b, "- ... %zu more options\n", j - i - shown);
+                i = j - 1;
+                continue;
             }
-            rg_buf_puts(&b, ")");
         }
-        if (nd->level > 0)
-            rg_buf_printf(&b, " [level=%d]", nd->level);
-        if (nd->value && *nd->value) {
-            rg_buf_puts(&b, " [value=");
-            put_quoted(&b, nd->value);
-            rg_buf_puts(&b, "]");
-        }
-        if (nd->ref && *nd->ref)
-            rg_buf_printf(&b, " [ref=%s]", nd->ref);
-        rg_buf_puts(&b, "\n");
+        put_node(&b, nd);
     }
     if (b.failed) {
         rg_buf_destroy(&b);

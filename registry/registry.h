@@ -22,6 +22,8 @@
 #define REG_REF_MAX 32   /* "@" + 12 characters + "~" + suffix, with room */
 #define REG_NORM_MAX 12  /* characters kept by normalization */
 #define REG_SAME_SCORE 0.5 /* identity score below which elements differ */
+#define REG_OUTLINE_OPTIONS_MAX 10 /* longer drop-downs are summarized in the outline */
+#define REG_OUTLINE_OPTIONS_HEAD 5 /* options shown before the summary (and the selected) */
 
 /* ---- identity ------------------------------------------------------------ */
 

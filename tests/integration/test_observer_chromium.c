@@ -451,7 +451,7 @@ static int page_list(char names[][128], int max)
     while ((e = readdir(d)) && n < max) {
         size_t l = strlen(e->d_name);
         if (l > 5 && !strcmp(e->d_name + l - 5, ".html"))
-            snprintf(names[n++], 128, "%s", e->d_name);
+            rg_strlcpy(names[n++], e->d_name, 128);
     }
     closedir(d);
     qsort(names, (size_t)n, 128, (int (*)(const void *, const void *))strcmp);

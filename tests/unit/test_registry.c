@@ -245,6 +245,36 @@ static void test_outline_format(void **state)
     free(t);
 }
 
+static void test_outline_summarizes_long_dropdowns(void **state)
+{
+    (void)state;
+    reg_node nodes[32] = {0};
+    char names[30][16];
+    nodes[0] = (reg_node){.depth = 0, .role = "combobox", .name = "Year", .interactive = 1,
+                          .ref = "@year"};
+    for (int i = 0; i < 30; i++) {
+        snprintf(names[i], sizeof names[i], "%d", 1990 + i);
+        nodes[1 + i] = (reg_node){.depth = 1, .role = "option", .name = names[i], .ref = "",
+                                  .states = i == 20 ? REG_S_SELECTED : 0};
+    }
+    nodes[31] = (reg_node){.depth = 0, .role = "button", .name = "Go", .interactive = 1,
+                           .ref = "@go"};
+    reg_observation o = {.title = "T", .nodes = nodes, .n_nodes = 32};
+    char *t = reg_outline(&o);
+    assert_non_null(strstr(t, "    - option \"1994\"\n"));
+    assert_null(strstr(t, "\"1995\""));
+    assert_non_null(strstr(t, "    - option \"2010\" (selected)\n")); /* the selected one stays */
+    assert_non_null(strstr(t, "    - ... 24 more options\n"));
+    assert_non_null(strstr(t, "  - button \"Go\" [ref=@go]\n"));
+    free(t);
+    /* Ten options or fewer are listed in full. */
+    o.n_nodes = 11;
+    t = reg_outline(&o);
+    assert_non_null(strstr(t, "\"1999\""));
+    assert_null(strstr(t, "more options"));
+    free(t);
+}
+
 static void test_text_diff(void **state)
 {
     (void)state;
@@ -270,6 +300,7 @@ int main(void)
         cmocka_unit_test(test_target_errors),
         cmocka_unit_test(test_mem_store_stale_and_cap),
         cmocka_unit_test(test_outline_format),
+        cmocka_unit_test(test_outline_summarizes_long_dropdowns),
         cmocka_unit_test(test_text_diff),
     };
     return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
