@@ -29,7 +29,7 @@
  */
 (function () {
   'use strict';
-  var VERSION = 4;
+  var VERSION = 5;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 
@@ -823,7 +823,9 @@
   var INTERACTIVE = {
     button: 1, link: 1, textbox: 1, searchbox: 1, checkbox: 1, radio: 1, combobox: 1,
     listbox: 1, option: 1, menuitem: 1, menuitemcheckbox: 1, menuitemradio: 1, tab: 1,
-    switch: 1, slider: 1, spinbutton: 1, treeitem: 1, DisclosureTriangle: 1
+    switch: 1, slider: 1, spinbutton: 1, treeitem: 1, DisclosureTriangle: 1,
+    /* date, time and colour inputs, in Chromium's own role names */
+    Date: 1, DateTime: 1, InputTime: 1, ColorWell: 1
   };
   var LANDMARK = {
     banner: 1, navigation: 1, main: 1, contentinfo: 1, complementary: 1, search: 1,

@@ -96,6 +96,8 @@ static void test_form_refs_stable_and_outline(void **state)
     assert_string_equal(ref_of(&a, "textbox", "Email address"), "@email");
     assert_string_equal(ref_of(&a, "combobox", "Country"), "@country");
     assert_memory_equal(ref_of(&a, "textbox", "Name"), "@e", 2);
+    /* Date inputs get refs too (Chromium calls their role "Date"). */
+    assert_memory_equal(ref_of(&a, "Date", "Birthday"), "@e", 2);
     assert_non_null(strstr(a.text, "- document \"Sign up\"\n"));
     assert_non_null(strstr(a.text, "heading \"Create an account\" [level=1]"));
     assert_non_null(strstr(a.text, "button \"Help\" (disabled)"));
