@@ -8,6 +8,7 @@ import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, dirname } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { EXECUTABLE, FLAGS } from './flags.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
 const clicks = process.argv.includes('--quick') ? 50 : 200;
@@ -19,13 +20,10 @@ const server = createServer((req, res) => {
 await new Promise((r) => server.listen(0, '127.0.0.1', r));
 const home = mkdtempSync(join(tmpdir(), 'rg-pw-click-'));
 const browser = await chromium.launch({
-  executablePath: process.env.REFGATE_CHROMIUM || '/usr/lib/chromium/chromium',
+  executablePath: EXECUTABLE,
   headless: true,
   env: { ...process.env, HOME: home },
-  args: ['--no-sandbox', '--disable-gpu', '--in-process-gpu', '--disable-dev-shm-usage',
-         '--no-first-run', '--disable-background-networking', '--disable-component-update',
-         '--disable-sync',
-         '--disable-features=PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess'],
+  args: FLAGS,
 });
 try {
   const page = await (await browser.newContext()).newPage();

@@ -30,6 +30,7 @@ import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'no
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { EXECUTABLE, FLAGS } from './flags.mjs';
 
 const require = createRequire(import.meta.url);
 const PW_VERSION = require('playwright-core/package.json').version;
@@ -41,21 +42,6 @@ const CONTEXT_COUNTS = quick ? [1, 10] : [1, 10, 50];
 const COLD_LAUNCHES = 3;
 const SETTLE_MS = 1000;
 const DEADLINE_MS = 115_000; // the whole run must stay under 2 minutes
-
-const EXECUTABLE = process.env.REFGATE_CHROMIUM || '/usr/lib/chromium/chromium';
-// The flags refgate's pool/spawn.c gives every browser; Playwright adds its
-// own --headless, --remote-debugging-pipe and --user-data-dir.
-const FLAGS = [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--in-process-gpu',
-    '--disable-dev-shm-usage',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--disable-features=PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess',
-];
 
 const log = (...a) => console.error('floor.mjs:', ...a);
 

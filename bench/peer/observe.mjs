@@ -49,26 +49,14 @@ import { createRequire } from 'node:module';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
+import { EXECUTABLE, FLAGS as BASE_FLAGS, RESOLVER } from './flags.mjs';
 
 const require = createRequire(import.meta.url);
 const PW_VERSION = require('playwright-core/package.json').version;
 const MCP_ENTRY = join(dirname(require.resolve('playwright-core/package.json')), 'lib/entry/mcp.js');
 
-const EXECUTABLE = process.env.REFGATE_CHROMIUM || '/usr/lib/chromium/chromium';
-const RESOLVER = '--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1';
-// bench/peer/floor.mjs's flags (refgate's pool/spawn.c), and the resolver rule.
-const FLAGS = [
-    '--no-sandbox',
-    '--disable-gpu',
-    '--in-process-gpu',
-    '--disable-dev-shm-usage',
-    '--no-first-run',
-    '--disable-background-networking',
-    '--disable-component-update',
-    '--disable-sync',
-    '--disable-features=PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess',
-    RESOLVER,
-];
+// refgate's flags (flags.mjs) and the resolver rule for the corpus pages.
+const FLAGS = [...BASE_FLAGS, RESOLVER];
 
 const log = (...a) => console.error('observe.mjs:', ...a);
 
