@@ -5,7 +5,7 @@
 BUILD    ?= build
 CC       ?= cc
 PKG      ?= pkg-config
-LIBS_PKG := libcjson libxxhash
+LIBS_PKG := libcjson libxxhash hiredis msgpack
 TEST_PKG := cmocka
 
 WARN     := -Wall -Wextra -Wshadow -Wformat=2 -Werror

@@ -129,7 +129,7 @@ typedef struct reg_store_ops {
     /**
      * One observation: upserts n entries (by ref), then removes entries last
      * seen before now_ms - stale_ms, then, while more than max remain, the
-     * least recently seen (ties: the later order first). *removed (may be
+     * least recently seen (ties broken deterministically). *removed (may be
      * NULL) gets how many were removed.
      */
     int (*commit)(reg_store *s, const char *page, const reg_entry *v, size_t n, int64_t now_ms,
@@ -145,6 +145,23 @@ struct reg_store {
 
 /** An in-process store (any thread; one mutex). */
 reg_store *reg_store_mem_new(void);
+
+typedef struct reg_redis_config {
+    const char *url;        /* redis://[:password@]host[:port][/db]; REFGATE_REDIS_URL */
+    int connect_timeout_ms; /* [500] */
+    int command_timeout_ms; /* [1000] */
+    int64_t ttl_ms;         /* a page's keys expire this long after its last commit [24 h] */
+} reg_redis_config;
+
+void reg_redis_config_default(reg_redis_config *cfg);
+
+/**
+ * The Redis store (store_redis.c): any thread. Page keys of the form
+ * "{t:<tenant>:s:<sid>}:<page>" put a session's keys under one hash tag.
+ * Returns NULL with a reason in err when Redis cannot be reached at start;
+ * later outages make operations fail with RG_EUNAVAIL until it is back.
+ */
+reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t errlen);
 void reg_store_free(reg_store *s);
 
 /* ---- configuration --------------------------------------------------------- */

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "registry/registry.h"
+#include "tests/support/store_contract.h"
 
 static reg_identity ident(const char *testid, const char *id, const char *aria, const char *role,
                           const char *name, const char *tag, const char *prole, int sib)
@@ -168,61 +169,11 @@ static void test_target_errors(void **state)
     free(big);
 }
 
-static reg_entry mk_entry(const char *ref, int64_t seen, int order)
-{
-    reg_entry e = {0};
-    snprintf(e.ref, sizeof e.ref, "%s", ref);
-    e.ident = ident(NULL, NULL, NULL, "button", ref, "button", "form", 0);
-    e.last_seen_ms = seen;
-    e.order = order;
-    return e;
-}
-
-static void test_mem_store_stale_and_cap(void **state)
+static void test_mem_store_contract(void **state)
 {
     (void)state;
     reg_store *s = reg_store_mem_new();
-    reg_entry v[4] = {mk_entry("@a", 1000, 1), mk_entry("@b", 1000, 2), mk_entry("@c", 1000, 3),
-                      mk_entry("@d", 1000, 4)};
-    size_t removed = 99;
-    assert_int_equal(s->ops->commit(s, "p", v, 4, 1000, 60000, 10, &removed), 0);
-    assert_int_equal(removed, 0);
-    /* Later: @b and @d seen again; @a, @c grow old. */
-    reg_entry w[2] = {mk_entry("@b", 50000, 1), mk_entry("@d", 50000, 2)};
-    assert_int_equal(s->ops->commit(s, "p", w, 2, 50000, 60000, 10, &removed), 0);
-    assert_int_equal(removed, 0);
-    reg_entry x[1] = {mk_entry("@e", 70000, 1)};
-    assert_int_equal(s->ops->commit(s, "p", x, 1, 70000, 60000, 10, &removed), 0);
-    assert_int_equal(removed, 2); /* @a and @c: not seen for more than 60 s */
-    reg_entry *got;
-    size_t n;
-    assert_int_equal(s->ops->load(s, "p", &got, &n), 0);
-    assert_int_equal(n, 3);
-    int seen_b = 0;
-    for (size_t i = 0; i < n; i++) {
-        assert_string_not_equal(got[i].ref, "@a");
-        assert_string_not_equal(got[i].ref, "@c");
-        seen_b += !strcmp(got[i].ref, "@b");
-        assert_string_equal(got[i].ident.role, "button"); /* a deep copy */
-    }
-    assert_int_equal(seen_b, 1);
-    reg_entries_free(got, n);
-    /* Over the cap of 2: the least recently seen go (@b, @d were seen before @e). */
-    assert_int_equal(s->ops->commit(s, "p", NULL, 0, 70001, 60000, 2, &removed), 0);
-    assert_int_equal(removed, 1);
-    assert_int_equal(s->ops->load(s, "p", &got, &n), 0);
-    assert_int_equal(n, 2);
-    int seen_e = 0;
-    for (size_t i = 0; i < n; i++)
-        seen_e += !strcmp(got[i].ref, "@e");
-    assert_int_equal(seen_e, 1);
-    reg_entries_free(got, n);
-    /* Pages are separate; drop forgets one. */
-    assert_int_equal(s->ops->load(s, "other", &got, &n), 0);
-    assert_int_equal(n, 0);
-    s->ops->drop(s, "p");
-    assert_int_equal(s->ops->load(s, "p", &got, &n), 0);
-    assert_int_equal(n, 0);
+    store_contract(s, "{t:acme:s:1}:p", "{t:acme:s:1}:q");
     reg_store_free(s);
 }
 
@@ -298,7 +249,7 @@ int main(void)
         cmocka_unit_test(test_identity_score),
         cmocka_unit_test(test_target_grammar),
         cmocka_unit_test(test_target_errors),
-        cmocka_unit_test(test_mem_store_stale_and_cap),
+        cmocka_unit_test(test_mem_store_contract),
         cmocka_unit_test(test_outline_format),
         cmocka_unit_test(test_outline_summarizes_long_dropdowns),
         cmocka_unit_test(test_text_diff),

@@ -1,0 +1,277 @@
+/*
+ * test_store_redis.c - the registry's Redis store against a real redis-server
+ * that the test starts on a loopback port and stops by PID: the store
+ * contract, hash-tagged keys that expire, racing commits that never leave a
+ * page over its cap, unreadable values skipped, and an outage answered with
+ * RG_EUNAVAIL at once, then recovered from (new connection, script re-sent)
+ * when Redis is back.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <arpa/inet.h>
+#include <hiredis/hiredis.h>
+#include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "registry/registry.h"
+#include "tests/support/store_contract.h"
+
+static int port;
+static pid_t redis_pid;
+static char dir[128];
+
+static int free_port(void)
+{
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t l = sizeof a;
+    bind(fd, (struct sockaddr *)&a, sizeof a);
+    getsockname(fd, (struct sockaddr *)&a, &l);
+    close(fd);
+    return ntohs(a.sin_port);
+}
+
+static redisContext *direct(void)
+{
+    struct timeval tv = {1, 0};
+    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (c && c->err) {
+        redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Starts redis-server on the port and waits until it answers PING. */
+static int redis_start(void)
+{
+    char ps[16];
+    snprintf(ps, sizeof ps, "%d", port);
+    redis_pid = fork();
+    if (redis_pid == 0) {
+        execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "",
+               "--appendonly", "no", "--dir", dir, "--logfile", "redis.log", (char *)NULL);
+        _exit(127);
+    }
+    for (int i = 0; i < 200; i++) {
+        redisContext *c = direct();
+        if (c) {
+            redisReply *r = redisCommand(c, "PING");
+            int ok = r && r->type == REDIS_REPLY_STATUS;
+            freeReplyObject(r);
+            redisFree(c);
+            if (ok)
+                return 0;
+        }
+        usleep(20000);
+    }
+    return -1;
+}
+
+static void redis_stop(void)
+{
+    if (redis_pid > 0) {
+        kill(redis_pid, SIGKILL);
+        waitpid(redis_pid, NULL, 0);
+        redis_pid = 0;
+    }
+}
+
+static reg_store *open_store(void)
+{
+    char url[64], err[128];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    reg_redis_config cfg;
+    reg_redis_config_default(&cfg);
+    cfg.url = url;
+    reg_store *s = reg_store_redis_new(&cfg, err, sizeof err);
+    if (!s)
+        fail_msg("%s", err);
+    return s;
+}
+
+static void test_contract(void **state)
+{
+    (void)state;
+    reg_store *s = open_store();
+    store_contract(s, "{t:acme:s:1}:p", "{t:acme:s:1}:q");
+    reg_store_free(s);
+}
+
+static void test_keys_are_hash_tagged_and_expire(void **state)
+{
+    (void)state;
+    reg_store *s = open_store();
+    reg_entry e = contract_entry("@x", rg_wall_ms(), 1);
+    assert_int_equal(s->ops->commit(s, "{t:acme:s:42}:main", &e, 1, rg_wall_ms(), 60000, 10, NULL),
+                     0);
+    redisContext *c = direct();
+    assert_non_null(c);
+    redisReply *r = redisCommand(c, "PTTL rg:{t:acme:s:42}:reg:main");
+    assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+    assert_true(r->integer > 23LL * 3600 * 1000); /* about the 24 h default */
+    freeReplyObject(r);
+    r = redisCommand(c, "ZSCORE rg:{t:acme:s:42}:seen:main @x");
+    assert_int_equal(r->type, REDIS_REPLY_STRING);
+    freeReplyObject(r);
+    /* A value nobody can read is skipped, not fatal. */
+    r = redisCommand(c, "HSET rg:{t:acme:s:42}:reg:main @junk %b", "\xc1\xc1", (size_t)2);
+    freeReplyObject(r);
+    redisFree(c);
+    reg_entry *v;
+    size_t n;
+    assert_int_equal(s->ops->load(s, "{t:acme:s:42}:main", &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].ref, "@x");
+    reg_entries_free(v, n);
+    reg_store_free(s);
+}
+
+struct racer {
+    reg_store *s;
+    int id;
+    int failures;
+};
+
+static void *race(void *arg)
+{
+    struct racer *r = arg;
+    for (int k = 0; k < 40; k++) {
+        reg_entry v[10];
+        char refs[10][48];
+        for (int i = 0; i < 10; i++) {
+            snprintf(refs[i], sizeof refs[i], "@r%dk%di%d", r->id, k, i);
+            v[i] = contract_entry(refs[i], 1000 + k, i);
+        }
+        if (r->s->ops->commit(r->s, "{t:acme:s:race}:p", v, 10, 1000 + k, 60000, 25, NULL) < 0)
+            r->failures++;
+    }
+    return NULL;
+}
+
+static void test_racing_commits_never_exceed_the_cap(void **state)
+{
+    (void)state;
+    reg_store *s = open_store();
+    pthread_t t[4];
+    struct racer r[4];
+    for (int i = 0; i < 4; i++) {
+        r[i] = (struct racer){s, i, 0};
+        pthread_create(&t[i], NULL, race, &r[i]);
+    }
+    redisContext *c = direct();
+    int max_seen = 0;
+    for (int k = 0; k < 200; k++) { /* watch from outside while they race */
+        redisReply *z = redisCommand(c, "ZCARD rg:{t:acme:s:race}:seen:p");
+        if (z && z->integer > max_seen)
+            max_seen = (int)z->integer;
+        freeReplyObject(z);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(r[i].failures, 0);
+    }
+    assert_true(max_seen <= 25);
+    redisReply *z = redisCommand(c, "ZCARD rg:{t:acme:s:race}:seen:p");
+    redisReply *h = redisCommand(c, "HLEN rg:{t:acme:s:race}:reg:p");
+    assert_int_equal(z->integer, 25);
+    assert_int_equal(h->integer, 25); /* hash and zset agree: nothing half-written */
+    freeReplyObject(z);
+    freeReplyObject(h);
+    redisFree(c);
+    reg_store_free(s);
+}
+
+/* Thousands of stale entries go in one commit (the script drops in batches). */
+static void test_large_cleanup(void **state)
+{
+    (void)state;
+    reg_store *s = open_store();
+    enum { N = 1500 };
+    static reg_entry v[N];
+    static char refs[N][32];
+    for (int i = 0; i < N; i++) {
+        snprintf(refs[i], sizeof refs[i], "@big%d", i);
+        v[i] = contract_entry(refs[i], 1000, i);
+    }
+    assert_int_equal(s->ops->commit(s, "{t:acme:s:big}:p", v, N, 1000, 60000, 5000, NULL), 0);
+    size_t removed = 0;
+    reg_entry one = contract_entry("@new", 100000, 0);
+    assert_int_equal(s->ops->commit(s, "{t:acme:s:big}:p", &one, 1, 100000, 60000, 5000, &removed),
+                     0);
+    assert_int_equal(removed, N);
+    reg_entry *got;
+    size_t n;
+    assert_int_equal(s->ops->load(s, "{t:acme:s:big}:p", &got, &n), 0);
+    assert_int_equal(n, 1);
+    reg_entries_free(got, n);
+    reg_store_free(s);
+}
+
+static void test_outage_is_unavailable_then_recovers(void **state)
+{
+    (void)state;
+    reg_store *s = open_store();
+    reg_entry e = contract_entry("@before", 1000, 1);
+    assert_int_equal(s->ops->commit(s, "{t:acme:s:o}:p", &e, 1, 1000, 60000, 10, NULL), 0);
+    redis_stop();
+    reg_entry *v;
+    size_t n;
+    int64_t t0 = rg_now_ms();
+    assert_int_equal(s->ops->commit(s, "{t:acme:s:o}:p", &e, 1, 1000, 60000, 10, NULL),
+                     RG_EUNAVAIL);
+    assert_int_equal(s->ops->load(s, "{t:acme:s:o}:p", &v, &n), RG_EUNAVAIL);
+    assert_string_equal(rg_err_code(RG_EUNAVAIL), "unavailable");
+    assert_true(rg_now_ms() - t0 < 10000); /* no hang: refused connections fail at once */
+    /* Back, empty (no persistence here) and without the script: the store
+       reconnects and sends the script whole. */
+    assert_int_equal(redis_start(), 0);
+    reg_entry f = contract_entry("@after", 2000, 1);
+    assert_int_equal(s->ops->commit(s, "{t:acme:s:o}:p", &f, 1, 2000, 60000, 10, NULL), 0);
+    assert_int_equal(s->ops->load(s, "{t:acme:s:o}:p", &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].ref, "@after");
+    reg_entries_free(v, n);
+    reg_store_free(s);
+}
+
+int main(void)
+{
+    snprintf(dir, sizeof dir, "/tmp/refgate-test-redis-%d", (int)getpid());
+    mkdir(dir, 0700);
+    port = free_port();
+    if (redis_start() < 0) {
+        fprintf(stderr, "test_store_redis: redis-server did not start (make deps)\n");
+        redis_stop();
+        return 1;
+    }
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_contract),
+        cmocka_unit_test(test_keys_are_hash_tagged_and_expire),
+        cmocka_unit_test(test_racing_commits_never_exceed_the_cap),
+        cmocka_unit_test(test_large_cleanup),
+        cmocka_unit_test(test_outage_is_unavailable_then_recovers),
+    };
+    int rc = cmocka_run_group_tests_name("store_redis", tests, NULL, NULL);
+    redis_stop();
+    char log[192];
+    snprintf(log, sizeof log, "%s/redis.log", dir);
+    unlink(log);
+    rmdir(dir);
+    return rc;
+}
