@@ -154,6 +154,8 @@ typedef struct reg_redis_config {
 } reg_redis_config;
 
 void reg_redis_config_default(reg_redis_config *cfg);
+/** Takes REFGATE_REDIS_URL (and REFGATE_REDIS_TIMEOUT_MS for commands) when set. */
+void reg_redis_config_from_env(reg_redis_config *cfg);
 
 /**
  * The Redis store (store_redis.c): any thread. Page keys of the form

@@ -459,6 +459,15 @@ void reg_redis_config_default(reg_redis_config *cfg)
     cfg->ttl_ms = 24LL * 3600 * 1000;
 }
 
+void reg_redis_config_from_env(reg_redis_config *cfg)
+{
+    const char *u = getenv("REFGATE_REDIS_URL");
+    if (u && *u)
+        cfg->url = u;
+    cfg->command_timeout_ms =
+        (int)rg_env_long("REFGATE_REDIS_TIMEOUT_MS", cfg->command_timeout_ms, 10, 60000);
+}
+
 reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t errlen)
 {
     struct redis_store *r = calloc(1, sizeof *r);
@@ -478,7 +487,8 @@ reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t er
     r->ttl_ms = cfg->ttl_ms;
     redisContext *c = connect_one(r);
     if (!c) {
-        snprintf(err, errlen, "cannot reach Redis at %s:%d", r->host, r->port);
+        snprintf(err, errlen, "cannot reach Redis at %s:%d%s", r->host, r->port,
+                 r->password[0] ? " (or it refused the password)" : "");
         redis_destroy(&r->base);
         return NULL;
     }

@@ -32,6 +32,7 @@
 
 static int port;
 static pid_t redis_pid;
+static const char *password; /* --requirepass for the server, when set */
 static char dir[128];
 
 static int free_port(void)
@@ -64,15 +65,21 @@ static int redis_start(void)
     snprintf(ps, sizeof ps, "%d", port);
     redis_pid = fork();
     if (redis_pid == 0) {
-        execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save", "",
-               "--appendonly", "no", "--dir", dir, "--logfile", "redis.log", (char *)NULL);
+        if (password)
+            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save",
+                   "", "--appendonly", "no", "--dir", dir, "--logfile", "redis.log",
+                   "--requirepass", password, (char *)NULL);
+        else
+            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save",
+                   "", "--appendonly", "no", "--dir", dir, "--logfile", "redis.log", (char *)NULL);
         _exit(127);
     }
     for (int i = 0; i < 200; i++) {
         redisContext *c = direct();
         if (c) {
             redisReply *r = redisCommand(c, "PING");
-            int ok = r && r->type == REDIS_REPLY_STATUS;
+            /* With a password, NOAUTH also says the server is up. */
+            int ok = r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
             freeReplyObject(r);
             redisFree(c);
             if (ok)
@@ -250,6 +257,46 @@ static void test_outage_is_unavailable_then_recovers(void **state)
     reg_store_free(s);
 }
 
+/* A password in the URL is honoured; a wrong one is a clear error at start. */
+static void test_password_in_url(void **state)
+{
+    (void)state;
+    redis_stop();
+    password = "s3cret";
+    assert_int_equal(redis_start(), 0);
+    char url[96], err[160];
+    reg_redis_config cfg;
+    reg_redis_config_default(&cfg);
+    cfg.url = url;
+    snprintf(url, sizeof url, "redis://:wrong@127.0.0.1:%d", port);
+    assert_null(reg_store_redis_new(&cfg, err, sizeof err));
+    assert_non_null(strstr(err, "password"));
+    snprintf(url, sizeof url, "redis://:s3cret@127.0.0.1:%d/2", port);
+    setenv("REFGATE_REDIS_URL", url, 1);
+    reg_redis_config_default(&cfg);
+    reg_redis_config_from_env(&cfg);
+    reg_store *s = reg_store_redis_new(&cfg, err, sizeof err);
+    if (!s)
+        fail_msg("%s", err);
+    reg_entry e = contract_entry("@pw", 1000, 1);
+    assert_int_equal(s->ops->commit(s, "{t:a:s:pw}:p", &e, 1, 1000, 60000, 10, NULL), 0);
+    reg_store_free(s);
+    unsetenv("REFGATE_REDIS_URL");
+    /* It went to database 2. */
+    redisContext *c = direct();
+    redisReply *r = redisCommand(c, "AUTH s3cret");
+    freeReplyObject(r);
+    r = redisCommand(c, "SELECT 2");
+    freeReplyObject(r);
+    r = redisCommand(c, "EXISTS rg:{t:a:s:pw}:reg:p");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(c);
+    redis_stop();
+    password = NULL;
+    assert_int_equal(redis_start(), 0);
+}
+
 int main(void)
 {
     snprintf(dir, sizeof dir, "/tmp/refgate-test-redis-%d", (int)getpid());
@@ -266,6 +313,7 @@ int main(void)
         cmocka_unit_test(test_racing_commits_never_exceed_the_cap),
         cmocka_unit_test(test_large_cleanup),
         cmocka_unit_test(test_outage_is_unavailable_then_recovers),
+        cmocka_unit_test(test_password_in_url),
     };
     int rc = cmocka_run_group_tests_name("store_redis", tests, NULL, NULL);
     redis_stop();
