@@ -314,6 +314,37 @@ static void test_unchanged_page_cache_sees_every_change(void **state)
     fx_close(&f);
 }
 
+/* scope limits observe to a subtree; viewport_only to what is on screen. */
+static void test_scope_and_viewport_only(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/form.html", NULL);
+    reg_observation o;
+    reg_observe_opts opts = {.scope_css = "form"};
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &o), 0);
+    assert_non_null(by_name(&o, "button", "Sign up"));
+    assert_null(by_name(&o, "link", "Home"));         /* outside the form */
+    assert_null(by_name(&o, "button", "Odd id"));
+    reg_observation_free(&o);
+    opts.scope_css = "#nothing-here";
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &o), RG_EBADREQ);
+    opts.scope_css = "form[[";
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &o), RG_EBADREQ);
+    fx_close(&f);
+
+    fx_open(&f, "/actions.html", NULL);
+    reg_observe_opts vp = {.viewport_only = 1};
+    assert_int_equal(reg_observe(f.pg, f.h, &vp, &o), 0);
+    assert_non_null(by_name(&o, "button", "Count"));
+    assert_null(by_name(&o, "button", "Far below")); /* 1,500 px below the fold */
+    reg_observation_free(&o);
+    assert_int_equal(reg_observe(f.pg, f.h, NULL, &o), 0);
+    assert_non_null(by_name(&o, "button", "Far below"));
+    reg_observation_free(&o);
+    fx_close(&f);
+}
+
 static void test_cap_and_stale_threshold(void **state)
 {
     (void)state;
@@ -363,6 +394,7 @@ int main(void)
         cmocka_unit_test(test_shadow_and_iframe),
         cmocka_unit_test(test_diff_mode),
         cmocka_unit_test(test_unchanged_page_cache_sees_every_change),
+        cmocka_unit_test(test_scope_and_viewport_only),
         cmocka_unit_test(test_cap_and_stale_threshold),
     };
     if (getenv("RG_TEST_FILTER"))

@@ -413,6 +413,21 @@ static void *call_worker(void *arg)
     return NULL;
 }
 
+static void test_async_call_times_out(void **state)
+{
+    (void)state;
+    struct rig *r = rig_new(NULL, 0);
+    struct held_result h = {0};
+    assert_int_equal(cdp_call_async(r->c, NULL, "Never", NULL, 100, on_held, &h), 0);
+    int64_t until = rg_now_ms() + 5000;
+    while (!atomic_load(&h.done) && rg_now_ms() < until)
+        rg_sleep_ms(5);
+    assert_true(atomic_load(&h.done)); /* the reader's poll deadline fired it */
+    assert_int_equal(h.rc, RG_ETIMEOUT);
+    assert_int_equal(cdp_call(r->c, NULL, "Echo", "{}", 2000, NULL), 0);
+    rig_free(r);
+}
+
 static void test_calls_from_many_threads(void **state)
 {
     (void)state;
@@ -644,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_error_reply),
         cmocka_unit_test(test_timeout_then_late_calls_work),
         cmocka_unit_test(test_out_of_order_replies_match_their_calls),
+        cmocka_unit_test(test_async_call_times_out),
         cmocka_unit_test(test_calls_from_many_threads),
         cmocka_unit_test(test_nul_and_lone_surrogate_in_reply),
         cmocka_unit_test(test_oversized_reply_fails_only_its_call),
