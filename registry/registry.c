@@ -332,6 +332,66 @@ static int fill_entry(reg_entry *e, const reg_node *nd, const char *ref, int64_t
     return rc;
 }
 
+static int entry_ref_cmp(const void *a, const void *b)
+{
+    return strcmp(((const reg_entry *)a)->ref, ((const reg_entry *)b)->ref);
+}
+
+static int ref_listed(char **sorted, size_t n, const char *ref)
+{
+    return n && bsearch(&ref, sorted, n, sizeof *sorted, str_cmp);
+}
+
+/*
+ * Commits up (n entries, taken over whatever happens) to the store and brings
+ * the page's cached entries in line from what the commit says it did: the
+ * upserts replace or join them, the removed refs leave. One store round trip
+ * per observation, not a commit and a read-back of the whole page.
+ */
+static int commit_and_cache(reg_page *pg, reg_entry *up, size_t n, size_t *n_removed)
+{
+    reg_removed rm = {0};
+    int rc = pg->store->ops->commit(pg->store, pg->key, up, n, rg_wall_ms(), pg->cfg.stale_ms,
+                                    pg->cfg.max, &rm);
+    if (n_removed)
+        *n_removed = rm.n;
+    reg_entry *merged = rc == 0 ? calloc(pg->n_entries + n + 1, sizeof *merged) : NULL;
+    if (rc == 0 && !merged) {
+        reg_entries_free(up, n);
+        reg_removed_free(&rm);
+        return reg_page_load(pg); /* no memory to merge: read the page back */
+    }
+    if (rc < 0) {
+        reg_entries_free(up, n);
+        reg_removed_free(&rm);
+        return rc;
+    }
+    if (n)
+        qsort(up, n, sizeof *up, entry_ref_cmp);
+    if (rm.n)
+        qsort(rm.refs, rm.n, sizeof *rm.refs, str_cmp);
+    size_t k = 0;
+    for (size_t i = 0; i < pg->n_entries; i++) {
+        reg_entry *e = &pg->entries[i];
+        if ((n && bsearch(e, up, n, sizeof *up, entry_ref_cmp)) || ref_listed(rm.refs, rm.n, e->ref))
+            reg_entry_destroy(e);
+        else
+            merged[k++] = *e;
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ref_listed(rm.refs, rm.n, up[i].ref))
+            reg_entry_destroy(&up[i]);
+        else
+            merged[k++] = up[i];
+    }
+    free(up);
+    free(pg->entries);
+    pg->entries = merged;
+    pg->n_entries = k;
+    reg_removed_free(&rm);
+    return 0;
+}
+
 int reg_page_load(reg_page *pg)
 {
     reg_entry *v;
@@ -537,11 +597,9 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
     out->reused = same;
     if ((rc = assign_refs(pg, out, p, nodes, same, &up, &n_up)) < 0)
         goto fail;
-    rc = pg->store->ops->commit(pg->store, pg->key, up, n_up, rg_wall_ms(), pg->cfg.stale_ms,
-                                pg->cfg.max, &out->n_removed);
-    reg_entries_free(up, n_up);
-    up = NULL;
-    if (rc < 0 || (rc = reg_page_load(pg)) < 0)
+    rc = commit_and_cache(pg, up, n_up, &out->n_removed);
+    up = NULL; /* taken over by the cache */
+    if (rc < 0)
         goto fail;
     remember(pg, out);
     out->snapshot_id = ++pg->seq;
@@ -611,16 +669,12 @@ int reg_page_register(reg_page *pg, const reg_node *nd, char ref[REG_REF_MAX])
         if (i == pg->n_entries)
             break;
     }
-    reg_entry e;
-    if (fill_entry(&e, nd, ref, rg_wall_ms(), 0) < 0) {
-        reg_entry_destroy(&e);
+    reg_entry *e = calloc(1, sizeof *e);
+    if (!e || fill_entry(e, nd, ref, rg_wall_ms(), 0) < 0) {
+        reg_entries_free(e, e ? 1 : 0);
         return RG_ENOMEM;
     }
-    rc = pg->store->ops->commit(pg->store, pg->key, &e, 1, rg_wall_ms(), pg->cfg.stale_ms,
-                                pg->cfg.max, NULL);
-    reg_entry_destroy(&e);
-    if (rc == 0)
-        rc = reg_page_load(pg);
+    rc = commit_and_cache(pg, e, 1, NULL);
     if (rc == 0)
         rc = reg_page_bind(pg, nd->index, ref);
     return rc;

@@ -118,6 +118,14 @@ void reg_entries_free(reg_entry *v, size_t n);
 
 typedef struct reg_store reg_store;
 
+/** The refs a commit removed (stale, or over the cap). Owned; reg_removed_free. */
+typedef struct reg_removed {
+    char **refs;
+    size_t n;
+} reg_removed;
+
+void reg_removed_free(reg_removed *r);
+
 /**
  * Where registries live. The memory store is for a single process; the Redis
  * store (its own issue) implements the same operations, so nothing above the
@@ -129,11 +137,12 @@ typedef struct reg_store_ops {
     /**
      * One observation: upserts n entries (by ref), then removes entries last
      * seen before now_ms - stale_ms, then, while more than max remain, the
-     * least recently seen (ties broken deterministically). *removed (may be
-     * NULL) gets how many were removed.
+     * least recently seen (ties broken deterministically). removed (may be
+     * NULL) gets the refs that went, so a worker's cached copy of the page
+     * follows the store without reading it back.
      */
     int (*commit)(reg_store *s, const char *page, const reg_entry *v, size_t n, int64_t now_ms,
-                  int64_t stale_ms, size_t max, size_t *removed);
+                  int64_t stale_ms, size_t max, reg_removed *removed);
     /** Forgets a page. */
     int (*drop)(reg_store *s, const char *page);
     void (*destroy)(reg_store *s);

@@ -134,12 +134,40 @@ static int by_ref(const void *a, const void *b)
     return strcmp(((const reg_entry *)a)->ref, ((const reg_entry *)b)->ref);
 }
 
+void reg_removed_free(reg_removed *r)
+{
+    if (!r)
+        return;
+    for (size_t i = 0; i < r->n; i++)
+        free(r->refs[i]);
+    free(r->refs);
+    r->refs = NULL;
+    r->n = 0;
+}
+
+/* Records a removed ref (when the caller wants them) and destroys the entry. */
+static void drop_entry(reg_entry *e, reg_removed *removed, size_t *gone)
+{
+    if (removed) {
+        char **nr = realloc(removed->refs, (removed->n + 1) * sizeof *nr);
+        if (nr) {
+            removed->refs = nr;
+            if ((nr[removed->n] = strdup(e->ref)))
+                removed->n++;
+        }
+    }
+    (*gone)++;
+    reg_entry_destroy(e);
+}
+
 static int mem_commit(reg_store *s, const char *page, const reg_entry *v, size_t n, int64_t now_ms,
-                      int64_t stale_ms, size_t max, size_t *removed)
+                      int64_t stale_ms, size_t max, reg_removed *removed)
 {
     struct mem_store *m = (struct mem_store *)s;
     int rc = 0;
     size_t gone = 0;
+    if (removed)
+        *removed = (reg_removed){0};
     pthread_mutex_lock(&m->mu);
     struct mem_page *p = find_page(m, page, 1);
     if (!p) {
@@ -170,7 +198,8 @@ static int mem_commit(reg_store *s, const char *page, const reg_entry *v, size_t
         p->cap = cap;
     }
     /* Upsert by ref: existing entries sorted by ref, each upsert a binary search. */
-    qsort(p->v, p->n, sizeof *p->v, by_ref);
+    if (p->n)
+        qsort(p->v, p->n, sizeof *p->v, by_ref);
     size_t old_n = p->n;
     for (size_t i = 0; i < n; i++) {
         reg_entry *hit = old_n ? bsearch(&fresh[i], p->v, old_n, sizeof *p->v, by_ref) : NULL;
@@ -186,8 +215,7 @@ static int mem_commit(reg_store *s, const char *page, const reg_entry *v, size_t
     size_t k = 0;
     for (size_t j = 0; j < p->n; j++) {
         if (p->v[j].last_seen_ms < now_ms - stale_ms) {
-            reg_entry_destroy(&p->v[j]);
-            gone++;
+            drop_entry(&p->v[j], removed, &gone);
         } else {
             p->v[k++] = p->v[j];
         }
@@ -196,14 +224,11 @@ static int mem_commit(reg_store *s, const char *page, const reg_entry *v, size_t
     if (p->n > max) {
         qsort(p->v, p->n, sizeof *p->v, by_recency);
         for (size_t j = max; j < p->n; j++)
-            reg_entry_destroy(&p->v[j]);
-        gone += p->n - max;
+            drop_entry(&p->v[j], removed, &gone);
         p->n = max;
     }
 out:
     pthread_mutex_unlock(&m->mu);
-    if (removed)
-        *removed = gone;
     return rc;
 }
 

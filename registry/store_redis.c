@@ -38,21 +38,21 @@ static const char commit_lua[] =
     "  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])\n"
     "  redis.call('ZADD', KEYS[2], tonumber(ARGV[i + 1]), ARGV[i])\n"
     "end\n"
+    "local gone = {}\n"
     "local function drop(list)\n"
     "  for j = 1, #list, 500 do\n"
     "    local part = {unpack(list, j, math.min(j + 499, #list))}\n"
     "    redis.call('ZREM', KEYS[2], unpack(part))\n"
     "    redis.call('HDEL', KEYS[1], unpack(part))\n"
     "  end\n"
-    "  return #list\n"
+    "  for j = 1, #list do gone[#gone + 1] = list[j] end\n"
     "end\n"
-    "local removed = drop(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - stale)))\n"
+    "drop(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - stale)))\n"
     "local n = redis.call('ZCARD', KEYS[2])\n"
-    "if n > max then removed = removed + drop(redis.call('ZRANGE', KEYS[2], 0, n - max - 1)) "
-    "end\n"
+    "if n > max then drop(redis.call('ZRANGE', KEYS[2], 0, n - max - 1)) end\n"
     "if ttl > 0 then redis.call('PEXPIRE', KEYS[1], ttl) redis.call('PEXPIRE', KEYS[2], ttl) "
     "end\n"
-    "return removed\n";
+    "return gone\n";
 
 struct redis_store {
     reg_store base;
@@ -314,11 +314,11 @@ static int redis_load(reg_store *s, const char *page, reg_entry **out, size_t *n
 }
 
 static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size_t n,
-                        int64_t now_ms, int64_t stale_ms, size_t max, size_t *removed)
+                        int64_t now_ms, int64_t stale_ms, size_t max, reg_removed *removed)
 {
     struct redis_store *r = (struct redis_store *)s;
     if (removed)
-        *removed = 0;
+        *removed = (reg_removed){0};
     char reg_key[512], seen_key[512];
     key_of(reg_key, sizeof reg_key, page, "reg");
     key_of(seen_key, sizeof seen_key, page, "seen");
@@ -370,10 +370,15 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
         argl[1] = strlen(commit_lua);
         rep = redisCommandArgv(c, (int)a, argv, argl);
     }
-    if (rep && rep->type == REDIS_REPLY_INTEGER) {
-        if (removed)
-            *removed = (size_t)rep->integer;
+    if (rep && rep->type == REDIS_REPLY_ARRAY) {
         rc = 0;
+        if (removed && rep->elements) {
+            removed->refs = calloc(rep->elements, sizeof *removed->refs);
+            for (size_t i = 0; removed->refs && i < rep->elements; i++)
+                if (rep->element[i]->type == REDIS_REPLY_STRING &&
+                    (removed->refs[removed->n] = strdup(rep->element[i]->str)))
+                    removed->n++;
+        }
     } else if (rep && rep->type == REDIS_REPLY_ERROR) {
         rg_log(RG_LOG_ERROR, "registry", "redis commit failed: %s", rep->str);
         rc = RG_EINTERNAL;

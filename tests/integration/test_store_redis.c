@@ -217,11 +217,12 @@ static void test_large_cleanup(void **state)
         v[i] = contract_entry(refs[i], 1000, i);
     }
     assert_int_equal(s->ops->commit(s, "{t:acme:s:big}:p", v, N, 1000, 60000, 5000, NULL), 0);
-    size_t removed = 0;
+    reg_removed removed;
     reg_entry one = contract_entry("@new", 100000, 0);
     assert_int_equal(s->ops->commit(s, "{t:acme:s:big}:p", &one, 1, 100000, 60000, 5000, &removed),
                      0);
-    assert_int_equal(removed, N);
+    assert_int_equal(removed.n, N);
+    reg_removed_free(&removed);
     reg_entry *got;
     size_t n;
     assert_int_equal(s->ops->load(s, "{t:acme:s:big}:p", &got, &n), 0);

@@ -34,6 +34,14 @@ static int contract_has(reg_entry *v, size_t n, const char *ref)
     return 0;
 }
 
+static int contract_has_ref(char **refs, size_t n, const char *ref)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!strcmp(refs[i], ref))
+            return 1;
+    return 0;
+}
+
 /* Upserts, stale cleanup, the cap, deep copies, separate pages, drop. */
 static void store_contract(reg_store *s, const char *page, const char *other_page)
 {
@@ -44,12 +52,12 @@ static void store_contract(reg_store *s, const char *page, const char *other_pag
     v[0].n_alt = 2;
     v[0].ident.testid = (char *)"a";
     v[0].bounds[2] = 120;
-    size_t removed = 99;
+    reg_removed removed;
     assert_int_equal(s->ops->commit(s, page, v, 4, 1000, 60000, 10, &removed), 0);
-    assert_int_equal(removed, 0);
+    assert_int_equal(removed.n, 0);
     reg_entry w[2] = {contract_entry("@b", 50000, 1), contract_entry("@d", 50000, 2)};
     assert_int_equal(s->ops->commit(s, page, w, 2, 50000, 60000, 10, &removed), 0);
-    assert_int_equal(removed, 0);
+    assert_int_equal(removed.n, 0);
     reg_entry *got;
     size_t n;
     assert_int_equal(s->ops->load(s, page, &got, &n), 0);
@@ -68,7 +76,10 @@ static void store_contract(reg_store *s, const char *page, const char *other_pag
     /* Not seen for more than 60 s: @a and @c go at the next observation. */
     reg_entry x[1] = {contract_entry("@e", 70000, 1)};
     assert_int_equal(s->ops->commit(s, page, x, 1, 70000, 60000, 10, &removed), 0);
-    assert_int_equal(removed, 2);
+    assert_int_equal(removed.n, 2); /* and the commit says which */
+    assert_true(contract_has_ref(removed.refs, removed.n, "@a"));
+    assert_true(contract_has_ref(removed.refs, removed.n, "@c"));
+    reg_removed_free(&removed);
     assert_int_equal(s->ops->load(s, page, &got, &n), 0);
     assert_int_equal(n, 3);
     assert_false(contract_has(got, n, "@a"));
@@ -77,7 +88,9 @@ static void store_contract(reg_store *s, const char *page, const char *other_pag
     reg_entries_free(got, n);
     /* Over a cap of 2: the least recently seen go first (@b, @d before @e). */
     assert_int_equal(s->ops->commit(s, page, NULL, 0, 70001, 60000, 2, &removed), 0);
-    assert_int_equal(removed, 1);
+    assert_int_equal(removed.n, 1);
+    assert_false(contract_has_ref(removed.refs, removed.n, "@e"));
+    reg_removed_free(&removed);
     assert_int_equal(s->ops->load(s, page, &got, &n), 0);
     assert_int_equal(n, 2);
     assert_true(contract_has(got, n, "@e"));
