@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "pool/pool.h"
+#include "tests/support/page.h"
 #include "tests/support/support.h"
 
 static int cmp_double(const void *a, const void *b)
@@ -112,14 +113,8 @@ int main(int argc, char **argv)
     pool_lease *l;
     if (pool_acquire(p, 30000, &l, NULL) < 0)
         return 1;
-    char product[128] = "unknown";
-    cdp_reply vr;
-    if (cdp_call(pool_lease_conn(l), NULL, "Browser.getVersion", NULL, 5000, &vr) == 0) {
-        const cJSON *pr = cJSON_GetObjectItem(vr.result, "product");
-        if (cJSON_IsString(pr))
-            snprintf(product, sizeof product, "%s", pr->valuestring);
-    }
-    cdp_reply_free(&vr);
+    char product[128];
+    page_browser_product(pool_lease_conn(l), product, sizeof product);
     double gv50, gv99, ev50, ev99;
     if (round_trips(pool_lease_conn(l), NULL, "Browser.getVersion", NULL, calls, &gv50, &gv99) <
             0 ||

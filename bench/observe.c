@@ -282,13 +282,7 @@ int main(int argc, char **argv)
     char product[128] = "unknown";
     pool_lease *l;
     if (pool_acquire(p, 30000, &l, NULL) == 0) {
-        cdp_reply vr;
-        if (cdp_call(pool_lease_conn(l), NULL, "Browser.getVersion", NULL, 5000, &vr) == 0) {
-            const cJSON *pr = cJSON_GetObjectItem(vr.result, "product");
-            if (cJSON_IsString(pr))
-                snprintf(product, sizeof product, "%s", pr->valuestring);
-        }
-        cdp_reply_free(&vr);
+        page_browser_product(pool_lease_conn(l), product, sizeof product);
         pool_release(l);
     }
 

@@ -32,6 +32,18 @@ int page_eval(cdp_conn *c, const char *sid, const char *expr, char *out, size_t 
     return rc;
 }
 
+void page_browser_product(cdp_conn *c, char *out, size_t len)
+{
+    snprintf(out, len, "unknown");
+    cdp_reply r;
+    if (cdp_call(c, NULL, "Browser.getVersion", NULL, 5000, &r) == 0) {
+        const cJSON *pr = cJSON_GetObjectItem(r.result, "product");
+        if (cJSON_IsString(pr))
+            snprintf(out, len, "%s", pr->valuestring);
+    }
+    cdp_reply_free(&r);
+}
+
 int page_navigate(cdp_conn *c, const char *sid, const char *url)
 {
     int rc = cdp_call(c, sid, "Page.enable", NULL, 10000, NULL);

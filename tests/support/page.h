@@ -14,6 +14,8 @@
  * as text into out (may be NULL). RG_EINTERNAL when the page threw.
  */
 int page_eval(cdp_conn *c, const char *sid, const char *expr, char *out, size_t len);
+/** The browser's product string ("Chrome/156...") into out, "unknown" if it does not say. */
+void page_browser_product(cdp_conn *c, char *out, size_t len);
 /** Page.enable, Page.navigate to url, and waits for the load event (20 s). */
 int page_navigate(cdp_conn *c, const char *sid, const char *url);
 
