@@ -19,7 +19,7 @@ TEST_LIBS   = $(shell $(PKG) --libs $(TEST_PKG) 2>/dev/null)
 # Sanitizer build: `make asan` re-runs the tests with these in $(BUILD)/asan.
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
-COMMON_SRC := common/rg.c
+COMMON_SRC := common/rg.c common/redis.c
 CDP_SRC    := cdp/cdp.c cdp/frame.c
 POOL_SRC   := pool/pool.c pool/spawn.c
 REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S

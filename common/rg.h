@@ -153,4 +153,65 @@ int rg_buf_json_str(rg_buf *b, const char *s, size_t n);
 /** Takes the data out of the buffer: the caller owns it; b is left empty. */
 char *rg_buf_steal(rg_buf *b);
 
+/* ---- Redis connections (common/redis.c) ----------------------------------
+ * A small set of hiredis contexts shared by the threads of one process: a
+ * thread takes one for the duration of a command (or a pipeline) and gives it
+ * back, so each running thread has its own connection and idle ones are
+ * reused. Timeouts are set after every connect; a context that saw an error
+ * is freed, never reused (hiredis errors are sticky), and the next command
+ * connects anew. While Redis is down, taking a context fails at once after
+ * the connect timeout: callers answer RG_EUNAVAIL, never hang.
+ */
+struct redisContext;
+struct redisReply;
+
+typedef struct rg_redis rg_redis;
+
+typedef struct rg_redis_config {
+    const char *url;        /* redis://[[user]:password@]host[:port][/db]; REFGATE_REDIS_URL */
+    int connect_timeout_ms; /* [500] */
+    int command_timeout_ms; /* REFGATE_REDIS_TIMEOUT_MS [1000] */
+} rg_redis_config;
+
+/** The private Redis of `make run`: 127.0.0.1, REFGATE_REDIS_PORT or 6390. */
+#define RG_REDIS_DEFAULT_PORT 6390
+
+void rg_redis_config_default(rg_redis_config *cfg);
+/** Takes REFGATE_REDIS_URL (or REFGATE_REDIS_PORT) and REFGATE_REDIS_TIMEOUT_MS when set. */
+void rg_redis_config_from_env(rg_redis_config *cfg);
+
+/**
+ * Parses the URL and prepares the connections; it does not need Redis to be
+ * up (the first command finds out). RG_EBADREQ with a sentence in err for a
+ * URL it cannot read. The caller owns *out.
+ */
+int rg_redis_new(const rg_redis_config *cfg, rg_redis **out, char *err, size_t errlen);
+void rg_redis_free(rg_redis *r);
+
+/** A connected context for this thread, or NULL when Redis cannot be reached. */
+struct redisContext *rg_redis_take(rg_redis *r);
+/**
+ * Gives a context back. failed: the last command got no reply (timeout,
+ * broken connection); such a context, or one with an error, is freed.
+ */
+void rg_redis_give(rg_redis *r, struct redisContext *c, int failed);
+
+/** "host:port" for messages. */
+const char *rg_redis_where(const rg_redis *r);
+
+/** A Lua script run with EVALSHA, falling back to EVAL on NOSCRIPT. */
+typedef struct rg_redis_script {
+    const char *src;
+    char sha[41];     /* filled on first use (SCRIPT LOAD) */
+} rg_redis_script;
+
+/**
+ * Runs script on c with nkeys keys followed by the other arguments (args and
+ * lens hold nkeys + nargs items; lens may be NULL for C strings). Returns the
+ * reply (caller frees with freeReplyObject), or NULL when the connection
+ * failed (give the context back with failed = 1).
+ */
+struct redisReply *rg_redis_eval(struct redisContext *c, rg_redis_script *s, int nkeys,
+                                 int nargs, const char *const *args, const size_t *lens);
+
 #endif

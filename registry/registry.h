@@ -145,6 +145,12 @@ typedef struct reg_store_ops {
                   int64_t stale_ms, size_t max, reg_removed *removed);
     /** Forgets a page. */
     int (*drop)(reg_store *s, const char *page);
+    /**
+     * Makes the page's registry expire ttl_ms from now (<= 0: the store's
+     * default), so it lives as long as its session: parking extends it to the
+     * dormant TTL. The memory store keeps pages until they are dropped.
+     */
+    int (*expire)(reg_store *s, const char *page, int64_t ttl_ms);
     void (*destroy)(reg_store *s);
 } reg_store_ops;
 
@@ -156,10 +162,13 @@ struct reg_store {
 reg_store *reg_store_mem_new(void);
 
 typedef struct reg_redis_config {
-    const char *url;        /* redis://[:password@]host[:port][/db]; REFGATE_REDIS_URL */
+    const char *url;        /* redis://[:password@]host[:port][/db]; REFGATE_REDIS_URL
+                               [redis://127.0.0.1:6390, the Redis of `make run`] */
     int connect_timeout_ms; /* [500] */
     int command_timeout_ms; /* [1000] */
     int64_t ttl_ms;         /* a page's keys expire this long after its last commit [24 h] */
+    rg_redis *conn;         /* connections shared with the rest of the process, or NULL
+                               to open its own from url (borrowed: outlives the store) */
 } reg_redis_config;
 
 void reg_redis_config_default(reg_redis_config *cfg);

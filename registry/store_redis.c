@@ -11,11 +11,9 @@
  * entries and evicts down to the cap atomically: two workers racing on one
  * page cannot leave it over its cap. Keys expire ttl_ms after the last commit.
  *
- * Connections: a small free list of hiredis contexts, one per thread while it
- * runs a command (hiredis contexts are not thread-safe). Timeouts are set
- * after every connect; a context that saw any error is freed, never reused
- * (hiredis errors are sticky), and the next command connects anew. While
- * Redis is down every operation fails at once with RG_EUNAVAIL.
+ * Connections come from common/redis.c (rg_redis): one context per running
+ * thread, timeouts after every connect, never reusing a context that saw an
+ * error. While Redis is down every operation fails with RG_EUNAVAIL.
  */
 #define _GNU_SOURCE
 #include "registry.h"
@@ -28,7 +26,6 @@
 #include <string.h>
 #include <sys/time.h>
 
-#define IDLE_MAX 16
 
 /* Drops go 500 members per ZREM/HDEL: Lua's unpack has a stack limit. */
 static const char commit_lua[] =
@@ -56,77 +53,21 @@ static const char commit_lua[] =
 
 struct redis_store {
     reg_store base;
-    char host[256];
-    int port;
-    char password[256];
-    int db;
-    struct timeval connect_tv, command_tv;
+    rg_redis *redis;
+    int own_redis;
     int64_t ttl_ms;
-    char sha[41];
-    pthread_mutex_t mu;
-    redisContext *idle[IDLE_MAX];
-    int n_idle;
 };
 
-/* ---- connections ---- */
-
-static redisContext *connect_one(struct redis_store *r)
-{
-    redisContext *c = redisConnectWithTimeout(r->host, r->port, r->connect_tv);
-    if (!c || c->err) {
-        if (c)
-            redisFree(c);
-        return NULL;
-    }
-    /* Set after every connect: hiredis applies the connect timeout only to connecting. */
-    if (redisSetTimeout(c, r->command_tv) != REDIS_OK)
-        goto fail;
-    redisReply *rep;
-    if (r->password[0]) {
-        rep = redisCommand(c, "AUTH %s", r->password);
-        int ok = rep && rep->type != REDIS_REPLY_ERROR;
-        freeReplyObject(rep);
-        if (!ok)
-            goto fail;
-    }
-    if (r->db > 0) {
-        rep = redisCommand(c, "SELECT %d", r->db);
-        int ok = rep && rep->type != REDIS_REPLY_ERROR;
-        freeReplyObject(rep);
-        if (!ok)
-            goto fail;
-    }
-    return c;
-fail:
-    redisFree(c);
-    return NULL;
-}
+static rg_redis_script commit_script = {commit_lua, ""};
 
 static redisContext *take(struct redis_store *r)
 {
-    pthread_mutex_lock(&r->mu);
-    redisContext *c = r->n_idle ? r->idle[--r->n_idle] : NULL;
-    pthread_mutex_unlock(&r->mu);
-    return c ? c : connect_one(r);
+    return rg_redis_take(r->redis);
 }
 
-/* Gives a context back; one that saw an error is freed (its error is sticky). */
 static void give(struct redis_store *r, redisContext *c, int failed)
 {
-    if (!c)
-        return;
-    if (failed || c->err) {
-        redisFree(c);
-        return;
-    }
-    pthread_mutex_lock(&r->mu);
-    if (r->n_idle < IDLE_MAX) {
-        r->idle[r->n_idle++] = c;
-        c = NULL;
-    }
-    pthread_mutex_unlock(&r->mu);
-    if (c)
-        redisFree(c);
+    rg_redis_give(r->redis, c, failed);
 }
 
 /* ---- keys ---- */
@@ -322,8 +263,8 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     char reg_key[512], seen_key[512];
     key_of(reg_key, sizeof reg_key, page, "reg");
     key_of(seen_key, sizeof seen_key, page, "seen");
-    /* EVALSHA sha 2 reg seen now stale max ttl (ref seen blob)... */
-    size_t argc = 9 + 3 * n;
+    /* keys: reg seen; args: now stale max ttl, then (ref seen blob) per entry */
+    size_t argc = 6 + 3 * n;
     const char **argv = calloc(argc, sizeof *argv);
     size_t *argl = calloc(argc, sizeof *argl);
     char (*nums)[24] = calloc(4 + n, 24);
@@ -334,9 +275,6 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     if (!argv || !argl || !nums || !blobs)
         goto out;
     size_t a = 0;
-    argv[a++] = "EVALSHA";
-    argv[a++] = r->sha;
-    argv[a++] = "2";
     argv[a++] = reg_key;
     argv[a++] = seen_key;
     snprintf(nums[0], 24, "%lld", (long long)now_ms);
@@ -360,16 +298,7 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     rc = RG_EUNAVAIL;
     if (!(c = take(r)))
         goto out;
-    rep = redisCommandArgv(c, (int)a, argv, argl);
-    if (rep && rep->type == REDIS_REPLY_ERROR && !strncmp(rep->str, "NOSCRIPT", 8)) {
-        /* The server lost its script cache (restart, SCRIPT FLUSH): send it whole. */
-        freeReplyObject(rep);
-        argv[0] = "EVAL";
-        argl[0] = 4;
-        argv[1] = commit_lua;
-        argl[1] = strlen(commit_lua);
-        rep = redisCommandArgv(c, (int)a, argv, argl);
-    }
+    rep = rg_redis_eval(c, &commit_script, 2, (int)a - 2, argv, argl);
     if (rep && rep->type == REDIS_REPLY_ARRAY) {
         rc = 0;
         if (removed && rep->elements) {
@@ -411,66 +340,54 @@ static int redis_drop(reg_store *s, const char *page)
     return rc;
 }
 
+static int redis_expire(reg_store *s, const char *page, int64_t ttl_ms)
+{
+    struct redis_store *r = (struct redis_store *)s;
+    char reg_key[512], seen_key[512], ttl[24];
+    key_of(reg_key, sizeof reg_key, page, "reg");
+    key_of(seen_key, sizeof seen_key, page, "seen");
+    snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_ms > 0 ? ttl_ms : r->ttl_ms));
+    redisContext *c = take(r);
+    if (!c)
+        return RG_EUNAVAIL;
+    int failed = 0;
+    for (int i = 0; i < 2 && !failed; i++) {
+        redisReply *rep = redisCommand(c, "PEXPIRE %s %s", i ? seen_key : reg_key, ttl);
+        failed = !rep || rep->type == REDIS_REPLY_ERROR;
+        freeReplyObject(rep);
+    }
+    give(r, c, failed);
+    return failed ? RG_EUNAVAIL : 0;
+}
+
 static void redis_destroy(reg_store *s)
 {
     struct redis_store *r = (struct redis_store *)s;
-    while (r->n_idle)
-        redisFree(r->idle[--r->n_idle]);
-    pthread_mutex_destroy(&r->mu);
+    if (r->own_redis)
+        rg_redis_free(r->redis);
     free(r);
 }
 
-static const reg_store_ops redis_ops = {redis_load, redis_commit, redis_drop, redis_destroy};
-
-/* redis://[[user]:password@]host[:port][/db] */
-static int parse_url(struct redis_store *r, const char *url)
-{
-    const char *p = url;
-    if (!strncmp(p, "redis://", 8))
-        p += 8;
-    const char *at = strrchr(p, '@');
-    if (at) {
-        const char *colon = memchr(p, ':', (size_t)(at - p));
-        const char *pw = colon ? colon + 1 : p;
-        snprintf(r->password, sizeof r->password, "%.*s", (int)(at - pw), pw);
-        p = at + 1;
-    }
-    const char *slash = strchr(p, '/');
-    const char *colon = strchr(p, ':');
-    size_t hl = colon && (!slash || colon < slash) ? (size_t)(colon - p)
-                : slash                             ? (size_t)(slash - p)
-                                                    : strlen(p);
-    if (hl == 0 || hl >= sizeof r->host)
-        return -1;
-    snprintf(r->host, sizeof r->host, "%.*s", (int)hl, p);
-    r->port = colon && (!slash || colon < slash) ? atoi(colon + 1) : 6379;
-    r->db = slash ? atoi(slash + 1) : 0;
-    return r->port > 0 && r->port < 65536 ? 0 : -1;
-}
-
-static void sha1_of_script(struct redis_store *r, redisContext *c)
-{
-    redisReply *rep = redisCommand(c, "SCRIPT LOAD %s", commit_lua);
-    if (rep && rep->type == REDIS_REPLY_STRING && rep->len == 40)
-        memcpy(r->sha, rep->str, 41);
-    freeReplyObject(rep);
-}
+static const reg_store_ops redis_ops = {redis_load, redis_commit, redis_drop, redis_expire,
+                                        redis_destroy};
 
 void reg_redis_config_default(reg_redis_config *cfg)
 {
-    cfg->url = "redis://127.0.0.1:6379";
-    cfg->connect_timeout_ms = 500;
-    cfg->command_timeout_ms = 1000;
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    cfg->url = rc.url;
+    cfg->connect_timeout_ms = rc.connect_timeout_ms;
+    cfg->command_timeout_ms = rc.command_timeout_ms;
     cfg->ttl_ms = 24LL * 3600 * 1000;
+    cfg->conn = NULL;
 }
 
 void reg_redis_config_from_env(reg_redis_config *cfg)
 {
-    const char *u = getenv("REFGATE_REDIS_URL");
-    if (u && *u)
-        cfg->url = u;
-    cfg->command_timeout_ms =
-        (int)rg_env_long("REFGATE_REDIS_TIMEOUT_MS", cfg->command_timeout_ms, 10, 60000);
+    rg_redis_config rc = {cfg->url, cfg->connect_timeout_ms, cfg->command_timeout_ms};
+    rg_redis_config_from_env(&rc);
+    cfg->url = rc.url;
+    cfg->command_timeout_ms = rc.command_timeout_ms;
 }
 
 reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t errlen)
@@ -479,28 +396,34 @@ reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t er
     if (!r)
         return NULL;
     r->base.ops = &redis_ops;
-    pthread_mutex_init(&r->mu, NULL);
-    if (parse_url(r, cfg->url) < 0) {
-        snprintf(err, errlen, "cannot read the Redis URL");
-        redis_destroy(&r->base);
-        return NULL;
-    }
-    r->connect_tv = (struct timeval){cfg->connect_timeout_ms / 1000,
-                                     (cfg->connect_timeout_ms % 1000) * 1000};
-    r->command_tv = (struct timeval){cfg->command_timeout_ms / 1000,
-                                     (cfg->command_timeout_ms % 1000) * 1000};
     r->ttl_ms = cfg->ttl_ms;
-    redisContext *c = connect_one(r);
+    if (cfg->conn) {
+        r->redis = cfg->conn;
+    } else {
+        rg_redis_config rc = {cfg->url, cfg->connect_timeout_ms, cfg->command_timeout_ms};
+        if (rg_redis_new(&rc, &r->redis, err, errlen) < 0) {
+            free(r);
+            return NULL;
+        }
+        r->own_redis = 1;
+    }
+    /* Check the server now, and load the script: a wrong address or password
+       is a clear error at start rather than at the first observation. */
+    redisContext *c = take(r);
     if (!c) {
-        snprintf(err, errlen, "cannot reach Redis at %s:%d%s", r->host, r->port,
-                 r->password[0] ? " (or it refused the password)" : "");
+        snprintf(err, errlen, "cannot reach Redis at %s (or it refused the password)",
+                 rg_redis_where(r->redis));
         redis_destroy(&r->base);
         return NULL;
     }
-    sha1_of_script(r, c);
-    give(r, c, 0);
-    if (!r->sha[0]) {
-        snprintf(err, errlen, "Redis refused the registry's script");
+    const char *none[] = {"x", "x", "0", "0", "0", "0"};
+    redisReply *rep = rg_redis_eval(c, &commit_script, 2, 4, none, NULL);
+    int ok = rep && rep->type == REDIS_REPLY_ARRAY;
+    give(r, c, rep == NULL);
+    freeReplyObject(rep);
+    if (!ok) {
+        snprintf(err, errlen, "Redis at %s refused the registry's script",
+                 rg_redis_where(r->redis));
         redis_destroy(&r->base);
         return NULL;
     }
