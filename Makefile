@@ -23,6 +23,9 @@ COMMON_SRC := common/rg.c common/redis.c
 CDP_SRC    := cdp/cdp.c cdp/frame.c
 POOL_SRC   := pool/pool.c pool/spawn.c
 REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
+SESSION_SRC := $(wildcard session/*.c)
+# The gateway's pieces as a library (tests link them); main.c is the server.
+GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 
 obj = $(patsubst %.S,$(BUILD)/%.o,$(patsubst %.c,$(BUILD)/%.o,$(1)))
 
@@ -30,14 +33,17 @@ LIB_COMMON := $(BUILD)/libcommon.a
 LIB_CDP    := $(BUILD)/libcdp.a
 LIB_POOL   := $(BUILD)/libpool.a
 LIB_REGISTRY := $(BUILD)/libregistry.a
-# Link order follows the dependency arrows: registry -> pool -> cdp -> common.
-LIBS_REFGATE := $(LIB_REGISTRY) $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
+LIB_SESSION := $(BUILD)/libsession.a
+LIB_GATEWAY := $(BUILD)/libgateway.a
+# Link order follows the dependency arrows: gateway -> session -> registry, pool -> cdp -> common.
+LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_SESSION) $(LIB_REGISTRY) $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
 
 # Every tests/unit/test_*.c and tests/integration/test_*.c is a test binary.
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
-TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
-BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click
+TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c \
+                tests/support/redis.c
+BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park
 
 .PHONY: all test unit integration asan bench run deps clean format fmt-check
 .DEFAULT_GOAL := all
@@ -96,6 +102,12 @@ $(LIB_POOL): $(call obj,$(POOL_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 $(LIB_REGISTRY): $(call obj,$(REGISTRY_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(LIB_SESSION): $(call obj,$(SESSION_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(LIB_GATEWAY): $(call obj,$(GATEWAY_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 

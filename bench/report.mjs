@@ -7,7 +7,8 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
-const [rgPath, pwPath, rgObsPath, pwObsPath, rgClickPath, pwClickPath] = process.argv.slice(2);
+const [rgPath, pwPath, rgObsPath, pwObsPath, rgClickPath, pwClickPath, rgParkPath] =
+  process.argv.slice(2);
 const rg = JSON.parse(readFileSync(rgPath, 'utf8'));
 const pw = JSON.parse(readFileSync(pwPath, 'utf8'));
 
@@ -53,6 +54,26 @@ console.log('ratio = refgate / Playwright; medians unless a percentile is named.
 
 if (rgObsPath && pwObsPath) observeTable();
 if (rgClickPath && pwClickPath) clickTable();
+if (rgParkPath) parkTable();
+
+// Park and restore (bench/park.c) against refgate's own cold path on the same page.
+function parkTable() {
+  const r = JSON.parse(readFileSync(rgParkPath, 'utf8'));
+  console.log('');
+  console.log(`park and restore: a page with ${r.refs} refs, cookies, storage and a scroll ` +
+              `position; median of ${r.rounds} rounds (min-max), one browser, private Redis`);
+  const mm = (a, lo, hi) => `${a.toFixed(1)} (${lo.toFixed(1)}-${hi.toFixed(1)})`;
+  console.log('| figure | value |');
+  console.log('|---|---:|');
+  console.log(`| cold: create + navigate + observe [ms] | ${mm(r.cold_ms, r.cold_min_ms, r.cold_max_ms)} |`);
+  console.log(`| park [ms] | ${r.park_ms.toFixed(1)} |`);
+  console.log(`| restore to the first observe [ms] | ${mm(r.restore_ms, r.restore_min_ms, r.restore_max_ms)} |`);
+  console.log(`| restore / cold (target at most 1.5) | ${r.restore_over_cold.toFixed(2)} |`);
+  console.log(`| refs kept / lost at restore | ${r.refs_kept} / ${r.refs_lost} |`);
+  console.log(`| Redis bytes per parked session (target under 65536) | ${r.redis_bytes_parked} |`);
+  console.log(`| Redis round trips per observe (target 1) | ${r.redis_round_trips_per_observe} |`);
+  if (r.failed) console.log(`note: ${r.failed} parks failed, see the log`);
+}
 
 // Click by ref: refgate's click on a ref against page.getByRef(ref).click().
 function clickTable() {

@@ -3,6 +3,8 @@
 # the same Chromium binary and flags, in one run, printed as tables with
 # ratios by bench/report.mjs. Measures; asserts nothing.
 #   floor    bench/floor.c and bench/peer/floor.mjs
+#   park     bench/park.c: park and restore against the cold path, Redis
+#            bytes per parked session, round trips per observe
 #   observe  bench/observe.c and bench/peer/observe.mjs: observe against
 #            Playwright's AI snapshot on bench/pages/controls.html and the
 #            corpus pages (../shared/corpus/pages), plus Playwright's MCP
@@ -61,7 +63,12 @@ node "$here/peer/click.mjs" $quick >"$out/playwright-click.json" 2>"$out/playwri
     echo "bench: Playwright click failed, see $out/playwright-click.log" >&2
     exit 1
 }
+echo "bench: park and restore ${quick:+(quick)}..." >&2
+"$build/bench/park" $quick >"$out/refgate-park.json" 2>"$out/refgate-park.log" || {
+    echo "bench: refgate park failed, see $out/refgate-park.log" >&2
+    exit 1
+}
 node "$here/report.mjs" "$out/refgate.json" "$out/playwright.json" \
     "$out/refgate-observe.json" "$out/playwright-observe.json" \
-    "$out/refgate-click.json" "$out/playwright-click.json"
+    "$out/refgate-click.json" "$out/playwright-click.json" "$out/refgate-park.json"
 rm -rf "$out"

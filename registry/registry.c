@@ -462,6 +462,8 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
             match[i] = e;
         }
     }
+    for (i = 0; i < m.n; i++)
+        o->n_unmatched += !m.claimed[i];
     /* Matched refs are taken first, so new elements never get them. */
     for (i = 0; i < n; i++) {
         if (match[i]) {

@@ -146,11 +146,12 @@ typedef struct reg_store_ops {
     /** Forgets a page. */
     int (*drop)(reg_store *s, const char *page);
     /**
-     * Makes the page's registry expire ttl_ms from now (<= 0: the store's
-     * default), so it lives as long as its session: parking extends it to the
-     * dormant TTL. The memory store keeps pages until they are dropped.
+     * Parks the page's registry: packs it into a compact form (one value per
+     * page, only what re-binding by identity needs; selectors and bounds are
+     * left out, the next observation recomputes them) that expires ttl_ms
+     * from now. The next load unpacks it. The memory store has nothing to do.
      */
-    int (*expire)(reg_store *s, const char *page, int64_t ttl_ms);
+    int (*park)(reg_store *s, const char *page, int64_t ttl_ms);
     void (*destroy)(reg_store *s);
 } reg_store_ops;
 
@@ -262,6 +263,8 @@ typedef struct reg_observation {
     size_t n_refs;         /* nodes with a ref */
     size_t n_new, n_moved, n_stable;
     size_t n_removed;      /* entries the store dropped (stale or over the cap) */
+    size_t n_unmatched;    /* registered entries this observation found no element for
+                              (after a restore: the refs lost; n_stable + n_moved kept) */
     int reused;            /* the page answered from its unchanged-page cache */
     char *text;            /* the outline (or the diff) */
     uint64_t snapshot_id;

@@ -260,7 +260,7 @@ static void mem_destroy(reg_store *s)
 }
 
 /* Memory pages live until dropped: the process is their lifetime. */
-static int mem_expire(reg_store *s, const char *page, int64_t ttl_ms)
+static int mem_park(reg_store *s, const char *page, int64_t ttl_ms)
 {
     (void)s;
     (void)page;
@@ -268,7 +268,7 @@ static int mem_expire(reg_store *s, const char *page, int64_t ttl_ms)
     return 0;
 }
 
-static const reg_store_ops mem_ops = {mem_load, mem_commit, mem_drop, mem_expire, mem_destroy};
+static const reg_store_ops mem_ops = {mem_load, mem_commit, mem_drop, mem_park, mem_destroy};
 
 reg_store *reg_store_mem_new(void)
 {

@@ -6,6 +6,7 @@
  * Data model (DESIGN.md): for a page key "{t:<tenant>:s:<sid>}:<page>"
  *   rg:{t:<tenant>:s:<sid>}:reg:<page>   hash  ref -> msgpack(entry)
  *   rg:{t:<tenant>:s:<sid>}:seen:<page>  zset  ref -> last seen (ms)
+ *   rg:{t:<tenant>:s:<sid>}:regz:<page>  string the compact form of a parked page
  * Both share the session's hash tag, so the model runs on Redis Cluster. One
  * observation is one EVALSHA of a Lua script that upserts, drops the stale
  * entries and evicts down to the cap atomically: two workers racing on one
@@ -31,6 +32,7 @@
 static const char commit_lua[] =
     "local now, stale, max, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
     "tonumber(ARGV[4])\n"
+    "redis.call('DEL', KEYS[3])\n"
     "for i = 5, #ARGV, 3 do\n"
     "  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])\n"
     "  redis.call('ZADD', KEYS[2], tonumber(ARGV[i + 1]), ARGV[i])\n"
@@ -59,6 +61,13 @@ struct redis_store {
 };
 
 static rg_redis_script commit_script = {commit_lua, ""};
+
+/* KEYS reg seen regz; ARGV blob ttl: the compact form replaces the hash and zset. */
+static rg_redis_script park_script = {
+    "redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])\n"
+    "redis.call('DEL', KEYS[1], KEYS[2])\n"
+    "return 1\n",
+    ""};
 
 static redisContext *take(struct redis_store *r)
 {
@@ -218,25 +227,163 @@ static int unpack_entry(const char *buf, size_t len, reg_entry *e)
 
 /* ---- operations ---- */
 
+/* ---- the compact parked form ----
+ * msgpack [1, base_seen, [[ref, testid, id, aria, role, name, tag, prole,
+ * sib, nattr, frame, base_seen - seen, order], ...]]: identity only, about
+ * 60 bytes an entry, one string value per page instead of a hash and a zset.
+ */
+
+static void pack_opt(msgpack_packer *pk, const char *v)
+{
+    if (!v) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_str(pk, strlen(v));
+    msgpack_pack_str_body(pk, v, strlen(v));
+}
+
+static void pack_compact(msgpack_sbuffer *sb, const reg_entry *v, size_t n)
+{
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, sb, msgpack_sbuffer_write);
+    int64_t base = 0;
+    for (size_t i = 0; i < n; i++)
+        base = v[i].last_seen_ms > base ? v[i].last_seen_ms : base;
+    msgpack_pack_array(&pk, 3);
+    msgpack_pack_int(&pk, 1);
+    msgpack_pack_int64(&pk, base);
+    msgpack_pack_array(&pk, n);
+    for (size_t i = 0; i < n; i++) {
+        const reg_entry *e = &v[i];
+        msgpack_pack_array(&pk, 13);
+        pack_opt(&pk, e->ref);
+        pack_opt(&pk, e->ident.testid);
+        pack_opt(&pk, e->ident.id);
+        pack_opt(&pk, e->ident.aria_label);
+        pack_opt(&pk, e->ident.role);
+        pack_opt(&pk, e->ident.name);
+        pack_opt(&pk, e->ident.tag);
+        pack_opt(&pk, e->ident.parent_role);
+        msgpack_pack_int(&pk, e->ident.sibling_index);
+        pack_opt(&pk, e->name_attr);
+        pack_opt(&pk, e->frame && *e->frame ? e->frame : NULL);
+        msgpack_pack_int64(&pk, base - e->last_seen_ms);
+        msgpack_pack_int(&pk, e->order);
+    }
+}
+
+static int unpack_compact_entry(const msgpack_object *o, int64_t base, reg_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    if (o->type != MSGPACK_OBJECT_ARRAY || o->via.array.size != 13)
+        return RG_EINTERNAL;
+    const msgpack_object *f = o->via.array.ptr;
+    if (f[0].type != MSGPACK_OBJECT_STR || f[0].via.str.size >= sizeof e->ref)
+        return RG_EINTERNAL;
+    memcpy(e->ref, f[0].via.str.ptr, f[0].via.str.size);
+    e->ref[f[0].via.str.size] = '\0';
+    char **dst[] = {&e->ident.testid, &e->ident.id,   &e->ident.aria_label,
+                    &e->ident.role,   &e->ident.name, &e->ident.tag,
+                    &e->ident.parent_role};
+    for (int i = 0; i < 7; i++)
+        *dst[i] = str_of(&f[1 + i]);
+    e->ident.sibling_index = (int)int_of(&f[8]);
+    e->name_attr = str_of(&f[9]);
+    e->frame = f[10].type == MSGPACK_OBJECT_STR ? str_of(&f[10]) : strdup("");
+    e->last_seen_ms = base - int_of(&f[11]);
+    e->order = (int)int_of(&f[12]);
+    return e->frame ? 0 : RG_ENOMEM;
+}
+
+/* Entries of a compact value appended to v (room for them is there). */
+static size_t unpack_compact(const char *buf, size_t len, reg_entry *v)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0, k = 0;
+    if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS &&
+        u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size == 3 &&
+        int_of(&u.data.via.array.ptr[0]) == 1 &&
+        u.data.via.array.ptr[2].type == MSGPACK_OBJECT_ARRAY) {
+        int64_t base = int_of(&u.data.via.array.ptr[1]);
+        const msgpack_object_array *a = &u.data.via.array.ptr[2].via.array;
+        for (uint32_t i = 0; i < a->size; i++) {
+            if (unpack_compact_entry(&a->ptr[i], base, &v[k]) == 0)
+                k++;
+            else
+                reg_entry_destroy(&v[k]);
+        }
+    }
+    msgpack_unpacked_destroy(&u);
+    return k;
+}
+
+/* How many entries a compact value holds (its array's declared size, capped). */
+static size_t compact_count(const char *buf, size_t len)
+{
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0, n = 0;
+    if (msgpack_unpack_next(&u, buf, len, &off) == MSGPACK_UNPACK_SUCCESS &&
+        u.data.type == MSGPACK_OBJECT_ARRAY && u.data.via.array.size == 3 &&
+        u.data.via.array.ptr[2].type == MSGPACK_OBJECT_ARRAY)
+        n = u.data.via.array.ptr[2].via.array.size;
+    msgpack_unpacked_destroy(&u);
+    return n;
+}
+
+static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size_t n,
+                        int64_t now_ms, int64_t stale_ms, size_t max, reg_removed *removed);
+
+/* ---- operations ---- */
+
+/* The hash's entries (and, with regz, the compact value's) in one round trip. */
+static int fetch(struct redis_store *r, const char *page, redisReply **hvals, redisReply **regz)
+{
+    char key[512], zkey[512];
+    key_of(key, sizeof key, page, "reg");
+    key_of(zkey, sizeof zkey, page, "regz");
+    *hvals = *regz = NULL;
+    redisContext *c = take(r);
+    if (!c)
+        return RG_EUNAVAIL;
+    redisAppendCommand(c, "HVALS %s", key);
+    redisAppendCommand(c, "GET %s", zkey);
+    int failed = redisGetReply(c, (void **)hvals) != REDIS_OK ||
+                 redisGetReply(c, (void **)regz) != REDIS_OK;
+    give(r, c, failed);
+    if (failed || !*hvals || (*hvals)->type != REDIS_REPLY_ARRAY) {
+        freeReplyObject(*hvals);
+        freeReplyObject(*regz);
+        *hvals = *regz = NULL;
+        return RG_EUNAVAIL;
+    }
+    return 0;
+}
+
+static int ref_cmp(const void *a, const void *b)
+{
+    return strcmp(((const reg_entry *)a)->ref, ((const reg_entry *)b)->ref);
+}
+
+/*
+ * A page's entries. A parked page (its compact value) is unpacked and
+ * written back as a hash and a zset (the commit drops the compact value),
+ * so the first load after a restore costs one more round trip, and only it.
+ */
 static int redis_load(reg_store *s, const char *page, reg_entry **out, size_t *n)
 {
     struct redis_store *r = (struct redis_store *)s;
     *out = NULL;
     *n = 0;
-    char key[512];
-    key_of(key, sizeof key, page, "reg");
-    redisContext *c = take(r);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "HVALS %s", key);
-    if (!rep || rep->type != REDIS_REPLY_ARRAY) {
-        int failed = !rep;
-        freeReplyObject(rep);
-        give(r, c, failed);
-        return RG_EUNAVAIL;
-    }
-    int rc = 0;
-    reg_entry *v = calloc(rep->elements ? rep->elements : 1, sizeof *v);
+    redisReply *rep, *regz;
+    int rc = fetch(r, page, &rep, &regz);
+    if (rc < 0)
+        return rc;
+    int parked = regz && regz->type == REDIS_REPLY_STRING;
+    size_t nz = parked ? compact_count(regz->str, regz->len) : 0;
+    reg_entry *v = calloc(rep->elements + nz + 1, sizeof *v);
     size_t k = 0;
     for (size_t i = 0; v && i < rep->elements; i++) {
         redisReply *el = rep->element[i];
@@ -245,12 +392,58 @@ static int redis_load(reg_store *s, const char *page, reg_entry **out, size_t *n
         else
             reg_entry_destroy(&v[k]); /* a value we cannot read is skipped */
     }
-    if (!v)
-        rc = RG_ENOMEM;
     freeReplyObject(rep);
-    give(r, c, 0);
+    if (v && parked) {
+        /* Hash entries (newer) win over the compact ones with the same ref. */
+        qsort(v, k, sizeof *v, ref_cmp);
+        size_t hashed = k, got = unpack_compact(regz->str, regz->len, v + k);
+        for (size_t i = hashed; i < hashed + got; i++) {
+            if (hashed && bsearch(&v[i], v, hashed, sizeof *v, ref_cmp))
+                reg_entry_destroy(&v[i]);
+            else
+                v[k++] = v[i];
+        }
+        /* Thaw: no cleanup here, the observation's own commit does it. */
+        rc = redis_commit(s, page, v + hashed, k - hashed, rg_wall_ms(), INT64_MAX / 4,
+                          SIZE_MAX / 4, NULL);
+    }
+    freeReplyObject(regz);
+    if (!v)
+        return RG_ENOMEM;
+    if (rc < 0) {
+        reg_entries_free(v, k);
+        return rc;
+    }
     *out = v;
     *n = k;
+    return 0;
+}
+
+static int redis_park(reg_store *s, const char *page, int64_t ttl_ms)
+{
+    struct redis_store *r = (struct redis_store *)s;
+    reg_entry *v;
+    size_t n;
+    int rc = redis_load(s, page, &v, &n);
+    if (rc < 0)
+        return rc;
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    pack_compact(&sb, v, n);
+    reg_entries_free(v, n);
+    char reg_key[512], seen_key[512], regz_key[512], ttl[24];
+    key_of(reg_key, sizeof reg_key, page, "reg");
+    key_of(seen_key, sizeof seen_key, page, "seen");
+    key_of(regz_key, sizeof regz_key, page, "regz");
+    snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_ms > 0 ? ttl_ms : r->ttl_ms));
+    const char *args[] = {reg_key, seen_key, regz_key, sb.data ? sb.data : "", ttl};
+    size_t lens[] = {strlen(reg_key), strlen(seen_key), strlen(regz_key), sb.size, strlen(ttl)};
+    redisContext *c = take(r);
+    redisReply *rep = c ? rg_redis_eval(c, &park_script, 3, 2, args, lens) : NULL;
+    give(r, c, rep == NULL);
+    rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
+    freeReplyObject(rep);
+    msgpack_sbuffer_destroy(&sb);
     return rc;
 }
 
@@ -260,11 +453,12 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     struct redis_store *r = (struct redis_store *)s;
     if (removed)
         *removed = (reg_removed){0};
-    char reg_key[512], seen_key[512];
+    char reg_key[512], seen_key[512], regz_key[512];
     key_of(reg_key, sizeof reg_key, page, "reg");
     key_of(seen_key, sizeof seen_key, page, "seen");
-    /* keys: reg seen; args: now stale max ttl, then (ref seen blob) per entry */
-    size_t argc = 6 + 3 * n;
+    key_of(regz_key, sizeof regz_key, page, "regz");
+    /* keys: reg seen regz; args: now stale max ttl, then (ref seen blob) per entry */
+    size_t argc = 7 + 3 * n;
     const char **argv = calloc(argc, sizeof *argv);
     size_t *argl = calloc(argc, sizeof *argl);
     char (*nums)[24] = calloc(4 + n, 24);
@@ -277,6 +471,7 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     size_t a = 0;
     argv[a++] = reg_key;
     argv[a++] = seen_key;
+    argv[a++] = regz_key;
     snprintf(nums[0], 24, "%lld", (long long)now_ms);
     snprintf(nums[1], 24, "%lld", (long long)stale_ms);
     snprintf(nums[2], 24, "%zu", max);
@@ -298,7 +493,7 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     rc = RG_EUNAVAIL;
     if (!(c = take(r)))
         goto out;
-    rep = rg_redis_eval(c, &commit_script, 2, (int)a - 2, argv, argl);
+    rep = rg_redis_eval(c, &commit_script, 3, (int)a - 3, argv, argl);
     if (rep && rep->type == REDIS_REPLY_ARRAY) {
         rc = 0;
         if (removed && rep->elements) {
@@ -327,37 +522,18 @@ out:
 static int redis_drop(reg_store *s, const char *page)
 {
     struct redis_store *r = (struct redis_store *)s;
-    char reg_key[512], seen_key[512];
+    char reg_key[512], seen_key[512], regz_key[512];
     key_of(reg_key, sizeof reg_key, page, "reg");
     key_of(seen_key, sizeof seen_key, page, "seen");
+    key_of(regz_key, sizeof regz_key, page, "regz");
     redisContext *c = take(r);
     if (!c)
         return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "DEL %s %s", reg_key, seen_key);
+    redisReply *rep = redisCommand(c, "DEL %s %s %s", reg_key, seen_key, regz_key);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     give(r, c, rep == NULL);
     freeReplyObject(rep);
     return rc;
-}
-
-static int redis_expire(reg_store *s, const char *page, int64_t ttl_ms)
-{
-    struct redis_store *r = (struct redis_store *)s;
-    char reg_key[512], seen_key[512], ttl[24];
-    key_of(reg_key, sizeof reg_key, page, "reg");
-    key_of(seen_key, sizeof seen_key, page, "seen");
-    snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_ms > 0 ? ttl_ms : r->ttl_ms));
-    redisContext *c = take(r);
-    if (!c)
-        return RG_EUNAVAIL;
-    int failed = 0;
-    for (int i = 0; i < 2 && !failed; i++) {
-        redisReply *rep = redisCommand(c, "PEXPIRE %s %s", i ? seen_key : reg_key, ttl);
-        failed = !rep || rep->type == REDIS_REPLY_ERROR;
-        freeReplyObject(rep);
-    }
-    give(r, c, failed);
-    return failed ? RG_EUNAVAIL : 0;
 }
 
 static void redis_destroy(reg_store *s)
@@ -368,7 +544,7 @@ static void redis_destroy(reg_store *s)
     free(r);
 }
 
-static const reg_store_ops redis_ops = {redis_load, redis_commit, redis_drop, redis_expire,
+static const reg_store_ops redis_ops = {redis_load, redis_commit, redis_drop, redis_park,
                                         redis_destroy};
 
 void reg_redis_config_default(reg_redis_config *cfg)
@@ -416,8 +592,10 @@ reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t er
         redis_destroy(&r->base);
         return NULL;
     }
-    const char *none[] = {"x", "x", "0", "0", "0", "0"};
-    redisReply *rep = rg_redis_eval(c, &commit_script, 2, 4, none, NULL);
+    const char *none[] = {"rg:{probe}:reg", "rg:{probe}:seen", "rg:{probe}:regz",
+                          "0",              "0",               "0",
+                          "0"};
+    redisReply *rep = rg_redis_eval(c, &commit_script, 3, 4, none, NULL);
     int ok = rep && rep->type == REDIS_REPLY_ARRAY;
     give(r, c, rep == NULL);
     freeReplyObject(rep);

@@ -29,80 +29,19 @@
 
 #include "registry/registry.h"
 #include "tests/support/store_contract.h"
+#include "tests/support/support.h"
 
-static int port;
-static pid_t redis_pid;
-static const char *password; /* --requirepass for the server, when set */
-static char dir[128];
-
-static int free_port(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    struct sockaddr_in a = {.sin_family = AF_INET};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t l = sizeof a;
-    bind(fd, (struct sockaddr *)&a, sizeof a);
-    getsockname(fd, (struct sockaddr *)&a, &l);
-    close(fd);
-    return ntohs(a.sin_port);
-}
+static redissrv *rs;
 
 static redisContext *direct(void)
 {
-    struct timeval tv = {1, 0};
-    redisContext *c = redisConnectWithTimeout("127.0.0.1", port, tv);
-    if (c && c->err) {
-        redisFree(c);
-        return NULL;
-    }
-    return c;
-}
-
-/* Starts redis-server on the port and waits until it answers PING. */
-static int redis_start(void)
-{
-    char ps[16];
-    snprintf(ps, sizeof ps, "%d", port);
-    redis_pid = fork();
-    if (redis_pid == 0) {
-        if (password)
-            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save",
-                   "", "--appendonly", "no", "--dir", dir, "--logfile", "redis.log",
-                   "--requirepass", password, (char *)NULL);
-        else
-            execlp("redis-server", "redis-server", "--port", ps, "--bind", "127.0.0.1", "--save",
-                   "", "--appendonly", "no", "--dir", dir, "--logfile", "redis.log", (char *)NULL);
-        _exit(127);
-    }
-    for (int i = 0; i < 200; i++) {
-        redisContext *c = direct();
-        if (c) {
-            redisReply *r = redisCommand(c, "PING");
-            /* With a password, NOAUTH also says the server is up. */
-            int ok = r && (r->type == REDIS_REPLY_STATUS || r->type == REDIS_REPLY_ERROR);
-            freeReplyObject(r);
-            redisFree(c);
-            if (ok)
-                return 0;
-        }
-        usleep(20000);
-    }
-    return -1;
-}
-
-static void redis_stop(void)
-{
-    if (redis_pid > 0) {
-        kill(redis_pid, SIGKILL);
-        waitpid(redis_pid, NULL, 0);
-        redis_pid = 0;
-    }
+    return redissrv_connect(rs);
 }
 
 static reg_store *open_store(void)
 {
     char url[64], err[128];
-    snprintf(url, sizeof url, "redis://127.0.0.1:%d", port);
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redissrv_port(rs));
     reg_redis_config cfg;
     reg_redis_config_default(&cfg);
     cfg.url = url;
@@ -117,6 +56,7 @@ static void test_contract(void **state)
     (void)state;
     reg_store *s = open_store();
     store_contract(s, "{t:acme:s:1}:p", "{t:acme:s:1}:q");
+    store_park_contract(s, "{t:acme:s:1}:parked");
     reg_store_free(s);
 }
 
@@ -146,6 +86,56 @@ static void test_keys_are_hash_tagged_and_expire(void **state)
     assert_int_equal(n, 1);
     assert_string_equal(v[0].ref, "@x");
     reg_entries_free(v, n);
+    reg_store_free(s);
+}
+
+/* A parked page is one compact value with the dormant TTL, about 60 bytes an
+   entry; the first load writes the hash and zset back and drops it. */
+static void test_parked_page_is_compact(void **state)
+{
+    (void)state;
+    reg_store *s = open_store();
+    enum { N = 500 };
+    reg_entry *v = calloc(N, sizeof *v);
+    char (*names)[24] = calloc(N, 24);
+    int64_t now = rg_wall_ms();
+    for (int i = 0; i < N; i++) {
+        snprintf(names[i], 24, "@e%05d", i);
+        v[i] = contract_entry(names[i], now - i, i);
+        static const char *alts[] = {"role:button[name=\"Action\"]", "main > div > button"};
+        v[i].alt = (char **)alts;
+        v[i].n_alt = 2;
+        v[i].selector = (char *)alts[0];
+        v[i].css_path = (char *)alts[1];
+    }
+    const char *page = "{t:acme:s:big}:main";
+    assert_int_equal(s->ops->commit(s, page, v, N, now, 60000, 2000, NULL), 0);
+    assert_int_equal(s->ops->park(s, page, 3600 * 1000), 0);
+    redisContext *c = direct();
+    redisReply *r = redisCommand(c, "EXISTS rg:{t:acme:s:big}:reg:main rg:{t:acme:s:big}:seen:main");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    r = redisCommand(c, "STRLEN rg:{t:acme:s:big}:regz:main");
+    assert_true(r->integer > 0 && r->integer < 64 * N);
+    freeReplyObject(r);
+    r = redisCommand(c, "PTTL rg:{t:acme:s:big}:regz:main");
+    assert_true(r->integer > 3500 * 1000 && r->integer <= 3600 * 1000);
+    freeReplyObject(r);
+    reg_entry *got;
+    size_t n;
+    assert_int_equal(s->ops->load(s, page, &got, &n), 0);
+    assert_int_equal(n, N);
+    reg_entries_free(got, n);
+    r = redisCommand(c, "EXISTS rg:{t:acme:s:big}:regz:main");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    r = redisCommand(c, "HLEN rg:{t:acme:s:big}:reg:main");
+    assert_int_equal(r->integer, N);
+    freeReplyObject(r);
+    redisFree(c);
+    s->ops->drop(s, page);
+    free(names);
+    free(v);
     reg_store_free(s);
 }
 
@@ -237,7 +227,7 @@ static void test_outage_is_unavailable_then_recovers(void **state)
     reg_store *s = open_store();
     reg_entry e = contract_entry("@before", 1000, 1);
     assert_int_equal(s->ops->commit(s, "{t:acme:s:o}:p", &e, 1, 1000, 60000, 10, NULL), 0);
-    redis_stop();
+    redissrv_stop(rs);
     reg_entry *v;
     size_t n;
     int64_t t0 = rg_now_ms();
@@ -246,14 +236,14 @@ static void test_outage_is_unavailable_then_recovers(void **state)
     assert_int_equal(s->ops->load(s, "{t:acme:s:o}:p", &v, &n), RG_EUNAVAIL);
     assert_string_equal(rg_err_code(RG_EUNAVAIL), "unavailable");
     assert_true(rg_now_ms() - t0 < 10000); /* no hang: refused connections fail at once */
-    /* Back, empty (no persistence here) and without the script: the store
-       reconnects and sends the script whole. */
-    assert_int_equal(redis_start(), 0);
+    /* Back (its append-only file kept the data) without the script cache:
+       the store reconnects and sends the script whole. */
+    assert_int_equal(redissrv_restart(rs), 0);
     reg_entry f = contract_entry("@after", 2000, 1);
     assert_int_equal(s->ops->commit(s, "{t:acme:s:o}:p", &f, 1, 2000, 60000, 10, NULL), 0);
     assert_int_equal(s->ops->load(s, "{t:acme:s:o}:p", &v, &n), 0);
-    assert_int_equal(n, 1);
-    assert_string_equal(v[0].ref, "@after");
+    assert_int_equal(n, 2);
+    assert_true(contract_has(v, n, "@before") && contract_has(v, n, "@after"));
     reg_entries_free(v, n);
     reg_store_free(s);
 }
@@ -262,9 +252,11 @@ static void test_outage_is_unavailable_then_recovers(void **state)
 static void test_password_in_url(void **state)
 {
     (void)state;
-    redis_stop();
-    password = "s3cret";
-    assert_int_equal(redis_start(), 0);
+    int port = redissrv_port(rs);
+    redissrv_free(rs);
+    rs = redissrv_start("s3cret");
+    assert_non_null(rs);
+    port = redissrv_port(rs);
     char url[96], err[160];
     reg_redis_config cfg;
     reg_redis_config_default(&cfg);
@@ -293,34 +285,28 @@ static void test_password_in_url(void **state)
     assert_int_equal(r->integer, 1);
     freeReplyObject(r);
     redisFree(c);
-    redis_stop();
-    password = NULL;
-    assert_int_equal(redis_start(), 0);
+    redissrv_free(rs);
+    rs = redissrv_start(NULL);
+    assert_non_null(rs);
 }
 
 int main(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/refgate-test-redis-%d", (int)getpid());
-    mkdir(dir, 0700);
-    port = free_port();
-    if (redis_start() < 0) {
+    rs = redissrv_start(NULL);
+    if (!rs) {
         fprintf(stderr, "test_store_redis: redis-server did not start (make deps)\n");
-        redis_stop();
         return 1;
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_contract),
         cmocka_unit_test(test_keys_are_hash_tagged_and_expire),
+        cmocka_unit_test(test_parked_page_is_compact),
         cmocka_unit_test(test_racing_commits_never_exceed_the_cap),
         cmocka_unit_test(test_large_cleanup),
         cmocka_unit_test(test_outage_is_unavailable_then_recovers),
         cmocka_unit_test(test_password_in_url),
     };
     int rc = cmocka_run_group_tests_name("store_redis", tests, NULL, NULL);
-    redis_stop();
-    char log[192];
-    snprintf(log, sizeof log, "%s/redis.log", dir);
-    unlink(log);
-    rmdir(dir);
+    redissrv_free(rs);
     return rc;
 }

@@ -105,4 +105,47 @@ static void store_contract(reg_store *s, const char *page, const char *other_pag
     reg_entries_free(got, n);
 }
 
+/* Park keeps every entry's ref, identity, last seen and order; the next
+   commit after the load goes on from there (cleanup and cap included). */
+static void store_park_contract(reg_store *s, const char *page)
+{
+    reg_entry v[3] = {contract_entry("@a", 1000, 1), contract_entry("@b", 2000, 2),
+                      contract_entry("@c", 3000, 3)};
+    v[1].ident.testid = (char *)"bee";
+    v[1].ident.sibling_index = 4;
+    v[2].name_attr = (char *)"cee";
+    assert_int_equal(s->ops->commit(s, page, v, 3, 3000, 60000, 10, NULL), 0);
+    assert_int_equal(s->ops->park(s, page, 60000), 0);
+    reg_entry *got;
+    size_t n;
+    assert_int_equal(s->ops->load(s, page, &got, &n), 0);
+    assert_int_equal(n, 3);
+    for (size_t i = 0; i < n; i++) {
+        int k = got[i].ref[1] - 'a';
+        assert_true(k >= 0 && k < 3);
+        assert_int_equal(got[i].last_seen_ms, v[k].last_seen_ms);
+        assert_int_equal(got[i].order, v[k].order);
+        assert_string_equal(got[i].ident.role, "button");
+        assert_string_equal(got[i].ident.name, v[k].ident.name);
+        assert_int_equal(got[i].ident.sibling_index, v[k].ident.sibling_index);
+        assert_true(reg_identity_score(&got[i].ident, &v[k].ident) == 1.0);
+        if (k == 2)
+            assert_string_equal(got[i].name_attr, "cee");
+    }
+    reg_entries_free(got, n);
+    /* A later observation: @a goes stale, @d joins. */
+    reg_entry d = contract_entry("@d", 62000, 1);
+    reg_removed rm = {0};
+    assert_int_equal(s->ops->commit(s, page, &d, 1, 62000, 60000, 10, &rm), 0);
+    assert_int_equal(rm.n, 1);
+    assert_string_equal(rm.refs[0], "@a");
+    reg_removed_free(&rm);
+    assert_int_equal(s->ops->load(s, page, &got, &n), 0);
+    assert_int_equal(n, 3);
+    assert_true(contract_has(got, n, "@b") && contract_has(got, n, "@c") &&
+                contract_has(got, n, "@d"));
+    reg_entries_free(got, n);
+    assert_int_equal(s->ops->drop(s, page), 0);
+}
+
 #endif

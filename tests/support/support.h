@@ -34,4 +34,29 @@ long procs_pss_kib(pid_t pid);
 /** Number of running (non-zombie) processes whose command line contains needle. */
 int procs_count_cmdline(const char *needle);
 
+/* ---- a private redis-server (redis.c) ---- */
+
+typedef struct redissrv redissrv;
+
+/**
+ * Starts redis-server on 127.0.0.1 at a free port with its files in a fresh
+ * directory under /tmp (append-only file on, so a stop and start keeps the
+ * data), with requirepass when password is not NULL, and waits until it
+ * answers. NULL when it did not start.
+ */
+redissrv *redissrv_start(const char *password);
+int redissrv_port(const redissrv *r);
+/** "redis://[:password@]127.0.0.1:<port>" */
+const char *redissrv_url(const redissrv *r);
+/** Stops the server (SIGTERM, by PID) and waits for it; the data stays. */
+void redissrv_stop(redissrv *r);
+/** Starts it again on the same port and directory; 0 once it answers. */
+int redissrv_restart(redissrv *r);
+/** Freezes (SIGSTOP) or thaws (SIGCONT) the server: a Redis that stops answering. */
+void redissrv_freeze(redissrv *r, int frozen);
+/** Stops it and removes its directory. */
+void redissrv_free(redissrv *r);
+/** A direct hiredis connection (authenticated), or NULL. Test code frees it. */
+struct redisContext *redissrv_connect(const redissrv *r);
+
 #endif

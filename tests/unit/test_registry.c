@@ -174,6 +174,7 @@ static void test_mem_store_contract(void **state)
     (void)state;
     reg_store *s = reg_store_mem_new();
     store_contract(s, "{t:acme:s:1}:p", "{t:acme:s:1}:q");
+    store_park_contract(s, "{t:acme:s:1}:parked");
     reg_store_free(s);
 }
 

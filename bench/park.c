@@ -1,0 +1,256 @@
+/*
+ * park.c - park and restore against the cold path, in one run, on the same
+ * page: a generated page with 500 controls (so 500 refs), some cookies and
+ * storage, scrolled down.
+ *
+ *   cold     session create + navigate + observe
+ *   park     capture (cookies, storage, URL, scroll) + one Redis write + the
+ *            context disposed
+ *   restore  a parked session's next command: fresh context, cookies,
+ *            storage, navigate, scroll, the re-binding observe, then the
+ *            user's own first observe
+ *
+ * Also the Redis bytes one parked session holds (MEMORY USAGE of all its
+ * keys) and the Redis round trips of one observe (client commands seen by
+ * MONITOR). A private redis-server and a one-browser pool; `rounds` rounds
+ * (15, or 5 with --quick). Prints one JSON object. Measures; asserts nothing.
+ */
+#define _GNU_SOURCE
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "pool/pool.h"
+#include "registry/registry.h"
+#include "session/session.h"
+#include "tests/support/page.h"
+#include "tests/support/support.h"
+
+#define CONTROLS 500
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n ? v[n / 2] : 0;
+}
+
+static int write_page(const char *dir)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/refs500.html", dir);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    fputs("<!doctype html><title>500 refs</title><script>document.cookie='sid=abc123;"
+          "max-age=3600';localStorage.setItem('cart','[1,2,3]');"
+          "sessionStorage.setItem('step','2')</script><main>",
+          f);
+    for (int i = 0; i < CONTROLS; i++) {
+        if (i % 25 == 0)
+            fprintf(f, "%s<section><h2>Group %d</h2>", i ? "</section>" : "", i / 25);
+        switch (i % 4) {
+        case 0:
+            fprintf(f, "<button>Action %d</button>", i);
+            break;
+        case 1:
+            fprintf(f, "<a href=#item%d>Item %d</a>", i, i);
+            break;
+        case 2:
+            fprintf(f, "<label>Field %d <input name=f%d></label>", i, i);
+            break;
+        default:
+            fprintf(f, "<button data-testid=t%d>Save %d</button>", i, i);
+        }
+    }
+    fputs("</section></main><div style=height:4000px></div>", f);
+    return fclose(f);
+}
+
+/* Client commands one observe sends to Redis (MONITOR; script internals excluded). */
+static int round_trips(redissrv *rs, sess *s)
+{
+    redisContext *mon = redissrv_connect(rs);
+    redisReply *r = mon ? redisCommand(mon, "MONITOR") : NULL;
+    freeReplyObject(r);
+    reg_observation o;
+    reg_observe_opts opts = {0};
+    page_eval(sess_handle(s).conn, sess_handle(s).session,
+              "document.querySelector('main').insertAdjacentHTML('beforeend',"
+              "'<button>One more</button>');1",
+              NULL, 0);
+    if (reg_observe(sess_registry(s), sess_handle(s), &opts, &o) == 0)
+        reg_observation_free(&o);
+    redisContext *c = redissrv_connect(rs);
+    r = c ? redisCommand(c, "ECHO bench-end") : NULL;
+    freeReplyObject(r);
+    if (c)
+        redisFree(c);
+    int n = 0;
+    for (;;) {
+        void *rep = NULL;
+        if (!mon || redisGetReply(mon, &rep) != REDIS_OK)
+            break;
+        r = rep;
+        int end = r->type == REDIS_REPLY_STATUS && strstr(r->str, "bench-end");
+        n += !end && r->type == REDIS_REPLY_STATUS && !strstr(r->str, " lua]");
+        freeReplyObject(r);
+        if (end)
+            break;
+    }
+    if (mon)
+        redisFree(mon);
+    return n;
+}
+
+static long parked_bytes(redissrv *rs, const char *sid)
+{
+    redisContext *c = redissrv_connect(rs);
+    if (!c)
+        return -1;
+    long total = 0;
+    const char *kinds[] = {"meta", "park", "reg:main", "seen:main", "regz:main"};
+    for (int i = 0; i < 5; i++) {
+        redisReply *r = redisCommand(c, "MEMORY USAGE rg:{t:bench:s:%s}:%s", sid, kinds[i]);
+        if (r && r->type == REDIS_REPLY_INTEGER)
+            total += (long)r->integer;
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    return total;
+}
+
+int main(int argc, char **argv)
+{
+    int rounds = argc > 1 && !strcmp(argv[1], "--quick") ? 5 : 15;
+    char run_dir[64], docs[64], url[256], err[256], product[128];
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-park-%d", (int)getpid());
+    snprintf(docs, sizeof docs, "/tmp/refgate-bench-park-docs-%d", (int)getpid());
+    mkdir(docs, 0700);
+    redissrv *rs = redissrv_start(NULL);
+    httpd *srv = write_page(docs) == 0 ? httpd_start(docs) : NULL;
+    pool_config pc;
+    pool_config_default(&pc);
+    pool_config_from_env(&pc);
+    pc.run_dir = run_dir;
+    pc.browsers = 1;
+    pool *p;
+    rg_redis *rr;
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    if (!rs || !srv || pool_new(&pc, &p) < 0) {
+        fprintf(stderr, "park: cannot start redis-server, the page server or the pool\n");
+        return 1;
+    }
+    rc.url = redissrv_url(rs);
+    reg_redis_config sc;
+    reg_redis_config_default(&sc);
+    reg_store *store = NULL;
+    if (rg_redis_new(&rc, &rr, err, sizeof err) == 0) {
+        sc.conn = rr;
+        store = reg_store_redis_new(&sc, err, sizeof err);
+    }
+    sess_config cfg;
+    sess_config_default(&cfg);
+    cfg.idle_park_ms = 0;
+    sess_mgr *m;
+    if (!store || sess_mgr_new(&cfg, p, rr, store, &m) < 0) {
+        fprintf(stderr, "park: %s\n", err);
+        return 1;
+    }
+    httpd_url(srv, "/refs500.html", url, sizeof url);
+    double *cold = calloc((size_t)rounds, sizeof *cold);
+    double *park = calloc((size_t)rounds, sizeof *park);
+    double *restore = calloc((size_t)rounds, sizeof *restore);
+    long bytes = 0, park_value = 0;
+    size_t refs = 0, kept = 0, lost = 0;
+    int trips = -1, failed = 0;
+    for (int i = 0; i < rounds + 1; i++) {
+        int64_t t0 = rg_now_us();
+        sess *s;
+        sess_nav nav;
+        reg_observation o;
+        reg_observe_opts opts = {0};
+        if (sess_create(m, "bench", NULL, 30000, &s, err, sizeof err) < 0 ||
+            sess_navigate(s, url, "load", 30000, &nav, err, sizeof err) < 0) {
+            fprintf(stderr, "park: %s\n", err);
+            return 1;
+        }
+        sess_nav_free(&nav);
+        if (reg_observe(sess_registry(s), sess_handle(s), &opts, &o) < 0)
+            return 1;
+        int64_t t1 = rg_now_us();
+        refs = o.n_refs;
+        reg_observation_free(&o);
+        if (i == 0) {
+            page_browser_product(sess_handle(s).conn, product, sizeof product);
+            trips = round_trips(rs, s);
+        }
+        page_eval(sess_handle(s).conn, sess_handle(s).session, "window.scrollTo(0,900);1", NULL,
+                  0);
+        char sid[SESS_ID_MAX];
+        snprintf(sid, sizeof sid, "%s", sess_id(s));
+        size_t pb = 0;
+        int64_t t2 = rg_now_us();
+        if (sess_park(s, &pb, err, sizeof err) < 0) {
+            fprintf(stderr, "park: %s\n", err);
+            failed++;
+        }
+        int64_t t3 = rg_now_us();
+        sess_done(s, 0);
+        bytes = parked_bytes(rs, sid);
+        park_value = (long)pb;
+        sess_restore_info ri;
+        int64_t t4 = rg_now_us();
+        if (sess_open(m, "bench", sid, 30000, &s, &ri, err, sizeof err) < 0) {
+            fprintf(stderr, "park: restore: %s\n", err);
+            return 1;
+        }
+        if (reg_observe(sess_registry(s), sess_handle(s), &opts, &o) == 0)
+            reg_observation_free(&o);
+        int64_t t5 = rg_now_us();
+        kept = ri.refs_kept;
+        lost = ri.refs_lost;
+        sess_close(s);
+        sess_done(s, 0);
+        if (i == 0)
+            continue; /* warm-up */
+        cold[i - 1] = (t1 - t0) / 1000.0;
+        park[i - 1] = (t3 - t2) / 1000.0;
+        restore[i - 1] = (t5 - t4) / 1000.0;
+    }
+    double cmin = cold[0], rmin = restore[0];
+    for (int i = 0; i < rounds; i++) {
+        cmin = cold[i] < cmin ? cold[i] : cmin;
+        rmin = restore[i] < rmin ? restore[i] : rmin;
+    }
+    double cmed = median(cold, rounds), pmed = median(park, rounds),
+           rmed = median(restore, rounds);
+    printf("{\"chromium\":\"%s\",\"rounds\":%d,\"refs\":%zu,\"refs_kept\":%zu,\"refs_lost\":%zu,"
+           "\"cold_ms\":%.2f,\"cold_min_ms\":%.2f,\"cold_max_ms\":%.2f,"
+           "\"park_ms\":%.2f,\"restore_ms\":%.2f,\"restore_min_ms\":%.2f,"
+           "\"restore_max_ms\":%.2f,\"restore_over_cold\":%.2f,\"redis_bytes_parked\":%ld,"
+           "\"park_value_bytes\":%ld,\"redis_round_trips_per_observe\":%d,\"failed\":%d}\n",
+           product, rounds, refs, kept, lost, cmed, cmin, cold[rounds - 1], pmed, rmed, rmin,
+           restore[rounds - 1], rmed / cmed, bytes, park_value, trips, failed);
+    free(cold);
+    free(park);
+    free(restore);
+    sess_mgr_free(m);
+    reg_store_free(store);
+    rg_redis_free(rr);
+    pool_free(p);
+    httpd_stop(srv);
+    redissrv_free(rs);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docs, run_dir);
+    return system(cmd) == 0 ? 0 : 1;
+}

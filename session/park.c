@@ -1,0 +1,525 @@
+/*
+ * park.c - what a session is made of in the browser, and how it comes back:
+ * leasing and configuring a context, navigating, capturing URL, scroll,
+ * cookies and storage, packing that as msgpack, and rebuilding a page from
+ * it with its registry re-bound by identity.
+ *
+ * Cookies: every cookie of the context (Storage.getCookies with its id), as
+ * the parameters Storage.setCookies takes back. Storage: localStorage and
+ * sessionStorage of the top document's origin only (other origins' storage
+ * is not captured), put back by a script that runs before the page's own
+ * scripts on the first document of that origin, then removed.
+ */
+#define _GNU_SOURCE
+#include "sess_int.h"
+
+#include <msgpack.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALL_TIMEOUT_MS 10000
+#define RESTORE_NAV_TIMEOUT_MS 20000
+
+/* ---- leases and options ---- */
+
+int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
+{
+    sess_mgr *m = s->m;
+    pthread_mutex_lock(&m->mu);
+    int full = m->n_live >= m->cfg.capacity;
+    pthread_mutex_unlock(&m->mu);
+    if (full && m->cfg.park_lru)
+        sess_park_lru(m, s);
+    int retry = 0;
+    int rc = pool_acquire(m->pool, timeout_ms, &s->lease, &retry);
+    if (rc == RG_EPOOL && m->cfg.park_lru && sess_park_lru(m, s) == 0)
+        rc = pool_acquire(m->pool, timeout_ms, &s->lease, &retry);
+    if (rc == RG_EPOOL)
+        snprintf(err, errlen, "no browser capacity: every context is busy; retry in %d ms",
+                 retry);
+    else if (rc < 0)
+        snprintf(err, errlen, "could not get a browser context (%s)", rg_err_code(rc));
+    return rc;
+}
+
+static int call(sess *s, const char *method, const char *params, cdp_reply *r)
+{
+    reg_page_handle h = sess_handle(s);
+    if (!h.conn)
+        return RG_ECRASHED;
+    return cdp_call(h.conn, h.session, method, params, CALL_TIMEOUT_MS, r);
+}
+
+int sess_apply_options(sess *s)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_printf(&q,
+                  "{\"width\":%d,\"height\":%d,\"deviceScaleFactor\":1,\"mobile\":false}",
+                  s->width, s->height);
+    int rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setDeviceMetricsOverride", q.data, NULL);
+    if (rc == 0 && (s->user_agent || s->locale)) {
+        char ua[512] = "";
+        if (!s->user_agent) {
+            cdp_reply r;
+            if (cdp_call(pool_lease_conn(s->lease), NULL, "Browser.getVersion", NULL,
+                         CALL_TIMEOUT_MS, &r) == 0) {
+                const cJSON *u = cJSON_GetObjectItemCaseSensitive(r.result, "userAgent");
+                if (cJSON_IsString(u))
+                    snprintf(ua, sizeof ua, "%s", u->valuestring);
+            }
+            cdp_reply_free(&r);
+        }
+        const char *agent = s->user_agent ? s->user_agent : ua;
+        rg_buf_reset(&q);
+        rg_buf_puts(&q, "{\"userAgent\":");
+        rg_buf_json_str(&q, agent, strlen(agent));
+        if (s->locale) {
+            rg_buf_puts(&q, ",\"acceptLanguage\":");
+            rg_buf_json_str(&q, s->locale, strlen(s->locale));
+        }
+        rg_buf_puts(&q, "}");
+        rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setUserAgentOverride", q.data, NULL);
+    }
+    if (rc == 0 && s->locale) {
+        rg_buf_reset(&q);
+        rg_buf_puts(&q, "{\"locale\":");
+        rg_buf_json_str(&q, s->locale, strlen(s->locale));
+        rg_buf_puts(&q, "}");
+        rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setLocaleOverride", q.data, NULL);
+    }
+    if (rc == 0 && s->timezone) {
+        rg_buf_reset(&q);
+        rg_buf_puts(&q, "{\"timezoneId\":");
+        rg_buf_json_str(&q, s->timezone, strlen(s->timezone));
+        rg_buf_puts(&q, "}");
+        rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setTimezoneOverride", q.data, NULL);
+    }
+    rg_buf_destroy(&q);
+    /* Chromium refuses an unknown locale or timezone: that is the caller's input. */
+    return rc == RG_ECDP ? RG_EBADREQ : rc;
+}
+
+/* ---- navigation ---- */
+
+void sess_nav_free(sess_nav *n)
+{
+    free(n->url);
+    free(n->title);
+    n->url = n->title = NULL;
+}
+
+static int enable_page(sess *s)
+{
+    if (s->page_enabled)
+        return 0;
+    int rc = call(s, "Page.enable", NULL, NULL);
+    if (rc == 0)
+        s->page_enabled = 1;
+    return rc;
+}
+
+/* Runtime.evaluate returning a JSON string, parsed into *out. */
+static int eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out)
+{
+    *out = NULL;
+    reg_page_handle h = sess_handle(s);
+    if (!h.conn)
+        return RG_ECRASHED;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"returnByValue\":true,\"expression\":");
+    rg_buf_json_str(&q, expr, strlen(expr));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(h.conn, h.session, "Runtime.evaluate", q.data, timeout_ms, &r);
+    rg_buf_destroy(&q);
+    if (rc < 0)
+        return rc;
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.result, "result"),
+                                         "value");
+    if (cJSON_IsString(v))
+        *out = cJSON_Parse(v->valuestring);
+    cdp_reply_free(&r);
+    return *out ? 0 : RG_EINTERNAL;
+}
+
+static char *jdup(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return strdup(cJSON_IsString(v) ? v->valuestring : "");
+}
+
+static const char where_js[] =
+    "JSON.stringify({u:location.href,t:document.title,"
+    "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
+
+int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
+                  char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *ev = !wait || !strcmp(wait, "load")        ? "Page.loadEventFired"
+                     : !strcmp(wait, "domcontentloaded") ? "Page.domContentEventFired"
+                     : !strcmp(wait, "none")             ? ""
+                                                         : NULL;
+    if (!ev) {
+        snprintf(err, errlen, "wait must be load, domcontentloaded or none");
+        return RG_EBADREQ;
+    }
+    if (timeout_ms <= 0)
+        timeout_ms = 30000;
+    int64_t deadline = rg_now_ms() + timeout_ms;
+    int rc = enable_page(s);
+    if (rc < 0)
+        return rc;
+    reg_page_handle h = sess_handle(s);
+    cdp_waiter *w = NULL;
+    if (*ev && (rc = cdp_waiter_new(h.conn, h.session, ev, &w)) < 0)
+        return rc;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"url\":");
+    rg_buf_json_str(&q, url, strlen(url));
+    rg_buf_puts(&q, "}");
+    cdp_reply r = {0};
+    rc = q.failed ? RG_ENOMEM : cdp_call(h.conn, h.session, "Page.navigate", q.data, timeout_ms, &r);
+    rg_buf_destroy(&q);
+    if (rc == RG_ECDP) {
+        snprintf(err, errlen, "the browser refused the URL: %s", r.error);
+        rc = RG_EBADREQ;
+    } else if (rc == 0) {
+        const cJSON *et = cJSON_GetObjectItemCaseSensitive(r.result, "errorText");
+        const cJSON *loader = cJSON_GetObjectItemCaseSensitive(r.result, "loaderId");
+        if (cJSON_IsString(et) && *et->valuestring) {
+            snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
+            rc = RG_ENAVFAILED;
+        } else if (w && cJSON_IsString(loader)) {
+            int64_t left = deadline - rg_now_ms();
+            rc = cdp_waiter_wait(w, left > 0 ? (int)left : 1, NULL);
+            if (rc == RG_ETIMEOUT)
+                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
+                         wait ? wait : "load", timeout_ms);
+        }
+    }
+    cdp_reply_free(&r);
+    cdp_waiter_free(w);
+    if (rc < 0)
+        return rc;
+    cJSON *where = NULL;
+    if ((rc = eval_json(s, where_js, CALL_TIMEOUT_MS, &where)) < 0)
+        return rc;
+    out->url = jdup(where, "u");
+    out->title = jdup(where, "t");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
+    out->status = cJSON_IsNumber(st) ? st->valueint : 0;
+    cJSON_Delete(where);
+    if (!out->url || !out->title) {
+        sess_nav_free(out);
+        return RG_ENOMEM;
+    }
+    return 0;
+}
+
+/* ---- capture ---- */
+
+void sess_capture_free(sess_capture *c)
+{
+    free(c->url);
+    free(c->title);
+    free(c->origin);
+    free(c->cookies);
+    free(c->ls);
+    free(c->ss);
+    memset(c, 0, sizeof *c);
+}
+
+static const char capture_js[] =
+    "(function(full){var r={u:location.href,t:document.title,o:location.origin,"
+    "x:Math.round(scrollX),y:Math.round(scrollY)};if(!full)return JSON.stringify(r);"
+    "function dump(st){var o={};for(var i=0;i<st.length;i++){var k=st.key(i);"
+    "o[k]=st.getItem(k)}return o}"
+    "try{r.ls=dump(localStorage)}catch(e){}try{r.ss=dump(sessionStorage)}catch(e){}"
+    "return JSON.stringify(r)})(%s)";
+
+/* The fields Storage.setCookies takes back, from what Storage.getCookies gave. */
+static char *cookie_params(const cJSON *cookies)
+{
+    static const char *keep[] = {"name",     "value",    "domain",       "path",
+                                 "secure",   "httpOnly", "sameSite",     "priority",
+                                 "sourceScheme", "sourcePort"};
+    cJSON *out = cJSON_CreateArray();
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cookies)
+    {
+        cJSON *p = cJSON_CreateObject();
+        if (!p)
+            break;
+        for (size_t i = 0; i < sizeof keep / sizeof *keep; i++) {
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, keep[i]);
+            if (v)
+                cJSON_AddItemToObject(p, keep[i], cJSON_Duplicate(v, 1));
+        }
+        const cJSON *session = cJSON_GetObjectItemCaseSensitive(c, "session");
+        const cJSON *exp = cJSON_GetObjectItemCaseSensitive(c, "expires");
+        if (!cJSON_IsTrue(session) && cJSON_IsNumber(exp) && exp->valuedouble > 0)
+            cJSON_AddNumberToObject(p, "expires", exp->valuedouble);
+        cJSON_AddItemToArray(out, p);
+    }
+    char *s = out ? cJSON_PrintUnformatted(out) : NULL;
+    cJSON_Delete(out);
+    return s;
+}
+
+static char *print_obj(const cJSON *root, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, k);
+    return cJSON_IsObject(v) && v->child ? cJSON_PrintUnformatted(v) : NULL;
+}
+
+int sess_capture_page(sess *s, int full, sess_capture *c)
+{
+    memset(c, 0, sizeof *c);
+    char expr[sizeof capture_js + 8];
+    snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
+    cJSON *root = NULL;
+    int rc = eval_json(s, expr, CALL_TIMEOUT_MS, &root);
+    if (rc < 0)
+        return rc;
+    c->url = jdup(root, "u");
+    c->title = jdup(root, "t");
+    c->origin = jdup(root, "o");
+    const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "x");
+    const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
+    c->sx = cJSON_IsNumber(x) ? x->valuedouble : 0;
+    c->sy = cJSON_IsNumber(y) ? y->valuedouble : 0;
+    if (full) {
+        c->ls = print_obj(root, "ls");
+        c->ss = print_obj(root, "ss");
+    }
+    cJSON_Delete(root);
+    if (!c->url || !c->title || !c->origin) {
+        sess_capture_free(c);
+        return RG_ENOMEM;
+    }
+    if (!full)
+        return 0;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"browserContextId\":");
+    const char *ctx = pool_lease_context(s->lease);
+    rg_buf_json_str(&q, ctx, strlen(ctx));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    rc = q.failed ? RG_ENOMEM
+                  : cdp_call(pool_lease_conn(s->lease), NULL, "Storage.getCookies", q.data,
+                             CALL_TIMEOUT_MS, &r);
+    rg_buf_destroy(&q);
+    if (rc == 0) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
+        if (cJSON_IsArray(arr) && arr->child && !(c->cookies = cookie_params(arr)))
+            rc = RG_ENOMEM;
+    }
+    cdp_reply_free(&r);
+    if (rc < 0)
+        sess_capture_free(c);
+    return rc;
+}
+
+/* ---- msgpack of the parked state ---- */
+
+static void put_str(msgpack_packer *pk, const char *k, const char *v)
+{
+    msgpack_pack_str(pk, strlen(k));
+    msgpack_pack_str_body(pk, k, strlen(k));
+    if (!v) {
+        msgpack_pack_nil(pk);
+        return;
+    }
+    msgpack_pack_str(pk, strlen(v));
+    msgpack_pack_str_body(pk, v, strlen(v));
+}
+
+static void put_num(msgpack_packer *pk, const char *k, double v)
+{
+    msgpack_pack_str(pk, strlen(k));
+    msgpack_pack_str_body(pk, k, strlen(k));
+    msgpack_pack_int64(pk, (int64_t)v);
+}
+
+int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
+{
+    msgpack_sbuffer sb;
+    msgpack_sbuffer_init(&sb);
+    msgpack_packer pk;
+    msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
+    msgpack_pack_map(&pk, 11);
+    put_num(&pk, "v", 1);
+    put_str(&pk, "url", c->url);
+    put_str(&pk, "title", c->title);
+    put_str(&pk, "origin", c->origin);
+    put_num(&pk, "w", s->width);
+    put_num(&pk, "h", s->height);
+    put_num(&pk, "sx", c->sx);
+    put_num(&pk, "sy", c->sy);
+    put_str(&pk, "cookies", c->cookies);
+    put_str(&pk, "ls", c->ls);
+    put_str(&pk, "ss", c->ss);
+    if (!sb.data) {
+        msgpack_sbuffer_destroy(&sb);
+        return RG_ENOMEM;
+    }
+    *len = sb.size;
+    *out = msgpack_sbuffer_release(&sb);
+    return 0;
+}
+
+static int key_is(const msgpack_object *k, const char *name)
+{
+    return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(name) &&
+           !memcmp(k->via.str.ptr, name, k->via.str.size);
+}
+
+int sess_unpack(const char *buf, size_t len, sess_capture *c)
+{
+    memset(c, 0, sizeof *c);
+    msgpack_unpacked u;
+    msgpack_unpacked_init(&u);
+    size_t off = 0;
+    if (msgpack_unpack_next(&u, buf, len, &off) != MSGPACK_UNPACK_SUCCESS ||
+        u.data.type != MSGPACK_OBJECT_MAP) {
+        msgpack_unpacked_destroy(&u);
+        return RG_EINTERNAL;
+    }
+    const msgpack_object_map *m = &u.data.via.map;
+    for (uint32_t i = 0; i < m->size; i++) {
+        const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
+        char **dst = key_is(k, "url")       ? &c->url
+                     : key_is(k, "title")   ? &c->title
+                     : key_is(k, "origin")  ? &c->origin
+                     : key_is(k, "cookies") ? &c->cookies
+                     : key_is(k, "ls")      ? &c->ls
+                     : key_is(k, "ss")      ? &c->ss
+                                            : NULL;
+        if (dst && v->type == MSGPACK_OBJECT_STR && !*dst)
+            *dst = strndup(v->via.str.ptr, v->via.str.size);
+        else if (key_is(k, "sx") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            c->sx = (double)v->via.u64;
+        else if (key_is(k, "sy") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+            c->sy = (double)v->via.u64;
+    }
+    msgpack_unpacked_destroy(&u);
+    return 0;
+}
+
+/* ---- restore ---- */
+
+static int set_cookies(sess *s, const char *cookies)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"cookies\":");
+    rg_buf_puts(&q, cookies);
+    rg_buf_puts(&q, ",\"browserContextId\":");
+    const char *ctx = pool_lease_context(s->lease);
+    rg_buf_json_str(&q, ctx, strlen(ctx));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(pool_lease_conn(s->lease), NULL, "Storage.setCookies", q.data,
+                                 CALL_TIMEOUT_MS, &r);
+    if (rc == RG_ECDP)
+        rg_log(RG_LOG_WARN, "session", "%s: cookies not restored: %s", s->id, r.error);
+    cdp_reply_free(&r);
+    rg_buf_destroy(&q);
+    return rc == RG_ECDP ? 0 : rc;
+}
+
+/* Puts storage back before the first document of its origin runs any script. */
+static int add_storage_script(sess *s, const sess_capture *p, char *id, size_t idlen)
+{
+    rg_buf src;
+    rg_buf_init(&src);
+    rg_buf_puts(&src, "(function(o,ls,ss){if(window.top!==window||location.origin!==o)return;"
+                      "function put(st,v){try{if(v)for(var k in v)st.setItem(k,v[k])}catch(e){}}"
+                      "put(localStorage,ls);put(sessionStorage,ss)})(");
+    rg_buf_json_str(&src, p->origin, strlen(p->origin));
+    rg_buf_printf(&src, ",%s,%s)", p->ls ? p->ls : "null", p->ss ? p->ss : "null");
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"source\":");
+    rg_buf_json_str(&q, src.data ? src.data : "", src.len);
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    int rc = src.failed || q.failed ? RG_ENOMEM
+                                    : call(s, "Page.addScriptToEvaluateOnNewDocument", q.data, &r);
+    if (rc == 0) {
+        const cJSON *ident = cJSON_GetObjectItemCaseSensitive(r.result, "identifier");
+        snprintf(id, idlen, "%s", cJSON_IsString(ident) ? ident->valuestring : "");
+    }
+    cdp_reply_free(&r);
+    rg_buf_destroy(&q);
+    rg_buf_destroy(&src);
+    return rc;
+}
+
+static void remove_script(sess *s, const char *id)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"identifier\":");
+    rg_buf_json_str(&q, id, strlen(id));
+    rg_buf_puts(&q, "}");
+    if (!q.failed)
+        call(s, "Page.removeScriptToEvaluateOnNewDocument", q.data, NULL);
+    rg_buf_destroy(&q);
+}
+
+int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capture *parked,
+                 sess_restore_info *ri, char *err, size_t errlen)
+{
+    int rc = 0;
+    char script[64] = "";
+    if (parked && parked->cookies && (rc = set_cookies(s, parked->cookies)) < 0)
+        goto fail;
+    if (parked && (parked->ls || parked->ss) && parked->origin && strcmp(parked->origin, "null") &&
+        ((rc = enable_page(s)) < 0 || (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
+        goto fail;
+    if (url && *url && strcmp(url, "about:blank")) {
+        sess_nav nav;
+        char nerr[256];
+        int nrc = sess_navigate(s, url, "load", RESTORE_NAV_TIMEOUT_MS, &nav, nerr, sizeof nerr);
+        if (nrc == RG_ECRASHED) {
+            rc = nrc;
+            goto fail;
+        }
+        /* A site that is down or slow does not lose the session: it comes
+           back on whatever the page shows, and its refs report what they find. */
+        if (nrc < 0)
+            rg_log(RG_LOG_WARN, "session", "%s: restore navigation: %s", s->id, nerr);
+        sess_nav_free(&nav);
+    }
+    if (script[0])
+        remove_script(s, script);
+    if (sx > 0 || sy > 0) {
+        char expr[96];
+        snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);JSON.stringify(1)", sx, sy);
+        cJSON *ignored = NULL;
+        eval_json(s, expr, CALL_TIMEOUT_MS, &ignored);
+        cJSON_Delete(ignored);
+    }
+    /* One observation re-binds every registered ref by identity. */
+    reg_observation o;
+    reg_observe_opts opts = {0};
+    if ((rc = reg_observe(s->reg, sess_handle(s), &opts, &o)) < 0)
+        goto fail;
+    ri->refs_kept = o.n_stable + o.n_moved;
+    ri->refs_lost = o.n_unmatched;
+    reg_observation_free(&o);
+    return 0;
+fail:
+    snprintf(err, errlen, "could not restore the session (%s)", rg_err_code(rc));
+    return rc;
+}

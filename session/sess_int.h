@@ -1,0 +1,98 @@
+/*
+ * sess_int.h - private to session/: the session and manager structures
+ * shared by session.c (table, ownership, heartbeat) and park.c (capture,
+ * restore, navigation).
+ */
+#ifndef SESS_INT_H
+#define SESS_INT_H
+
+#include <pthread.h>
+
+#include "session.h"
+
+struct sess_waiter {
+    pthread_cond_t cv;
+    int granted;
+    struct sess_waiter *next;
+};
+
+struct sess {
+    sess_mgr *m;
+    char tenant[SESS_TENANT_MAX];
+    char id[SESS_ID_MAX];
+    char tag[SESS_TENANT_MAX + SESS_ID_MAX + 16];     /* {t:<tenant>:s:<sid>} */
+    char page_key[SESS_TENANT_MAX + SESS_ID_MAX + 32]; /* <tag>:main */
+
+    /* Guarded by m->mu. */
+    int busy;                      /* a command (or the heartbeat) holds it */
+    struct sess_waiter *qhead, *qtail;
+    int refs;                      /* holders, waiters and heartbeat snapshots */
+    int in_table;
+    int live;                      /* holds a context here and owns the lease */
+    int want_park;                 /* another worker asked, or the lease was lost */
+    int64_t last_used_ms;
+    sess *next;
+
+    /* Owned by the holder. */
+    pool_lease *lease;
+    reg_page *reg;
+    int width, height;
+    char *user_agent, *locale, *timezone;
+    int page_enabled;
+    int64_t created_ms;
+    int64_t last_full_ms;          /* last capture of cookies and storage */
+    int lost;                      /* atomic: the browser died under the lease */
+};
+
+struct sess_mgr {
+    sess_config cfg;
+    char worker[64];
+    pool *pool;
+    rg_redis *redis;
+    reg_store *store;
+    pthread_mutex_t mu;
+    pthread_cond_t hb_cv;
+    sess *table;
+    int n_live;
+    int stopping;
+    pthread_t hb;
+    sess_stats stats;
+};
+
+/* session.c */
+
+/** Parks the least recently used idle live session other than except. */
+int sess_park_lru(sess_mgr *m, const sess *except);
+/** Watches s's fresh lease for a dying browser and opens its registry page. */
+int sess_bind_lease(sess *s);
+
+/* park.c */
+
+/** Leases a context for s (parking an idle session first when the pool is full). */
+int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen);
+/** Applies viewport, user agent, locale and timezone to the page. */
+int sess_apply_options(sess *s);
+
+/** What a capture read from the page. */
+typedef struct sess_capture {
+    char *url, *title, *origin;
+    double sx, sy;
+    char *cookies;       /* JSON array of cookie params, or NULL */
+    char *ls, *ss;       /* JSON objects, or NULL */
+} sess_capture;
+
+void sess_capture_free(sess_capture *c);
+/** Reads URL, title and scroll; with full, cookies and the origin's storage too. */
+int sess_capture_page(sess *s, int full, sess_capture *c);
+/** The parked state as one msgpack value (caller frees *out). */
+int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len);
+int sess_unpack(const char *buf, size_t len, sess_capture *c);
+
+/**
+ * Rebuilds the page on s's fresh lease: cookies, storage before the page's
+ * scripts, the URL, scroll, then one observation that re-binds the registry.
+ */
+int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capture *parked,
+                 sess_restore_info *ri, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,173 @@
+/*
+ * session.h - sessions whose state lives in Redis: a session is one browser
+ * context with one page, leased from this worker's pool while it is live,
+ * and a set of Redis keys that let any worker rebuild it after a park, a
+ * crash or the death of the worker that held it.
+ *
+ * Redis data model (DESIGN.md), all keys of a session under one hash tag:
+ *   rg:{t:<tenant>:s:<sid>}:meta       hash   state (live/parked), owner, url,
+ *                                             title, scroll, options, times
+ *   rg:{t:<tenant>:s:<sid>}:lease      string the owning worker's id, with a TTL
+ *                                             it refreshes by heartbeat
+ *   rg:{t:<tenant>:s:<sid>}:want       string another worker asks the owner to park
+ *   rg:{t:<tenant>:s:<sid>}:park       string msgpack: cookies, storage, url,
+ *                                             viewport, scroll (the last capture)
+ *   rg:{t:<tenant>:s:<sid>}:reg:main   the page's registry (registry/)
+ *   rg:t:<tenant>:sessions             zset   sid -> created (listing, quotas)
+ * Every key of a session expires after the dormant TTL without use.
+ *
+ * Ownership: a worker owns a live session while the lease key holds its id.
+ * A heartbeat thread refreshes the leases of the sessions a worker holds;
+ * a worker that dies stops owning them within lease_ms, and the next command
+ * anywhere restores the session from its last checkpoint. A worker that
+ * wants a session another live worker holds sets `want`; the owner parks it
+ * at its next heartbeat, and the requester restores it.
+ *
+ * Commands on one session run one at a time in arrival order (sess_open
+ * queues FIFO); different sessions run in parallel.
+ *
+ * Dependencies: pool/ (leases), registry/ (refs), cdp/, common/.
+ */
+#ifndef SESSION_H
+#define SESSION_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../common/rg.h"
+#include "../pool/pool.h"
+#include "../registry/registry.h"
+
+#define SESS_ID_MAX 40
+#define SESS_TENANT_MAX 64
+#define SESS_PAGE "main" /* the registry page of a session's (one) page */
+
+typedef struct sess_config {
+    const char *worker_id;       /* REFGATE_WORKER_ID [w<pid>] */
+    int lease_ms;                /* REFGATE_SESSION_LEASE_MS [5000] */
+    int heartbeat_ms;            /* lease_ms / 5 */
+    int64_t dormant_ttl_ms;      /* REFGATE_DORMANT_TTL_S [86400] */
+    int64_t idle_park_ms;        /* REFGATE_IDLE_PARK_S [300]; 0 never */
+    int park_lru;                /* REFGATE_PARK_LRU [1]: park the least recently used
+                                    idle session when the pool is full */
+    int64_t full_checkpoint_ms;  /* REFGATE_CHECKPOINT_FULL_MS [5000]: cookies and storage
+                                    are captured after a navigation, and after other
+                                    commands at most this often */
+    size_t park_max_bytes;       /* REFGATE_PARK_MAX_BYTES [8 MiB]: storage beyond it is
+                                    not kept (cookies, URL and scroll always are) */
+    int capacity;                /* live sessions this worker holds at most [pool size] */
+    reg_config reg;
+} sess_config;
+
+void sess_config_default(sess_config *cfg);
+void sess_config_from_env(sess_config *cfg);
+
+typedef struct sess_mgr sess_mgr;
+typedef struct sess sess;
+
+/**
+ * A worker's sessions. pool, redis and store are borrowed and outlive the
+ * manager; store must be a Redis store for sessions to move between workers.
+ * Starts the heartbeat thread (leases, park requests, idle parking).
+ */
+int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *store,
+                 sess_mgr **out);
+/**
+ * Stops the heartbeat and frees the manager. Live sessions are not parked
+ * (sess_park_all first for a clean shutdown): their leases expire and they
+ * restore from their checkpoints elsewhere.
+ */
+void sess_mgr_free(sess_mgr *m);
+/** Parks every live session of this worker (SIGTERM). Returns how many failed. */
+int sess_park_all(sess_mgr *m);
+
+typedef struct sess_options {
+    int width, height;        /* viewport [1280 x 800] */
+    const char *user_agent;   /* NULL: the browser's */
+    const char *locale;       /* "de-DE" */
+    const char *timezone;     /* "Europe/Berlin" */
+} sess_options;
+
+/**
+ * Creates a session for tenant: a fresh context from the pool (parking the
+ * least recently used idle session when the pool is full), its options
+ * applied, its state in Redis. On success *out is held for the caller (as
+ * after sess_open): run the first command (navigate), then sess_done.
+ */
+int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int timeout_ms,
+                sess **out, char *err, size_t errlen);
+
+typedef struct sess_restore_info {
+    int restored;        /* the command found the session parked (or orphaned) and rebuilt it */
+    size_t refs_kept, refs_lost;
+} sess_restore_info;
+
+/**
+ * Takes the session for one command, in arrival order, waiting up to
+ * timeout_ms behind the commands before it. A session live on this worker
+ * is used as it is; a parked one, or one whose worker or browser died, is
+ * restored here; one held by another live worker is asked to park and then
+ * restored here. Errors: RG_ENOTFOUND (no such session for this tenant),
+ * RG_ECONFLICT (still queued, or the other worker did not let go, at the
+ * timeout), RG_EUNAVAIL (Redis), RG_EPOOL, and restore's errors.
+ */
+int sess_open(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, sess **out,
+              sess_restore_info *ri, char *err, size_t errlen);
+
+/**
+ * Ends a command: checkpoints the URL and scroll position (and cookies and
+ * storage when due or when full is set, after a navigation), marks the
+ * session used and lets the next command in. s may have been parked or
+ * closed by the command.
+ */
+void sess_done(sess *s, int full);
+
+const char *sess_id(const sess *s);
+const char *sess_worker(const sess_mgr *m);
+reg_page *sess_registry(sess *s);
+reg_page_handle sess_handle(sess *s);
+/** 1 when the session's browser died during the command (browser_crashed). */
+int sess_lost(const sess *s);
+
+typedef struct sess_nav {
+    char *url, *title;   /* owned */
+    int status;          /* HTTP status of the main document, 0 when unknown */
+} sess_nav;
+
+void sess_nav_free(sess_nav *n);
+
+/**
+ * Navigates the session's page and waits for `wait` ("load" [default],
+ * "domcontentloaded", "none") up to timeout_ms. RG_ENAVFAILED with the
+ * browser's reason (DNS, connection, TLS) in err; RG_ETIMEOUT.
+ */
+int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
+                  char *err, size_t errlen);
+
+/** Parks the held session: captures, writes it, frees the context. *bytes: the parked size. */
+int sess_park(sess *s, size_t *bytes, char *err, size_t errlen);
+
+/** Closes the held session and forgets everything it had in Redis. */
+int sess_close(sess *s);
+
+typedef struct sess_info {
+    char state[16];        /* live, parked */
+    char worker[64];       /* the owner when live */
+    char *url, *title;     /* owned */
+    int64_t created_ms, last_used_ms;
+    int width, height;
+} sess_info;
+
+void sess_info_free(sess_info *i);
+
+/** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
+int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);
+
+typedef struct sess_stats {
+    int live;       /* sessions live on this worker */
+    uint64_t parked, restored, park_failures;
+} sess_stats;
+
+void sess_get_stats(sess_mgr *m, sess_stats *st);
+
+#endif
