@@ -3,6 +3,7 @@
  * See rg.h for contracts. Everything here is thread-safe.
  */
 #define _GNU_SOURCE
+#include <stdarg.h>
 #include "rg.h"
 
 #include <errno.h>
@@ -361,4 +362,15 @@ char *rg_buf_steal(rg_buf *b)
         p = calloc(1, 1);
     memset(b, 0, sizeof *b);
     return p;
+}
+
+int rg_bad(char *err, size_t errlen, const char *fmt, ...)
+{
+    if (err && errlen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err, errlen, fmt, ap);
+        va_end(ap);
+    }
+    return RG_EBADREQ;
 }

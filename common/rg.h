@@ -51,6 +51,12 @@ enum rg_err {
     RG_ERR_MIN = -24
 };
 
+/**
+ * Formats a sentence into err (errlen bytes; err may be NULL) and returns
+ * RG_EBADREQ: the usual way to refuse input with a reason.
+ */
+int rg_bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
 /** The protocol code for err ("bad_request", ...); "internal" for unknowns. */
 const char *rg_err_code(int err);
 /** The HTTP status the protocol gives err. */

@@ -799,6 +799,7 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
     if (has_target) {
         rc = reg_resolve(pg, h, &t, a->has_nth, a->nth, (int)(deadline - rg_now_ms()), &res, err,
                          errlen);
+        out->count = res.count;
         if (rc < 0)
             goto out;
         snprintf(out->ref, sizeof out->ref, "%s", res.ref);

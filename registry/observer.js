@@ -29,7 +29,7 @@
  */
 (function () {
   'use strict';
-  var VERSION = 5;
+  var VERSION = 6;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 
@@ -928,15 +928,16 @@
 
   function selectorsOf(el, role, name, testid, id, rootDoc) {
     var out = [];
-    if (testid) out.push('[data-testid=' + quoteSel(testid) + ']');
+    /* every selector is a target as it stands: CSS ones carry css: */
+    if (testid) out.push('css:[data-testid=' + quoteSel(testid) + ']');
     if (name && !QUIET_ROLE[role]) out.push('role:' + role + '[name=' + quoteSel(name) + ']');
-    if (id) out.push('#' + CSS.escape(id));
+    if (id) out.push('css:#' + CSS.escape(id));
     if (name && name.length <= 60 && (role === 'link' || role === 'button' || role === 'tab' ||
         role === 'menuitem' || role === 'option' || role === 'DisclosureTriangle')) {
       var raw = el.textContent || '';
       if (raw.length < 400 && fold(raw) === name) out.push('text:' + name);
     }
-    out.push(cssPath(el));
+    out.push('css:' + cssPath(el));
     return out;
   }
 

@@ -382,6 +382,7 @@ typedef struct reg_action_result {
     size_t data_len;
     int width, height;      /* screenshot */
     int64_t ms;             /* wait: how long it took */
+    int count;              /* how many elements the target matched (RG_EAMBIGUOUS says it) */
 } reg_action_result;
 
 void reg_action_result_free(reg_action_result *r);

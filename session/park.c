@@ -23,6 +23,8 @@
 
 /* ---- leases and options ---- */
 
+static int enable_page(sess *s);
+
 int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
 {
     sess_mgr *m = s->m;
@@ -53,6 +55,12 @@ static int call(sess *s, const char *method, const char *params, cdp_reply *r)
 
 int sess_apply_options(sess *s)
 {
+    /* Page events (dialogs, navigations) and console messages from the start. */
+    int rc0 = enable_page(s);
+    if (rc0 == 0)
+        rc0 = call(s, "Runtime.enable", NULL, NULL);
+    if (rc0 < 0)
+        return rc0;
     rg_buf q;
     rg_buf_init(&q);
     rg_buf_printf(&q,
@@ -157,18 +165,41 @@ static const char where_js[] =
     "JSON.stringify({u:location.href,t:document.title,"
     "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
 
+/* The DevTools event a wait names ("" for none), or NULL for a bad name. */
+static const char *wait_event(const char *wait)
+{
+    return !wait || !strcmp(wait, "load")        ? "Page.loadEventFired"
+           : !strcmp(wait, "domcontentloaded") ? "Page.domContentEventFired"
+           : !strcmp(wait, "none")             ? ""
+                                               : NULL;
+}
+
+/* Where the page is now: URL, title, the main document's HTTP status. */
+static int read_where(sess *s, sess_nav *out)
+{
+    cJSON *where = NULL;
+    int rc = eval_json(s, where_js, CALL_TIMEOUT_MS, &where);
+    if (rc < 0)
+        return rc;
+    out->url = jdup(where, "u");
+    out->title = jdup(where, "t");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
+    out->status = cJSON_IsNumber(st) ? st->valueint : 0;
+    cJSON_Delete(where);
+    if (!out->url || !out->title) {
+        sess_nav_free(out);
+        return RG_ENOMEM;
+    }
+    return 0;
+}
+
 int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
                   char *err, size_t errlen)
 {
     memset(out, 0, sizeof *out);
-    const char *ev = !wait || !strcmp(wait, "load")        ? "Page.loadEventFired"
-                     : !strcmp(wait, "domcontentloaded") ? "Page.domContentEventFired"
-                     : !strcmp(wait, "none")             ? ""
-                                                         : NULL;
-    if (!ev) {
-        snprintf(err, errlen, "wait must be load, domcontentloaded or none");
-        return RG_EBADREQ;
-    }
+    const char *ev = wait_event(wait);
+    if (!ev)
+        return rg_bad(err, errlen, "wait must be load, domcontentloaded or none");
     if (timeout_ms <= 0)
         timeout_ms = 30000;
     int64_t deadline = rg_now_ms() + timeout_ms;
@@ -208,19 +239,63 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     cdp_waiter_free(w);
     if (rc < 0)
         return rc;
-    cJSON *where = NULL;
-    if ((rc = eval_json(s, where_js, CALL_TIMEOUT_MS, &where)) < 0)
+    return read_where(s, out);
+}
+
+int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
+                 size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *ev = wait_event(wait);
+    if (!ev)
+        return rg_bad(err, errlen, "wait must be load, domcontentloaded or none");
+    if (timeout_ms <= 0)
+        timeout_ms = 30000;
+    int rc = enable_page(s);
+    if (rc < 0)
         return rc;
-    out->url = jdup(where, "u");
-    out->title = jdup(where, "t");
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
-    out->status = cJSON_IsNumber(st) ? st->valueint : 0;
-    cJSON_Delete(where);
-    if (!out->url || !out->title) {
-        sess_nav_free(out);
-        return RG_ENOMEM;
+    reg_page_handle h = sess_handle(s);
+    char params[64] = "";
+    const char *method = "Page.reload";
+    if (delta != 0) {
+        cdp_reply r;
+        if ((rc = call(s, "Page.getNavigationHistory", NULL, &r)) < 0)
+            return rc;
+        const cJSON *cur = cJSON_GetObjectItemCaseSensitive(r.result, "currentIndex");
+        const cJSON *entries = cJSON_GetObjectItemCaseSensitive(r.result, "entries");
+        int want = (cJSON_IsNumber(cur) ? cur->valueint : 0) + delta;
+        const cJSON *e = want >= 0 ? cJSON_GetArrayItem(entries, want) : NULL;
+        const cJSON *eid = cJSON_GetObjectItemCaseSensitive(e, "id");
+        if (cJSON_IsNumber(eid))
+            snprintf(params, sizeof params, "{\"entryId\":%d}", eid->valueint);
+        cdp_reply_free(&r);
+        if (!params[0])
+            method = NULL; /* nothing there: stay */
+        else
+            method = "Page.navigateToHistoryEntry";
     }
-    return 0;
+    if (method) {
+        cdp_waiter *w = NULL;
+        if (*ev && (rc = cdp_waiter_new(h.conn, h.session, ev, &w)) < 0)
+            return rc;
+        rc = cdp_call(h.conn, h.session, method, params[0] ? params : NULL, timeout_ms, NULL);
+        /* A page restored from the back/forward cache fires no load event: the
+           wait ends at its timeout then, and the page is where it should be. */
+        if (rc == 0 && w) {
+            int wrc = cdp_waiter_wait(w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000)
+                                               : timeout_ms,
+                                      NULL);
+            if (wrc < 0 && !(delta && wrc == RG_ETIMEOUT))
+                rc = wrc;
+            if (rc == RG_ETIMEOUT)
+                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
+                         wait ? wait : "load", timeout_ms);
+        }
+        cdp_waiter_free(w);
+        if (rc < 0)
+            return rc;
+    }
+    return read_where(s, out);
 }
 
 /* ---- capture ---- */

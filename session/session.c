@@ -79,6 +79,7 @@ static rg_redis_script release_script = {
 
 void sess_config_default(sess_config *cfg)
 {
+    memset(cfg, 0, sizeof *cfg);
     static char worker[32];
     snprintf(worker, sizeof worker, "w%d", (int)getpid());
     cfg->worker_id = worker;
@@ -301,11 +302,15 @@ static int release_lease(sess *s)
 /* Forgets the local context of s (the browser died, or another worker took over). */
 static void drop_local(sess *s)
 {
+    if (s->sub && s->lease)
+        cdp_unsubscribe(pool_lease_conn(s->lease), s->sub);
+    s->sub = 0;
     pool_release(s->lease);
     s->lease = NULL;
     reg_page_free(s->reg);
     s->reg = NULL;
     s->page_enabled = 0;
+    s->last_ckpt = 0;
     __atomic_store_n(&s->lost, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&s->m->mu);
     if (s->live) {
@@ -747,10 +752,83 @@ static void on_lost(void *ud, pool_lease *l)
     __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
 }
 
+static void console_text(const cJSON *args, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    const cJSON *a;
+    cJSON_ArrayForEach(a, args)
+    {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "value");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(a, "description");
+        char num[32];
+        const char *t = cJSON_IsString(v) ? v->valuestring
+                        : cJSON_IsNumber(v) ? (snprintf(num, sizeof num, "%g", v->valuedouble), num)
+                        : cJSON_IsBool(v)   ? (cJSON_IsTrue(v) ? "true" : "false")
+                        : cJSON_IsString(d) ? d->valuestring
+                                            : "";
+        if (n + 2 >= len)
+            break;
+        n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "", t);
+        if (n >= len)
+            n = len - 1;
+    }
+}
+
+static const char *jstr_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Page events of a live session, on the reader thread: dialogs dismissed, all reported. */
+static void on_page_event(void *ud, const char *session_id, const char *method,
+                          const cJSON *params)
+{
+    sess *s = ud;
+    sess_mgr *m = s->m;
+    if (!method)
+        return;
+    const char *kind = NULL;
+    cJSON *d = NULL;
+    if (!strcmp(method, "Page.javascriptDialogOpening")) {
+        cdp_call_async(pool_lease_conn(s->lease), session_id, "Page.handleJavaScriptDialog",
+                       "{\"accept\":false}", 5000, NULL, NULL);
+        kind = "dialog";
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
+        cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
+        cJSON_AddBoolToObject(d, "dismissed", 1);
+    } else if (!strcmp(method, "Page.frameNavigated")) {
+        const cJSON *fr = cJSON_GetObjectItemCaseSensitive(params, "frame");
+        if (cJSON_GetObjectItemCaseSensitive(fr, "parentId"))
+            return; /* an iframe */
+        kind = "navigation";
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "url", jstr_of(fr, "url"));
+    } else if (!strcmp(method, "Runtime.consoleAPICalled")) {
+        kind = "console";
+        char text[1024];
+        console_text(cJSON_GetObjectItemCaseSensitive(params, "args"), text, sizeof text);
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
+        cJSON_AddStringToObject(d, "text", text);
+    }
+    if (!kind)
+        return;
+    if (m->cfg.on_event)
+        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, kind, d);
+    else
+        cJSON_Delete(d);
+}
+
 /* Registers the lost-browser callback and the registry page of a fresh lease. */
 int sess_bind_lease(sess *s)
 {
     pool_lease_on_lost(s->lease, on_lost, s);
+    int sub = cdp_subscribe(pool_lease_conn(s->lease), pool_lease_session(s->lease), NULL,
+                            on_page_event, s);
+    s->sub = sub > 0 ? sub : 0;
     reg_page_free(s->reg);
     s->reg = NULL;
     return reg_page_new(s->m->store, s->page_key, &s->m->cfg.reg, &s->reg);
@@ -846,7 +924,8 @@ static int ask_owner(sess *s)
  * Makes s live here (s held, not live): claims it in Redis, waiting for
  * another live owner to park it, then rebuilds it on a fresh context.
  */
-static int take_over(sess *s, int timeout_ms, sess_restore_info *ri, char *err, size_t errlen)
+static int take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, char *err,
+                     size_t errlen)
 {
     sess_mgr *m = s->m;
     char mk[256], lk[256], pk[256], wk[256], lease[24], now[24];
@@ -894,6 +973,10 @@ static int take_over(sess *s, int timeout_ms, sess_restore_info *ri, char *err, 
             return RG_ECONFLICT;
         }
         usleep(20000);
+    }
+    if (!rebuild) {
+        freeReplyObject(rep);
+        return 0; /* claimed, not rebuilt: the session is ours to close */
     }
     const redisReply *meta = rep->elements > 2 ? rep->element[2] : NULL;
     const redisReply *blob = rep->elements > 3 ? rep->element[3] : NULL;
@@ -946,8 +1029,23 @@ static int take_over(sess *s, int timeout_ms, sess_restore_info *ri, char *err, 
     return 0;
 }
 
+static int open_session(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms,
+                        int rebuild, sess **out, sess_restore_info *ri, char *err, size_t errlen);
+
 int sess_open(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, sess **out,
               sess_restore_info *ri, char *err, size_t errlen)
+{
+    return open_session(m, tenant, sid, timeout_ms, 1, out, ri, err, errlen);
+}
+
+int sess_claim(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, sess **out,
+               char *err, size_t errlen)
+{
+    return open_session(m, tenant, sid, timeout_ms, 0, out, NULL, err, errlen);
+}
+
+static int open_session(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms,
+                        int rebuild, sess **out, sess_restore_info *ri, char *err, size_t errlen)
 {
     *out = NULL;
     sess_restore_info dummy;
@@ -988,7 +1086,7 @@ int sess_open(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, 
         drop_local(s);
         live = 0;
     }
-    if (!live && (rc = take_over(s, timeout_ms, ri, err, errlen)) < 0) {
+    if (!live && (rc = take_over(s, timeout_ms, rebuild, ri, err, errlen)) < 0) {
         pthread_mutex_lock(&m->mu);
         unhold_locked(m, s);
         pthread_mutex_unlock(&m->mu);
@@ -1001,10 +1099,21 @@ int sess_open(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, 
     return 0;
 }
 
+static uint64_t checkpoint_hash(const sess_capture *c)
+{
+    uint64_t h = 1469598103934665603ULL;
+    const char *parts[] = {c->url ? c->url : "", "\n", c->title ? c->title : "", "\n"};
+    for (size_t i = 0; i < 4; i++)
+        for (const char *p = parts[i]; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h ^= (uint64_t)(int64_t)c->sx * 31 + (uint64_t)(int64_t)c->sy;
+    return h ? h : 1;
+}
+
 void sess_done(sess *s, int full)
 {
     sess_mgr *m = s->m;
-    if (s->live && !sess_lost(s)) {
+    if (full >= 0 && s->live && !sess_lost(s)) {
         int64_t now = rg_now_ms();
         full = full || (m->cfg.full_checkpoint_ms >= 0 &&
                         now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
@@ -1017,10 +1126,15 @@ void sess_done(sess *s, int full)
             free(blob);
             blob = NULL;
         }
-        if (rc == 0) {
+        uint64_t h = rc == 0 ? checkpoint_hash(&c) : 0;
+        /* Nothing moved since the last write: Redis already has it. */
+        if (rc == 0 && (blob || h != s->last_ckpt)) {
             rc = save_state(s, "live", &c, blob, len);
-            if (rc == 0 && blob)
-                s->last_full_ms = now;
+            if (rc == 0) {
+                s->last_ckpt = h;
+                if (blob)
+                    s->last_full_ms = now;
+            }
         }
         if (rc == RG_ECONFLICT) {
             rg_log(RG_LOG_WARN, "session", "%s: another worker owns it now", s->id);
@@ -1064,6 +1178,20 @@ int sess_close(sess *s)
     return 0;
 }
 
+void sess_wait_turn(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms)
+{
+    pthread_mutex_lock(&m->mu);
+    sess *s = find(m, tenant, sid);
+    if (s) {
+        s->refs++;
+        if (hold_locked(m, s, timeout_ms) == 0)
+            unhold_locked(m, s);
+        else
+            unref_locked(m, s);
+    }
+    pthread_mutex_unlock(&m->mu);
+}
+
 void sess_info_free(sess_info *i)
 {
     free(i->url);
@@ -1079,17 +1207,23 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
     sess tmp;
     memset(&tmp, 0, sizeof tmp);
     snprintf(tmp.tag, sizeof tmp.tag, "{t:%s:s:%s}", tenant, sid);
-    char mk[256], lk[256];
+    char mk[256], lk[256], pk[256];
     key(mk, sizeof mk, &tmp, "meta");
     key(lk, sizeof lk, &tmp, "lease");
+    key(pk, sizeof pk, &tmp, "park");
     redisContext *c = rg_redis_take(m->redis);
     if (!c)
         return RG_EUNAVAIL;
     redisAppendCommand(c, "HGETALL %s", mk);
     redisAppendCommand(c, "GET %s", lk);
-    redisReply *meta = NULL, *lease = NULL;
+    redisAppendCommand(c, "STRLEN %s", pk);
+    redisReply *meta = NULL, *lease = NULL, *plen = NULL;
     int failed = redisGetReply(c, (void **)&meta) != REDIS_OK ||
-                 redisGetReply(c, (void **)&lease) != REDIS_OK;
+                 redisGetReply(c, (void **)&lease) != REDIS_OK ||
+                 redisGetReply(c, (void **)&plen) != REDIS_OK;
+    if (plen && plen->type == REDIS_REPLY_INTEGER)
+        out->parked_bytes = (size_t)plen->integer;
+    freeReplyObject(plen);
     rg_redis_give(m->redis, c, failed);
     int rc = 0;
     if (failed || !meta || meta->type != REDIS_REPLY_ARRAY) {
@@ -1115,4 +1249,73 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
     freeReplyObject(meta);
     freeReplyObject(lease);
     return rc;
+}
+
+int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
+{
+    *sids = NULL;
+    *n = 0;
+    if (!valid_name(tenant, SESS_TENANT_MAX))
+        return 0;
+    char ik[256];
+    index_key(ik, sizeof ik, tenant);
+    redisContext *c = rg_redis_take(m->redis);
+    if (!c)
+        return RG_EUNAVAIL;
+    redisReply *rep = redisCommand(c, "ZRANGE %s 0 %d", ik, SESS_LIST_MAX - 1);
+    int failed = rep == NULL;
+    int rc = rep && rep->type == REDIS_REPLY_ARRAY ? 0 : RG_EUNAVAIL;
+    char **v = rc == 0 ? calloc(rep->elements + 1, sizeof *v) : NULL;
+    if (rc == 0 && !v)
+        rc = RG_ENOMEM;
+    /* Sessions whose keys expired leave the index here. */
+    for (size_t i = 0; v && i < rep->elements; i++) {
+        const char *sid = rep->element[i]->str;
+        if (!sid || !valid_name(sid, SESS_ID_MAX))
+            continue;
+        sess tmp;
+        memset(&tmp, 0, sizeof tmp);
+        snprintf(tmp.tag, sizeof tmp.tag, "{t:%s:s:%s}", tenant, sid);
+        char mk[256];
+        key(mk, sizeof mk, &tmp, "meta");
+        redisReply *ex = redisCommand(c, "EXISTS %s", mk);
+        if (!ex) {
+            failed = 1;
+            break;
+        }
+        if (ex->type == REDIS_REPLY_INTEGER && ex->integer == 0) {
+            redisReply *z = redisCommand(c, "ZREM %s %s", ik, sid);
+            freeReplyObject(z);
+        } else if ((v[*n] = strdup(sid))) {
+            (*n)++;
+        }
+        freeReplyObject(ex);
+    }
+    freeReplyObject(rep);
+    rg_redis_give(m->redis, c, failed);
+    if (failed && rc == 0)
+        rc = RG_EUNAVAIL;
+    if (rc < 0) {
+        for (size_t i = 0; i < *n; i++)
+            free(v[i]);
+        free(v);
+        *n = 0;
+        return rc;
+    }
+    *sids = v;
+    return 0;
+}
+
+size_t sess_count(sess_mgr *m, const char *tenant)
+{
+    char ik[256];
+    index_key(ik, sizeof ik, tenant);
+    redisContext *c = rg_redis_take(m->redis);
+    if (!c)
+        return 0;
+    redisReply *rep = redisCommand(c, "ZCARD %s", ik);
+    size_t n = rep && rep->type == REDIS_REPLY_INTEGER ? (size_t)rep->integer : 0;
+    rg_redis_give(m->redis, c, rep == NULL);
+    freeReplyObject(rep);
+    return n;
 }

@@ -57,6 +57,15 @@ typedef struct sess_config {
                                     not kept (cookies, URL and scroll always are) */
     int capacity;                /* live sessions this worker holds at most [pool size] */
     reg_config reg;
+    /**
+     * Page events of live sessions: kind "navigation" {url}, "console"
+     * {type, text}, "dialog" {type, message, dismissed} (dialogs are always
+     * dismissed, so a page never blocks on one). Called on the browser's
+     * reader thread: be quick; data is the callee's. NULL: not reported.
+     */
+    void (*on_event)(void *ud, const char *tenant, const char *sid, const char *kind,
+                     cJSON *data);
+    void *event_ud;
 } sess_config;
 
 void sess_config_default(sess_config *cfg);
@@ -115,10 +124,19 @@ int sess_open(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, 
               sess_restore_info *ri, char *err, size_t errlen);
 
 /**
+ * Takes the session like sess_open, but without rebuilding it when it is not
+ * live here (for closing a parked session). Only sess_close and sess_done
+ * make sense on the result.
+ */
+int sess_claim(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, sess **out,
+               char *err, size_t errlen);
+
+/**
  * Ends a command: checkpoints the URL and scroll position (and cookies and
  * storage when due or when full is set, after a navigation), marks the
- * session used and lets the next command in. s may have been parked or
- * closed by the command.
+ * session used and lets the next command in. full < 0: the command changed
+ * nothing a checkpoint holds (observe, read, inspect...): no checkpoint.
+ * s may have been parked or closed by the command.
  */
 void sess_done(sess *s, int full);
 
@@ -144,6 +162,14 @@ void sess_nav_free(sess_nav *n);
 int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
                   char *err, size_t errlen);
 
+/**
+ * Goes delta entries back (-1) or forward (+1) in the page's history, or
+ * reloads (delta 0), waiting as sess_navigate does. Nothing to go to is not
+ * an error: the page stays where it is.
+ */
+int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
+                 size_t errlen);
+
 /** Parks the held session: captures, writes it, frees the context. *bytes: the parked size. */
 int sess_park(sess *s, size_t *bytes, char *err, size_t errlen);
 
@@ -156,12 +182,26 @@ typedef struct sess_info {
     char *url, *title;     /* owned */
     int64_t created_ms, last_used_ms;
     int width, height;
+    size_t parked_bytes;   /* the captured state (cookies, storage, URL...) */
 } sess_info;
 
 void sess_info_free(sess_info *i);
 
+/**
+ * Waits (up to timeout_ms) until the commands this worker has queued on the
+ * session before now are done, so that what follows sees their effects.
+ */
+void sess_wait_turn(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms);
+
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);
+
+#define SESS_LIST_MAX 1000 /* sessions a listing returns at most */
+
+/** The tenant's session ids (caller frees each and the array). RG_EUNAVAIL. */
+int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n);
+/** How many sessions (live and parked) the tenant has; 0 when Redis cannot say. */
+size_t sess_count(sess_mgr *m, const char *tenant);
 
 typedef struct sess_stats {
     int live;       /* sessions live on this worker */

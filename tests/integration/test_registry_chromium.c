@@ -146,12 +146,12 @@ static void test_duplicate_labels_and_odd_ids(void **state)
     assert_string_equal(odd->ref, "@abc0");
     int found = 0;
     for (size_t k = 0; k < odd->n_alt; k++) {
-        if (odd->alt[k][0] != '#')
+        if (strncmp(odd->alt[k], "css:#", 5))
             continue;
         char expr[256], v[64];
         rg_buf q;
         rg_buf_init(&q);
-        rg_buf_json_str(&q, odd->alt[k], strlen(odd->alt[k]));
+        rg_buf_json_str(&q, odd->alt[k] + 4, strlen(odd->alt[k] + 4));
         snprintf(expr, sizeof expr, "document.querySelector(%s).textContent", q.data);
         rg_buf_destroy(&q);
         assert_int_equal(page_eval(f.h.conn, f.h.session, expr, v, sizeof v), 0);

@@ -192,8 +192,10 @@ static int child_main(const char *mode, const char *redis_url, const char *url)
     sess *s;
     sess_nav nav;
     if (sess_create(m, TENANT, NULL, 20000, &s, err, sizeof err) < 0 ||
-        sess_navigate(s, url, "load", 20000, &nav, err, sizeof err) < 0)
+        sess_navigate(s, url, "load", 20000, &nav, err, sizeof err) < 0) {
+        fprintf(stderr, "child: %s\n", err);
         return 4;
+    }
     sess_nav_free(&nav);
     reg_page_handle h = sess_handle(s);
     page_eval(h.conn, h.session,
@@ -203,8 +205,11 @@ static int child_main(const char *mode, const char *redis_url, const char *url)
               NULL, 0);
     reg_observation o;
     reg_observe_opts opts = {0};
-    if (reg_observe(sess_registry(s), h, &opts, &o) < 0)
+    int orc = reg_observe(sess_registry(s), h, &opts, &o);
+    if (orc < 0) {
+        fprintf(stderr, "child: observe: %s\n", rg_err_code(orc));
         return 5;
+    }
     char inc[REG_REF_MAX] = "", dec[REG_REF_MAX] = "";
     for (size_t i = 0; i < o.n_nodes; i++) {
         if (!strcmp(o.nodes[i].name, "Increment"))

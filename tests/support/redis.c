@@ -5,7 +5,9 @@
 #include <arpa/inet.h>
 #include <hiredis/hiredis.h>
 #include <netinet/in.h>
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +24,7 @@ struct redissrv {
     char url[160];
 };
 
-static int free_port(void)
+int support_free_port(void)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     struct sockaddr_in a = {.sin_family = AF_INET};
@@ -62,6 +64,14 @@ static int spawn(redissrv *r)
     if (r->pid < 0)
         return -1;
     if (r->pid == 0) {
+        /* It dies with the test, and never holds the test's output open. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        int null = open("/dev/null", O_RDWR);
+        if (null >= 0) {
+            dup2(null, 0);
+            dup2(null, 1);
+            dup2(null, 2);
+        }
         const char *argv[20];
         int a = 0;
         argv[a++] = "redis-server";
@@ -106,7 +116,7 @@ redissrv *redissrv_start(const char *password)
     if (!r)
         return NULL;
     snprintf(r->dir, sizeof r->dir, "/tmp/refgate-test-redis-XXXXXX");
-    r->port = free_port();
+    r->port = support_free_port();
     if (!mkdtemp(r->dir) || r->port <= 0) {
         free(r);
         return NULL;

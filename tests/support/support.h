@@ -34,6 +34,9 @@ long procs_pss_kib(pid_t pid);
 /** Number of running (non-zombie) processes whose command line contains needle. */
 int procs_count_cmdline(const char *needle);
 
+/** A TCP port on 127.0.0.1 that was free a moment ago (redis.c), or -1. */
+int support_free_port(void);
+
 /* ---- a private redis-server (redis.c) ---- */
 
 typedef struct redissrv redissrv;
