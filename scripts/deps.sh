@@ -21,8 +21,10 @@ libmsgpack-dev
 libhiredis-dev
 libxxhash-dev
 libcjson-dev
+libssl-dev
 libcmocka-dev
 procps
+curl
 "
 
 missing=""
