@@ -5,7 +5,7 @@
 BUILD    ?= build
 CC       ?= cc
 PKG      ?= pkg-config
-LIBS_PKG := libcjson libxxhash hiredis msgpack
+LIBS_PKG := libcjson libxxhash hiredis msgpack libcrypto fcgi libwebsockets
 TEST_PKG := cmocka
 
 WARN     := -Wall -Wextra -Wshadow -Wformat=2 -Werror
@@ -24,6 +24,7 @@ CDP_SRC    := cdp/cdp.c cdp/frame.c
 POOL_SRC   := pool/pool.c pool/spawn.c
 REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
 SESSION_SRC := $(wildcard session/*.c)
+TENANT_SRC := $(wildcard tenant/*.c)
 # The gateway's pieces as a library (tests link them); main.c is the server.
 GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 
@@ -35,20 +36,26 @@ LIB_POOL   := $(BUILD)/libpool.a
 LIB_REGISTRY := $(BUILD)/libregistry.a
 LIB_SESSION := $(BUILD)/libsession.a
 LIB_GATEWAY := $(BUILD)/libgateway.a
-# Link order follows the dependency arrows: gateway -> session -> registry, pool -> cdp -> common.
-LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_SESSION) $(LIB_REGISTRY) $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
+LIB_TENANT := $(BUILD)/libtenant.a
+# Link order follows the dependency arrows: gateway -> tenant, session -> registry,
+# pool -> cdp -> common.
+LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_TENANT) $(LIB_SESSION) $(LIB_REGISTRY) $(LIB_POOL) \
+                $(LIB_CDP) $(LIB_COMMON)
+SERVER := $(BUILD)/refgate-server
+CLI    := $(BUILD)/refgate-cli
+CLI_SRC := $(wildcard cli/*.c)
 
 # Every tests/unit/test_*.c and tests/integration/test_*.c is a test binary.
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c \
-                tests/support/redis.c
-BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park
+                tests/support/redis.c tests/support/net.c tests/support/stack.c
+BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway
 
 .PHONY: all test unit integration asan bench run deps clean format fmt-check
 .DEFAULT_GOAL := all
 
-all: $(LIBS_REFGATE) $(UNIT_TESTS) $(INTEG_TESTS) $(BENCHES)
+all: $(LIBS_REFGATE) $(SERVER) $(CLI) $(UNIT_TESTS) $(INTEG_TESTS) $(BENCHES)
 
 deps:
 	@sh scripts/deps.sh
@@ -74,10 +81,11 @@ bench: deps
 	@$(MAKE) --no-print-directory $(BENCHES)
 	@sh bench/run.sh $(BUILD) $(BENCH_ARGS)
 
+# The whole stack on this machine: Redis, REFGATE_WORKERS workers, nginx on
+# 127.0.0.1:$${REFGATE_HTTP_PORT:-8080}; Ctrl-C stops everything it started.
 run: deps
-	@echo "make run: refgate-server and the nginx front come with the gateway issue (#5);"
-	@echo "          until then this repository builds the DevTools client and the browser pool."
-	@exit 1
+	@$(MAKE) --no-print-directory $(SERVER) $(CLI)
+	@sh scripts/run.sh
 
 clean:
 	rm -rf $(BUILD)
@@ -110,6 +118,14 @@ $(LIB_SESSION): $(call obj,$(SESSION_SRC))
 $(LIB_GATEWAY): $(call obj,$(GATEWAY_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
+$(LIB_TENANT): $(call obj,$(TENANT_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+$(SERVER): $(call obj,gateway/main.c) $(LIBS_REFGATE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
+$(CLI): $(call obj,$(CLI_SRC)) $(LIBS_REFGATE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
 # The observer's JavaScript is embedded with .incbin: rebuild when it changes.
 $(BUILD)/registry/observer_js.o: registry/observer_js.S registry/observer.js

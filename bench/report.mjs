@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import os from 'node:os';
 
-const [rgPath, pwPath, rgObsPath, pwObsPath, rgClickPath, pwClickPath, rgParkPath] =
+const [rgPath, pwPath, rgObsPath, pwObsPath, rgClickPath, pwClickPath, rgParkPath, rgGwPath] =
   process.argv.slice(2);
 const rg = JSON.parse(readFileSync(rgPath, 'utf8'));
 const pw = JSON.parse(readFileSync(pwPath, 'utf8'));
@@ -55,6 +55,27 @@ console.log('ratio = refgate / Playwright; medians unless a percentile is named.
 if (rgObsPath && pwObsPath) observeTable();
 if (rgClickPath && pwClickPath) clickTable();
 if (rgParkPath) parkTable();
+if (rgGwPath) gatewayTable();
+
+// The gateway's own cost (bench/gateway.c): nginx + FastCGI + the gateway on a trivial command.
+function gatewayTable() {
+  const g = JSON.parse(readFileSync(rgGwPath, 'utf8'));
+  const p = g.parallel;
+  console.log('');
+  console.log(`gateway: a trivial command (read of a one-line page) through nginx and a worker, ` +
+              `msgpack on a kept-alive connection, ${g.rounds} rounds, against the same evaluate ` +
+              'down the DevTools pipe');
+  console.log('| figure | value |');
+  console.log('|---|---:|');
+  console.log(`| raw DevTools evaluate p50 / p99 [ms] | ${g.raw_p50_ms.toFixed(3)} / ${g.raw_p99_ms.toFixed(3)} |`);
+  console.log(`| through nginx + gateway p50 / p99 [ms] | ${g.gateway_p50_ms.toFixed(3)} / ${g.gateway_p99_ms.toFixed(3)} |`);
+  console.log(`| added by the gateway at p50 (target at most 0.5) [ms] | ${g.added_p50_ms.toFixed(3)} |`);
+  console.log(`| of which inside the worker (reply's ms, includes the evaluate) [ms] | ${g.in_gateway_p50_ms.toFixed(3)} |`);
+  console.log(`| ${p.sessions} sessions in parallel, ${p.workers} workers: commands/s | ${p.per_s.toFixed(0)} |`);
+  console.log(`| the same: p50 / p99 [ms] | ${p.p50_ms.toFixed(2)} / ${p.p99_ms.toFixed(2)} |`);
+  console.log(`| worker CPU per command (the gateway processes, not Chromium) [ms] | ${p.worker_cpu_ms_per_command.toFixed(3)} |`);
+  if (g.errors || p.errors) console.log(`note: ${g.errors + p.errors} commands failed, see the log`);
+}
 
 // Park and restore (bench/park.c) against refgate's own cold path on the same page.
 function parkTable() {

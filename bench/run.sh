@@ -3,6 +3,8 @@
 # the same Chromium binary and flags, in one run, printed as tables with
 # ratios by bench/report.mjs. Measures; asserts nothing.
 #   floor    bench/floor.c and bench/peer/floor.mjs
+#   gateway  bench/gateway.c: a trivial command through nginx and a worker
+#            against the raw pipe, and 8 sessions in parallel on 2 workers
 #   park     bench/park.c: park and restore against the cold path, Redis
 #            bytes per parked session, round trips per observe
 #   observe  bench/observe.c and bench/peer/observe.mjs: observe against
@@ -68,7 +70,13 @@ echo "bench: park and restore ${quick:+(quick)}..." >&2
     echo "bench: refgate park failed, see $out/refgate-park.log" >&2
     exit 1
 }
+echo "bench: the gateway's own cost ${quick:+(quick)}..." >&2
+"$build/bench/gateway" $quick >"$out/refgate-gateway.json" 2>"$out/refgate-gateway.log" || {
+    echo "bench: refgate gateway failed, see $out/refgate-gateway.log" >&2
+    exit 1
+}
 node "$here/report.mjs" "$out/refgate.json" "$out/playwright.json" \
     "$out/refgate-observe.json" "$out/playwright-observe.json" \
-    "$out/refgate-click.json" "$out/playwright-click.json" "$out/refgate-park.json"
+    "$out/refgate-click.json" "$out/playwright-click.json" "$out/refgate-park.json" \
+    "$out/refgate-gateway.json"
 rm -rf "$out"

@@ -26,17 +26,6 @@ static const char msg_utf8[] = "strings must be UTF-8 without NUL bytes";
 
 /* ---- errors -------------------------------------------------------------- */
 
-/* Formats a sentence into err (when there is one) and returns RG_EBADREQ. */
-__attribute__((format(printf, 3, 4))) static int bad(char *err, size_t errlen, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return RG_EBADREQ;
-}
 
 static int nomem(char *err, size_t errlen)
 {
@@ -275,7 +264,7 @@ static int key_set_check(struct key_set *ks, char *err, size_t errlen)
         return 0;
     char q[WIRE_ERR_KEY_BYTES + 4];
     key_quote(q, dup);
-    return bad(err, errlen, "duplicate key \"%s\"", q);
+    return rg_bad(err, errlen, "duplicate key \"%s\"", q);
 }
 
 /* ---- msgpack pre-scan ---------------------------------------------------- */
@@ -332,7 +321,7 @@ static const struct {
 
 static int mp_short(const struct mp_scan *s)
 {
-    return bad(s->err, s->errlen, "the body ends in the middle of a value (after %zu bytes)",
+    return rg_bad(s->err, s->errlen, "the body ends in the middle of a value (after %zu bytes)",
                s->len);
 }
 
@@ -363,7 +352,7 @@ static int mp_payload(struct mp_scan *s, size_t n, const char *what)
 {
     size_t left = s->len - s->off;
     if (n > left)
-        return bad(s->err, s->errlen, "the body declares %s of %zu bytes but has %zu bytes left",
+        return rg_bad(s->err, s->errlen, "the body declares %s of %zu bytes but has %zu bytes left",
                    what, n, left);
     s->off += n;
     return 0;
@@ -374,10 +363,10 @@ static int mp_container(struct mp_scan *s, int is_map, size_t n, size_t *items)
 {
     size_t left = s->len - s->off;
     if (is_map && n > left / 2)
-        return bad(s->err, s->errlen,
+        return rg_bad(s->err, s->errlen,
                    "the body declares a map of %zu entries but has %zu bytes left", n, left);
     if (!is_map && n > left)
-        return bad(s->err, s->errlen,
+        return rg_bad(s->err, s->errlen,
                    "the body declares an array of %zu elements but has %zu bytes left", n, left);
     *items = is_map ? 2 * n : n;
     return 0;
@@ -393,7 +382,7 @@ static int mp_tagged(struct mp_scan *s, unsigned char tag, int *container, size_
     if (kind == MP_FIXED)
         return mp_fixed(s, size);
     if (kind == MP_RESERVED)
-        return bad(s->err, s->errlen, "the body holds the reserved byte 0xc1 at offset %zu",
+        return rg_bad(s->err, s->errlen, "the body holds the reserved byte 0xc1 at offset %zu",
                    s->off - 1);
     if ((r = mp_read_len(s, size, &n)) < 0)
         return r;
@@ -443,7 +432,7 @@ int wire_mp_prescan(const void *buf, size_t len, int max_depth, char *err, size_
         return RG_EINTERNAL;
     }
     if (len == 0)
-        return bad(err, errlen, "the body is empty");
+        return rg_bad(err, errlen, "the body is empty");
     do {
         int container, r;
         size_t items;
@@ -452,14 +441,14 @@ int wire_mp_prescan(const void *buf, size_t len, int max_depth, char *err, size_
         if (depth > 0)
             left[depth - 1]--;
         if (container && depth >= max_depth)
-            return bad(err, errlen, "the body nests deeper than %d levels", max_depth);
+            return rg_bad(err, errlen, "the body nests deeper than %d levels", max_depth);
         if (items > 0)
             left[depth++] = items;
         while (depth > 0 && left[depth - 1] == 0)
             depth--;
     } while (depth > 0);
     if (s.off != len)
-        return bad(err, errlen, "the body has %zu bytes after its value (a body holds one value)",
+        return rg_bad(err, errlen, "the body has %zu bytes after its value (a body holds one value)",
                    len - s.off);
     return 0;
 }
@@ -488,7 +477,7 @@ static int mp_made(struct mp_ctx *c, cJSON *item, cJSON **out)
 static int mp_cstr(struct mp_ctx *c, const msgpack_object_str *str, const char **s)
 {
     if (!utf8_valid(str->ptr, str->size))
-        return bad(c->err, c->errlen, "%s", msg_utf8);
+        return rg_bad(c->err, c->errlen, "%s", msg_utf8);
     rg_buf_reset(&c->scratch);
     if (rg_buf_append(&c->scratch, str->ptr, str->size) < 0)
         return nomem(c->err, c->errlen);
@@ -499,12 +488,12 @@ static int mp_cstr(struct mp_ctx *c, const msgpack_object_str *str, const char *
 static int mp_int(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
 {
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > WIRE_INT_EXACT_MAX)
-        return bad(c->err, c->errlen,
+        return rg_bad(c->err, c->errlen,
                    "integers must lie within -2^53..2^53, which a double holds exactly; "
                    "%" PRIu64 " does not",
                    o->via.u64);
     if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 < -(int64_t)WIRE_INT_EXACT_MAX)
-        return bad(c->err, c->errlen,
+        return rg_bad(c->err, c->errlen,
                    "integers must lie within -2^53..2^53, which a double holds exactly; "
                    "%" PRId64 " does not",
                    o->via.i64);
@@ -552,9 +541,9 @@ static int mp_map_keys(struct mp_ctx *c, const msgpack_object_map *m)
     for (uint32_t i = 0; i < m->size && r == 0; i++) {
         const msgpack_object *k = &m->ptr[i].key;
         if (k->type != MSGPACK_OBJECT_STR)
-            r = bad(c->err, c->errlen, "map keys must be strings");
+            r = rg_bad(c->err, c->errlen, "map keys must be strings");
         else if (!utf8_valid(k->via.str.ptr, k->via.str.size))
-            r = bad(c->err, c->errlen, "%s", msg_utf8);
+            r = rg_bad(c->err, c->errlen, "%s", msg_utf8);
         else
             ks.v[ks.n++] = (struct key_ref){k->via.str.ptr, k->via.str.size};
     }
@@ -615,7 +604,7 @@ static int mp_value(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
         if (!isfinite(o->via.f64))
-            return bad(c->err, c->errlen, "numbers must be finite (no NaN or infinity)");
+            return rg_bad(c->err, c->errlen, "numbers must be finite (no NaN or infinity)");
         return mp_made(c, cJSON_CreateNumber(o->via.f64), out);
     case MSGPACK_OBJECT_STR:
         return mp_str(c, o, out);
@@ -626,9 +615,9 @@ static int mp_value(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
     case MSGPACK_OBJECT_MAP:
         return mp_map(c, o, out);
     case MSGPACK_OBJECT_EXT:
-        return bad(c->err, c->errlen, "msgpack extension types (ext) are not accepted");
+        return rg_bad(c->err, c->errlen, "msgpack extension types (ext) are not accepted");
     }
-    return bad(c->err, c->errlen, "the body holds a value of an unknown msgpack type");
+    return rg_bad(c->err, c->errlen, "the body holds a value of an unknown msgpack type");
 }
 
 int wire_mp_decode(const void *buf, size_t len, cJSON **out, char *err, size_t errlen)
@@ -647,7 +636,7 @@ int wire_mp_decode(const void *buf, size_t len, cJSON **out, char *err, size_t e
     if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
         r = nomem(err, errlen);
     else if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
-        r = bad(err, errlen, "the body is not valid msgpack");
+        r = rg_bad(err, errlen, "the body is not valid msgpack");
     else
         r = mp_value(&c, &up.data, out);
     msgpack_unpacked_destroy(&up);
@@ -673,18 +662,18 @@ static int json_odd_byte(const unsigned char *p, size_t len, size_t i, int in_st
                          char *err, size_t errlen)
 {
     if (p[i] == '\0')
-        return in_str ? bad(err, errlen, "%s (a NUL byte at byte %zu)", msg_utf8, i)
-                      : bad(err, errlen, "the body holds a NUL byte at byte %zu", i);
+        return in_str ? rg_bad(err, errlen, "%s (a NUL byte at byte %zu)", msg_utf8, i)
+                      : rg_bad(err, errlen, "the body holds a NUL byte at byte %zu", i);
     if (p[i] < 0x80) {
         *k = 1;
         if (in_str || json_space(p[i]))
             return 0;
-        return bad(err, errlen, "the body holds the control byte 0x%02x at byte %zu", p[i], i);
+        return rg_bad(err, errlen, "the body holds the control byte 0x%02x at byte %zu", p[i], i);
     }
     if ((*k = utf8_seq(p + i, len - i)) > 0)
         return 0;
-    return in_str ? bad(err, errlen, "%s (byte %zu)", msg_utf8, i)
-                  : bad(err, errlen, "the body is not UTF-8 text (byte %zu)", i);
+    return in_str ? rg_bad(err, errlen, "%s (byte %zu)", msg_utf8, i)
+                  : rg_bad(err, errlen, "the body is not UTF-8 text (byte %zu)", i);
 }
 
 /*
@@ -708,7 +697,7 @@ static int json_prescan(const unsigned char *p, size_t len, char *err, size_t er
         }
         if (in_str && ch == '\\') {
             if (json_nul_escape(p + i, len - i))
-                return bad(err, errlen, "%s (\\u0000 at byte %zu)", msg_utf8, i);
+                return rg_bad(err, errlen, "%s (\\u0000 at byte %zu)", msg_utf8, i);
             /* Skip the escaped character unless it needs the checks above. */
             i += i + 1 < len && p[i + 1] >= 0x20 && p[i + 1] < 0x80 ? 2 : 1;
             continue;
@@ -716,7 +705,7 @@ static int json_prescan(const unsigned char *p, size_t len, char *err, size_t er
         if (ch == '"')
             in_str = !in_str;
         else if (!in_str && (ch == '[' || ch == '{') && ++depth > WIRE_MAX_DEPTH)
-            return bad(err, errlen, "the body nests deeper than %d levels (byte %zu)",
+            return rg_bad(err, errlen, "the body nests deeper than %d levels (byte %zu)",
                        WIRE_MAX_DEPTH, i);
         else if (!in_str && (ch == ']' || ch == '}') && depth > 0)
             depth--;
@@ -752,11 +741,11 @@ static int json_check(const cJSON *v, int depth, char *err, size_t errlen)
     int r;
 
     if (cJSON_IsNumber(v) && !isfinite(v->valuedouble))
-        return bad(err, errlen, "numbers must be finite (no NaN or infinity)");
+        return rg_bad(err, errlen, "numbers must be finite (no NaN or infinity)");
     if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
         return 0;
     if (depth >= WIRE_MAX_DEPTH)
-        return bad(err, errlen, "the body nests deeper than %d levels", WIRE_MAX_DEPTH);
+        return rg_bad(err, errlen, "the body nests deeper than %d levels", WIRE_MAX_DEPTH);
     if (cJSON_IsObject(v) && (r = json_keys_unique(v, err, errlen)) < 0)
         return r;
     for (const cJSON *ch = v->child; ch; ch = ch->next)
@@ -769,9 +758,9 @@ static int json_check(const cJSON *v, int depth, char *err, size_t errlen)
 static int json_parse_error(const char *buf, size_t len, const char *end, char *err, size_t errlen)
 {
     if (end && end >= buf && (size_t)(end - buf) <= len)
-        return bad(err, errlen, "the body is not valid JSON (error at byte %zu)",
+        return rg_bad(err, errlen, "the body is not valid JSON (error at byte %zu)",
                    (size_t)(end - buf));
-    return bad(err, errlen, "the body is not valid JSON");
+    return rg_bad(err, errlen, "the body is not valid JSON");
 }
 
 int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t errlen)
@@ -782,7 +771,7 @@ int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t
     *out = NULL;
     err_clear(err, errlen);
     if (len == 0)
-        return bad(err, errlen, "the body is empty");
+        return rg_bad(err, errlen, "the body is empty");
     if ((r = json_prescan(buf, len, err, errlen)) < 0)
         return r;
     /* Not cJSON_GetErrorPtr, which is one global for all threads: end says where. */
@@ -793,7 +782,7 @@ int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t
     while (off < len && json_space((unsigned char)text[off]))
         off++;
     if (off != len)
-        r = bad(err, errlen, "the body has more after its JSON value (byte %zu)", off);
+        r = rg_bad(err, errlen, "the body has more after its JSON value (byte %zu)", off);
     else
         r = json_check(root, 0, err, errlen);
     if (r < 0) {

@@ -1,0 +1,329 @@
+/*
+ * http.c - the HTTP side of PROTOCOL.md as one function: routes, the API
+ * key, the body's format (msgpack, or JSON answered in JSON), the body
+ * limit, Retry-After, /healthz, /metrics, and one JSON log line per request.
+ */
+#define _GNU_SOURCE
+#include "gw_int.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+enum fmt { F_MSGPACK, F_JSON };
+
+static int starts_with_ci(const char *s, const char *prefix)
+{
+    return s && !strncasecmp(s, prefix, strlen(prefix));
+}
+
+static int is_json(const char *ct)
+{
+    return starts_with_ci(ct, "application/json");
+}
+
+static int is_msgpack(const char *ct)
+{
+    return starts_with_ci(ct, "application/msgpack") ||
+           starts_with_ci(ct, "application/x-msgpack") ||
+           starts_with_ci(ct, "application/vnd.msgpack");
+}
+
+/* The reply's format: the body's, else what Accept asks, else msgpack. */
+static enum fmt reply_format(const gw_http_req *req)
+{
+    if (req->body_len && req->content_type)
+        return is_json(req->content_type) ? F_JSON : F_MSGPACK;
+    if (req->accept && strstr(req->accept, "application/json") && !strstr(req->accept, "msgpack"))
+        return F_JSON;
+    if (req->body_len && !is_msgpack(req->content_type))
+        return F_JSON;
+    return F_MSGPACK;
+}
+
+static void respond(gw_http_resp *resp, enum fmt f, int status, const cJSON *reply,
+                    int retry_after_ms)
+{
+    resp->status = status;
+    resp->content_type = f == F_JSON ? "application/json" : "application/msgpack";
+    rg_buf_reset(&resp->body);
+    int rc = f == F_JSON ? wire_json_encode(reply, &resp->body) : wire_mp_encode(reply, &resp->body);
+    if (rc < 0) {
+        resp->status = 500;
+        resp->content_type = "application/json";
+        rg_buf_reset(&resp->body);
+        rg_buf_puts(&resp->body, "{\"ok\":false,\"error\":{\"code\":\"internal\",\"kind\":"
+                                 "\"transient\",\"message\":\"the reply could not be encoded\"}}");
+    }
+    if ((status == 429 || status == 503) && retry_after_ms >= 0)
+        resp->retry_after_s = retry_after_ms > 0 ? (retry_after_ms + 999) / 1000 : 1;
+}
+
+static void respond_error(gw_http_resp *resp, enum fmt f, int rc, const char *msg, double ms,
+                          int retry_after_ms)
+{
+    resp->code = rg_err_code(rc);
+    cJSON *r = gw_error_reply(rc, msg, NULL, ms, retry_after_ms);
+    respond(resp, f, rg_err_http(rc), r, retry_after_ms);
+    cJSON_Delete(r);
+}
+
+/* ---- /healthz and /metrics ---- */
+
+/* The error whose code is name (for the log line), RG_EINTERNAL if none. */
+static int code_err(const char *name)
+{
+    for (int e = -1; e >= RG_ERR_MIN; e--)
+        if (!strcmp(rg_err_code(e), name))
+            return e;
+    return RG_EINTERNAL;
+}
+
+static int redis_ok(gw *g)
+{
+    redisContext *c = rg_redis_take(g->redis);
+    if (!c)
+        return 0;
+    redisReply *rep = redisCommand(c, "PING");
+    int ok = rep && rep->type == REDIS_REPLY_STATUS;
+    rg_redis_give(g->redis, c, rep == NULL);
+    freeReplyObject(rep);
+    return ok;
+}
+
+static void healthz(gw *g, gw_http_resp *resp)
+{
+    pool_stats ps;
+    pool_get_stats(g->pool, &ps);
+    int redis = redis_ok(g);
+    int ok = redis && ps.browsers_ready > 0;
+    resp->status = ok ? 200 : 503;
+    resp->content_type = "application/json";
+    if (!ok)
+        resp->retry_after_s = 1;
+    rg_buf_printf(&resp->body,
+                  "{\"ok\":%s,\"worker\":\"%s\",\"redis\":%s,\"browsers_ready\":%d,"
+                  "\"contexts_in_use\":%d}",
+                  ok ? "true" : "false", g->worker, redis ? "true" : "false", ps.browsers_ready,
+                  ps.contexts_in_use);
+}
+
+/* ---- sessions ---- */
+
+static void list_sessions(gw *g, const gw_caller *who, enum fmt f, gw_http_resp *resp)
+{
+    char **sids;
+    size_t n;
+    int rc = sess_list(g->sessions, who->tenant, &sids, &n);
+    if (rc < 0) {
+        respond_error(resp, f, rc, "Redis is unavailable; try again", 0, 1000);
+        return;
+    }
+    cJSON *r = cJSON_CreateObject();
+    cJSON_AddBoolToObject(r, "ok", 1);
+    cJSON *arr = cJSON_AddArrayToObject(cJSON_AddObjectToObject(r, "result"), "sessions");
+    for (size_t i = 0; i < n; i++) {
+        sess_info in;
+        if (sess_get_info(g->sessions, who->tenant, sids[i], &in) == 0) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "session", sids[i]);
+            cJSON_AddStringToObject(e, "state", in.state);
+            cJSON_AddStringToObject(e, "url", in.url);
+            cJSON_AddStringToObject(e, "title", in.title);
+            cJSON_AddNumberToObject(e, "created_ms", (double)in.created_ms);
+            cJSON_AddNumberToObject(e, "last_used_ms", (double)in.last_used_ms);
+            cJSON_AddStringToObject(e, "worker", in.worker);
+            cJSON_AddItemToArray(arr, e);
+            sess_info_free(&in);
+        }
+        free(sids[i]);
+    }
+    free(sids);
+    cJSON_AddNumberToObject(r, "ms", 0);
+    respond(resp, f, 200, r, 0);
+    cJSON_Delete(r);
+}
+
+/* "/v1/sessions/<sid>" -> sid (into out); 1 for "/v1/sessions", 2 with a sid, 3 ".../ws", 0 else. */
+static int route(const char *path, char *sid, size_t len)
+{
+    static const char base[] = "/v1/sessions";
+    sid[0] = '\0';
+    if (strncmp(path, base, sizeof base - 1))
+        return 0;
+    const char *p = path + sizeof base - 1;
+    if (!*p || !strcmp(p, "/"))
+        return 1;
+    if (*p != '/')
+        return 0;
+    p++;
+    const char *slash = strchr(p, '/');
+    size_t n = slash ? (size_t)(slash - p) : strlen(p);
+    if (n == 0 || n >= len)
+        return n == 0 ? 0 : 2; /* too long: a session that cannot exist */
+    memcpy(sid, p, n);
+    sid[n] = '\0';
+    if (!slash || !strcmp(slash, "/"))
+        return 2;
+    return !strcmp(slash, "/ws") ? 3 : 0;
+}
+
+static const char *bearer(const char *auth)
+{
+    if (!starts_with_ci(auth, "Bearer "))
+        return NULL;
+    auth += 7;
+    while (*auth == ' ')
+        auth++;
+    return *auth ? auth : NULL;
+}
+
+/* The command map of the request: its body, or {} for an empty create. */
+static int body_map(const gw_http_req *req, cJSON **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (!req->body_len) {
+        *out = cJSON_CreateObject();
+        return *out ? 0 : RG_ENOMEM;
+    }
+    if (is_json(req->content_type))
+        return wire_json_decode(req->body, req->body_len, out, err, errlen);
+    return wire_mp_decode(req->body, req->body_len, out, err, errlen);
+}
+
+void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
+{
+    int64_t t0 = rg_now_us();
+    resp->status = 500;
+    resp->content_type = "application/json";
+    resp->retry_after_s = 0;
+    resp->code = NULL;
+    resp->after.s = NULL;
+    rg_buf_init(&resp->body);
+    enum fmt f = reply_format(req);
+    const char *rid = req->request_id ? req->request_id : "-";
+    const char *method = req->method ? req->method : "";
+    const char *path = req->path ? req->path : "/";
+    char sid[SESS_ID_MAX + 1];
+    const char *op = "-", *tid = "-";
+    int kind = route(path, sid, sizeof sid);
+    tenant t;
+    int have_tenant = 0;
+
+    if (!strcmp(path, "/healthz") && !strcmp(method, "GET")) {
+        healthz(g, resp);
+        op = "healthz";
+        goto log;
+    }
+    if (!strcmp(path, "/metrics") && !strcmp(method, "GET")) {
+        resp->status = 200;
+        resp->content_type = "text/plain; version=0.0.4";
+        gw_metrics_text(g, &resp->body);
+        op = "metrics";
+        goto log;
+    }
+    if (!kind) {
+        respond_error(resp, f, RG_ENOTFOUND, "no such endpoint; see PROTOCOL.md", 0, 0);
+        goto log;
+    }
+    if (kind == 3) {
+        respond_error(resp, f, RG_EBADREQ, "the WebSocket endpoint needs an Upgrade request", 0,
+                      0);
+        goto log;
+    }
+    int allowed = (kind == 1 && (!strcmp(method, "POST") || !strcmp(method, "GET"))) ||
+                  (kind == 2 && (!strcmp(method, "POST") || !strcmp(method, "DELETE")));
+    if (!allowed) {
+        respond_error(resp, f, RG_EBADREQ,
+                      "method not allowed on this path (POST or GET /v1/sessions, POST or "
+                      "DELETE /v1/sessions/{id})",
+                      0, 0);
+        goto log;
+    }
+    if (req->body_too_large) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the body is larger than %zu bytes", g->cfg.max_body);
+        respond_error(resp, f, RG_ETOOLARGE, msg, 0, 0);
+        goto log;
+    }
+    if (req->body_len && !is_json(req->content_type) && !is_msgpack(req->content_type)) {
+        respond_error(resp, F_JSON, RG_EMEDIA,
+                      "send application/msgpack (or application/json)", 0, 0);
+        goto log;
+    }
+    const char *key = bearer(req->authorization);
+    int rc = key ? tenant_authenticate(g->tenants, key, &t) : RG_EUNAUTH;
+    if (rc < 0) {
+        respond_error(resp, f, rc,
+                      rc == RG_EUNAUTH ? "missing or unknown API key (Authorization: Bearer <key>)"
+                                       : "Redis is unavailable; try again",
+                      0, rc == RG_EUNAVAIL ? 1000 : 0);
+        goto log;
+    }
+    have_tenant = 1;
+    tid = t.id;
+    gw_caller who = {.tenant = t.id, .allow_eval = t.allow_eval, .request_id = rid};
+    if (kind == 1 && !strcmp(method, "GET")) {
+        op = "list";
+        list_sessions(g, &who, f, resp);
+        goto log;
+    }
+    cJSON *m = NULL;
+    char err[256] = "";
+    if (!strcmp(method, "DELETE")) {
+        m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "op", "session.close");
+    } else if ((rc = body_map(req, &m, err, sizeof err)) < 0) {
+        respond_error(resp, f, rc, err, 0, 0);
+        goto log;
+    }
+    const cJSON *opj = cJSON_GetObjectItemCaseSensitive(m, "op");
+    int st, retry;
+    cJSON *reply = gw_command(g, &who, kind == 2 ? sid : NULL, m, &st, &retry, &resp->after);
+    op = cJSON_IsString(opj) ? gw_op_name(gw_op_index(opj->valuestring)) : NULL;
+    if (!op)
+        op = kind == 1 ? "session.create" : "-";
+    respond(resp, f, st, reply, retry);
+    const cJSON *ec = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
+    if (cJSON_IsString(ec))
+        resp->code = rg_err_code(code_err(ec->valuestring));
+    cJSON_Delete(reply);
+    cJSON_Delete(m);
+log:;
+    const char *code = resp->status < 400 ? "ok" : resp->code ? resp->code : "error";
+    pthread_mutex_lock(&g->mu);
+    int cls = resp->status / 100;
+    if (cls >= 1 && cls <= 5)
+        g->m.http[cls]++;
+    pthread_mutex_unlock(&g->mu);
+    gw_log_request(g, rid, tid, kind >= 2 ? sid : "-", op, resp->status, code,
+                   (double)(rg_now_us() - t0) / 1000.0);
+    if (have_tenant)
+        tenant_destroy(&t);
+}
+
+void gw_log_request(gw *g, const char *rid, const char *tid, const char *sid, const char *op,
+                    int status, const char *code, double ms)
+{
+    if (!rg_log_enabled(RG_LOG_INFO))
+        return;
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_printf(&b, "{\"ts\":%lld,\"worker\":", (long long)rg_wall_ms());
+    rg_buf_json_str(&b, g->worker, strlen(g->worker));
+    rg_buf_puts(&b, ",\"rid\":");
+    rg_buf_json_str(&b, rid, strlen(rid));
+    rg_buf_puts(&b, ",\"tenant\":");
+    rg_buf_json_str(&b, tid, strlen(tid));
+    rg_buf_puts(&b, ",\"session\":");
+    rg_buf_json_str(&b, sid, strlen(sid));
+    rg_buf_puts(&b, ",\"op\":");
+    rg_buf_json_str(&b, op, strlen(op));
+    rg_buf_printf(&b, ",\"status\":%d,\"code\":\"%s\",\"ms\":%.2f}\n", status, code, ms);
+    if (!b.failed)
+        fputs(b.data, stderr);
+    rg_buf_destroy(&b);
+}

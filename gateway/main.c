@@ -1,0 +1,64 @@
+/*
+ * main.c - refgate-server: one worker. Configuration from REFGATE_*
+ * variables (README.md). Signals are blocked in every thread and taken by
+ * one with sigwait: SIGTERM or SIGINT stops taking work, lets running
+ * commands finish, parks every live session so another worker can restore
+ * it, closes the browsers and exits 0.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/gateway.h"
+
+static gw *the_gw;
+
+static void *signal_main(void *arg)
+{
+    sigset_t *set = arg;
+    int sig = 0;
+    sigwait(set, &sig);
+    rg_log(RG_LOG_INFO, "gateway", "signal %d: finishing running commands, then parking", sig);
+    gw_stop(the_gw);
+    return NULL;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        printf("usage: refgate-server\n"
+               "A refgate worker: FastCGI on REFGATE_FCGI_LISTEN, WebSocket on "
+               "REFGATE_WS_LISTEN,\nstate in Redis at REFGATE_REDIS_URL. See README.md for every "
+               "REFGATE_* setting.\n");
+        return 0;
+    }
+    static sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+    gw_config cfg;
+    gw_config_default(&cfg);
+    gw_config_from_env(&cfg);
+    char err[256] = "";
+    if (gw_new(&cfg, &the_gw, err, sizeof err) < 0) {
+        fprintf(stderr, "refgate-server: %s\n", err);
+        return 1;
+    }
+    pthread_t sig;
+    pthread_create(&sig, NULL, signal_main, &set);
+    int rc = gw_serve(the_gw);
+    if (rc < 0) {
+        fprintf(stderr, "refgate-server: cannot serve on %s\n", cfg.fcgi_listen);
+        pthread_kill(sig, SIGTERM);
+    }
+    pthread_join(sig, NULL);
+    gw_free(the_gw);
+    rg_log(RG_LOG_INFO, "gateway", "stopped");
+    return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,99 @@
+/*
+ * metrics.c - Prometheus text for one worker: commands by op and code,
+ * latency histograms by op, HTTP responses by class, sessions, the pool,
+ * Redis errors. Counters live in struct gw under its mutex.
+ */
+#define _GNU_SOURCE
+#include "gw_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+const int gw_buckets_ms[GW_BUCKETS] = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000,
+                                       10000, 30000};
+
+void gw_metrics_count(gw *g, int op, int rc, double ms)
+{
+    if (op < 0 || op >= GW_OPS_MAX)
+        return;
+    int code = rc < 0 && -rc < GW_CODES ? -rc : 0;
+    int b = 0;
+    while (b < GW_BUCKETS && ms > gw_buckets_ms[b])
+        b++;
+    pthread_mutex_lock(&g->mu);
+    g->m.commands[op][code]++;
+    g->m.latency[op][b]++;
+    g->m.latency_sum[op] += ms;
+    if (rc == RG_EUNAVAIL)
+        g->m.redis_errors++;
+    pthread_mutex_unlock(&g->mu);
+}
+
+static void ops_text(const gw_metrics *m, rg_buf *out)
+{
+    rg_buf_puts(out, "# HELP refgate_commands_total Commands by op and result code.\n"
+                     "# TYPE refgate_commands_total counter\n");
+    for (int op = 0; gw_op_name(op); op++)
+        for (int code = 0; code < GW_CODES; code++)
+            if (m->commands[op][code])
+                rg_buf_printf(out, "refgate_commands_total{op=\"%s\",code=\"%s\"} %llu\n",
+                              gw_op_name(op), code ? rg_err_code(-code) : "ok",
+                              (unsigned long long)m->commands[op][code]);
+    rg_buf_puts(out, "# HELP refgate_command_duration_ms Time spent in the gateway per command.\n"
+                     "# TYPE refgate_command_duration_ms histogram\n");
+    for (int op = 0; gw_op_name(op); op++) {
+        uint64_t total = 0;
+        for (int b = 0; b <= GW_BUCKETS; b++)
+            total += m->latency[op][b];
+        if (!total)
+            continue;
+        uint64_t cum = 0;
+        for (int b = 0; b < GW_BUCKETS; b++) {
+            cum += m->latency[op][b];
+            rg_buf_printf(out, "refgate_command_duration_ms_bucket{op=\"%s\",le=\"%d\"} %llu\n",
+                          gw_op_name(op), gw_buckets_ms[b], (unsigned long long)cum);
+        }
+        rg_buf_printf(out,
+                      "refgate_command_duration_ms_bucket{op=\"%s\",le=\"+Inf\"} %llu\n"
+                      "refgate_command_duration_ms_sum{op=\"%s\"} %.3f\n"
+                      "refgate_command_duration_ms_count{op=\"%s\"} %llu\n",
+                      gw_op_name(op), (unsigned long long)total, gw_op_name(op),
+                      m->latency_sum[op], gw_op_name(op), (unsigned long long)total);
+    }
+}
+
+void gw_metrics_text(gw *g, rg_buf *out)
+{
+    gw_metrics m;
+    pthread_mutex_lock(&g->mu);
+    m = g->m;
+    pthread_mutex_unlock(&g->mu);
+    ops_text(&m, out);
+    rg_buf_puts(out, "# TYPE refgate_http_responses_total counter\n");
+    for (int c = 1; c <= 5; c++)
+        rg_buf_printf(out, "refgate_http_responses_total{class=\"%dxx\"} %llu\n", c,
+                      (unsigned long long)m.http[c]);
+    sess_stats ss;
+    sess_get_stats(g->sessions, &ss);
+    pool_stats ps;
+    pool_get_stats(g->pool, &ps);
+    rg_buf_printf(out,
+                  "# TYPE refgate_sessions_live gauge\nrefgate_sessions_live %d\n"
+                  "# TYPE refgate_sessions_parked_total counter\n"
+                  "refgate_sessions_parked_total %llu\n"
+                  "# TYPE refgate_sessions_restored_total counter\n"
+                  "refgate_sessions_restored_total %llu\n"
+                  "# TYPE refgate_pool_browsers gauge\nrefgate_pool_browsers %d\n"
+                  "# TYPE refgate_pool_browsers_ready gauge\nrefgate_pool_browsers_ready %d\n"
+                  "# TYPE refgate_pool_contexts_in_use gauge\nrefgate_pool_contexts_in_use %d\n"
+                  "# TYPE refgate_pool_queue_depth gauge\nrefgate_pool_queue_depth %d\n"
+                  "# TYPE refgate_browser_restarts_total counter\n"
+                  "refgate_browser_restarts_total %llu\n"
+                  "# TYPE refgate_redis_errors_total counter\nrefgate_redis_errors_total %llu\n"
+                  "# TYPE refgate_ws_connections_total counter\n"
+                  "refgate_ws_connections_total %llu\n",
+                  ss.live, (unsigned long long)ss.parked, (unsigned long long)ss.restored,
+                  ps.browsers, ps.browsers_ready, ps.contexts_in_use, ps.queue_depth,
+                  (unsigned long long)ps.restarts, (unsigned long long)m.redis_errors,
+                  (unsigned long long)m.ws_connections);
+}

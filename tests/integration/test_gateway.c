@@ -1,0 +1,592 @@
+/*
+ * test_gateway.c - refgate as a user meets it: real nginx (the shipped
+ * configuration), two refgate-server workers, real Redis and Chromium, all
+ * started here. Every op of PROTOCOL.md at least once, JSON and msgpack
+ * giving the same results, every error a client can provoke answered with
+ * its code and status while the server keeps serving, idempotency keys,
+ * the WebSocket (subscribe, then a click yields a snapshot event), a worker
+ * killed with -9 whose session carries on through nginx on the other one
+ * with its refs, and SIGTERM parking a worker's sessions for the other.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "gateway/wire.h"
+#include "tests/support/net.h"
+#include "tests/support/support.h"
+
+static stack *st;
+static httpd *pages;
+static char auth[2][128];
+
+/* ---- helpers ---- */
+
+/* POSTs a JSON body; the parsed reply (caller frees) and the status. */
+static cJSON *post_json(const char *path, const char *body, int other, int *status)
+{
+    char h[256];
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", auth[other]);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, strlen(body), &r), 0);
+    *status = r.status;
+    cJSON *v = NULL;
+    char err[128];
+    if (wire_json_decode(r.body.data ? r.body.data : "", r.body.len, &v, err, sizeof err) < 0)
+        fail_msg("not JSON (%d): %.200s", r.status, r.body.data ? r.body.data : "");
+    assert_non_null(strstr(r.content_type, "application/json"));
+    rg_buf_destroy(&r.body);
+    return v;
+}
+
+/* The same in msgpack: m is encoded, the reply decoded. */
+static cJSON *post_mp(const char *path, const cJSON *m, int *status)
+{
+    rg_buf b;
+    rg_buf_init(&b);
+    assert_int_equal(wire_mp_encode(m, &b), 0);
+    char h[256];
+    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", auth[0]);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "POST", path, h, b.data, b.len, &r), 0);
+    rg_buf_destroy(&b);
+    *status = r.status;
+    assert_non_null(strstr(r.content_type, "application/msgpack"));
+    cJSON *v = NULL;
+    char err[128];
+    if (wire_mp_decode(r.body.data, r.body.len, &v, err, sizeof err) < 0)
+        fail_msg("not msgpack (%d): %s", r.status, err);
+    rg_buf_destroy(&r.body);
+    return v;
+}
+
+static const char *err_code(const cJSON *reply)
+{
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
+    return cJSON_IsString(c) ? c->valuestring : "";
+}
+
+static const cJSON *result(const cJSON *reply)
+{
+    return cJSON_GetObjectItemCaseSensitive(reply, "result");
+}
+
+static const char *rstr(const cJSON *reply, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(result(reply), k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* A command on session sid that must succeed; the reply. */
+static cJSON *cmd_ok(const char *sid, const char *body)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    int status;
+    cJSON *r = post_json(path, body, 0, &status);
+    if (status != 200 || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
+        fail_msg("%s -> %d %s", body, status, cJSON_PrintUnformatted(r));
+    return r;
+}
+
+/* A command that must fail with code at status. */
+static void cmd_err(const char *sid, const char *body, int want_status, const char *want_code)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    int status;
+    cJSON *r = post_json(path, body, 0, &status);
+    if (status != want_status || strcmp(err_code(r), want_code))
+        fail_msg("%s -> %d %s, wanted %d %s", body, status, cJSON_PrintUnformatted(r),
+                 want_status, want_code);
+    const cJSON *kind = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r, "error"), "kind");
+    assert_true(cJSON_IsString(kind));
+    cJSON_Delete(r);
+}
+
+static void page_url(const char *name, char *out, size_t len)
+{
+    char p[96];
+    snprintf(p, sizeof p, "/%s", name);
+    httpd_url(pages, p, out, len);
+}
+
+static void create(const char *page, char *sid)
+{
+    char url[256], body[512];
+    page_url(page, url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
+    int status;
+    cJSON *r = post_json("/v1/sessions", body, 0, &status);
+    if (status != 200)
+        fail_msg("create: %d %s", status, cJSON_PrintUnformatted(r));
+    snprintf(sid, 64, "%s", rstr(r, "session"));
+    assert_true(strlen(sid) > 8);
+    cJSON_Delete(r);
+}
+
+static void close_session(const char *sid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    http_resp r;
+    char h[200];
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &r), 0);
+    assert_int_equal(r.status, 200);
+    rg_buf_destroy(&r.body);
+}
+
+/* The ref of the first element with this role and name in an elements observe. */
+static void ref_of(const char *sid, const char *role, const char *name, char *ref)
+{
+    cJSON *r = cmd_ok(sid, "{\"op\":\"observe\",\"args\":{\"format\":\"elements\"}}");
+    const cJSON *e;
+    ref[0] = '\0';
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(result(r), "elements"))
+    {
+        const cJSON *ro = cJSON_GetObjectItemCaseSensitive(e, "role");
+        const cJSON *na = cJSON_GetObjectItemCaseSensitive(e, "name");
+        if (!strcmp(ro->valuestring, role) && !strcmp(na->valuestring, name)) {
+            snprintf(ref, 32, "%s", cJSON_GetObjectItemCaseSensitive(e, "ref")->valuestring);
+            break;
+        }
+    }
+    cJSON_Delete(r);
+    if (!ref[0])
+        fail_msg("no %s %s", role, name);
+}
+
+static void clicks_are(const char *sid, const char *want)
+{
+    cJSON *r = cmd_ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}");
+    assert_string_equal(rstr(r, "value"), want);
+    cJSON_Delete(r);
+}
+
+/* ---- tests ---- */
+
+static void test_every_op(void **state)
+{
+    (void)state;
+    char sid[64], ref[32];
+    create("actions.html", sid);
+    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
+    assert_string_equal(rstr(r, "state"), "live");
+    assert_string_equal(rstr(r, "title"), "Actions");
+    assert_true(rstr(r, "worker")[0] == 'w');
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"observe\"}");
+    assert_non_null(strstr(rstr(r, "text"), "button \"Count\" [ref=@counter]"));
+    cJSON_Delete(r);
+    ref_of(sid, "button", "Count", ref);
+    char body[256];
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
+    cJSON_Delete(cmd_ok(sid, body));
+    clicks_are(sid, "clicks=1");
+    char nav[512];
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"fill\",\"args\":{\"target\":\"label:Query\","
+                             "\"value\":\"hello\"}}"));
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"type\",\"args\":{\"target\":\"label:Query\","
+                             "\"text\":\" world\"}}"));
+    r = cmd_ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"label:Query\",\"what\":\"value\"}}");
+    assert_string_equal(rstr(r, "value"), "hello world");
+    cJSON_Delete(r);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"press\",\"args\":{\"key\":\"Enter\","
+                             "\"target\":\"label:Query\"}}"));
+    r = cmd_ok(sid, "{\"op\":\"select\",\"args\":{\"target\":\"@color\",\"values\":[\"Green\"]}}");
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"check\",\"args\":{\"target\":\"label:Agree\"}}");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "checked")));
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"uncheck\",\"args\":{\"target\":\"label:Agree\"}}");
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(result(r), "checked")));
+    cJSON_Delete(r);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"hover\",\"args\":{\"target\":\"@counter\"}}"));
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"focus\",\"args\":{\"target\":\"label:Query\"}}"));
+    r = cmd_ok(sid, "{\"op\":\"scroll\",\"args\":{\"dy\":300}}");
+    assert_true(cJSON_GetObjectItemCaseSensitive(result(r), "y")->valuedouble > 0);
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"screenshot\",\"args\":{\"target\":\"@counter\"}}");
+    assert_true(strlen(rstr(r, "data")) > 100); /* base64 in JSON */
+    cJSON_Delete(r);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"wait\",\"args\":{\"target\":\"@counter\","
+                             "\"state\":\"visible\"}}"));
+    r = cmd_ok(sid, "{\"op\":\"inspect\",\"args\":{\"target\":\"@counter\"}}");
+    assert_string_equal(rstr(r, "role"), "button");
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"eval\",\"args\":{\"expression\":\"window.clicks*10\"}}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "value")->valueint, 10);
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"act\",\"args\":{\"steps\":[{\"op\":\"click\",\"args\":"
+                    "{\"target\":\"@counter\"}},{\"op\":\"click\",\"args\":{\"target\":"
+                    "\"@nosuch\"}},{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}]}}");
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(result(r), "results");
+    assert_int_equal(cJSON_GetArraySize(res), 2); /* stopped at the stale ref */
+    assert_string_equal(err_code(cJSON_GetArrayItem(res, 1)), "stale_ref");
+    cJSON_Delete(r);
+    clicks_are(sid, "clicks=2");
+    char url[256];
+    page_url("form.html", url, sizeof url);
+    snprintf(nav, sizeof nav, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    r = cmd_ok(sid, nav);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "status")->valueint, 200);
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"back\"}");
+    assert_non_null(strstr(rstr(r, "url"), "actions.html"));
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"forward\"}");
+    assert_non_null(strstr(rstr(r, "url"), "form.html"));
+    cJSON_Delete(r);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"reload\"}"));
+    r = cmd_ok(sid, "{\"op\":\"session.park\"}");
+    assert_string_equal(rstr(r, "state"), "parked");
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"session.restore\"}");
+    assert_string_equal(rstr(r, "state"), "live");
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(result(r), "refs_kept")));
+    cJSON_Delete(r);
+    /* The list has it; close forgets it. */
+    http_resp hr;
+    char h[200];
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
+    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &hr), 0);
+    assert_int_equal(hr.status, 200);
+    assert_non_null(strstr(hr.body.data, sid));
+    rg_buf_destroy(&hr.body);
+    r = cmd_ok(sid, "{\"op\":\"session.close\"}");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "closed")));
+    cJSON_Delete(r);
+    cmd_err(sid, "{\"op\":\"observe\"}", 404, "not_found");
+}
+
+static void test_json_and_msgpack_agree(void **state)
+{
+    (void)state;
+    char sid[64], path[96];
+    create("actions.html", sid);
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    cJSON *a = cmd_ok(sid, "{\"op\":\"observe\"}");
+    cJSON *m = cJSON_Parse("{\"op\":\"observe\"}");
+    int status;
+    cJSON *b = post_mp(path, m, &status);
+    assert_int_equal(status, 200);
+    assert_string_equal(rstr(a, "text"), rstr(b, "text"));
+    cJSON_Delete(m);
+    /* A screenshot is bin in msgpack, base64 in JSON: the same bytes. */
+    m = cJSON_Parse("{\"op\":\"screenshot\",\"args\":{\"target\":\"@counter\"}}");
+    cJSON *shot = post_mp(path, m, &status);
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(result(shot), "data");
+    assert_true(wire_is_bin(data));
+    size_t n;
+    unsigned char *png = rg_base64_decode(data->valuestring, strlen(data->valuestring), &n);
+    assert_non_null(png);
+    assert_memory_equal(png, "\x89PNG", 4);
+    free(png);
+    cJSON_Delete(shot);
+    cJSON_Delete(m);
+    /* Errors are the same map in both. */
+    m = cJSON_Parse("{\"op\":\"click\",\"args\":{\"target\":\"@nosuch\"}}");
+    cJSON *e = post_mp(path, m, &status);
+    assert_int_equal(status, 422);
+    assert_string_equal(err_code(e), "stale_ref");
+    cJSON_Delete(e);
+    cJSON_Delete(m);
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    close_session(sid);
+}
+
+/* Raw bodies: the status, the code, and the server still serving. */
+static void raw(const char *sid, const char *ctype, const void *body, size_t len, int want_status,
+                const char *want_code)
+{
+    char path[96], h[300];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    snprintf(h, sizeof h, "%sContent-Type: %s\r\nAccept: application/json\r\n", auth[0], ctype);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, len, &r), 0);
+    if (r.status != want_status || !strstr(r.body.data ? r.body.data : "", want_code))
+        fail_msg("%s body of %zu bytes -> %d %.300s; wanted %d %s", ctype, len, r.status,
+                 r.body.data ? r.body.data : "", want_status, want_code);
+    rg_buf_destroy(&r.body);
+}
+
+static void test_errors_from_outside(void **state)
+{
+    (void)state;
+    char sid[64];
+    create("actions.html", sid);
+    const char *mp = "application/msgpack";
+    raw(sid, mp, "\xc1", 1, 400, "bad_request");                     /* malformed */
+    raw(sid, mp, "\x82\xa2op\xa7observe", 11, 400, "bad_request");    /* truncated */
+    raw(sid, mp, "\xdd\xff\xff\xff\xff", 5, 400, "bad_request");      /* 4 G elements */
+    raw(sid, mp, "\xdf\xff\xff\xff\xff", 5, 400, "bad_request");      /* 4 G map */
+    raw(sid, "application/json", "{\"op\":", 6, 400, "bad_request");
+    raw(sid, "text/plain", "hello", 5, 415, "unsupported_media_type");
+    cmd_err(sid, "{\"op\":42}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"frobnicate\"}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"observe\",\"colour\":1}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\",\"force\":true}}", 400,
+            "bad_request");
+    cmd_err(sid, "{\"op\":\"click\",\"args\":{\"target\":7}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"click\"}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"click\",\"args\":{\"target\":\"nope:x\"}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@nosuch\"}}", 422, "stale_ref");
+    cmd_err(sid, "{\"op\":\"click\",\"args\":{\"target\":\"text:Same\"}}", 422, "ambiguous");
+    cmd_err(sid, "{\"op\":\"click\",\"args\":{\"target\":\"text:Nothing here\",\"timeout_ms\":300}}",
+            422, "no_match");
+    cmd_err(sid, "{\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\"]}}", 400,
+            "bad_request");
+    /* The ambiguous locator says how many. */
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    int status;
+    cJSON *r = post_json(path, "{\"op\":\"click\",\"args\":{\"target\":\"text:Same\"}}", 0,
+                         &status);
+    const cJSON *details = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r, "error"), "details");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(details, "count")->valueint, 2);
+    cJSON_Delete(r);
+    /* Keys: none, wrong, another tenant's session (never says which). */
+    http_resp hr;
+    assert_int_equal(http_request(stack_port(st), "POST", path,
+                                  "Content-Type: application/json\r\n", "{\"op\":\"observe\"}", 16,
+                                  &hr),
+                     0);
+    assert_int_equal(hr.status, 401);
+    rg_buf_destroy(&hr.body);
+    assert_int_equal(http_request(stack_port(st), "POST", path,
+                                  "Authorization: Bearer rgk_wrong\r\n"
+                                  "Content-Type: application/json\r\n",
+                                  "{\"op\":\"observe\"}", 16, &hr),
+                     0);
+    assert_int_equal(hr.status, 401);
+    assert_non_null(strstr(hr.body.data, "unauthorized"));
+    rg_buf_destroy(&hr.body);
+    r = post_json(path, "{\"op\":\"observe\"}", 1, &status);
+    assert_int_equal(status, 404);
+    assert_string_equal(err_code(r), "not_found");
+    cJSON_Delete(r);
+    /* Over the body limit (nginx or the gateway: the same answer). */
+    size_t big = (1u << 20) + 100;
+    char *huge = malloc(big);
+    memset(huge, ' ', big);
+    memcpy(huge, "{\"op\":\"observe\"}", 16);
+    raw(sid, "application/json", huge, big, 413, "payload_too_large");
+    free(huge);
+    /* Still serving, and nothing changed. */
+    clicks_are(sid, "clicks=0");
+    close_session(sid);
+}
+
+static void test_idempotency_key(void **state)
+{
+    (void)state;
+    char sid[64];
+    create("actions.html", sid);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}")); /* refs come from an observation */
+    const char *body = "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"},"
+                       "\"idempotency_key\":\"k-1\"}";
+    cJSON *a = cmd_ok(sid, body);
+    cJSON *b = cmd_ok(sid, body);
+    assert_true(cJSON_Compare(result(a), result(b), 1));
+    clicks_are(sid, "clicks=1"); /* acted once */
+    cJSON_Delete(a);
+    cJSON_Delete(b);
+    close_session(sid);
+}
+
+static void test_websocket_snapshot_event(void **state)
+{
+    (void)state;
+    char sid[64], path[96], h[200];
+    create("actions.html", sid);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}"));
+    snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
+    int status;
+    wsc *w = wsc_open(stack_port(st), path, auth[0], &status);
+    if (!w)
+        fail_msg("WebSocket through nginx: HTTP %d", status);
+    const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\","
+                      "\"dialog\",\"console\"]}}";
+    assert_int_equal(wsc_send(w, sub, strlen(sub), 1), 0);
+    rg_buf in;
+    rg_buf_init(&in);
+    assert_int_equal(wsc_recv(w, &in, 10000), 1);
+    assert_non_null(strstr(in.data, "\"ok\":true"));
+    /* A click in msgpack: the reply, then the snapshot event with the diff. */
+    cJSON *m = cJSON_Parse("{\"id\":2,\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}");
+    rg_buf b;
+    rg_buf_init(&b);
+    wire_mp_encode(m, &b);
+    assert_int_equal(wsc_send(w, b.data, b.len, 0), 0);
+    int got_reply = 0, got_event = 0;
+    for (int i = 0; i < 4 && !(got_reply && got_event); i++) {
+        rg_buf_reset(&in);
+        if (wsc_recv(w, &in, 10000) < 0)
+            break;
+        cJSON *v = NULL;
+        char err[64];
+        if (wire_mp_decode(in.data, in.len, &v, err, sizeof err) < 0 &&
+            wire_json_decode(in.data, in.len, &v, err, sizeof err) < 0)
+            fail_msg("frame neither msgpack nor JSON");
+        const cJSON *ev = cJSON_GetObjectItemCaseSensitive(v, "event");
+        if (cJSON_IsString(ev) && !strcmp(ev->valuestring, "snapshot")) {
+            const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "data");
+            if (getenv("RG_DEBUG"))
+                fprintf(stderr, "snapshot: %s\n", cJSON_PrintUnformatted(d));
+            /* The outline shows controls, not paragraphs: the click focused the button. */
+            assert_non_null(strstr(cJSON_GetObjectItemCaseSensitive(d, "diff")->valuestring,
+                                   "+   - button \"Count\" (focused) [ref=@counter]"));
+            assert_true(cJSON_GetObjectItemCaseSensitive(v, "seq")->valuedouble >= 1);
+            got_event = 1;
+        } else if (cJSON_GetObjectItemCaseSensitive(v, "id")) {
+            assert_int_equal(cJSON_GetObjectItemCaseSensitive(v, "id")->valueint, 2);
+            assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok")));
+            got_reply = 1;
+        }
+        cJSON_Delete(v);
+    }
+    assert_true(got_reply);
+    assert_true(got_event);
+    /* A dialog is dismissed and reported. */
+    const char *ev = "{\"id\":3,\"op\":\"eval\",\"args\":{\"expression\":"
+                     "\"setTimeout(function(){alert('hi')},0);1\"}}";
+    assert_int_equal(wsc_send(w, ev, strlen(ev), 1), 0);
+    int dialog = 0;
+    for (int i = 0; i < 6 && !dialog; i++) {
+        rg_buf_reset(&in);
+        if (wsc_recv(w, &in, 10000) < 0)
+            break;
+        dialog = strstr(in.data, "\"event\":\"dialog\"") && strstr(in.data, "hi");
+    }
+    assert_true(dialog);
+    clicks_are(sid, "clicks=1");
+    rg_buf_destroy(&b);
+    rg_buf_destroy(&in);
+    cJSON_Delete(m);
+    wsc_close(w);
+    /* Without a key: refused with a reply saying why. */
+    snprintf(h, sizeof h, "Authorization: Bearer rgk_wrong\r\n");
+    w = wsc_open(stack_port(st), path, h, &status);
+    assert_non_null(w);
+    rg_buf_init(&in);
+    assert_int_equal(wsc_recv(w, &in, 10000), 2);
+    cJSON *refusal = NULL;
+    char err[64];
+    assert_int_equal(wire_mp_decode(in.data, in.len, &refusal, err, sizeof err), 0);
+    assert_string_equal(err_code(refusal), "unauthorized");
+    cJSON_Delete(refusal);
+    rg_buf_reset(&in);
+    assert_int_equal(wsc_recv(w, &in, 10000), 8); /* then closed */
+    rg_buf_destroy(&in);
+    wsc_close(w);
+    close_session(sid);
+}
+
+/* The worker that holds the session dies: the next command lands on the other
+   one through nginx and carries on from the checkpoint, refs included. */
+static void test_kill_9_worker_session_carries_on(void **state)
+{
+    (void)state;
+    char sid[64], ref[32];
+    create("actions.html", sid);
+    ref_of(sid, "button", "Count", ref);
+    char body[200];
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
+    cJSON_Delete(cmd_ok(sid, body));
+    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
+    int owner = atoi(rstr(r, "worker") + 1);
+    cJSON_Delete(r);
+    assert_true(owner == 1 || owner == 2);
+    stack_kill_worker(st, owner, SIGKILL);
+    /* The page reloads from the checkpoint (a fresh load: the counter is 0),
+       and the ref from before still clicks the same button. */
+    r = cmd_ok(sid, body);
+    cJSON_Delete(r);
+    clicks_are(sid, "clicks=1");
+    r = cmd_ok(sid, "{\"op\":\"session.info\"}");
+    assert_int_equal(atoi(rstr(r, "worker") + 1), 3 - owner);
+    cJSON_Delete(r);
+    assert_int_equal(stack_restart_worker(st, owner), 0);
+    close_session(sid);
+}
+
+static void test_sigterm_parks_for_the_other_worker(void **state)
+{
+    (void)state;
+    char sid[64];
+    create("actions.html", sid);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}"));
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
+    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
+    int owner = atoi(rstr(r, "worker") + 1);
+    cJSON_Delete(r);
+    assert_int_equal(stack_kill_worker(st, owner, SIGTERM), 0); /* exits 0 */
+    r = cmd_ok(sid, "{\"op\":\"session.info\"}");
+    assert_string_equal(rstr(r, "state"), "parked");
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"session.restore\"}");
+    assert_int_equal(atoi(rstr(r, "worker") + 1), 3 - owner);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "refs_lost")->valueint, 0);
+    cJSON_Delete(r);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
+    clicks_are(sid, "clicks=1");
+    assert_int_equal(stack_restart_worker(st, owner), 0);
+    close_session(sid);
+}
+
+static void test_health_and_metrics(void **state)
+{
+    (void)state;
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "GET", "/healthz", NULL, NULL, 0, &r), 0);
+    assert_int_equal(r.status, 200);
+    rg_buf_destroy(&r.body);
+    assert_int_equal(http_request(stack_port(st), "GET", "/metrics", NULL, NULL, 0, &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body.data, "refgate_pool_browsers"));
+    rg_buf_destroy(&r.body);
+}
+
+int main(void)
+{
+    pages = httpd_start("tests/fixtures");
+    st = pages ? stack_start(2, NULL) : NULL;
+    if (!st) {
+        fprintf(stderr, "test_gateway: cannot start the stack\n");
+        httpd_stop(pages);
+        return 1;
+    }
+    for (int i = 0; i < 2; i++)
+        snprintf(auth[i], sizeof auth[i], "Authorization: Bearer %s\r\n", stack_key(st, i));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_health_and_metrics),
+        cmocka_unit_test(test_every_op),
+        cmocka_unit_test(test_json_and_msgpack_agree),
+        cmocka_unit_test(test_errors_from_outside),
+        cmocka_unit_test(test_idempotency_key),
+        cmocka_unit_test(test_websocket_snapshot_event),
+        cmocka_unit_test(test_kill_9_worker_session_carries_on),
+        cmocka_unit_test(test_sigterm_parks_for_the_other_worker),
+    };
+    if (getenv("RG_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
+    int rc = cmocka_run_group_tests_name("gateway", tests, NULL, NULL);
+    stack_stop(st);
+    httpd_stop(pages);
+    return rc;
+}

@@ -1,0 +1,324 @@
+/* net.c - loopback HTTP/1.1 and WebSocket clients for tests and benchmarks. */
+#define _GNU_SOURCE
+#include "net.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define IO_TIMEOUT_MS 30000
+
+static int dial(int port)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return -1;
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static int wait_fd(int fd, short ev, int timeout_ms)
+{
+    struct pollfd p = {.fd = fd, .events = ev};
+    int n;
+    do
+        n = poll(&p, 1, timeout_ms);
+    while (n < 0 && errno == EINTR);
+    return n > 0 ? 0 : -1;
+}
+
+static int write_all(int fd, const void *p, size_t n)
+{
+    const char *c = p;
+    while (n) {
+        ssize_t w = send(fd, c, n, MSG_NOSIGNAL);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            return -1;
+        c += w;
+        n -= (size_t)w;
+    }
+    return 0;
+}
+
+/* Reads at least want bytes more into b (timeout); 0, or -1 (EOF counts as -1). */
+static int read_more(int fd, rg_buf *b, size_t want, int timeout_ms)
+{
+    size_t goal = b->len + want;
+    while (b->len < goal) {
+        if (wait_fd(fd, POLLIN, timeout_ms) < 0)
+            return -1;
+        char tmp[16384];
+        ssize_t r = recv(fd, tmp, sizeof tmp, 0);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return -1;
+        rg_buf_append(b, tmp, (size_t)r);
+    }
+    return 0;
+}
+
+static const char *header_value(const char *head, const char *name, char *out, size_t len)
+{
+    size_t nl = strlen(name);
+    for (const char *p = strstr(head, "\r\n"); p; p = strstr(p + 2, "\r\n")) {
+        if (!strncasecmp(p + 2, name, nl) && p[2 + nl] == ':') {
+            const char *v = p + 3 + nl;
+            while (*v == ' ')
+                v++;
+            size_t n = strcspn(v, "\r\n");
+            snprintf(out, len, "%.*s", (int)n, v);
+            return out;
+        }
+    }
+    return NULL;
+}
+
+static int exchange(int fd, const char *method, const char *path, const char *headers,
+                    const void *body, size_t len, int keep, http_resp *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    resp->retry_after = -1;
+    rg_buf_init(&resp->body);
+    rg_buf req;
+    rg_buf_init(&req);
+    rg_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: %s\r\n", method, path,
+                  keep ? "keep-alive" : "close");
+    if (body || !strcmp(method, "POST"))
+        rg_buf_printf(&req, "Content-Length: %zu\r\n", len);
+    if (headers)
+        rg_buf_puts(&req, headers);
+    rg_buf_puts(&req, "\r\n");
+    int rc = write_all(fd, req.data, req.len);
+    rg_buf_destroy(&req);
+    if (rc == 0 && len)
+        rc = write_all(fd, body, len);
+    if (rc < 0)
+        return -1;
+    rg_buf in;
+    rg_buf_init(&in);
+    char *end = NULL;
+    while (!(end = in.data ? strstr(in.data, "\r\n\r\n") : NULL))
+        if (read_more(fd, &in, 1, IO_TIMEOUT_MS) < 0) {
+            rg_buf_destroy(&in);
+            return -1;
+        }
+    size_t head_len = (size_t)(end - in.data) + 4;
+    *end = '\0';
+    if (sscanf(in.data, "HTTP/1.%*d %d", &resp->status) != 1) {
+        rg_buf_destroy(&in);
+        return -1;
+    }
+    char v[128];
+    if (header_value(in.data, "Content-Type", v, sizeof v))
+        snprintf(resp->content_type, sizeof resp->content_type, "%s", v);
+    if (header_value(in.data, "Retry-After", v, sizeof v))
+        resp->retry_after = atoi(v);
+    long cl = header_value(in.data, "Content-Length", v, sizeof v) ? atol(v) : -1;
+    int chunked = header_value(in.data, "Transfer-Encoding", v, sizeof v) &&
+                  strstr(v, "chunked") != NULL;
+    rg_buf_append(&resp->body, in.data + head_len, in.len - head_len);
+    rg_buf_destroy(&in);
+    if (chunked) {
+        /* Decode in place once the terminating chunk arrived. */
+        rg_buf raw = resp->body;
+        rg_buf_init(&resp->body);
+        size_t pos = 0;
+        for (;;) {
+            char *crlf = raw.data ? memmem(raw.data + pos, raw.len - pos, "\r\n", 2) : NULL;
+            if (!crlf) {
+                if (read_more(fd, &raw, 1, IO_TIMEOUT_MS) < 0)
+                    break;
+                continue;
+            }
+            size_t n = (size_t)strtoul(raw.data + pos, NULL, 16);
+            size_t start = (size_t)(crlf - raw.data) + 2;
+            if (raw.len < start + n + 2) {
+                if (read_more(fd, &raw, start + n + 2 - raw.len, IO_TIMEOUT_MS) < 0)
+                    break;
+                continue;
+            }
+            if (n == 0)
+                break;
+            rg_buf_append(&resp->body, raw.data + start, n);
+            pos = start + n + 2;
+        }
+        rg_buf_destroy(&raw);
+        return 0;
+    }
+    if (cl >= 0) {
+        if (resp->body.len < (size_t)cl &&
+            read_more(fd, &resp->body, (size_t)cl - resp->body.len, IO_TIMEOUT_MS) < 0)
+            return -1;
+        return 0;
+    }
+    while (read_more(fd, &resp->body, 1, IO_TIMEOUT_MS) == 0)
+        ;
+    return 0;
+}
+
+int http_request(int port, const char *method, const char *path, const char *headers,
+                 const void *body, size_t len, http_resp *resp)
+{
+    int fd = dial(port);
+    if (fd < 0) {
+        memset(resp, 0, sizeof *resp);
+        rg_buf_init(&resp->body);
+        return -1;
+    }
+    int rc = exchange(fd, method, path, headers, body, len, 0, resp);
+    close(fd);
+    return rc;
+}
+
+int http_connect(int port)
+{
+    return dial(port);
+}
+
+int http_request_on(int fd, const char *method, const char *path, const char *headers,
+                    const void *body, size_t len, http_resp *resp)
+{
+    return exchange(fd, method, path, headers, body, len, 1, resp);
+}
+
+/* ---- WebSocket ---- */
+
+struct wsc {
+    int fd;
+    rg_buf in; /* bytes received and not yet consumed */
+};
+
+wsc *wsc_open(int port, const char *path, const char *headers, int *status)
+{
+    *status = 0;
+    int fd = dial(port);
+    if (fd < 0)
+        return NULL;
+    rg_buf req;
+    rg_buf_init(&req);
+    rg_buf_printf(&req,
+                  "GET %s HTTP/1.1\r\nHost: 127.0.0.1\r\nUpgrade: websocket\r\n"
+                  "Connection: Upgrade\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
+                  "Sec-WebSocket-Version: 13\r\n%s\r\n",
+                  path, headers ? headers : "");
+    int rc = write_all(fd, req.data, req.len);
+    rg_buf_destroy(&req);
+    wsc *w = calloc(1, sizeof *w);
+    if (rc < 0 || !w) {
+        free(w);
+        close(fd);
+        return NULL;
+    }
+    w->fd = fd;
+    rg_buf_init(&w->in);
+    char *end = NULL;
+    while (!(end = w->in.data ? strstr(w->in.data, "\r\n\r\n") : NULL))
+        if (read_more(fd, &w->in, 1, IO_TIMEOUT_MS) < 0)
+            break;
+    if (end)
+        sscanf(w->in.data, "HTTP/1.%*d %d", status);
+    if (!end || *status != 101) {
+        wsc_close(w);
+        return NULL;
+    }
+    size_t head = (size_t)(end - w->in.data) + 4;
+    memmove(w->in.data, w->in.data + head, w->in.len - head);
+    w->in.len -= head;
+    return w;
+}
+
+int wsc_send(wsc *w, const void *data, size_t len, int text)
+{
+    unsigned char h[14];
+    size_t n = 0;
+    h[n++] = (unsigned char)(0x80 | (text ? 1 : 2));
+    if (len < 126) {
+        h[n++] = (unsigned char)(0x80 | len);
+    } else if (len < 65536) {
+        h[n++] = 0x80 | 126;
+        h[n++] = (unsigned char)(len >> 8);
+        h[n++] = (unsigned char)len;
+    } else {
+        h[n++] = 0x80 | 127;
+        for (int i = 7; i >= 0; i--)
+            h[n++] = (unsigned char)((uint64_t)len >> (8 * i));
+    }
+    unsigned char mask[4];
+    if (getrandom(mask, 4, 0) != 4)
+        memset(mask, 0x5a, 4);
+    memcpy(h + n, mask, 4);
+    n += 4;
+    unsigned char *m = malloc(len ? len : 1);
+    if (!m)
+        return -1;
+    for (size_t i = 0; i < len; i++)
+        m[i] = ((const unsigned char *)data)[i] ^ mask[i % 4];
+    int rc = write_all(w->fd, h, n) == 0 && write_all(w->fd, m, len) == 0 ? 0 : -1;
+    free(m);
+    return rc;
+}
+
+int wsc_recv(wsc *w, rg_buf *out, int timeout_ms)
+{
+    int64_t deadline = rg_now_ms() + timeout_ms;
+    for (;;) {
+        const unsigned char *p = (const unsigned char *)w->in.data;
+        if (w->in.len >= 2) {
+            size_t need = 2, len = p[1] & 0x7f;
+            if (len == 126)
+                need += 2;
+            else if (len == 127)
+                need += 8;
+            if (w->in.len >= need) {
+                if (len == 126)
+                    len = (size_t)p[2] << 8 | p[3];
+                else if (len == 127) {
+                    len = 0;
+                    for (int i = 0; i < 8; i++)
+                        len = len << 8 | p[2 + i];
+                }
+                if (w->in.len >= need + len) {
+                    int op = p[0] & 0x0f;
+                    if (op == 1 || op == 2)
+                        rg_buf_append(out, p + need, len);
+                    memmove(w->in.data, w->in.data + need + len, w->in.len - need - len);
+                    w->in.len -= need + len;
+                    if (op == 1 || op == 2 || op == 8)
+                        return op;
+                    continue; /* ping, pong, continuation: not used by the gateway */
+                }
+            }
+        }
+        int64_t left = deadline - rg_now_ms();
+        if (left <= 0 || read_more(w->fd, &w->in, 1, (int)left) < 0)
+            return -1;
+    }
+}
+
+void wsc_close(wsc *w)
+{
+    if (!w)
+        return;
+    close(w->fd);
+    rg_buf_destroy(&w->in);
+    free(w);
+}

@@ -1,0 +1,77 @@
+/*
+ * net.h - loopback HTTP and WebSocket clients for the gateway's tests and
+ * benchmarks, and a whole stack (Redis, workers, nginx) started and stopped
+ * by the test. Test code only.
+ */
+#ifndef RG_TEST_NET_H
+#define RG_TEST_NET_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "common/rg.h"
+
+/* ---- HTTP/1.1 (net.c) ---- */
+
+typedef struct http_resp {
+    int status;
+    char content_type[128];
+    int retry_after;         /* -1 when absent */
+    rg_buf body;
+} http_resp;
+
+/**
+ * One request to 127.0.0.1:port with Connection: close; headers are extra
+ * "Name: value\r\n" lines (may be NULL). 0, or -1 when the connection or
+ * the response failed (30 s timeout). Free resp->body with rg_buf_destroy.
+ */
+int http_request(int port, const char *method, const char *path, const char *headers,
+                 const void *body, size_t len, http_resp *resp);
+/** A persistent connection for many requests (keep-alive), or -1. */
+int http_connect(int port);
+/** A request on a kept-alive connection fd (Connection: keep-alive). */
+int http_request_on(int fd, const char *method, const char *path, const char *headers,
+                    const void *body, size_t len, http_resp *resp);
+
+/* ---- WebSocket client (net.c) ---- */
+
+typedef struct wsc wsc;
+
+/** Opens ws://127.0.0.1:port/path with headers; NULL with the HTTP status in *status. */
+wsc *wsc_open(int port, const char *path, const char *headers, int *status);
+/** Sends one frame (binary, or text when text is set). */
+int wsc_send(wsc *w, const void *data, size_t len, int text);
+/**
+ * Receives one data frame within timeout_ms into out (appended). Returns the
+ * opcode (1 text, 2 binary), 8 when the server closed, -1 on timeout/error.
+ */
+int wsc_recv(wsc *w, rg_buf *out, int timeout_ms);
+void wsc_close(wsc *w);
+
+/* ---- the stack (stack.c) ---- */
+
+typedef struct stack stack;
+
+/**
+ * Starts a private redis-server, `workers` refgate-server processes (from
+ * build/, run from the repository root) with the environment entries in env
+ * (NULL-terminated "NAME=value" list, may be NULL) added, and nginx with the
+ * configuration of scripts/nginx-conf.sh, all on free loopback ports under
+ * a fresh directory. Creates tenant "acme" (and "other") with keys. Waits
+ * until /healthz answers 200 through nginx. NULL on failure (logs say why).
+ */
+stack *stack_start(int workers, const char *const *env);
+void stack_stop(stack *s);
+int stack_port(const stack *s);          /* nginx */
+const char *stack_key(const stack *s, int other); /* the API key of acme (0) or other (1) */
+const char *stack_redis_url(const stack *s);
+pid_t stack_worker_pid(const stack *s, int i);   /* worker i, from 1 */
+/** Sends sig to worker i and waits for it to exit; its exit status, or -1. */
+int stack_kill_worker(stack *s, int i, int sig);
+/** Starts worker i again (after a kill); 0 once it answers /healthz itself. */
+int stack_restart_worker(stack *s, int i);
+/** The WebSocket port of worker i (nginx proxies /v1/sessions/{sid}/ws too). */
+int stack_ws_port(const stack *s, int i);
+const char *stack_dir(const stack *s);
+
+#endif

@@ -1,0 +1,307 @@
+/*
+ * stack.c - the whole of refgate for a test: a private redis-server, N
+ * refgate-server workers and nginx with the configuration scripts/
+ * nginx-conf.sh writes, on free loopback ports, in a fresh directory; every
+ * process started here and stopped by its PID.
+ */
+#define _GNU_SOURCE
+#include "net.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "support.h"
+#include "tenant/tenant.h"
+
+#define WORKERS_MAX 8
+
+struct stack {
+    char dir[128];
+    redissrv *redis;
+    int n;
+    pid_t workers[WORKERS_MAX + 1];
+    int fcgi_base, ws_base;
+    pid_t nginx;
+    int port;
+    char key[2][TENANT_KEY_SIZE];
+    const char *const *env;
+};
+
+/* A base port with `n` free ports after it (checked one by one). */
+static int free_range(int n)
+{
+    for (int tries = 0; tries < 50; tries++) {
+        int base = 20000 + (int)(((unsigned)getpid() * 7919u + (unsigned)tries * 104729u) % 30000);
+        int ok = 1;
+        for (int i = 1; i <= n && ok; i++) {
+            int fd = socket(AF_INET, SOCK_STREAM, 0);
+            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(base + i))};
+            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+            ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
+            if (fd >= 0)
+                close(fd);
+        }
+        if (ok)
+            return base;
+    }
+    return -1;
+}
+
+static pid_t spawn(const char *const *argv, const char *const *env, const char *log)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* nothing outlives a crashed test */
+    int null = open("/dev/null", O_RDONLY);
+    if (null >= 0)
+        dup2(null, 0);
+    for (int i = 0; env && env[i]; i++)
+        putenv((char *)env[i]);
+    int fd = open(log, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    if (fd >= 0) {
+        dup2(fd, 2);
+        dup2(fd, 1);
+    }
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+static int healthy(int port)
+{
+    http_resp r;
+    int ok = http_request(port, "GET", "/healthz", NULL, NULL, 0, &r) == 0 && r.status == 200;
+    rg_buf_destroy(&r.body);
+    return ok;
+}
+
+static pid_t start_worker(stack *s, int i)
+{
+    char id[32], fcgi[64], ws[64], run[192], log[192];
+    snprintf(id, sizeof id, "REFGATE_WORKER_ID=w%d", i);
+    snprintf(fcgi, sizeof fcgi, "REFGATE_FCGI_LISTEN=127.0.0.1:%d", s->fcgi_base + i);
+    snprintf(ws, sizeof ws, "REFGATE_WS_LISTEN=127.0.0.1:%d", s->ws_base + i);
+    snprintf(run, sizeof run, "REFGATE_RUN_DIR=%s/worker-w%d", s->dir, i);
+    snprintf(log, sizeof log, "%s/worker-w%d.log", s->dir, i);
+    char redis[200];
+    snprintf(redis, sizeof redis, "REFGATE_REDIS_URL=%s", redissrv_url(s->redis));
+    const char *env[32];
+    int n = 0;
+    env[n++] = id;
+    env[n++] = fcgi;
+    env[n++] = ws;
+    env[n++] = run;
+    env[n++] = redis;
+    env[n++] = "REFGATE_BROWSERS=1";
+    env[n++] = "REFGATE_SESSION_LEASE_MS=2000";
+    for (int k = 0; s->env && s->env[k] && n < 31; k++)
+        env[n++] = s->env[k];
+    env[n] = NULL;
+    const char *argv[] = {"build/refgate-server", NULL};
+    return spawn(argv, env, log);
+}
+
+/* A worker is up once its FastCGI port accepts (it listens after its pool started). */
+static int worker_healthy(stack *s, int i)
+{
+    int fd = http_connect(s->fcgi_base + i);
+    if (fd < 0)
+        return 0;
+    close(fd);
+    return 1;
+}
+
+static int wait_until(stack *s, int i, int timeout_ms)
+{
+    for (int64_t end = rg_now_ms() + timeout_ms; rg_now_ms() < end; rg_sleep_ms(50)) {
+        if (i ? worker_healthy(s, i) : healthy(s->port))
+            return 0;
+        if (i && waitpid(s->workers[i], NULL, WNOHANG) == s->workers[i]) {
+            s->workers[i] = 0;
+            return -1;
+        }
+    }
+    return -1;
+}
+
+static int make_tenants(stack *s)
+{
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    rc.url = redissrv_url(s->redis);
+    rg_redis *r;
+    char err[256];
+    if (rg_redis_new(&rc, &r, err, sizeof err) < 0)
+        return -1;
+    const char *names[] = {"acme", "other"};
+    int rc2 = 0;
+    for (int i = 0; i < 2 && rc2 == 0; i++) {
+        tenant t;
+        tenant_init(&t);
+        snprintf(t.id, sizeof t.id, "%s", names[i]);
+        snprintf(t.name, sizeof t.name, "%s", names[i]);
+        t.allow_private = 1;
+        t.allow_eval = i == 0;
+        rc2 = tenant_create(r, &t, s->key[i], sizeof s->key[i], err, sizeof err);
+        if (rc2 < 0)
+            fprintf(stderr, "stack: tenant %s: %s\n", names[i], err);
+        tenant_destroy(&t);
+    }
+    rg_redis_free(r);
+    return rc2;
+}
+
+static int start_nginx(stack *s)
+{
+    char conf_dir[192], listen[64], fb[16], wb[16], n[8], cmd[600], conf[256], err[256];
+    snprintf(conf_dir, sizeof conf_dir, "%s/nginx", s->dir);
+    snprintf(listen, sizeof listen, "127.0.0.1:%d", s->port);
+    snprintf(fb, sizeof fb, "%d", s->fcgi_base);
+    snprintf(wb, sizeof wb, "%d", s->ws_base);
+    snprintf(n, sizeof n, "%d", s->n);
+    const char *max_body = getenv("REFGATE_MAX_BODY_BYTES");
+    for (int i = 0; s->env && s->env[i]; i++)
+        if (!strncmp(s->env[i], "REFGATE_MAX_BODY_BYTES=", 23))
+            max_body = s->env[i] + 23;
+    snprintf(cmd, sizeof cmd,
+             "sh scripts/nginx-conf.sh --workers %s --listen %s --fcgi-base %s --ws-base %s "
+             "--max-body %s '%s' >>'%s/nginx-conf.log' 2>&1",
+             n, listen, fb, wb, max_body ? max_body : "1048576", conf_dir, s->dir);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "stack: %s failed\n", cmd);
+        return -1;
+    }
+    snprintf(conf, sizeof conf, "%s/nginx.conf", conf_dir);
+    snprintf(err, sizeof err, "%s/error.log", conf_dir);
+    char log[192];
+    snprintf(log, sizeof log, "%s/nginx.log", s->dir);
+    const char *argv[] = {"nginx", "-p", conf_dir, "-c", conf, "-e", err, NULL};
+    s->nginx = spawn(argv, NULL, log);
+    return s->nginx > 0 ? 0 : -1;
+}
+
+stack *stack_start(int workers, const char *const *env)
+{
+    stack *s = calloc(1, sizeof *s);
+    if (!s || workers < 1 || workers > WORKERS_MAX) {
+        free(s);
+        return NULL;
+    }
+    snprintf(s->dir, sizeof s->dir, "/tmp/refgate-test-stack-XXXXXX");
+    if (!mkdtemp(s->dir)) {
+        free(s);
+        return NULL;
+    }
+    chmod(s->dir, 0755); /* nginx's workers run as nobody */
+    s->n = workers;
+    s->env = env;
+    s->port = support_free_port();
+    s->fcgi_base = free_range(workers);
+    s->ws_base = free_range(workers + 10) + 10;
+    if (!(s->redis = redissrv_start(NULL)) || make_tenants(s) < 0)
+        goto fail;
+    for (int i = 1; i <= workers; i++)
+        if ((s->workers[i] = start_worker(s, i)) <= 0)
+            goto fail;
+    for (int i = 1; i <= workers; i++)
+        if (wait_until(s, i, 60000) < 0) {
+            fprintf(stderr, "stack: worker w%d did not start (see %s/worker-w%d.log)\n", i,
+                    s->dir, i);
+            goto fail;
+        }
+    if (start_nginx(s) < 0 || wait_until(s, 0, 20000) < 0) {
+        fprintf(stderr, "stack: nginx did not start (see %s/nginx)\n", s->dir);
+        goto fail;
+    }
+    return s;
+fail:
+    stack_stop(s);
+    return NULL;
+}
+
+int stack_kill_worker(stack *s, int i, int sig)
+{
+    if (i < 1 || i > s->n || s->workers[i] <= 0)
+        return -1;
+    kill(s->workers[i], sig);
+    int status = 0;
+    pid_t r = waitpid(s->workers[i], &status, 0);
+    s->workers[i] = 0;
+    return r > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+int stack_restart_worker(stack *s, int i)
+{
+    if (i < 1 || i > s->n || s->workers[i] > 0)
+        return -1;
+    char log[192];
+    snprintf(log, sizeof log, "%s/worker-w%d.log", s->dir, i);
+    if (truncate(log, 0) != 0)
+        fprintf(stderr, "stack: could not truncate %s\n", log);
+    if ((s->workers[i] = start_worker(s, i)) <= 0)
+        return -1;
+    return wait_until(s, i, 60000);
+}
+
+void stack_stop(stack *s)
+{
+    if (!s)
+        return;
+    if (s->nginx > 0) {
+        kill(s->nginx, SIGTERM);
+        waitpid(s->nginx, NULL, 0);
+    }
+    for (int i = 1; i <= s->n; i++)
+        if (s->workers[i] > 0) {
+            kill(s->workers[i], SIGTERM);
+            waitpid(s->workers[i], NULL, 0);
+        }
+    redissrv_free(s->redis);
+    if (!getenv("RG_KEEP_STACK")) {
+        char cmd[200];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "stack: could not remove %s\n", s->dir);
+    }
+    free(s);
+}
+
+int stack_port(const stack *s)
+{
+    return s->port;
+}
+
+const char *stack_key(const stack *s, int other)
+{
+    return s->key[other ? 1 : 0];
+}
+
+const char *stack_redis_url(const stack *s)
+{
+    return redissrv_url(s->redis);
+}
+
+pid_t stack_worker_pid(const stack *s, int i)
+{
+    return i >= 1 && i <= s->n ? s->workers[i] : 0;
+}
+
+int stack_ws_port(const stack *s, int i)
+{
+    return s->ws_base + i;
+}
+
+const char *stack_dir(const stack *s)
+{
+    return s->dir;
+}
