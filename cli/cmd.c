@@ -1,0 +1,548 @@
+/*
+ * cmd.c - refgate-cli's command line: global options, the table of gateway
+ * commands (each a protocol op with its positional arguments and flags), and
+ * the translation of one command line into one call: HTTP method, path and
+ * the command map {"op": ..., "args": {...}}. No I/O: the environment comes
+ * in through cli_global (cli_global_from_env), so the unit test drives it all.
+ */
+#define _GNU_SOURCE
+#include "cli.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gateway/wire.h"
+
+enum vt {
+    VT_STR,      /* a string */
+    VT_INT,      /* an integer (int range) */
+    VT_TRUE,     /* a switch: true when given */
+    VT_VIEWPORT, /* WxH -> {"width": W, "height": H} */
+    VT_OUTFILE,  /* not sent: the file the reply's data goes to */
+};
+
+typedef struct flag_spec {
+    const char *name;
+    const char *alias; /* another spelling, or NULL */
+    const char *key;   /* the args key */
+    int vt;
+} flag_spec;
+
+#define MAX_POS 3
+#define MAX_FLAGS 8
+
+typedef struct cmd_spec {
+    const char *name;         /* one word, or "session create" */
+    const char *op;           /* the protocol op; NULL for list and close (no body) */
+    const char *method;       /* NULL: POST */
+    int session;              /* needs a session id */
+    const char *pos[MAX_POS]; /* args keys of the positional words; "*k": all the rest, an array */
+    int min_pos;
+    int out; /* enum cli_out */
+    flag_spec flags[MAX_FLAGS];
+    const char *usage;
+} cmd_spec;
+
+/* "call" is in the table for its usage line; cli_parse treats it apart. */
+// clang-format off
+#define NTH {"--nth", NULL, "nth", VT_INT}
+#define TARGET {"--target", NULL, "target", VT_STR}
+#define WAIT {"--wait", NULL, "wait", VT_STR}
+
+static const cmd_spec cmds[] = {
+    {"session create", "session.create", NULL, 0, {NULL}, 0, CLI_OUT_SESSION,
+     {{"--url", NULL, "url", VT_STR}, {"--viewport", NULL, "viewport", VT_VIEWPORT},
+      {"--user-agent", NULL, "user_agent", VT_STR}, {"--locale", NULL, "locale", VT_STR},
+      {"--timezone", NULL, "timezone", VT_STR}},
+     "session create [--url U] [--viewport WxH] [--user-agent UA] [--locale L] [--timezone TZ]"},
+    {"observe", "observe", NULL, 1, {NULL}, 0, CLI_OUT_OBSERVE,
+     {{"--diff", NULL, "diff", VT_TRUE}, {"--format", NULL, "format", VT_STR},
+      {"--viewport-only", NULL, "viewport_only", VT_TRUE}, {"--scope", NULL, "scope", VT_STR},
+      {"--max-elements", NULL, "max_elements", VT_INT}},
+     "observe [--diff] [--format text|elements|both] [--viewport-only] [--scope TARGET]\n"
+     "          [--max-elements N]"},
+    {"click", "click", NULL, 1, {"target"}, 1, CLI_OUT_REF,
+     {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}},
+     "click TARGET [--nth N] [--button left|right|middle] [--count N]"},
+    {"fill", "fill", NULL, 1, {"target", "value"}, 2, CLI_OUT_REF, {NTH},
+     "fill TARGET VALUE [--nth N]"},
+    {"type", "type", NULL, 1, {"text"}, 1, CLI_OUT_REF,
+     {TARGET, NTH, {"--delay-ms", NULL, "delay_ms", VT_INT}},
+     "type TEXT [--target T] [--delay-ms N]"},
+    {"press", "press", NULL, 1, {"key"}, 1, CLI_OUT_NONE, {TARGET, NTH},
+     "press KEY [--target T]"},
+    {"select", "select", NULL, 1, {"target", "*values"}, 2, CLI_OUT_SELECTED, {NTH},
+     "select TARGET VALUE... [--nth N]"},
+    {"check", "check", NULL, 1, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "check TARGET"},
+    {"uncheck", "uncheck", NULL, 1, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "uncheck TARGET"},
+    {"hover", "hover", NULL, 1, {"target"}, 1, CLI_OUT_REF, {NTH}, "hover TARGET"},
+    {"focus", "focus", NULL, 1, {"target"}, 1, CLI_OUT_REF, {NTH}, "focus TARGET"},
+    {"scroll", "scroll", NULL, 1, {NULL}, 0, CLI_OUT_XY,
+     {TARGET, NTH, {"--dx", NULL, "dx", VT_INT}, {"--dy", NULL, "dy", VT_INT},
+      {"--to", NULL, "to", VT_STR}},
+     "scroll [--target T] [--dx N] [--dy N] [--to top|bottom]"},
+    {"navigate", "navigate", NULL, 1, {"url"}, 1, CLI_OUT_URL, {WAIT},
+     "navigate URL [--wait load|domcontentloaded|none]"},
+    {"back", "back", NULL, 1, {NULL}, 0, CLI_OUT_URL, {WAIT}, "back [--wait W]"},
+    {"forward", "forward", NULL, 1, {NULL}, 0, CLI_OUT_URL, {WAIT}, "forward [--wait W]"},
+    {"reload", "reload", NULL, 1, {NULL}, 0, CLI_OUT_URL, {WAIT}, "reload [--wait W]"},
+    {"read", "read", NULL, 1, {"target"}, 0, CLI_OUT_VALUE,
+     {NTH, {"--what", NULL, "what", VT_STR}},
+     "read [TARGET] [--what text|html|value|attributes]"},
+    {"wait", "wait", NULL, 1, {NULL}, 0, CLI_OUT_NONE,
+     {TARGET, NTH, {"--state", NULL, "state", VT_STR}, {"--text", NULL, "text", VT_STR},
+      {"--url", NULL, "url", VT_STR}},
+     "wait [--target T --state visible|hidden|enabled|attached|detached] [--text T]\n"
+     "          [--url U]"},
+    {"inspect", "inspect", NULL, 1, {"target"}, 1, CLI_OUT_RESULT, {NTH},
+     "inspect TARGET [--nth N]"},
+    {"screenshot", "screenshot", NULL, 1, {NULL}, 0, CLI_OUT_FILE,
+     {{"-o", "--output", NULL, VT_OUTFILE}, TARGET, NTH,
+      {"--full-page", NULL, "full_page", VT_TRUE}, {"--format", NULL, "format", VT_STR},
+      {"--quality", NULL, "quality", VT_INT}},
+     "screenshot -o FILE [--target T] [--full-page] [--format png|jpeg] [--quality N]"},
+    {"eval", "eval", NULL, 1, {"expression"}, 1, CLI_OUT_VALUE,
+     {{"--await", NULL, "await", VT_TRUE}},
+     "eval EXPR [--await]"},
+    {"park", "session.park", NULL, 1, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "park"},
+    {"restore", "session.restore", NULL, 1, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "restore"},
+    {"close", NULL, "DELETE", 1, {NULL}, 0, CLI_OUT_NONE, {{NULL}}, "close"},
+    {"info", "session.info", NULL, 1, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "info"},
+    {"list", NULL, "GET", 0, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "list"},
+    {"call", NULL, NULL, 1, {"op", "args"}, 1, CLI_OUT_REPLY, {{NULL}},
+     "call OP ['JSON ARGS']"},
+};
+// clang-format on
+
+#define NCMDS (sizeof cmds / sizeof *cmds)
+
+/* ---- global options ------------------------------------------------------ */
+
+void cli_global_init(cli_global *g)
+{
+    memset(g, 0, sizeof *g);
+    g->url = CLI_DEFAULT_URL;
+    g->timeout_ms = CLI_DEFAULT_TIMEOUT_MS;
+}
+
+static const char *env(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v ? v : NULL;
+}
+
+void cli_global_from_env(cli_global *g)
+{
+    if (env("REFGATE_URL"))
+        g->url = env("REFGATE_URL");
+    if (env("REFGATE_KEY"))
+        g->key = env("REFGATE_KEY");
+    if (env("REFGATE_SESSION"))
+        g->session = env("REFGATE_SESSION");
+}
+
+/* Does word w spell the option name, alone or as name=value (*eq then points
+   at the value)? */
+static int spells(const char *w, const char *name, const char **eq)
+{
+    size_t n = strlen(name);
+    if (strncmp(w, name, n))
+        return 0;
+    if (w[n] == '\0')
+        *eq = NULL;
+    else if (w[n] == '=' && name[1] == '-')
+        *eq = w + n + 1;
+    else
+        return 0;
+    return 1;
+}
+
+/* The option's value (after '=' or the next word); advances *i past both. */
+static int take_value(int argc, char **argv, int *i, const char *eq, const char **out, char *err,
+                      size_t errlen)
+{
+    if (eq) {
+        *out = eq;
+        *i += 1;
+        return 0;
+    }
+    if (*i + 1 >= argc)
+        return cli_say(err, errlen, RG_EBADREQ, "%s needs a value", argv[*i]);
+    *out = argv[*i + 1];
+    *i += 2;
+    return 0;
+}
+
+static int parse_int(const char *flag, const char *s, long min, long max, long *out, char *err,
+                     size_t errlen)
+{
+    char *end = NULL;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < min || v > max)
+        return cli_say(err, errlen, RG_EBADREQ,
+                       "%s wants an integer from %ld to %ld (got \"%.40s\")", flag, min, max, s);
+    *out = v;
+    return 0;
+}
+
+int cli_global_flag(cli_global *g, int argc, char **argv, int *i, char *err, size_t errlen)
+{
+    const char *w = argv[*i], *eq = NULL, *v = NULL;
+    const char **dst = NULL;
+    if (spells(w, "--url", &eq))
+        dst = &g->url;
+    else if (spells(w, "--key", &eq))
+        dst = &g->key;
+    else if (spells(w, "-s", &eq) || spells(w, "--session", &eq))
+        dst = &g->session;
+    else if (spells(w, "--redis", &eq))
+        dst = &g->redis;
+    if (dst)
+        return take_value(argc, argv, i, eq, dst, err, errlen) ? RG_EBADREQ : 1;
+    if (!strcmp(w, "--json")) {
+        g->json = 1;
+        *i += 1;
+        return 1;
+    }
+    if (spells(w, "--timeout-ms", &eq)) {
+        long ms;
+        if (take_value(argc, argv, i, eq, &v, err, errlen) ||
+            parse_int("--timeout-ms", v, 1, CLI_TIMEOUT_MS_MAX, &ms, err, errlen))
+            return RG_EBADREQ;
+        g->timeout_ms = (int)ms;
+        g->timeout_given = 1;
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- command flags -------------------------------------------------------- */
+
+/* Sets args[key] = v, replacing an earlier value (the last flag wins). */
+static void set_arg(cJSON *args, const char *key, cJSON *v)
+{
+    cJSON_DeleteItemFromObjectCaseSensitive(args, key);
+    cJSON_AddItemToObject(args, key, v);
+}
+
+static int viewport(const char *s, cJSON **out, char *err, size_t errlen)
+{
+    char *x = NULL, *end = NULL;
+    long w = strtol(s, &x, 10), h = 0;
+    if (x != s && (*x == 'x' || *x == 'X'))
+        h = strtol(x + 1, &end, 10);
+    if (x == s || !end || end == x + 1 || *end || w < 1 || h < 1 || w > 100000 || h > 100000)
+        return cli_say(err, errlen, RG_EBADREQ, "--viewport wants WIDTHxHEIGHT, such as 1280x800");
+    *out = cJSON_CreateObject();
+    cJSON_AddNumberToObject(*out, "width", (double)w);
+    cJSON_AddNumberToObject(*out, "height", (double)h);
+    return 0;
+}
+
+/* The value of flag f, as the item that goes into args. */
+static int flag_item(const flag_spec *f, const char *v, cJSON **out, char *err, size_t errlen)
+{
+    long n;
+    switch (f->vt) {
+    case VT_INT:
+        if (parse_int(f->name, v, INT_MIN, INT_MAX, &n, err, errlen))
+            return RG_EBADREQ;
+        *out = cJSON_CreateNumber((double)n);
+        return 0;
+    case VT_VIEWPORT:
+        return viewport(v, out, err, errlen);
+    default:
+        *out = cJSON_CreateString(v);
+        return 0;
+    }
+}
+
+/* Tries argv[*i] as one of spec's flags: 1 taken, 0 not one, RG_EBADREQ. */
+static int command_flag(const cmd_spec *spec, int argc, char **argv, int *i, cJSON *args,
+                        cli_call *c, char *err, size_t errlen)
+{
+    const char *w = argv[*i], *eq = NULL, *v = NULL;
+    for (const flag_spec *f = spec->flags; f < spec->flags + MAX_FLAGS && f->name; f++) {
+        if (!spells(w, f->name, &eq) && !(f->alias && spells(w, f->alias, &eq)))
+            continue;
+        if (f->vt == VT_TRUE) {
+            if (eq)
+                return cli_say(err, errlen, RG_EBADREQ, "%s takes no value", f->name);
+            set_arg(args, f->key, cJSON_CreateTrue());
+            *i += 1;
+            return 1;
+        }
+        if (take_value(argc, argv, i, eq, &v, err, errlen))
+            return RG_EBADREQ;
+        if (f->vt == VT_OUTFILE) {
+            c->out_file = v;
+            return 1;
+        }
+        cJSON *item = NULL;
+        if (flag_item(f, v, &item, err, errlen))
+            return RG_EBADREQ;
+        set_arg(args, f->key, item);
+        return 1;
+    }
+    return 0;
+}
+
+/* ---- commands ------------------------------------------------------------- */
+
+/* The command named by the word(s) at argv[*i]; advances *i past them. */
+static const cmd_spec *find_command(int argc, char **argv, int *i, char *err, size_t errlen)
+{
+    const char *w = argv[*i];
+    if (!strcmp(w, "session")) {
+        if (*i + 1 < argc && !strcmp(argv[*i + 1], "create")) {
+            *i += 2;
+            return &cmds[0];
+        }
+        cli_say(err, errlen, RG_EBADREQ, "unknown command \"session %s\" (there is session create)",
+                *i + 1 < argc ? argv[*i + 1] : "");
+        return NULL;
+    }
+    for (size_t k = 1; k < NCMDS; k++) {
+        if (!strcmp(cmds[k].name, w)) {
+            *i += 1;
+            return &cmds[k];
+        }
+    }
+    cli_say(err, errlen, RG_EBADREQ, "unknown command \"%.60s\"", w);
+    return NULL;
+}
+
+/* Puts the positional words into args as the spec says. */
+static int positional(const cmd_spec *spec, const char **pos, int npos, cJSON *args, char *err,
+                      size_t errlen)
+{
+    int max = 0;
+    while (max < MAX_POS && spec->pos[max])
+        max++;
+    int variadic = max && spec->pos[max - 1][0] == '*';
+    if (npos < spec->min_pos)
+        return cli_say(err, errlen, RG_EBADREQ, "%s is missing an argument: %s %s", spec->name,
+                       CLI_PROG, spec->usage);
+    if (npos > max && !variadic)
+        return cli_say(err, errlen, RG_EBADREQ, "too many arguments for %s (\"%.40s\"): %s %s",
+                       spec->name, pos[max], CLI_PROG, spec->usage);
+    for (int k = 0; k < npos && k < max; k++) {
+        if (spec->pos[k][0] != '*') {
+            set_arg(args, spec->pos[k], cJSON_CreateString(pos[k]));
+            continue;
+        }
+        cJSON *a = cJSON_CreateArray();
+        for (int j = k; j < npos; j++)
+            cJSON_AddItemToArray(a, cJSON_CreateString(pos[j]));
+        set_arg(args, spec->pos[k] + 1, a);
+        break;
+    }
+    return 0;
+}
+
+/* "/v1/sessions" and, with sid, "/<escaped sid>". */
+static int make_path(cli_call *c, const char *sid, char *err, size_t errlen)
+{
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, "/v1/sessions");
+    if (sid) {
+        rg_buf_puts(&b, "/");
+        cli_path_escape(&b, sid);
+    }
+    int rc = 0;
+    if (b.failed || b.len >= sizeof c->path)
+        rc = cli_say(err, errlen, RG_EBADREQ, "the session id is too long");
+    else
+        memcpy(c->path, b.data, b.len + 1);
+    rg_buf_destroy(&b);
+    return rc;
+}
+
+/* call OP ['JSON']: the op and its args as given. */
+static int call_command(const char **pos, int npos, cJSON **args, const char **op, char *err,
+                        size_t errlen)
+{
+    if (npos < 1 || npos > 2)
+        return cli_say(err, errlen, RG_EBADREQ,
+                       "call wants an op and at most one JSON argument: %s call OP "
+                       "'{\"key\": value}'",
+                       CLI_PROG);
+    *op = pos[0];
+    if (npos == 1)
+        return 0;
+    char jerr[200];
+    cJSON *v = NULL;
+    if (wire_json_decode(pos[1], strlen(pos[1]), &v, jerr, sizeof jerr) < 0)
+        return cli_say(err, errlen, RG_EBADREQ, "call's arguments are not valid JSON: %s", jerr);
+    if (!cJSON_IsObject(v)) {
+        cJSON_Delete(v);
+        return cli_say(err, errlen, RG_EBADREQ,
+                       "call's arguments must be a JSON object, such as '{}'");
+    }
+    cJSON_Delete(*args);
+    *args = v;
+    return 0;
+}
+
+/* The call for spec with its parsed words. Takes ownership of args. */
+static int build(const cmd_spec *spec, const char **pos, int npos, cJSON *args, const cli_global *g,
+                 cli_call *c, char *err, size_t errlen)
+{
+    const char *op = spec->op;
+    int rc = 0, is_call = !strcmp(spec->name, "call");
+    if (is_call)
+        rc = call_command(pos, npos, &args, &op, err, errlen);
+    else
+        rc = positional(spec, pos, npos, args, err, errlen);
+    int needs_session = is_call ? op && strcmp(op, "session.create") : spec->session;
+    if (!rc && needs_session && !g->session)
+        rc = cli_say(err, errlen, RG_EBADREQ,
+                     "%s needs a session: pass -s SID or set REFGATE_SESSION", spec->name);
+    if (!rc && spec->out == CLI_OUT_FILE && !c->out_file)
+        rc = cli_say(err, errlen, RG_EBADREQ,
+                     "screenshot needs -o FILE (or -o - for standard output)");
+    if (!rc)
+        rc = make_path(c, needs_session ? g->session : NULL, err, errlen);
+    if (rc) {
+        cJSON_Delete(args);
+        return rc;
+    }
+    c->name = spec->name;
+    c->out = spec->out;
+    c->method = spec->method ? spec->method : "POST";
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(args, "format");
+    c->observe_elements = spec->out == CLI_OUT_OBSERVE && cJSON_IsString(fmt) &&
+                          strcmp(fmt->valuestring, "text") != 0;
+    if (!op) { /* GET and DELETE carry no body */
+        cJSON_Delete(args);
+        return 0;
+    }
+    if (g->timeout_given)
+        set_arg(args, "timeout_ms", cJSON_CreateNumber(g->timeout_ms));
+    c->body = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->body, "op", op);
+    if (is_call ? npos == 2 || g->timeout_given : cJSON_GetArraySize(args) > 0)
+        cJSON_AddItemToObject(c->body, "args", args);
+    else
+        cJSON_Delete(args);
+    return 0;
+}
+
+void cli_call_destroy(cli_call *c)
+{
+    cJSON_Delete(c->body);
+    memset(c, 0, sizeof *c);
+}
+
+int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, char *err,
+              size_t errlen)
+{
+    memset(c, 0, sizeof *c);
+    *admin_at = -1;
+    const cmd_spec *spec = NULL;
+    const char **pos = calloc((size_t)argc + 1, sizeof *pos);
+    cJSON *args = cJSON_CreateObject();
+    int npos = 0, rest = 0, rc = 0;
+    if (!pos || !args)
+        abort(); /* small fixed allocations */
+    for (int i = 0; i < argc && !rc;) {
+        const char *w = argv[i];
+        /* "-" and negative numbers ("fill @age -5") are arguments, not options. */
+        int option = !rest && w[0] == '-' && w[1] && !(w[1] >= '0' && w[1] <= '9');
+        if (option && (!strcmp(w, "--help") || !strcmp(w, "-h"))) {
+            rc = CLI_CMD_HELP;
+        } else if (option && !strcmp(w, "--")) {
+            rest = 1;
+            i++;
+        } else if (option) {
+            int took = spec ? command_flag(spec, argc, argv, &i, args, c, err, errlen) : 0;
+            if (took == 0)
+                took = cli_global_flag(g, argc, argv, &i, err, errlen);
+            if (took == 0)
+                took = cli_say(err, errlen, RG_EBADREQ, "unknown option %.60s%s%s", w,
+                               spec ? " for " : "", spec ? spec->name : "");
+            rc = took < 0 ? took : 0;
+        } else if (spec) {
+            pos[npos++] = argv[i++];
+        } else if (!strcmp(w, "help")) {
+            rc = CLI_CMD_HELP;
+        } else if (!strcmp(w, "admin")) {
+            *admin_at = i + 1;
+            rc = CLI_CMD_ADMIN;
+        } else if (!(spec = find_command(argc, argv, &i, err, errlen))) {
+            rc = RG_EBADREQ;
+        }
+    }
+    if (!rc && !spec)
+        rc = cli_say(err, errlen, RG_EBADREQ, "no command given");
+    if (!rc)
+        rc = build(spec, pos, npos, args, g, c, err, errlen);
+    else
+        cJSON_Delete(args);
+    free(pos);
+    if (rc < 0)
+        cli_call_destroy(c);
+    return rc;
+}
+
+/* ---- help ----------------------------------------------------------------- */
+
+void cli_print_usage(FILE *f)
+{
+    fprintf(f,
+            "usage: %s [--url U] [--key K] [-s SID] [--json] [--timeout-ms N] COMMAND "
+            "[ARGS...]\n"
+            "       %s admin tenant|key ...   (%s --help for all commands)\n",
+            CLI_PROG, CLI_PROG, CLI_PROG);
+}
+
+void cli_print_help(FILE *f)
+{
+    fprintf(f, "%s - a command-line client of the refgate gateway\n\n", CLI_PROG);
+    cli_print_usage(f);
+    fputs("\nGlobal options (flags override the environment):\n"
+          "  --url U          gateway URL, http://host:port[/prefix]; REFGATE_URL\n"
+          "                   [" CLI_DEFAULT_URL "]. Plain http only: https is not\n"
+          "                   supported (use a local tunnel to a TLS front)\n"
+          "  --key K          API key; REFGATE_KEY (prefer the variable: flags show in ps)\n"
+          "  -s, --session SID  the session to act on; REFGATE_SESSION\n"
+          "  --json           print the whole reply as one line of JSON\n"
+          "  --timeout-ms N   also sent as args.timeout_ms; the CLI waits N ms to connect\n"
+          "                   and N + 5000 ms for the reply [30000]\n"
+          "  --redis URL      admin: redis://[:password@]host[:port][/db]; REFGATE_REDIS_URL\n"
+          "                   [redis://127.0.0.1:6390]\n"
+          "  --               every later word is an argument, even if it starts with '-'\n"
+          "Global options may come anywhere; after the command word the command's own\n"
+          "options win (session create --url is the page to open, wait --url a URL to\n"
+          "wait for).\n\nSession commands (TARGET: @ref, css:..., role:..., text:..., "
+          "label:...):\n",
+          f);
+    for (size_t k = 0; k < NCMDS; k++)
+        fprintf(f, "  %s\n", cmds[k].usage);
+    fputs("\nOutput: session create prints the session id; observe the text outline (with\n"
+          "--format elements|both the elements as JSON); click, fill, type, hover, focus the\n"
+          "element's ref; read and eval the value (strings raw, others as JSON); inspect,\n"
+          "info and list JSON; screenshot writes the image to FILE (- for stdout);\n"
+          "call prints the whole reply as JSON.\n"
+          "\nAdmin commands (straight to Redis; no gateway needed):\n"
+          "  admin tenant create NAME [--max-sessions N] [--max-concurrent N] [--rate N]\n"
+          "        [--allow-private] [--allow-eval] [--allow-host H]... [--deny-host H]...\n"
+          "        [--user-agent UA] [--locale L]          prints the new API key alone\n"
+          "  admin tenant list                             one tenant per line\n"
+          "  admin tenant show NAME                        JSON, with the key count only\n"
+          "  admin tenant update NAME [the create options, --no-allow-private,\n"
+          "        --no-allow-eval, --no-allow-hosts, --no-deny-hosts]\n"
+          "        (--allow-host and --deny-host replace the whole list; an empty\n"
+          "        --user-agent or --locale clears it)\n"
+          "  admin tenant delete NAME                      the tenant and all its keys\n"
+          "  admin key create NAME                         prints the new API key alone\n"
+          "  admin key revoke KEY_OR_SHA256\n"
+          "\nExit status: 0 success; 1 an error reply or failure (\"refgate-cli: code:\n"
+          "message\" on stderr); 2 a usage error.\n",
+          f);
+}
