@@ -269,8 +269,13 @@ static int op_create(cmd *c)
         o.width = arg_int(&(cmd){.args = vp}, "width", 0);
         o.height = arg_int(&(cmd){.args = vp}, "height", 0);
     }
-    o.user_agent = arg_str(c, "user_agent");
-    o.locale = arg_str(c, "locale");
+    o.user_agent = arg_str(c, "user_agent") ? arg_str(c, "user_agent") : c->who->user_agent;
+    o.locale = arg_str(c, "locale") ? arg_str(c, "locale") : c->who->locale;
+    size_t have = sess_count(c->g->sessions, c->who->tenant);
+    if (have >= (size_t)(c->who->max_sessions > 0 ? c->who->max_sessions : 0))
+        return fail(c, RG_EQUOTA,
+                    "the tenant has %zu sessions (live and parked), its quota is %d: close one",
+                    have, c->who->max_sessions);
     o.timezone = arg_str(c, "timezone");
     const char *url = arg_str(c, "url");
     sess *s;

@@ -91,6 +91,9 @@ typedef struct gw_caller {
     int allow_eval;
     const char *request_id;
     int websocket;             /* subscribe is allowed, id is required */
+    int max_sessions;          /* the tenant's quota, live and parked together */
+    const char *user_agent;    /* the tenant's browser defaults, NULL for none */
+    const char *locale;
 } gw_caller;
 
 

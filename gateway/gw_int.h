@@ -77,6 +77,15 @@ void gw_ws_event(gw *g, const char *tid, const char *sid, const char *kind, cJSO
 /** 1 when a subscriber of the session wants this kind of event. */
 int gw_ws_wants(gw *g, const char *tid, const char *sid, const char *kind);
 
+/* ---- limits (limits.c) ---- */
+
+/** The tenant's token bucket in Redis: 0, RG_ERATE (with the wait), RG_EUNAVAIL. */
+int gw_rate_check(gw *g, const char *tid, double rate, int *retry_after_ms);
+/** Takes one of the tenant's concurrent-command places on this worker, or RG_ERATE. */
+int gw_enter(gw *g, const char *tid, int max_concurrent, int *retry_after_ms);
+/** Gives the place back (to the tenant's first waiter, if any). */
+void gw_leave(gw *g, const char *tid);
+
 /* ---- replies (dispatch.c) ---- */
 
 /** An error reply map for rc with message (and the id echoed). */

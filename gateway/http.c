@@ -264,10 +264,30 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
     }
     have_tenant = 1;
     tid = t.id;
-    gw_caller who = {.tenant = t.id, .allow_eval = t.allow_eval, .request_id = rid};
+    gw_caller who = {.tenant = t.id,
+                     .allow_eval = t.allow_eval,
+                     .request_id = rid,
+                     .max_sessions = t.max_sessions,
+                     .user_agent = t.user_agent,
+                     .locale = t.locale};
+    int retry = 0;
+    if ((rc = gw_rate_check(g, t.id, t.rate, &retry)) < 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "over the tenant's rate of %g requests a second", t.rate);
+        respond_error(resp, f, rc, rc == RG_ERATE ? msg : "Redis is unavailable; try again", 0,
+                      rc == RG_ERATE ? retry : 1000);
+        goto log;
+    }
+    if ((rc = gw_enter(g, t.id, t.max_concurrent, &retry)) < 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "the tenant already runs %d commands at once", t.max_concurrent);
+        respond_error(resp, f, rc, msg, 0, retry);
+        goto log;
+    }
     if (kind == 1 && !strcmp(method, "GET")) {
         op = "list";
         list_sessions(g, &who, f, resp);
+        gw_leave(g, t.id);
         goto log;
     }
     cJSON *m = NULL;
@@ -276,12 +296,14 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
         m = cJSON_CreateObject();
         cJSON_AddStringToObject(m, "op", "session.close");
     } else if ((rc = body_map(req, &m, err, sizeof err)) < 0) {
+        gw_leave(g, t.id);
         respond_error(resp, f, rc, err, 0, 0);
         goto log;
     }
     const cJSON *opj = cJSON_GetObjectItemCaseSensitive(m, "op");
-    int st, retry;
+    int st;
     cJSON *reply = gw_command(g, &who, kind == 2 ? sid : NULL, m, &st, &retry, &resp->after);
+    gw_leave(g, t.id);
     op = cJSON_IsString(opj) ? gw_op_name(gw_op_index(opj->valuestring)) : NULL;
     if (!op)
         op = kind == 1 ? "session.create" : "-";

@@ -45,6 +45,8 @@ struct wsconn {
     char tenant[SESS_TENANT_MAX];
     char sid[SESS_ID_MAX];
     int allow_eval;
+    int max_sessions, max_concurrent;
+    double rate;
     int refused;              /* rc when the handshake's checks failed */
     /* guarded by ws->mu */
     struct frame *in_head, *in_tail;
@@ -71,6 +73,8 @@ struct pss {
     char tenant[SESS_TENANT_MAX];
     char sid[SESS_ID_MAX];
     int allow_eval;
+    int max_sessions, max_concurrent;
+    double rate;
 };
 
 struct gw_ws {
@@ -211,10 +215,20 @@ static void run_frame(struct gw_ws *ws, struct wsconn *c, struct frame *f)
         char rid[48];
         snprintf(rid, sizeof rid, "ws-%s-%llu", c->sid, (unsigned long long)rg_now_us());
         gw_caller who = {.tenant = c->tenant, .allow_eval = c->allow_eval, .request_id = rid,
-                         .websocket = 1};
+                         .websocket = 1, .max_sessions = c->max_sessions};
         int status, retry;
         int64_t t0 = rg_now_us();
-        reply = gw_command(ws->g, &who, c->sid, m, &status, &retry, &after);
+        int lim = gw_rate_check(ws->g, c->tenant, c->rate, &retry);
+        if (lim == 0 && (lim = gw_enter(ws->g, c->tenant, c->max_concurrent, &retry)) == 0) {
+            reply = gw_command(ws->g, &who, c->sid, m, &status, &retry, &after);
+            gw_leave(ws->g, c->tenant);
+        } else {
+            reply = gw_error_reply(lim, lim == RG_ERATE ? "over the tenant's rate or concurrency"
+                                                        : "Redis is unavailable; try again",
+                                   cJSON_GetObjectItemCaseSensitive(m, "id"), 0,
+                                   retry > 0 ? retry : 1000);
+            status = rg_err_http(lim);
+        }
         const cJSON *op = cJSON_GetObjectItemCaseSensitive(m, "op");
         const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
         if (cJSON_IsString(op) && !strcmp(op->valuestring, "subscribe") && cJSON_IsTrue(ok)) {
@@ -295,6 +309,9 @@ static void check_handshake(struct gw_ws *ws, struct lws *wsi, struct pss *pss)
     }
     snprintf(pss->tenant, sizeof pss->tenant, "%s", t.id);
     pss->allow_eval = t.allow_eval;
+    pss->max_sessions = t.max_sessions;
+    pss->max_concurrent = t.max_concurrent;
+    pss->rate = t.rate;
     tenant_destroy(&t);
     sess_info in;
     rc = sess_get_info(ws->g->sessions, pss->tenant, pss->sid, &in);
@@ -313,6 +330,9 @@ static struct wsconn *conn_new(struct gw_ws *ws, struct lws *wsi, struct pss *ps
     snprintf(c->tenant, sizeof c->tenant, "%s", pss->tenant);
     snprintf(c->sid, sizeof c->sid, "%s", pss->sid);
     c->allow_eval = pss->allow_eval;
+    c->max_sessions = pss->max_sessions;
+    c->max_concurrent = pss->max_concurrent;
+    c->rate = pss->rate;
     c->refused = pss->refused;
     rg_buf_init(&c->rx);
     pthread_cond_init(&c->cv, NULL);

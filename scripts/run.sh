@@ -372,7 +372,9 @@ for ((i = 1; i <= workers; i++)); do
     id=w$i
     mkdir -p "$RUN/worker-$id"
     rotate "$LOGS/worker-$id.log"
-    REFGATE_WORKER_ID=$id \
+    # REFGATE_WORKER_INDEX/REFGATE_WORKERS: the worker's place behind nginx's
+    # hash, so the ids of the sessions it creates hash back to it.
+    REFGATE_WORKER_ID=$id REFGATE_WORKER_INDEX=$i REFGATE_WORKERS=$workers \
         REFGATE_FCGI_LISTEN=127.0.0.1:$((fcgi_base + i)) \
         REFGATE_WS_LISTEN=127.0.0.1:$((ws_base + i)) \
         REFGATE_RUN_DIR=$RUN/worker-$id \

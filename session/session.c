@@ -99,6 +99,8 @@ void sess_config_from_env(sess_config *cfg)
     const char *w = getenv("REFGATE_WORKER_ID");
     if (w && *w)
         cfg->worker_id = w;
+    cfg->worker_index = (int)rg_env_long("REFGATE_WORKER_INDEX", cfg->worker_index, 0, 1024);
+    cfg->workers = (int)rg_env_long("REFGATE_WORKERS", cfg->workers, 0, 1024);
     cfg->lease_ms = (int)rg_env_long("REFGATE_SESSION_LEASE_MS", cfg->lease_ms, 500, 600000);
     cfg->heartbeat_ms = cfg->lease_ms / 5;
     cfg->dormant_ttl_ms =
@@ -686,19 +688,65 @@ int sess_lost(const sess *s)
 
 /* ---- create ---- */
 
-static void new_id(char out[SESS_ID_MAX])
+/* CRC-32 (IEEE 802.3), the checksum nginx's upstream hash is built on. */
+static uint32_t crc32_of(const char *p, size_t n)
 {
-    static const char digits[] = "abcdefghijklmnopqrstuvwxyz0123456789";
-    unsigned char rnd[20];
-    if (getrandom(rnd, sizeof rnd, 0) != (ssize_t)sizeof rnd) {
-        uint64_t t = (uint64_t)rg_now_us() ^ ((uint64_t)getpid() << 32);
-        for (size_t i = 0; i < sizeof rnd; i++, t = t * 6364136223846793005ULL + 1)
-            rnd[i] = (unsigned char)(t >> 56);
+    uint32_t c = 0xffffffffu;
+    for (size_t i = 0; i < n; i++) {
+        c ^= (unsigned char)p[i];
+        for (int k = 0; k < 8; k++)
+            c = c & 1 ? (c >> 1) ^ 0xedb88320u : c >> 1;
+    }
+    return c ^ 0xffffffffu;
+}
+
+/*
+ * The worker (0-based) nginx's `hash $rg_session` sends a session id to when
+ * all n workers are up: ((crc32(key) >> 16) & 0x7fff) % n, as nginx computes
+ * its first pick (compatible with Cache::Memcached).
+ */
+int sess_id_worker(const char *sid, int n)
+{
+    uint32_t h = (crc32_of(sid, strlen(sid)) >> 16) & 0x7fff;
+    return n > 0 ? (int)(h % (uint32_t)n) : 0;
+}
+
+/* "s" and 27 characters of [a-z2-7]: 135 random bits, unguessable. */
+static void random_id(char out[SESS_ID_MAX])
+{
+    static const char digits[] = "abcdefghijklmnopqrstuvwxyz234567";
+    unsigned char rnd[18];
+    size_t got = 0;
+    while (got < sizeof rnd) {
+        ssize_t n = getrandom(rnd + got, sizeof rnd - got, 0);
+        if (n > 0)
+            got += (size_t)n;
+        else if (errno != EINTR)
+            abort(); /* no randomness: never hand out a guessable id */
     }
     out[0] = 's';
-    for (size_t i = 0; i < sizeof rnd; i++)
-        out[1 + i] = digits[rnd[i] % 36];
-    out[1 + sizeof rnd] = '\0';
+    for (size_t i = 0; i < 27; i++) {
+        size_t bit = i * 5;
+        unsigned v = ((unsigned)rnd[bit / 8] << 8 | rnd[bit / 8 + 1]) >> (11 - bit % 8);
+        out[1 + i] = digits[v & 31];
+    }
+    out[28] = '\0';
+}
+
+/*
+ * A new id; when this worker knows its place among the workers behind
+ * nginx, one that nginx will send back to this worker, so a new session
+ * does not move on its first command (a few draws; costs at most log2(n)
+ * of the 135 bits).
+ */
+static void new_id(const sess_mgr *m, char out[SESS_ID_MAX])
+{
+    for (int tries = 0; tries < 1000; tries++) {
+        random_id(out);
+        if (m->cfg.worker_index <= 0 || m->cfg.workers <= 1 ||
+            sess_id_worker(out, m->cfg.workers) == m->cfg.worker_index - 1)
+            return;
+    }
 }
 
 static char *dup_opt(const char *s)
@@ -843,7 +891,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
         return RG_EBADREQ;
     }
     char sid[SESS_ID_MAX];
-    new_id(sid);
+    new_id(m, sid);
     sess *s = sess_alloc(m, tenant, sid);
     if (!s)
         return RG_ENOMEM;

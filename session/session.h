@@ -44,6 +44,9 @@
 
 typedef struct sess_config {
     const char *worker_id;       /* REFGATE_WORKER_ID [w<pid>] */
+    int worker_index, workers;   /* REFGATE_WORKER_INDEX (1-based), REFGATE_WORKERS: this
+                                    worker's place behind nginx, so new session ids hash
+                                    back to it; 0 when unknown */
     int lease_ms;                /* REFGATE_SESSION_LEASE_MS [5000] */
     int heartbeat_ms;            /* lease_ms / 5 */
     int64_t dormant_ttl_ms;      /* REFGATE_DORMANT_TTL_S [86400] */
@@ -69,6 +72,8 @@ typedef struct sess_config {
 } sess_config;
 
 void sess_config_default(sess_config *cfg);
+/** The worker (0-based of n) nginx's upstream hash picks for sid when all are up. */
+int sess_id_worker(const char *sid, int n);
 void sess_config_from_env(sess_config *cfg);
 
 typedef struct sess_mgr sess_mgr;

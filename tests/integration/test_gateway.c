@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "gateway/wire.h"
+#include "tenant/tenant.h"
 #include "tests/support/net.h"
 #include "tests/support/support.h"
 
@@ -123,6 +124,7 @@ static void page_url(const char *name, char *out, size_t len)
     httpd_url(pages, p, out, len);
 }
 
+/* Creates a session on the page; it stays on the worker that created it. */
 static void create(const char *page, char *sid)
 {
     char url[256], body[512];
@@ -134,6 +136,15 @@ static void create(const char *page, char *sid)
         fail_msg("create: %d %s", status, cJSON_PrintUnformatted(r));
     snprintf(sid, 64, "%s", rstr(r, "session"));
     assert_true(strlen(sid) > 8);
+    char worker[16];
+    snprintf(worker, sizeof worker, "%s", rstr(r, "worker"));
+    cJSON_Delete(r);
+    /* nginx sends the session's commands back to the worker that made it:
+       the first command does not move it. */
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    r = post_json(path, "{\"op\":\"session.info\"}", 0, &status);
+    assert_string_equal(rstr(r, "worker"), worker);
     cJSON_Delete(r);
 }
 
@@ -549,6 +560,90 @@ static void test_sigterm_parks_for_the_other_worker(void **state)
     close_session(sid);
 }
 
+/* A tenant with small limits, made for this test; its Authorization header. */
+static void tiny_tenant(const char *name, double rate, int max_sessions, char *hdr, size_t len)
+{
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    rc.url = stack_redis_url(st);
+    rg_redis *r;
+    char err[256], key[TENANT_KEY_SIZE];
+    assert_int_equal(rg_redis_new(&rc, &r, err, sizeof err), 0);
+    tenant t;
+    tenant_init(&t);
+    snprintf(t.id, sizeof t.id, "%s", name);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.rate = rate;
+    t.max_sessions = max_sessions;
+    t.allow_private = 1;
+    if (tenant_create(r, &t, key, sizeof key, err, sizeof err) < 0)
+        fail_msg("%s", err);
+    tenant_destroy(&t);
+    rg_redis_free(r);
+    snprintf(hdr, len, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n", key);
+}
+
+static void test_quota_rate_and_eval_permission(void **state)
+{
+    (void)state;
+    char hdr[256], url[256], body[400];
+    page_url("actions.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    /* Quota: one session, the second create is refused for good. */
+    tiny_tenant("quota1", 1000, 1, hdr, sizeof hdr);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", hdr, body, strlen(body),
+                                  &r), 0);
+    assert_int_equal(r.status, 200);
+    assert_non_null(strstr(r.body.data, "\"session\":\"s"));
+    /* 135 random bits: "s" and 27 characters. */
+    const char *p = strstr(r.body.data, "\"session\":\"") + 11;
+    assert_int_equal(strcspn(p, "\""), 28);
+    char sid[64];
+    snprintf(sid, sizeof sid, "%.28s", p);
+    rg_buf_destroy(&r.body);
+    assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", hdr, body, strlen(body),
+                                  &r), 0);
+    assert_int_equal(r.status, 429);
+    assert_non_null(strstr(r.body.data, "quota_exceeded"));
+    assert_non_null(strstr(r.body.data, "permanent"));
+    rg_buf_destroy(&r.body);
+    /* eval for a tenant without it: forbidden, and the session is not touched. */
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    const char *ev = "{\"op\":\"eval\",\"args\":{\"expression\":\"1\"}}";
+    assert_int_equal(http_request(stack_port(st), "POST", path, hdr, ev, strlen(ev), &r), 0);
+    assert_int_equal(r.status, 403);
+    assert_non_null(strstr(r.body.data, "forbidden"));
+    rg_buf_destroy(&r.body);
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &r), 0);
+    assert_int_equal(r.status, 200);
+    rg_buf_destroy(&r.body);
+    /* Rate: 2 a second; a burst past it is rate_limited with Retry-After. */
+    tiny_tenant("slow2", 2, 10, hdr, sizeof hdr);
+    int limited = 0, retry = -1;
+    for (int i = 0; i < 10 && !limited; i++) {
+        assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+        if (r.status == 429) {
+            limited = 1;
+            retry = r.retry_after;
+            assert_non_null(strstr(r.body.data, "rate_limited"));
+            assert_non_null(strstr(r.body.data, "transient"));
+            assert_non_null(strstr(r.body.data, "retry_after_ms"));
+        }
+        rg_buf_destroy(&r.body);
+    }
+    assert_true(limited);
+    assert_true(retry >= 1);
+    /* Another tenant is not limited by it. */
+    http_resp ok;
+    char h[200];
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
+    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &ok), 0);
+    assert_int_equal(ok.status, 200);
+    rg_buf_destroy(&ok.body);
+}
+
 static void test_health_and_metrics(void **state)
 {
     (void)state;
@@ -579,6 +674,7 @@ int main(void)
         cmocka_unit_test(test_json_and_msgpack_agree),
         cmocka_unit_test(test_errors_from_outside),
         cmocka_unit_test(test_idempotency_key),
+        cmocka_unit_test(test_quota_rate_and_eval_permission),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),
         cmocka_unit_test(test_sigterm_parks_for_the_other_worker),

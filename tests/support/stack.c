@@ -89,6 +89,9 @@ static pid_t start_worker(stack *s, int i)
 {
     char id[32], fcgi[64], ws[64], run[192], log[192];
     snprintf(id, sizeof id, "REFGATE_WORKER_ID=w%d", i);
+    char index[48], count[48];
+    snprintf(index, sizeof index, "REFGATE_WORKER_INDEX=%d", i);
+    snprintf(count, sizeof count, "REFGATE_WORKERS=%d", s->n);
     snprintf(fcgi, sizeof fcgi, "REFGATE_FCGI_LISTEN=127.0.0.1:%d", s->fcgi_base + i);
     snprintf(ws, sizeof ws, "REFGATE_WS_LISTEN=127.0.0.1:%d", s->ws_base + i);
     snprintf(run, sizeof run, "REFGATE_RUN_DIR=%s/worker-w%d", s->dir, i);
@@ -98,6 +101,8 @@ static pid_t start_worker(stack *s, int i)
     const char *env[32];
     int n = 0;
     env[n++] = id;
+    env[n++] = index;
+    env[n++] = count;
     env[n++] = fcgi;
     env[n++] = ws;
     env[n++] = run;
