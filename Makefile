@@ -25,6 +25,7 @@ POOL_SRC   := pool/pool.c pool/spawn.c
 REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
 SESSION_SRC := $(wildcard session/*.c)
 TENANT_SRC := $(wildcard tenant/*.c)
+POLICY_SRC := $(wildcard policy/*.c)
 # The gateway's pieces as a library (tests link them); main.c is the server.
 GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 
@@ -37,10 +38,11 @@ LIB_REGISTRY := $(BUILD)/libregistry.a
 LIB_SESSION := $(BUILD)/libsession.a
 LIB_GATEWAY := $(BUILD)/libgateway.a
 LIB_TENANT := $(BUILD)/libtenant.a
+LIB_POLICY := $(BUILD)/libpolicy.a
 # Link order follows the dependency arrows: gateway -> tenant, session -> registry,
 # pool -> cdp -> common.
-LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_TENANT) $(LIB_SESSION) $(LIB_REGISTRY) $(LIB_POOL) \
-                $(LIB_CDP) $(LIB_COMMON)
+LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_TENANT) $(LIB_POLICY) $(LIB_SESSION) $(LIB_REGISTRY) \
+                $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
 SERVER := $(BUILD)/refgate-server
 CLI    := $(BUILD)/refgate-cli
 CLI_SRC := $(wildcard cli/*.c)
@@ -119,6 +121,9 @@ $(LIB_GATEWAY): $(call obj,$(GATEWAY_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 $(LIB_TENANT): $(call obj,$(TENANT_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(LIB_POLICY): $(call obj,$(POLICY_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 

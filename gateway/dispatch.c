@@ -252,6 +252,18 @@ static int has_arg(const cmd *c, const char *k)
 
 /* ---- session ops ---- */
 
+/* The tenant's URL policy on a navigation target, before the browser sees it. */
+static int check_url(cmd *c, const char *url)
+{
+    char why[256] = "";
+    int rc = sess_check_url(c->g->sessions, c->who->tenant, url, why, sizeof why);
+    if (rc == RG_EBLOCKEDURL)
+        return fail(c, rc, "the URL is refused by the tenant's policy: %s", why);
+    if (rc < 0)
+        return fail(c, rc, "%s", why[0] ? why : "the URL cannot be opened");
+    return 0;
+}
+
 static int op_create(cmd *c)
 {
     sess_options o = {0};
@@ -278,6 +290,8 @@ static int op_create(cmd *c)
                     have, c->who->max_sessions);
     o.timezone = arg_str(c, "timezone");
     const char *url = arg_str(c, "url");
+    if (url && check_url(c, url) < 0)
+        return c->rc;
     sess *s;
     int rc = sess_create(c->g->sessions, c->who->tenant, &o, c->timeout_ms, &s, c->err,
                          sizeof c->err);
@@ -370,6 +384,8 @@ static void nav_result(cmd *c, const sess_nav *nav, int with_status)
 
 static int op_navigate(cmd *c)
 {
+    if (check_url(c, arg_str(c, "url")) < 0)
+        return c->rc;
     sess_nav nav;
     int rc = sess_navigate(c->s, arg_str(c, "url"), arg_str(c, "wait"), c->timeout_ms, &nav,
                            c->err, sizeof c->err);

@@ -99,6 +99,8 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
     sc.capacity = pc.browsers * pc.contexts_per_browser;
     sc.on_event = page_event;
     sc.event_ud = g;
+    sc.url_check = gw_url_check;
+    sc.url_ud = g;
     if ((rc = sess_mgr_new(&sc, g->pool, g->redis, g->store, &g->sessions)) < 0) {
         snprintf(err, errlen, "cannot start the session manager");
         goto fail;
@@ -133,6 +135,7 @@ void gw_free(gw *g)
     tenant_cache_free(g->tenants);
     pool_free(g->pool);
     gw_ws_free(g);
+    gw_url_policies_free();
     reg_store_free(g->store);
     rg_redis_free(g->redis);
     pthread_mutex_destroy(&g->mu);

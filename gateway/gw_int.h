@@ -86,6 +86,14 @@ int gw_enter(gw *g, const char *tid, int max_concurrent, int *retry_after_ms);
 /** Gives the place back (to the tenant's first waiter, if any). */
 void gw_leave(gw *g, const char *tid);
 
+/* ---- URL policy (urlpolicy.c) ---- */
+
+/** The session manager's url_check hook (see session.h); ud is the gateway. */
+int gw_url_check(void *ud, const char *tid, const char *url, int may_block, char *why,
+                 size_t whylen);
+/** Frees the cached policies (after the sessions are gone). */
+void gw_url_policies_free(void);
+
 /* ---- replies (dispatch.c) ---- */
 
 /** An error reply map for rc with message (and the id echoed). */

@@ -53,12 +53,53 @@ static int call(sess *s, const char *method, const char *params, cdp_reply *r)
     return cdp_call(h.conn, h.session, method, params, CALL_TIMEOUT_MS, r);
 }
 
+/*
+ * What a session may not do: downloads are refused, and permission prompts
+ * (geolocation, notifications, camera, microphone, clipboard...) are denied
+ * for the context, so no page waits on a prompt nobody can answer.
+ */
+static int lock_down(sess *s)
+{
+    static const char *perms[] = {"geolocation",  "notifications", "videoCapture",
+                                  "audioCapture", "midiSysex",     "clipboardReadWrite",
+                                  "sensors",      "idleDetection"};
+    const char *ctx = pool_lease_context(s->lease);
+    cdp_conn *conn = pool_lease_conn(s->lease);
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"behavior\":\"deny\",\"browserContextId\":");
+    rg_buf_json_str(&q, ctx, strlen(ctx));
+    rg_buf_puts(&q, "}");
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(conn, NULL, "Browser.setDownloadBehavior", q.data, CALL_TIMEOUT_MS,
+                                 NULL);
+    for (size_t i = 0; rc == 0 && i < sizeof perms / sizeof *perms; i++) {
+        rg_buf_reset(&q);
+        rg_buf_printf(&q, "{\"permission\":{\"name\":\"%s\"},\"setting\":\"denied\","
+                          "\"browserContextId\":",
+                      perms[i]);
+        rg_buf_json_str(&q, ctx, strlen(ctx));
+        rg_buf_puts(&q, "}");
+        /* A permission this Chromium does not know is not an error for us. */
+        int r = q.failed ? RG_ENOMEM
+                         : cdp_call(conn, NULL, "Browser.setPermission", q.data, CALL_TIMEOUT_MS,
+                                    NULL);
+        rc = r == RG_ECDP ? 0 : r;
+    }
+    rg_buf_destroy(&q);
+    return rc;
+}
+
 int sess_apply_options(sess *s)
 {
     /* Page events (dialogs, navigations) and console messages from the start. */
     int rc0 = enable_page(s);
     if (rc0 == 0)
         rc0 = call(s, "Runtime.enable", NULL, NULL);
+    if (rc0 == 0)
+        rc0 = sess_intercept(s);
+    if (rc0 == 0)
+        rc0 = lock_down(s);
     if (rc0 < 0)
         return rc0;
     rg_buf q;
@@ -224,7 +265,10 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     } else if (rc == 0) {
         const cJSON *et = cJSON_GetObjectItemCaseSensitive(r.result, "errorText");
         const cJSON *loader = cJSON_GetObjectItemCaseSensitive(r.result, "loaderId");
-        if (cJSON_IsString(et) && *et->valuestring) {
+        if (cJSON_IsString(et) && strstr(et->valuestring, "ERR_BLOCKED_BY_CLIENT")) {
+            snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
+            rc = RG_EBLOCKEDURL;
+        } else if (cJSON_IsString(et) && *et->valuestring) {
             snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
             rc = RG_ENAVFAILED;
         } else if (w && cJSON_IsString(loader)) {

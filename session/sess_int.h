@@ -44,6 +44,7 @@ struct sess {
     int64_t last_full_ms;          /* last capture of cookies and storage */
     uint64_t last_ckpt;            /* hash of the URL, title and scroll last written */
     int lost;                      /* atomic: the browser died under the lease */
+    int checks;                    /* URL checks in flight (guarded by m->mu) */
 };
 
 struct sess_mgr {
@@ -59,7 +60,21 @@ struct sess_mgr {
     int stopping;
     pthread_t hb;
     sess_stats stats;
+    struct sess_checkers *checkers;
+    pthread_cond_t checks_cv;
 };
+
+/* intercept.c */
+
+/** Starts the URL checker threads (when cfg.url_check is set). */
+int sess_checkers_start(sess_mgr *m);
+void sess_checkers_stop(sess_mgr *m);
+/** Fetch.requestPaused of s's page (reader thread). */
+void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params);
+/** Waits until s has no URL check in flight. */
+void sess_checks_drain(sess *s);
+/** Pauses every request of s's page for the URL policy. */
+int sess_intercept(sess *s);
 
 /* session.c */
 

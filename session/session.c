@@ -307,6 +307,7 @@ static void drop_local(sess *s)
     if (s->sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->sub);
     s->sub = 0;
+    sess_checks_drain(s); /* no check may answer on a released context */
     pool_release(s->lease);
     s->lease = NULL;
     reg_page_free(s->reg);
@@ -618,7 +619,10 @@ int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *st
     pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
     pthread_cond_init(&m->hb_cv, &ca);
     pthread_condattr_destroy(&ca);
-    if (pthread_create(&m->hb, NULL, hb_main, m) != 0) {
+    pthread_cond_init(&m->checks_cv, NULL);
+    if (sess_checkers_start(m) < 0 || pthread_create(&m->hb, NULL, hb_main, m) != 0) {
+        sess_checkers_stop(m);
+        pthread_cond_destroy(&m->checks_cv);
         pthread_cond_destroy(&m->hb_cv);
         pthread_mutex_destroy(&m->mu);
         free(m);
@@ -637,6 +641,7 @@ void sess_mgr_free(sess_mgr *m)
     pthread_cond_broadcast(&m->hb_cv);
     pthread_mutex_unlock(&m->mu);
     pthread_join(m->hb, NULL);
+    sess_checkers_stop(m); /* the queued checks are answered first */
     while (m->table) {
         sess *s = m->table;
         m->table = s->next;
@@ -645,6 +650,7 @@ void sess_mgr_free(sess_mgr *m)
         free(s);
     }
     pthread_cond_destroy(&m->hb_cv);
+    pthread_cond_destroy(&m->checks_cv);
     pthread_mutex_destroy(&m->mu);
     free(m);
 }
@@ -837,6 +843,10 @@ static void on_page_event(void *ud, const char *session_id, const char *method,
     sess_mgr *m = s->m;
     if (!method)
         return;
+    if (!strcmp(method, "Fetch.requestPaused")) {
+        sess_on_request_paused(s, session_id, params);
+        return;
+    }
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {

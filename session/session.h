@@ -69,6 +69,17 @@ typedef struct sess_config {
     void (*on_event)(void *ud, const char *tenant, const char *sid, const char *kind,
                      cJSON *data);
     void *event_ud;
+    /**
+     * The tenant's URL policy, asked for every request a live session's page
+     * makes (and by sess_check_url): 0 to allow, RG_EBLOCKEDURL (or
+     * RG_EBADREQ) with a reason in why to refuse. With may_block 0 it must
+     * not wait (the DevTools reader thread asks) and answers 1 when it needs
+     * DNS; it is then asked again, may_block 1, on a checker thread. NULL:
+     * every request goes through.
+     */
+    int (*url_check)(void *ud, const char *tenant, const char *url, int may_block, char *why,
+                     size_t whylen);
+    void *url_ud;
 } sess_config;
 
 void sess_config_default(sess_config *cfg);
@@ -174,6 +185,9 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
  */
 int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
                  size_t errlen);
+
+/** The tenant's policy on url (may block on DNS): 0, RG_EBLOCKEDURL or RG_EBADREQ. */
+int sess_check_url(sess_mgr *m, const char *tenant, const char *url, char *why, size_t whylen);
 
 /** Parks the held session: captures, writes it, frees the context. *bytes: the parked size. */
 int sess_park(sess *s, size_t *bytes, char *err, size_t errlen);

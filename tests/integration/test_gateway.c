@@ -560,8 +560,9 @@ static void test_sigterm_parks_for_the_other_worker(void **state)
     close_session(sid);
 }
 
-/* A tenant with small limits, made for this test; its Authorization header. */
-static void tiny_tenant(const char *name, double rate, int max_sessions, char *hdr, size_t len)
+/* A tenant made for one test; its Authorization header (JSON bodies). */
+static void make_tenant(const char *name, double rate, int max_sessions, int allow_private,
+                        int allow_eval, const char *allow_host, char *hdr, size_t len)
 {
     rg_redis_config rc;
     rg_redis_config_default(&rc);
@@ -575,7 +576,10 @@ static void tiny_tenant(const char *name, double rate, int max_sessions, char *h
     snprintf(t.name, sizeof t.name, "%s", name);
     t.rate = rate;
     t.max_sessions = max_sessions;
-    t.allow_private = 1;
+    t.allow_private = allow_private;
+    t.allow_eval = allow_eval;
+    if (allow_host)
+        assert_int_equal(tenant_add_host(&t, 0, allow_host), 0);
     if (tenant_create(r, &t, key, sizeof key, err, sizeof err) < 0)
         fail_msg("%s", err);
     tenant_destroy(&t);
@@ -590,7 +594,7 @@ static void test_quota_rate_and_eval_permission(void **state)
     page_url("actions.html", url, sizeof url);
     snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     /* Quota: one session, the second create is refused for good. */
-    tiny_tenant("quota1", 1000, 1, hdr, sizeof hdr);
+    make_tenant("quota1", 1000, 1, 1, 0, NULL, hdr, sizeof hdr);
     http_resp r;
     assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", hdr, body, strlen(body),
                                   &r), 0);
@@ -620,7 +624,7 @@ static void test_quota_rate_and_eval_permission(void **state)
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
     /* Rate: 2 a second; a burst past it is rate_limited with Retry-After. */
-    tiny_tenant("slow2", 2, 10, hdr, sizeof hdr);
+    make_tenant("slow2", 2, 10, 1, 0, NULL, hdr, sizeof hdr);
     int limited = 0, retry = -1;
     for (int i = 0; i < 10 && !limited; i++) {
         assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
@@ -642,6 +646,128 @@ static void test_quota_rate_and_eval_permission(void **state)
     assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &ok), 0);
     assert_int_equal(ok.status, 200);
     rg_buf_destroy(&ok.body);
+}
+
+/* POSTs body to path with the header hdr; the status, and the reply into *out (may be NULL). */
+static int post_raw(const char *path, const char *hdr, const char *body, cJSON **out)
+{
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "POST", path, hdr, body, strlen(body), &r), 0);
+    int status = r.status;
+    if (out) {
+        char err[64];
+        *out = NULL;
+        wire_json_decode(r.body.data ? r.body.data : "", r.body.len, out, err, sizeof err);
+    }
+    rg_buf_destroy(&r.body);
+    return status;
+}
+
+/* Every spelling of a refused address, as a navigation: blocked_url, and the
+   page stays where it was. */
+static void test_url_policy_navigations(void **state)
+{
+    (void)state;
+    char hdr[256];
+    make_tenant("strict", 1000, 10, 0, 0, NULL, hdr, sizeof hdr);
+    cJSON *r;
+    assert_int_equal(post_raw("/v1/sessions", hdr, "{}", &r), 200);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
+    cJSON_Delete(r);
+    static const char *refused[] = {
+        "http://127.0.0.1/", "http://127.1/", "http://0x7f000001/", "http://2130706433/",
+        "http://017700000001/", "http://0x7f.1/", "http://[::1]/", "http://[::ffff:127.0.0.1]/",
+        "http://[0:0:0:0:0:0:0:1]/", "http://localhost/", "http://localhost./",
+        "http://LOCALHOST/", "http://foo.localhost/", "http://169.254.169.254/latest/meta-data/",
+        "http://[fd00::1]/", "http://[fe80::1]/", "http://10.0.0.1/", "http://192.168.1.1/",
+        "http://172.16.0.1/", "http://100.64.0.1/", "http://0.0.0.0/", "http://224.0.0.1/",
+        "http://public.example@127.0.0.1/", "HTTP://127.0.0.1:6390/", "file:///etc/passwd",
+        "javascript:alert(1)", "data:text/html,hi", "chrome://settings", "ftp://127.0.0.1/",
+        "http://%6c%6f%63%61%6c%68%6f%73%74/"};
+    for (size_t i = 0; i < sizeof refused / sizeof *refused; i++) {
+        char body[400];
+        snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}",
+                 refused[i]);
+        int status = post_raw(path, hdr, body, &r);
+        if (status != 403 || strcmp(err_code(r), "blocked_url"))
+            fail_msg("%s -> %d %s", refused[i], status, cJSON_PrintUnformatted(r));
+        cJSON_Delete(r);
+    }
+    assert_int_equal(post_raw(path, hdr, "{\"op\":\"session.info\"}", &r), 200);
+    assert_string_equal(rstr(r, "url"), "about:blank");
+    cJSON_Delete(r);
+    /* A create with a refused URL creates nothing. */
+    assert_int_equal(post_raw("/v1/sessions", hdr,
+                              "{\"args\":{\"url\":\"http://169.254.169.254/\"}}", &r),
+                     403);
+    cJSON_Delete(r);
+    http_resp del;
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    rg_buf_destroy(&del.body);
+}
+
+/* Requests the page itself makes: a redirect, a fetch, an image, an iframe,
+   a form post to a refused host never reach it. The tenant may open only
+   127.0.0.1 (where the fixture server is); "localhost" also means ::1,
+   which is refused, so the same server under that name is off limits. */
+static void test_url_policy_inside_the_page(void **state)
+{
+    (void)state;
+    char hdr[256], url[256], body[600];
+    make_tenant("mixed", 1000, 10, 0, 1, "127.0.0.1", hdr, sizeof hdr);
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
+        fail_msg("create: %s", cJSON_PrintUnformatted(r));
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
+    cJSON_Delete(r);
+    int port = httpd_port(pages);
+    /* A redirect from the allowed page to the refused name. */
+    snprintf(body, sizeof body,
+             "{\"op\":\"navigate\",\"args\":{\"url\":\"http://127.0.0.1:%d/redirect?to="
+             "http://localhost:%d/never-reached.html\"}}",
+             port, port);
+    int status = post_raw(path, hdr, body, &r);
+    if (status != 403 || strcmp(err_code(r), "blocked_url"))
+        fail_msg("redirect -> %d %s", status, cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    assert_int_equal(httpd_count(pages, "/redirect?to="), 1);
+    assert_int_equal(httpd_count(pages, "/never-reached.html"), 0);
+    /* From the page: fetch, image, iframe and form post to the refused name. */
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    assert_int_equal(post_raw(path, hdr, body, NULL), 200);
+    snprintf(body, sizeof body,
+             "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
+             "\"(async()=>{var u='http://localhost:%d/probe';"
+             "var f=await fetch(u+'-fetch').then(()=>'reached',()=>'blocked');"
+             "new Image().src=u+'-img';"
+             "var i=document.createElement('iframe');i.src=u+'-frame';document.body.append(i);"
+             "var fm=document.createElement('form');fm.method='post';fm.action=u+'-post';"
+             "fm.target='x';document.body.append(fm);fm.submit();"
+             "await new Promise(r=>setTimeout(r,700));return f})()\"}}",
+             port);
+    status = post_raw(path, hdr, body, &r);
+    if (status != 200)
+        fail_msg("eval -> %d %s", status, cJSON_PrintUnformatted(r));
+    assert_string_equal(rstr(r, "value"), "blocked");
+    cJSON_Delete(r);
+    assert_int_equal(httpd_count(pages, "/probe-"), 0); /* nothing reached the server */
+    /* The control: the allowed address is reached. */
+    snprintf(body, sizeof body,
+             "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
+             "\"fetch('http://127.0.0.1:%d/probe-ok').then(()=>'reached',()=>'blocked')\"}}",
+             port);
+    assert_int_equal(post_raw(path, hdr, body, &r), 200);
+    assert_string_equal(rstr(r, "value"), "reached");
+    cJSON_Delete(r);
+    assert_int_equal(httpd_count(pages, "/probe-ok"), 1);
+    http_resp del;
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    rg_buf_destroy(&del.body);
 }
 
 static void test_health_and_metrics(void **state)
@@ -675,6 +801,8 @@ int main(void)
         cmocka_unit_test(test_errors_from_outside),
         cmocka_unit_test(test_idempotency_key),
         cmocka_unit_test(test_quota_rate_and_eval_permission),
+        cmocka_unit_test(test_url_policy_navigations),
+        cmocka_unit_test(test_url_policy_inside_the_page),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),
         cmocka_unit_test(test_sigterm_parks_for_the_other_worker),

@@ -28,6 +28,9 @@ struct httpd {
     pthread_t thread;
     atomic_size_t requests;
     atomic_int live; /* connection threads running */
+    pthread_mutex_t log_mu;
+    char *paths[512];  /* the last 512 request paths (with queries) */
+    size_t n_paths;
 };
 
 struct conn {
@@ -118,9 +121,24 @@ static void *conn_main(void *arg)
     char method[16], path[2048];
     if (sscanf(req, "%15s %2047s", method, path) != 2)
         goto out;
+    pthread_mutex_lock(&h->log_mu);
+    free(h->paths[h->n_paths % 512]);
+    h->paths[h->n_paths++ % 512] = strdup(path);
+    pthread_mutex_unlock(&h->log_mu);
     char *q = strchr(path, '?');
     if (q)
         *q = '\0';
+    if (!strcmp(path, "/redirect") && q && !strncmp(q + 1, "to=", 3)) {
+        /* GET /redirect?to=URL: a 302 to URL (not decoded: pass it plain). */
+        char head[2300];
+        int hn = snprintf(head, sizeof head,
+                          "HTTP/1.1 302 Found\r\nLocation: %s\r\nContent-Length: 0\r\n"
+                          "Connection: close\r\n\r\n",
+                          q + 4);
+        if (hn > 0 && send(c->fd, head, (size_t)hn, MSG_NOSIGNAL) < 0)
+            goto out;
+        goto out;
+    }
     if (!strcmp(path, "/slow")) {
         struct pollfd pf = {h->stop_pipe[0], POLLIN, 0};
         poll(&pf, 1, 60000);
@@ -180,6 +198,8 @@ static void *accept_main(void *arg)
 httpd *httpd_start(const char *docroot)
 {
     httpd *h = calloc(1, sizeof *h);
+    if (h)
+        pthread_mutex_init(&h->log_mu, NULL);
     if (!h)
         return NULL;
     h->docroot = docroot ? strdup(docroot) : NULL;
@@ -238,5 +258,19 @@ void httpd_stop(httpd *h)
     close(h->stop_pipe[0]);
     close(h->stop_pipe[1]);
     free(h->docroot);
+    for (size_t i = 0; i < 512; i++)
+        free(h->paths[i]);
+    pthread_mutex_destroy(&h->log_mu);
     free(h);
+}
+
+size_t httpd_count(httpd *h, const char *prefix)
+{
+    size_t n = 0;
+    pthread_mutex_lock(&h->log_mu);
+    size_t have = h->n_paths < 512 ? h->n_paths : 512;
+    for (size_t i = 0; i < have; i++)
+        n += h->paths[i] && !strncmp(h->paths[i], prefix, strlen(prefix));
+    pthread_mutex_unlock(&h->log_mu);
+    return n;
 }

@@ -85,6 +85,27 @@ static int healthy(int port)
     return ok;
 }
 
+/* The server built with this binary: ../refgate-server from its directory
+   (build/tests, build/asan/tests, build/bench), or REFGATE_SERVER_BIN. */
+static const char *server_bin(void)
+{
+    static char path[512];
+    const char *env = getenv("REFGATE_SERVER_BIN");
+    if (env && *env)
+        return env;
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+    if (n <= 0)
+        return "build/refgate-server";
+    path[n] = '\0';
+    char *slash = strrchr(path, '/');
+    if (slash)
+        *slash = '\0';
+    slash = strrchr(path, '/');
+    if (slash)
+        strcpy(slash, "/refgate-server");
+    return path;
+}
+
 static pid_t start_worker(stack *s, int i)
 {
     char id[32], fcgi[64], ws[64], run[192], log[192];
@@ -112,7 +133,7 @@ static pid_t start_worker(stack *s, int i)
     for (int k = 0; s->env && s->env[k] && n < 31; k++)
         env[n++] = s->env[k];
     env[n] = NULL;
-    const char *argv[] = {"build/refgate-server", NULL};
+    const char *argv[] = {server_bin(), NULL};
     return spawn(argv, env, log);
 }
 

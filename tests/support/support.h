@@ -15,14 +15,16 @@ typedef struct httpd httpd;
  * Starts an HTTP/1.1 server on 127.0.0.1 at an ephemeral port, one thread per
  * connection. GET /<file> serves docroot/<file> when it exists (docroot may
  * be NULL); any other path gets a small HTML page titled with the path.
- * GET /slow never answers (for timeout tests). Every response closes the
- * connection.
+ * GET /slow never answers (for timeout tests); GET /redirect?to=URL answers
+ * 302 to URL. Every response closes the connection.
  */
 httpd *httpd_start(const char *docroot);
 int httpd_port(const httpd *h);
 /** "http://127.0.0.1:<port>" + path, into buf. */
 const char *httpd_url(const httpd *h, const char *path, char *buf, size_t len);
 size_t httpd_requests(const httpd *h);
+/** How many of the last 512 requests had a path (with its query) starting with prefix. */
+size_t httpd_count(httpd *h, const char *prefix);
 void httpd_stop(httpd *h);
 
 /** Every descendant of root (children, grandchildren, ...); returns the count. */

@@ -1,0 +1,473 @@
+/*
+ * policy.c - compiling a tenant's allow and deny lists, and the decision:
+ * deny list, metadata, allow list, classes, in the order policy.h gives.
+ *
+ * A compiled pol is read-only: any thread. Nothing here allocates after
+ * pol_new.
+ */
+#define _GNU_SOURCE
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "policy_int.h"
+
+int pol_say(int rc, char *why, size_t whylen, const char *fmt, ...)
+{
+    if (why && whylen) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(why, whylen, fmt, ap);
+        va_end(ap);
+    }
+    return rc;
+}
+
+/* ---- names ---- */
+
+/* The length of name without its trailing dots. */
+static size_t name_trim(const char *name)
+{
+    size_t n = strlen(name);
+    while (n && name[n - 1] == '.')
+        n--;
+    return n;
+}
+
+static int name_is(const char *name, size_t n, const char *what)
+{
+    return strlen(what) == n && !memcmp(name, what, n);
+}
+
+/* 1 when name (n bytes) is what or one of its subdomains. */
+static int name_under(const char *name, size_t n, const char *what)
+{
+    size_t w = strlen(what);
+    return name_is(name, n, what) ||
+           (n > w && name[n - w - 1] == '.' && !memcmp(name + n - w, what, w));
+}
+
+/* Names Chromium resolves to loopback itself, without asking DNS. */
+static int name_is_localhost(const char *name, size_t n)
+{
+    return name_under(name, n, "localhost") || name_is(name, n, "localhost.localdomain") ||
+           name_is(name, n, "localhost6") || name_is(name, n, "localhost6.localdomain6");
+}
+
+static int name_is_metadata(const char *name, size_t n)
+{
+    static const char *const names[] = {"metadata",      "metadata.google.internal",
+                                        "metadata.goog", "metadata.tencentyun.com",
+                                        "instance-data", "instance-data.ec2.internal"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        if (name_is(name, n, names[i]))
+            return 1;
+    return 0;
+}
+
+/* ---- list entries ---- */
+
+static int entry_chars_ok(const char *s)
+{
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+              strchr(".-_*:[]/", c)))
+            return 0;
+    }
+    return 1;
+}
+
+/* An address, with or without brackets; an IPv4 address in any URL spelling. */
+static int entry_ip(const char *s, size_t n, pol_ip *ip)
+{
+    if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+        s++;
+        n -= 2;
+    }
+    if (memchr(s, ':', n))
+        return pol_parse_ipv6(s, n, ip);
+    return pol_parse_ipv4(s, n, ip);
+}
+
+static int full_prefix(const pol_ip *ip)
+{
+    return ip->family == AF_INET ? 32 : 128;
+}
+
+/* "address/length", the address in any form entry_ip takes. */
+static int entry_cidr(const char *s, struct pol_entry *e, const char *which, char *err,
+                      size_t errlen)
+{
+    const char *slash = strrchr(s, '/');
+    const char *len = slash + 1;
+    size_t digits = strlen(len);
+    if (entry_ip(s, (size_t)(slash - s), &e->net) < 0)
+        return rg_bad(err, errlen, "%s entry \"%s\": \"%.*s\" is not an IP address", which, s,
+                      (int)(slash - s), s);
+    int bits = full_prefix(&e->net), prefix = 0;
+    for (size_t i = 0; i < digits && i < 3; i++)
+        prefix = len[i] >= '0' && len[i] <= '9' ? prefix * 10 + (len[i] - '0') : bits + 1;
+    if (digits == 0 || digits > 3 || prefix > bits)
+        return rg_bad(err, errlen, "%s entry \"%s\": the prefix length must be 0 to %d", which, s,
+                      bits);
+    if (pol_ip_host_bits(&e->net, prefix))
+        return rg_bad(err, errlen, "%s entry \"%s\" has bits set after the first %d", which, s,
+                      prefix);
+    e->kind = POL_E_NET;
+    e->prefix = prefix;
+    return 0;
+}
+
+/*
+ * A host name, "*.name" or ".name" (lowercase, valid as a URL host, trailing
+ * dots dropped, written to name), or an IPv4 address in any URL spelling.
+ */
+static int entry_host(const char *s, struct pol_entry *e, char *name, const char *which, char *err,
+                      size_t errlen)
+{
+    char host[POL_HOST_SIZE];
+    const char *body = s;
+    e->kind = POL_E_NAME;
+    if (!strncmp(s, "*.", 2) || s[0] == '.') {
+        e->kind = POL_E_SUFFIX;
+        body = s + (s[0] == '*' ? 2 : 1);
+    }
+    pol_ip ip;
+    int rc = pol_parse_host(body, strlen(body), host, &ip, NULL, 0);
+    if (rc == 0 && ip.family && e->kind == POL_E_NAME) {
+        e->kind = POL_E_NET;
+        e->net = ip;
+        e->prefix = full_prefix(&ip);
+        return 0;
+    }
+    size_t n = rc == 0 ? name_trim(host) : 0;
+    if (rc < 0 || ip.family || n == 0 || memchr(host, '*', n))
+        return rg_bad(err, errlen,
+                      "%s entry \"%s\" is not a host name, *.name, .name, IP address or CIDR "
+                      "range",
+                      which, s);
+    memcpy(name, host, n);
+    name[n] = '\0';
+    e->name = name;
+    e->name_len = n;
+    return 0;
+}
+
+/*
+ * Parses entry s into e. Its text and name are written at *arena (room for
+ * twice s and its NUL), which moves past them.
+ */
+static int entry_parse(const char *s, struct pol_entry *e, char **arena, const char *which,
+                       char *err, size_t errlen)
+{
+    size_t n = strlen(s);
+    char *text = *arena;
+    for (size_t i = 0; i <= n; i++)
+        text[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
+    e->text = text;
+    e->name = "";
+    *arena = text + n + 1;
+    if (strchr(text, '/'))
+        return entry_cidr(text, e, which, err, errlen);
+    if (strchr(text, ':')) {
+        if (entry_ip(text, n, &e->net) < 0)
+            return rg_bad(err, errlen, "%s entry \"%s\" is not an IPv6 address", which, text);
+        e->kind = POL_E_NET;
+        e->prefix = 128;
+        return 0;
+    }
+    int rc = entry_host(text, e, *arena, which, err, errlen);
+    if (rc == 0 && e->kind != POL_E_NET)
+        *arena += e->name_len + 1;
+    return rc;
+}
+
+/* Checks the list's size and entries' lengths; adds the arena bytes to *total. */
+static int list_size(const char *const *v, size_t n, const char *which, size_t *total, char *err,
+                     size_t errlen)
+{
+    if (n > POL_LIST_MAX)
+        return rg_bad(err, errlen, "the %s list has more than %d entries", which, POL_LIST_MAX);
+    if (n && !v)
+        return rg_bad(err, errlen, "the %s list is missing", which);
+    for (size_t i = 0; i < n; i++) {
+        size_t len = v[i] ? strlen(v[i]) : 0;
+        if (len == 0 || len > POL_ENTRY_MAX)
+            return rg_bad(err, errlen, "%s entry %zu must have 1 to %d characters", which, i + 1,
+                          POL_ENTRY_MAX);
+        if (!entry_chars_ok(v[i]))
+            return rg_bad(err, errlen,
+                          "%s entry %zu has a character other than letters, digits and "
+                          ". - _ * : [ ] /",
+                          which, i + 1);
+        *total += 2 * (len + 1); /* text and name */
+    }
+    return 0;
+}
+
+static int list_build(struct pol_list *l, const char *const *v, size_t n, char **arena,
+                      const char *which, char *err, size_t errlen)
+{
+    if (n == 0)
+        return 0;
+    l->v = calloc(n, sizeof *l->v);
+    if (!l->v)
+        return RG_ENOMEM;
+    for (size_t i = 0; i < n; i++) {
+        int rc = entry_parse(v[i], &l->v[i], arena, which, err, errlen);
+        if (rc < 0)
+            return rc;
+        l->n++;
+        l->n_nets += l->v[i].kind == POL_E_NET;
+    }
+    return 0;
+}
+
+int pol_new(int allow_private, const char *const *allow, size_t n_allow, const char *const *deny,
+            size_t n_deny, pol **out, char *err, size_t errlen)
+{
+    size_t total = 1;
+    *out = NULL;
+    int rc = list_size(allow, n_allow, "allow", &total, err, errlen);
+    if (rc == 0)
+        rc = list_size(deny, n_deny, "deny", &total, err, errlen);
+    if (rc < 0)
+        return rc;
+    pol *p = calloc(1, sizeof *p);
+    if (!p)
+        return RG_ENOMEM;
+    p->allow_private = allow_private != 0;
+    p->lookup = pol_lookup_system;
+    p->arena = malloc(total);
+    p->gate = calloc(1, sizeof *p->gate);
+    if (!p->arena || !p->gate) {
+        rc = RG_ENOMEM;
+        goto out;
+    }
+    atomic_init(&p->gate->inflight, 0);
+    atomic_init(&p->gate->refs, 1);
+    char *arena = p->arena;
+    rc = list_build(&p->allow, allow, n_allow, &arena, "allow", err, errlen);
+    if (rc == 0)
+        rc = list_build(&p->deny, deny, n_deny, &arena, "deny", err, errlen);
+out:
+    if (rc < 0) {
+        pol_free(p);
+        return rc;
+    }
+    *out = p;
+    return 0;
+}
+
+void pol_free(pol *p)
+{
+    if (!p)
+        return;
+    free(p->allow.v);
+    free(p->deny.v);
+    free(p->arena);
+    if (p->gate)
+        pol_gate_release(p->gate);
+    free(p);
+}
+
+void pol_set_lookup(pol *p, pol_lookup_fn fn, void *arg)
+{
+    p->lookup = fn ? fn : pol_lookup_system;
+    p->lookup_arg = fn ? arg : NULL;
+}
+
+/* ---- matching ---- */
+
+static const struct pol_entry *match_name(const struct pol_list *l, const char *name, size_t n,
+                                          int exact_only)
+{
+    for (size_t i = 0; i < l->n; i++) {
+        const struct pol_entry *e = &l->v[i];
+        if (e->kind == POL_E_NAME && e->name_len == n && !memcmp(name, e->name, n))
+            return e;
+        if (e->kind == POL_E_SUFFIX && !exact_only && n > e->name_len &&
+            name[n - e->name_len - 1] == '.' &&
+            !memcmp(name + n - e->name_len, e->name, e->name_len))
+            return e;
+    }
+    return NULL;
+}
+
+/*
+ * The first entry of l that contains ip, preferring one that names it
+ * exactly (*exact, NULL is fine). An IPv6 address matches IPv4 entries through
+ * what it embeds: only its mapped form when mapped_only.
+ */
+static const struct pol_entry *match_addr(const struct pol_list *l, const pol_ip *ip,
+                                          int mapped_only, int *exact)
+{
+    const struct pol_entry *found = NULL;
+    pol_ip emb[2];
+    size_t n_emb = pol_ip_embedded_v4(ip, mapped_only, emb);
+    for (size_t i = 0; i < l->n; i++) {
+        const struct pol_entry *e = &l->v[i];
+        if (e->kind != POL_E_NET)
+            continue;
+        int hit = pol_ip_in_net(ip, &e->net, e->prefix);
+        for (size_t k = 0; k < n_emb && !hit; k++)
+            hit = pol_ip_in_net(&emb[k], &e->net, e->prefix);
+        if (!hit)
+            continue;
+        int full = e->prefix == full_prefix(&e->net);
+        if (!found || full)
+            found = e;
+        if (full)
+            break;
+    }
+    if (exact)
+        *exact = found && found->prefix == full_prefix(&found->net);
+    return found;
+}
+
+/* ---- the decision ---- */
+
+static int refuse_class(const char *subject, const char *a, int cls, const pol_ip *via, char *why,
+                        size_t whylen)
+{
+    char v[POL_IP_TEXT];
+    const char *phrase = pol_class_phrase(cls);
+    if (!via->family) {
+        if (subject)
+            return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to %s, %s", subject, a,
+                           phrase);
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is %s", a, phrase);
+    }
+    pol_ip_format(via, v, sizeof v);
+    if (subject)
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to %s, which embeds %s, %s",
+                       subject, a, v, phrase);
+    return pol_say(RG_EBLOCKEDURL, why, whylen, "%s embeds %s, %s", a, v, phrase);
+}
+
+/*
+ * Steps 1 to 5 of policy.h for one address. subject is the host name that
+ * resolved to ip (NULL for an IP host); name_allowed says whether an allow
+ * entry names it.
+ */
+static int check_addr(const pol *p, const char *subject, const pol_ip *ip, int name_allowed,
+                      char *why, size_t whylen)
+{
+    char a[POL_IP_TEXT];
+    pol_ip_format(ip, a, sizeof a);
+    const struct pol_entry *e = match_addr(&p->deny, ip, 0, NULL);
+    if (e && subject)
+        return pol_say(RG_EBLOCKEDURL, why, whylen,
+                       "%s resolves to %s, which is on the tenant's deny list (\"%s\")", subject, a,
+                       e->text);
+    if (e)
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is on the tenant's deny list (\"%s\")", a,
+                       e->text);
+    pol_ip via;
+    int cls = pol_ip_class(ip, &via);
+    int exact = 0;
+    e = match_addr(&p->allow, ip, 1, &exact);
+    if (cls == POL_C_METADATA)
+        return e && exact ? POL_ALLOW : refuse_class(subject, a, cls, &via, why, whylen);
+    if (e)
+        return POL_ALLOW;
+    if (p->allow.n && !name_allowed && subject)
+        return pol_say(RG_EBLOCKEDURL, why, whylen,
+                       "%s is not on the tenant's allow list, nor is its address %s", subject, a);
+    if (p->allow.n && !name_allowed)
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list", a);
+    if (cls == POL_C_PUBLIC || (p->allow_private && pol_class_opened_by_private(cls)))
+        return POL_ALLOW;
+    return refuse_class(subject, a, cls, &via, why, whylen);
+}
+
+/* Chromium answers localhost names with 127.0.0.1 and ::1: both must pass. */
+static int check_localhost(const pol *p, const char *host, int name_allowed, char *why,
+                           size_t whylen)
+{
+    pol_ip v4 = {.family = AF_INET, .b = {127, 0, 0, 1}};
+    pol_ip v6 = {.family = AF_INET6, .b = {[15] = 1}};
+    int rc = check_addr(p, host, &v4, name_allowed, why, whylen);
+    return rc < 0 ? rc : check_addr(p, host, &v6, name_allowed, why, whylen);
+}
+
+/* The decision for a host name before DNS: POL_ALLOW, POL_RESOLVE or refused. */
+static int check_name(const pol *p, const char *host, char *why, size_t whylen)
+{
+    size_t n = name_trim(host);
+    const struct pol_entry *e = match_name(&p->deny, host, n, 0);
+    if (e)
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is on the tenant's deny list (\"%s\")",
+                       host, e->text);
+    int name_allowed = match_name(&p->allow, host, n, 0) != NULL;
+    if (name_is_localhost(host, n))
+        return check_localhost(p, host, name_allowed, why, whylen);
+    if (name_is_metadata(host, n) && !match_name(&p->allow, host, n, 1))
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is a cloud metadata host name", host);
+    if (p->allow.n && !name_allowed && p->allow.n_nets == 0)
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list", host);
+    return POL_RESOLVE;
+}
+
+static int scheme_is_web(const char *scheme)
+{
+    return !strcmp(scheme, "http") || !strcmp(scheme, "https") || !strcmp(scheme, "ws") ||
+           !strcmp(scheme, "wss");
+}
+
+/* The decision for a parsed URL without DNS. */
+static int check_parsed(const pol *p, const pol_url *u, char *why, size_t whylen)
+{
+    if (u->about_blank)
+        return POL_ALLOW;
+    if (!scheme_is_web(u->scheme))
+        return pol_say(RG_EBLOCKEDURL, why, whylen,
+                       "the scheme \"%s:\" is not allowed (http, https, ws and wss are)",
+                       u->scheme);
+    if (!u->host[0])
+        return rg_bad(why, whylen, "the URL has no host");
+    if (u->family) {
+        pol_ip ip = {.family = u->family};
+        memcpy(ip.b, u->addr, sizeof ip.b);
+        return check_addr(p, NULL, &ip, 0, why, whylen);
+    }
+    return check_name(p, u->host, why, whylen);
+}
+
+int pol_check_url(const pol *p, const char *url, size_t len, pol_url *u, char *why, size_t whylen)
+{
+    pol_url local;
+    if (!u)
+        u = &local;
+    int rc = pol_parse_url(url, len, u, why, whylen);
+    return rc < 0 ? rc : check_parsed(p, u, why, whylen);
+}
+
+int pol_check_resolved(const pol *p, const pol_url *u, int timeout_ms, char *why, size_t whylen)
+{
+    int rc = check_parsed(p, u, why, whylen);
+    if (rc != POL_RESOLVE)
+        return rc;
+    pol_addrs addrs;
+    rc = pol_resolve(p, u->host, timeout_ms > 0 ? timeout_ms : POL_DNS_TIMEOUT_MS, &addrs, why,
+                     whylen);
+    if (rc == RG_ETIMEOUT)
+        return RG_EBLOCKEDURL;
+    if (rc < 0)
+        return rc;
+    size_t n = name_trim(u->host);
+    int name_allowed = match_name(&p->allow, u->host, n, 0) != NULL;
+    for (size_t i = 0; i < addrs.n; i++) {
+        pol_ip ip;
+        if (pol_ip_from_sockaddr((const struct sockaddr *)&addrs.addr[i], &ip) < 0)
+            return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to an unknown address family",
+                           u->host);
+        rc = check_addr(p, u->host, &ip, name_allowed, why, whylen);
+        if (rc < 0)
+            return rc;
+    }
+    return POL_ALLOW;
+}

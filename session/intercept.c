@@ -1,0 +1,217 @@
+/*
+ * intercept.c - every request a session's page makes passes the tenant's
+ * URL policy first: Fetch.enable on the page pauses each request (main
+ * frame, same-process frames, subresources, fetch/XHR, form posts,
+ * redirects: each hop is a new pause), and the request goes on
+ * (Fetch.continueRequest) or fails with BlockedByClient.
+ *
+ * The decision comes from the manager's url_check hook. One that needs DNS
+ * would block the DevTools reader thread, so it goes to a small pool of
+ * checker threads with a bounded queue; when the queue is full the request
+ * fails (refusing is the safe side). A session's pending checks are drained
+ * before its context is released, so no check outlives the connection it
+ * answers on.
+ */
+#define _GNU_SOURCE
+#include "sess_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CHECKERS 4
+#define QUEUE_MAX 1024
+
+struct check_job {
+    struct check_job *next;
+    sess *s;
+    char *session_id;
+    char *request_id;
+    char *url;
+};
+
+struct sess_checkers {
+    pthread_mutex_t mu;
+    pthread_cond_t cv, drained;
+    struct check_job *head, *tail;
+    int n;
+    int stop;
+    pthread_t th[CHECKERS];
+    int n_th;
+};
+
+static void answer(sess *s, const char *session_id, const char *request_id, int allow)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"requestId\":");
+    rg_buf_json_str(&q, request_id, strlen(request_id));
+    rg_buf_puts(&q, allow ? "}" : ",\"errorReason\":\"BlockedByClient\"}");
+    if (!q.failed)
+        cdp_call_async(pool_lease_conn(s->lease), session_id,
+                       allow ? "Fetch.continueRequest" : "Fetch.failRequest", q.data, 10000, NULL,
+                       NULL);
+    rg_buf_destroy(&q);
+}
+
+static void job_free(struct check_job *j)
+{
+    free(j->session_id);
+    free(j->request_id);
+    free(j->url);
+    free(j);
+}
+
+/* One pending check fewer for j's session (m->mu taken here). */
+static void job_done(sess *s)
+{
+    pthread_mutex_lock(&s->m->mu);
+    s->checks--;
+    pthread_cond_broadcast(&s->m->checks_cv);
+    pthread_mutex_unlock(&s->m->mu);
+}
+
+static void *checker_main(void *arg)
+{
+    sess_mgr *m = arg;
+    struct sess_checkers *k = m->checkers;
+    pthread_mutex_lock(&k->mu);
+    for (;;) {
+        while (!k->head && !k->stop)
+            pthread_cond_wait(&k->cv, &k->mu);
+        if (!k->head)
+            break;
+        struct check_job *j = k->head;
+        k->head = j->next;
+        if (!k->head)
+            k->tail = NULL;
+        k->n--;
+        pthread_mutex_unlock(&k->mu);
+        char why[256] = "";
+        int rc = m->cfg.url_check(m->cfg.url_ud, j->s->tenant, j->url, 1, why, sizeof why);
+        if (rc != 0)
+            rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", j->s->id, why);
+        answer(j->s, j->session_id, j->request_id, rc == 0);
+        job_done(j->s);
+        job_free(j);
+        pthread_mutex_lock(&k->mu);
+    }
+    pthread_mutex_unlock(&k->mu);
+    return NULL;
+}
+
+int sess_checkers_start(sess_mgr *m)
+{
+    if (!m->cfg.url_check)
+        return 0;
+    struct sess_checkers *k = calloc(1, sizeof *k);
+    if (!k)
+        return RG_ENOMEM;
+    pthread_mutex_init(&k->mu, NULL);
+    pthread_cond_init(&k->cv, NULL);
+    m->checkers = k;
+    for (int i = 0; i < CHECKERS; i++)
+        if (pthread_create(&k->th[k->n_th], NULL, checker_main, m) == 0)
+            k->n_th++;
+    return k->n_th ? 0 : RG_ENOMEM;
+}
+
+void sess_checkers_stop(sess_mgr *m)
+{
+    struct sess_checkers *k = m->checkers;
+    if (!k)
+        return;
+    pthread_mutex_lock(&k->mu);
+    k->stop = 1;
+    pthread_cond_broadcast(&k->cv);
+    pthread_mutex_unlock(&k->mu);
+    for (int i = 0; i < k->n_th; i++)
+        pthread_join(k->th[i], NULL);
+    pthread_cond_destroy(&k->cv);
+    pthread_mutex_destroy(&k->mu);
+    free(k);
+    m->checkers = NULL;
+}
+
+/* A paused request (reader thread): decided at once when no DNS is needed. */
+void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params)
+{
+    sess_mgr *m = s->m;
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
+    const cJSON *url = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(params, "request"), "url");
+    if (!cJSON_IsString(rid))
+        return;
+    if (!cJSON_IsString(url)) {
+        answer(s, session_id, rid->valuestring, 0);
+        return;
+    }
+    char why[256] = "";
+    int rc = m->cfg.url_check(m->cfg.url_ud, s->tenant, url->valuestring, 0, why, sizeof why);
+    if (rc <= 0) {
+        if (rc < 0)
+            rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", s->id, why);
+        answer(s, session_id, rid->valuestring, rc == 0);
+        return;
+    }
+    struct sess_checkers *k = m->checkers;
+    struct check_job *j = k ? calloc(1, sizeof *j) : NULL;
+    if (j) {
+        j->s = s;
+        j->session_id = strdup(session_id);
+        j->request_id = strdup(rid->valuestring);
+        j->url = strdup(url->valuestring);
+    }
+    if (!j || !j->session_id || !j->request_id || !j->url) {
+        if (j)
+            job_free(j);
+        answer(s, session_id, rid->valuestring, 0);
+        return;
+    }
+    pthread_mutex_lock(&m->mu);
+    s->checks++;
+    pthread_mutex_unlock(&m->mu);
+    pthread_mutex_lock(&k->mu);
+    int full = k->n >= QUEUE_MAX || k->stop;
+    if (!full) {
+        if (k->tail)
+            k->tail->next = j;
+        else
+            k->head = j;
+        k->tail = j;
+        k->n++;
+        pthread_cond_signal(&k->cv);
+    }
+    pthread_mutex_unlock(&k->mu);
+    if (full) {
+        answer(s, session_id, rid->valuestring, 0);
+        job_done(s);
+        job_free(j);
+    }
+}
+
+void sess_checks_drain(sess *s)
+{
+    sess_mgr *m = s->m;
+    pthread_mutex_lock(&m->mu);
+    while (s->checks > 0)
+        pthread_cond_wait(&m->checks_cv, &m->mu);
+    pthread_mutex_unlock(&m->mu);
+}
+
+int sess_intercept(sess *s)
+{
+    if (!s->m->cfg.url_check)
+        return 0;
+    reg_page_handle h = sess_handle(s);
+    return cdp_call(h.conn, h.session, "Fetch.enable", "{\"patterns\":[{\"urlPattern\":\"*\"}]}",
+                    10000, NULL);
+}
+
+int sess_check_url(sess_mgr *m, const char *tenant, const char *url, char *why, size_t whylen)
+{
+    if (!m->cfg.url_check)
+        return 0;
+    int rc = m->cfg.url_check(m->cfg.url_ud, tenant, url, 1, why, whylen);
+    return rc > 0 ? 0 : rc;
+}
