@@ -23,6 +23,7 @@
 
 #include "gateway/wire.h"
 #include "pool/pool.h"
+#include "tenant/tenant.h"
 #include "tests/support/net.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
@@ -47,21 +48,26 @@ static double pct(double *v, int n, double p)
 }
 
 /* A command in msgpack on a kept-alive connection; 0 when the reply is ok. */
-static int command(int fd, const char *sid, const rg_buf *body, http_resp *r)
+static int command_as(const char *who, int fd, const char *sid, const rg_buf *body, http_resp *r)
 {
     char path[96], h[320];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", auth);
+    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", who);
     if (http_request_on(fd, "POST", path, h, body->data, body->len, r) < 0)
         return -1;
     return r->status == 200 ? 0 : -1;
 }
 
-static int create(const char *url, char *sid)
+static int command(int fd, const char *sid, const rg_buf *body, http_resp *r)
+{
+    return command_as(auth, fd, sid, body, r);
+}
+
+static int create_as(const char *who, const char *url, char *sid)
 {
     char body[512], h[320];
     snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", auth);
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", who);
     http_resp r;
     int rc = http_request(stack_port(st), "POST", "/v1/sessions", h, body, strlen(body), &r);
     cJSON *v = NULL;
@@ -76,6 +82,34 @@ static int create(const char *url, char *sid)
     cJSON_Delete(v);
     rg_buf_destroy(&r.body);
     return rc == 0 && sid[0] ? 0 : -1;
+}
+
+static int create(const char *url, char *sid)
+{
+    return create_as(auth, url, sid);
+}
+
+/* A tenant for the fairness run; its Authorization header line. */
+static int bench_tenant(const char *name, double rate, char *hdr, size_t len)
+{
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    rc.url = stack_redis_url(st);
+    rg_redis *r;
+    char err[256], key[TENANT_KEY_SIZE];
+    if (rg_redis_new(&rc, &r, err, sizeof err) < 0)
+        return -1;
+    tenant t;
+    tenant_init(&t);
+    snprintf(t.id, sizeof t.id, "%s", name);
+    snprintf(t.name, sizeof t.name, "%s", name);
+    t.rate = rate;
+    t.allow_private = 1;
+    int rc2 = tenant_create(r, &t, key, sizeof key, err, sizeof err);
+    tenant_destroy(&t);
+    rg_redis_free(r);
+    snprintf(hdr, len, "Authorization: Bearer %s\r\n", key);
+    return rc2;
 }
 
 /* The trivial command: read the page's text (one call into the page, nothing to checkpoint). */
@@ -107,6 +141,8 @@ static double cpu_s(pid_t pid)
 
 struct driver {
     char sid[64];
+    const char *who;   /* the Authorization header line; NULL: acme's */
+    int pace_us;       /* at least this long between commands; 0: as fast as it can */
     int n;
     double *lat;
     int cap;
@@ -123,9 +159,12 @@ static void *drive(void *arg)
     while (rg_now_ms() < d->until && d->n < d->cap) {
         http_resp r;
         int64_t t0 = rg_now_us();
-        int rc = command(fd, d->sid, &b, &r);
+        int rc = command_as(d->who ? d->who : auth, fd, d->sid, &b, &r);
         d->lat[d->n++] = (double)(rg_now_us() - t0) / 1000.0;
         d->errors += rc < 0;
+        int64_t spent = rg_now_us() - t0;
+        if (d->pace_us > spent)
+            usleep((useconds_t)(d->pace_us - spent));
         rg_buf_destroy(&r.body);
         if (rc < 0 && r.status == 0) {
             close(fd);
@@ -243,7 +282,55 @@ int main(int argc, char **argv)
         k += d[i].n;
         free(d[i].lat);
     }
-    printf("{\"chromium\":\"%s\",\"rounds\":%d,\"raw_p50_ms\":%.3f,\"raw_p99_ms\":%.3f,"
+    /* Fairness: a quiet tenant's p50 alone, then while a noisy tenant sends
+       at ten times its rate (20 a second allowed, 200 sent). */
+    char quiet_h[160], noisy_h[160];
+    if (bench_tenant("quiet", 1000, quiet_h, sizeof quiet_h) < 0 ||
+        bench_tenant("noisy", 20, noisy_h, sizeof noisy_h) < 0) {
+        fprintf(stderr, "gateway: cannot make the fairness tenants\n");
+        return 1;
+    }
+    struct driver q = {.who = quiet_h, .pace_us = 20000, .cap = 100000};
+    q.lat = calloc((size_t)q.cap, sizeof *q.lat);
+    struct driver nz[4];
+    memset(nz, 0, sizeof nz);
+    if (create_as(quiet_h, url, q.sid) < 0)
+        return 1;
+    for (int i = 0; i < 4; i++) {
+        nz[i].who = noisy_h;
+        nz[i].pace_us = 20000; /* 4 x 50 = 200 a second */
+        nz[i].cap = 100000;
+        nz[i].lat = calloc((size_t)nz[i].cap, sizeof *nz[i].lat);
+        if (create_as(noisy_h, url, nz[i].sid) < 0)
+            return 1;
+    }
+    q.until = rg_now_ms() + secs * 1000;
+    drive(&q);
+    double quiet_before = pct(q.lat, q.n, 0.5);
+    q.n = 0;
+    int64_t end = rg_now_ms() + secs * 1000;
+    q.until = end;
+    pthread_t nth[4];
+    for (int i = 0; i < 4; i++) {
+        nz[i].until = end;
+        pthread_create(&nth[i], NULL, drive, &nz[i]);
+    }
+    drive(&q);
+    for (int i = 0; i < 4; i++)
+        pthread_join(nth[i], NULL);
+    double quiet_during = pct(q.lat, q.n, 0.5);
+    int noisy_sent = 0, noisy_refused = 0;
+    for (int i = 0; i < 4; i++) {
+        noisy_sent += nz[i].n;
+        noisy_refused += nz[i].errors;
+        free(nz[i].lat);
+    }
+    free(q.lat);
+    printf("{\"fairness\":{\"quiet_p50_before_ms\":%.3f,\"quiet_p50_during_ms\":%.3f,"
+           "\"factor\":%.2f,\"noisy_sent\":%d,\"noisy_refused\":%d,\"seconds\":%d},",
+           quiet_before, quiet_during, quiet_before > 0 ? quiet_during / quiet_before : 0,
+           noisy_sent, noisy_refused, secs);
+    printf("\"chromium\":\"%s\",\"rounds\":%d,\"raw_p50_ms\":%.3f,\"raw_p99_ms\":%.3f,"
            "\"gateway_p50_ms\":%.3f,\"gateway_p99_ms\":%.3f,\"added_p50_ms\":%.3f,"
            "\"in_gateway_p50_ms\":%.3f,"
            "\"errors\":%d,\"parallel\":{\"sessions\":%d,\"workers\":2,\"seconds\":%.1f,"

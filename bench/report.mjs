@@ -75,6 +75,12 @@ function gatewayTable() {
   console.log(`| the same: p50 / p99 [ms] | ${p.p50_ms.toFixed(2)} / ${p.p99_ms.toFixed(2)} |`);
   console.log(`| worker CPU per command (the gateway processes, not Chromium) [ms] | ${p.worker_cpu_ms_per_command.toFixed(3)} |`);
   if (g.errors || p.errors) console.log(`note: ${g.errors + p.errors} commands failed, see the log`);
+  const f = g.fairness;
+  if (f)
+    console.log(`fairness: a quiet tenant's p50 ${f.quiet_p50_before_ms.toFixed(2)} ms alone, ` +
+                `${f.quiet_p50_during_ms.toFixed(2)} ms while a noisy tenant sent ${f.noisy_sent} ` +
+                `commands in ${f.seconds} s at ten times its rate (${f.noisy_refused} refused): ` +
+                `factor ${f.factor.toFixed(2)} (target under 2)`);
 }
 
 // Park and restore (bench/park.c) against refgate's own cold path on the same page.

@@ -27,40 +27,104 @@
 #define ADMIT_WAIT_MS 2000
 #define SLOTS_MAX 4096
 
+/* KEYS bucket; ARGV rate burst now want. Takes up to want whole tokens:
+   returns {granted, wait_ms}; wait_ms is the time to the next token when
+   none was granted. */
 static rg_redis_script bucket_script = {
     "local rate, burst, now = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])\n"
+    "local want = tonumber(ARGV[4])\n"
     "local b = redis.call('HMGET', KEYS[1], 't', 'ts')\n"
     "local tokens = tonumber(b[1]) or burst\n"
     "local ts = tonumber(b[2]) or now\n"
     "if now > ts then tokens = math.min(burst, tokens + (now - ts) * rate / 1000) end\n"
+    "local grant = math.min(math.floor(tokens), want)\n"
     "local wait = 0\n"
-    "if tokens >= 1 then tokens = tokens - 1\n"
-    "else wait = math.ceil((1 - tokens) * 1000 / rate) end\n"
+    "if grant >= 1 then tokens = tokens - grant\n"
+    "else grant = 0 wait = math.ceil((1 - tokens) * 1000 / rate) end\n"
     "redis.call('HSET', KEYS[1], 't', tostring(tokens), 'ts', tostring(math.max(now, ts)))\n"
     "redis.call('PEXPIRE', KEYS[1], math.ceil(burst * 1000 / rate) + 1000)\n"
-    "return wait\n",
+    "return {grant, wait}\n",
     ""};
+
+/*
+ * Tokens this worker took from a tenant's bucket and has not spent yet. A
+ * worker takes a twentieth of a second's worth at a time (at least one), so
+ * a busy tenant costs Redis one round trip per batch, not per request; the
+ * limit stays shared, and what a worker holds unspent is at most that
+ * twentieth (it lapses after a second).
+ */
+#define HELD_MAX 1024
+struct held {
+    char tid[64];
+    int tokens;
+    int64_t taken_ms;
+};
+static pthread_mutex_t held_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct held held[HELD_MAX];
+
+static struct held *held_of(const char *tid)
+{
+    struct held *oldest = &held[0];
+    for (int i = 0; i < HELD_MAX; i++) {
+        if (!strcmp(held[i].tid, tid))
+            return &held[i];
+        if (held[i].taken_ms < oldest->taken_ms)
+            oldest = &held[i];
+    }
+    memset(oldest, 0, sizeof *oldest);
+    snprintf(oldest->tid, sizeof oldest->tid, "%s", tid);
+    return oldest;
+}
+
+/* One token from this worker's share, or 0 when it has none left. */
+static int spend_held(const char *tid)
+{
+    int ok = 0;
+    pthread_mutex_lock(&held_mu);
+    struct held *h = held_of(tid);
+    if (h->tokens > 0 && rg_now_ms() - h->taken_ms < 1000) {
+        h->tokens--;
+        ok = 1;
+    }
+    pthread_mutex_unlock(&held_mu);
+    return ok;
+}
 
 int gw_rate_check(gw *g, const char *tid, double rate, int *retry_after_ms)
 {
     *retry_after_ms = 0;
-    if (rate <= 0)
+    if (rate <= 0 || spend_held(tid))
         return 0;
-    char key[128], r[32], burst[32], now[32];
+    int want = rate / 20 >= 1 ? (int)(rate / 20) : 1;
+    char key[128], r[32], burst[32], now[32], w[16];
     snprintf(key, sizeof key, "rg:t:%s:bucket", tid);
     snprintf(r, sizeof r, "%.6f", rate);
     snprintf(burst, sizeof burst, "%.6f", rate < 1 ? 1.0 : rate);
     snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
-    const char *args[] = {key, r, burst, now};
+    snprintf(w, sizeof w, "%d", want);
+    const char *args[] = {key, r, burst, now, w};
     redisContext *c = rg_redis_take(g->redis);
     if (!c)
         return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(c, &bucket_script, 1, 3, args, NULL);
+    redisReply *rep = rg_redis_eval(c, &bucket_script, 1, 4, args, NULL);
     rg_redis_give(g->redis, c, rep == NULL);
     int rc = RG_EUNAVAIL;
-    if (rep && rep->type == REDIS_REPLY_INTEGER) {
-        rc = rep->integer > 0 ? RG_ERATE : 0;
-        *retry_after_ms = (int)rep->integer;
+    if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+        rep->element[0]->type == REDIS_REPLY_INTEGER) {
+        long long granted = rep->element[0]->integer;
+        if (granted > 0) {
+            rc = 0;
+            pthread_mutex_lock(&held_mu);
+            struct held *h = held_of(tid);
+            h->tokens = (int)granted - 1; /* this request spends one */
+            h->taken_ms = rg_now_ms();
+            pthread_mutex_unlock(&held_mu);
+        } else {
+            rc = RG_ERATE;
+            *retry_after_ms = (int)rep->element[1]->integer;
+            if (*retry_after_ms < 1)
+                *retry_after_ms = 1;
+        }
     }
     freeReplyObject(rep);
     return rc;
