@@ -94,13 +94,15 @@ static void *job_run(void *arg)
     struct job *j = arg;
     struct pol_gate *g = j->gate;
     int rc = j->fn(j->arg, j->host, &j->addrs, j->why, sizeof j->why);
+    /* The lookup is over before anyone hears of it: a caller that sees the
+       answer never counts this one as still in flight. */
+    atomic_fetch_sub(&g->inflight, 1);
     pthread_mutex_lock(&j->mu);
     j->rc = rc;
     j->done = 1;
     pthread_cond_signal(&j->cv);
     pthread_mutex_unlock(&j->mu);
     job_release(j);
-    atomic_fetch_sub(&g->inflight, 1);
     pol_gate_release(g);
     return NULL;
 }
