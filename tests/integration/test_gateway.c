@@ -770,6 +770,83 @@ static void test_url_policy_inside_the_page(void **state)
     rg_buf_destroy(&del.body);
 }
 
+/* Another tenant's session id is not_found for every op, and nothing happens to it. */
+static void test_other_tenants_session_for_every_op(void **state)
+{
+    (void)state;
+    char sid[64], path[96];
+    create("actions.html", sid);
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}"));
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    static const char *ops[] = {
+        "{\"op\":\"session.info\"}", "{\"op\":\"session.park\"}",
+        "{\"op\":\"session.restore\"}", "{\"op\":\"session.close\"}",
+        "{\"op\":\"navigate\",\"args\":{\"url\":\"about:blank\"}}", "{\"op\":\"back\"}",
+        "{\"op\":\"forward\"}", "{\"op\":\"reload\"}", "{\"op\":\"observe\"}",
+        "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}",
+        "{\"op\":\"fill\",\"args\":{\"target\":\"label:Query\",\"value\":\"x\"}}",
+        "{\"op\":\"type\",\"args\":{\"text\":\"x\"}}", "{\"op\":\"press\",\"args\":{\"key\":\"Enter\"}}",
+        "{\"op\":\"select\",\"args\":{\"target\":\"@color\",\"values\":[\"g\"]}}",
+        "{\"op\":\"check\",\"args\":{\"target\":\"label:Agree\"}}",
+        "{\"op\":\"uncheck\",\"args\":{\"target\":\"label:Agree\"}}",
+        "{\"op\":\"hover\",\"args\":{\"target\":\"@counter\"}}",
+        "{\"op\":\"focus\",\"args\":{\"target\":\"@counter\"}}", "{\"op\":\"scroll\",\"args\":{\"dy\":10}}",
+        "{\"op\":\"read\"}", "{\"op\":\"screenshot\"}",
+        "{\"op\":\"wait\",\"args\":{\"text\":\"Count\"}}",
+        "{\"op\":\"inspect\",\"args\":{\"target\":\"@counter\"}}",
+        "{\"op\":\"act\",\"args\":{\"steps\":[{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}]}}"};
+    for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
+        int status;
+        cJSON *r = post_json(path, ops[i], 1, &status);
+        if (status != 404 || strcmp(err_code(r), "not_found"))
+            fail_msg("%s as another tenant -> %d %s", ops[i], status, cJSON_PrintUnformatted(r));
+        cJSON_Delete(r);
+    }
+    http_resp d;
+    char h[200];
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[1]);
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &d), 0);
+    assert_int_equal(d.status, 404);
+    rg_buf_destroy(&d.body);
+    /* The owner's session is untouched: still live, never clicked. */
+    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
+    assert_string_equal(rstr(r, "state"), "live");
+    cJSON_Delete(r);
+    clicks_are(sid, "clicks=0");
+    close_session(sid);
+}
+
+/* A revoked key stops working within the key cache's time. */
+static void test_revoked_key(void **state)
+{
+    (void)state;
+    char hdr[256];
+    make_tenant("revoked", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+    assert_int_equal(r.status, 200);
+    rg_buf_destroy(&r.body);
+    const char *key = strstr(hdr, "Bearer ") + 7;
+    char k[TENANT_KEY_SIZE];
+    snprintf(k, sizeof k, "%.*s", (int)strcspn(key, "\r"), key);
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    rc.url = stack_redis_url(st);
+    rg_redis *rr;
+    char err[128];
+    assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
+    assert_int_equal(tenant_key_revoke(rr, k), 0);
+    rg_redis_free(rr);
+    int status = 200;
+    for (int i = 0; i < 100 && status == 200; i++) {
+        rg_sleep_ms(100);
+        assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+        status = r.status;
+        rg_buf_destroy(&r.body);
+    }
+    assert_int_equal(status, 401);
+}
+
 static void test_health_and_metrics(void **state)
 {
     (void)state;
@@ -803,6 +880,8 @@ int main(void)
         cmocka_unit_test(test_quota_rate_and_eval_permission),
         cmocka_unit_test(test_url_policy_navigations),
         cmocka_unit_test(test_url_policy_inside_the_page),
+        cmocka_unit_test(test_other_tenants_session_for_every_op),
+        cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),
         cmocka_unit_test(test_sigterm_parks_for_the_other_worker),
