@@ -100,6 +100,10 @@ int sess_apply_options(sess *s)
         rc0 = sess_intercept(s);
     if (rc0 == 0)
         rc0 = lock_down(s);
+    /* Target events for the whole browser, so popups can be closed (idempotent). */
+    if (rc0 == 0)
+        rc0 = cdp_call(pool_lease_conn(s->lease), NULL, "Target.setDiscoverTargets",
+                       "{\"discover\":true}", CALL_TIMEOUT_MS, NULL);
     if (rc0 < 0)
         return rc0;
     rg_buf q;

@@ -40,6 +40,7 @@ struct sess {
     char *user_agent, *locale, *timezone;
     int page_enabled;
     int sub;                       /* the page-event subscription, 0 when none */
+    int popup_sub;                 /* the browser-level one that closes popups */
     int64_t created_ms;
     int64_t last_full_ms;          /* last capture of cookies and storage */
     uint64_t last_ckpt;            /* hash of the URL, title and scroll last written */

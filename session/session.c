@@ -306,7 +306,9 @@ static void drop_local(sess *s)
 {
     if (s->sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->sub);
-    s->sub = 0;
+    if (s->popup_sub && s->lease)
+        cdp_unsubscribe(pool_lease_conn(s->lease), s->popup_sub);
+    s->sub = s->popup_sub = 0;
     sess_checks_drain(s); /* no check may answer on a released context */
     pool_release(s->lease);
     s->lease = NULL;
@@ -880,6 +882,43 @@ static void on_page_event(void *ud, const char *session_id, const char *method,
         cJSON_Delete(d);
 }
 
+/*
+ * A session is one context with one page: any other page that appears in
+ * its context (window.open, target=_blank, a form posting to a new window)
+ * is closed at once. Its requests would not pass the URL policy's
+ * interception, and a page that opens a hundred popups must cost nothing.
+ */
+static void on_target(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess *s = ud;
+    (void)session_id;
+    if (!method || strcmp(method, "Target.targetCreated"))
+        return;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
+    const char *ctx = jstr_of(ti, "browserContextId"), *tid = jstr_of(ti, "targetId");
+    if (strcmp(ctx, pool_lease_context(s->lease)) || !strcmp(tid, pool_lease_target(s->lease)) ||
+        !*tid)
+        return;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"targetId\":");
+    rg_buf_json_str(&q, tid, strlen(tid));
+    rg_buf_puts(&q, "}");
+    if (!q.failed)
+        cdp_call_async(pool_lease_conn(s->lease), NULL, "Target.closeTarget", q.data, 5000, NULL,
+                       NULL);
+    rg_buf_destroy(&q);
+    rg_log(RG_LOG_INFO, "session", "%s: closed a popup (%s)", s->id, jstr_of(ti, "type"));
+    sess_mgr *m = s->m;
+    if (m->cfg.on_event) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "type", "popup");
+        cJSON_AddStringToObject(d, "message", jstr_of(ti, "url"));
+        cJSON_AddBoolToObject(d, "dismissed", 1);
+        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, "dialog", d);
+    }
+}
+
 /* Registers the lost-browser callback and the registry page of a fresh lease. */
 int sess_bind_lease(sess *s)
 {
@@ -887,6 +926,8 @@ int sess_bind_lease(sess *s)
     int sub = cdp_subscribe(pool_lease_conn(s->lease), pool_lease_session(s->lease), NULL,
                             on_page_event, s);
     s->sub = sub > 0 ? sub : 0;
+    sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetCreated", on_target, s);
+    s->popup_sub = sub > 0 ? sub : 0;
     reg_page_free(s->reg);
     s->reg = NULL;
     return reg_page_new(s->m->store, s->page_key, &s->m->cfg.reg, &s->reg);

@@ -485,6 +485,18 @@ static void test_websocket_snapshot_event(void **state)
         dialog = strstr(in.data, "\"event\":\"dialog\"") && strstr(in.data, "hi");
     }
     assert_true(dialog);
+    /* A popup is closed at once and reported the same way. */
+    const char *pop = "{\"id\":4,\"op\":\"eval\",\"args\":{\"expression\":"
+                      "\"window.open('about:blank#popup');1\"}}";
+    assert_int_equal(wsc_send(w, pop, strlen(pop), 1), 0);
+    int popup = 0;
+    for (int i = 0; i < 6 && !popup; i++) {
+        rg_buf_reset(&in);
+        if (wsc_recv(w, &in, 10000) < 0)
+            break;
+        popup = strstr(in.data, "\"event\":\"dialog\"") && strstr(in.data, "\"popup\"");
+    }
+    assert_true(popup);
     clicks_are(sid, "clicks=1");
     rg_buf_destroy(&b);
     rg_buf_destroy(&in);
