@@ -302,16 +302,26 @@ static int release_lease(sess *s)
 }
 
 /* Forgets the local context of s (the browser died, or another worker took over). */
-static void drop_local(sess *s)
+/*
+ * Gives the lease back, after the callbacks that point at s: the
+ * browser-level subscription outlives the context, and a check in flight
+ * answers on the context's connection.
+ */
+static void release_lease_local(sess *s)
 {
     if (s->sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->sub);
     if (s->popup_sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->popup_sub);
     s->sub = s->popup_sub = 0;
-    sess_checks_drain(s); /* no check may answer on a released context */
+    sess_checks_drain(s);
     pool_release(s->lease);
     s->lease = NULL;
+}
+
+static void drop_local(sess *s)
+{
+    release_lease_local(s);
     reg_page_free(s->reg);
     s->reg = NULL;
     s->page_enabled = 0;
@@ -647,7 +657,7 @@ void sess_mgr_free(sess_mgr *m)
     while (m->table) {
         sess *s = m->table;
         m->table = s->next;
-        pool_release(s->lease);
+        release_lease_local(s);
         sess_free_locals(s);
         free(s);
     }
@@ -968,7 +978,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
         snprintf(err, errlen, "Redis at %s is unavailable; nothing was created",
                  rg_redis_where(m->redis));
     if (rc < 0) {
-        pool_release(s->lease);
+        release_lease_local(s);
         sess_free_locals(s);
         free(s);
         return rc;
