@@ -122,43 +122,72 @@ static int entry_cidr(const char *s, struct pol_entry *e, const char *which, cha
 }
 
 /*
- * A host name, "*.name" or ".name" (lowercase, valid as a URL host, trailing
+ * The host part of an entry, s (n bytes; the entry is text, for messages): a
+ * host name, "*.name" or ".name" (lowercase, valid as a URL host, trailing
  * dots dropped, written to name), or an IPv4 address in any URL spelling.
  */
-static int entry_host(const char *s, struct pol_entry *e, char *name, const char *which, char *err,
-                      size_t errlen)
+static int entry_host(const char *s, size_t n, const char *text, struct pol_entry *e, char *name,
+                      const char *which, char *err, size_t errlen)
 {
     char host[POL_HOST_SIZE];
-    const char *body = s;
+    size_t skip = 0;
     e->kind = POL_E_NAME;
-    if (!strncmp(s, "*.", 2) || s[0] == '.') {
+    if (n >= 2 && s[0] == '*' && s[1] == '.')
+        skip = 2;
+    else if (n >= 1 && s[0] == '.')
+        skip = 1;
+    if (skip)
         e->kind = POL_E_SUFFIX;
-        body = s + (s[0] == '*' ? 2 : 1);
-    }
     pol_ip ip;
-    int rc = pol_parse_host(body, strlen(body), host, &ip, NULL, 0);
+    int rc = pol_parse_host(s + skip, n - skip, host, &ip, NULL, 0);
     if (rc == 0 && ip.family && e->kind == POL_E_NAME) {
         e->kind = POL_E_NET;
         e->net = ip;
         e->prefix = full_prefix(&ip);
         return 0;
     }
-    size_t n = rc == 0 ? name_trim(host) : 0;
-    if (rc < 0 || ip.family || n == 0 || memchr(host, '*', n))
+    size_t len = rc == 0 ? name_trim(host) : 0;
+    if (rc < 0 || ip.family || len == 0 || memchr(host, '*', len))
         return rg_bad(err, errlen,
                       "%s entry \"%s\" is not a host name, *.name, .name, IP address or CIDR "
                       "range",
-                      which, s);
-    memcpy(name, host, n);
-    name[n] = '\0';
+                      which, text);
+    memcpy(name, host, len);
+    name[len] = '\0';
     e->name = name;
-    e->name_len = n;
+    e->name_len = len;
     return 0;
+}
+
+/*
+ * The port of an entry, what follows its ':': decimal digits worth 1 to
+ * 65535 (leading zeros allowed, as in a URL), or -1. A URL may name port 0;
+ * nothing listens there, so no entry needs it.
+ */
+static int entry_port(const char *s)
+{
+    long v = 0;
+    if (!*s)
+        return -1;
+    for (; *s; s++) {
+        if (*s < '0' || *s > '9')
+            return -1;
+        v = v * 10 + (*s - '0');
+        if (v > 65535)
+            return -1;
+    }
+    return v > 0 ? (int)v : -1;
 }
 
 /*
  * Parses entry s into e. Its text and name are written at *arena (room for
  * twice s and its NUL), which moves past them.
+ *
+ * Where the port is: after "]:" for a bracketed IPv6 address, and after the
+ * only ':' of an entry that has one (a name, wildcard or IPv4 address: an
+ * IPv6 address has at least two). An entry with two or more ':' and no
+ * brackets is a bare IPv6 address and has no port, so "::1:80" is the address
+ * ::1:80. A CIDR range has no port.
  */
 static int entry_parse(const char *s, struct pol_entry *e, char **arena, const char *which,
                        char *err, size_t errlen)
@@ -169,20 +198,53 @@ static int entry_parse(const char *s, struct pol_entry *e, char **arena, const c
         text[i] = (char)(s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i]);
     e->text = text;
     e->name = "";
+    e->port = 0;
     *arena = text + n + 1;
-    if (strchr(text, '/'))
+    const char *slash = strchr(text, '/');
+    if (slash && strchr(slash, ':'))
+        return rg_bad(err, errlen, "%s entry \"%s\": a CIDR range takes no port", which, text);
+    if (slash)
         return entry_cidr(text, e, which, err, errlen);
-    if (strchr(text, ':')) {
-        if (entry_ip(text, n, &e->net) < 0)
+    const char *colon = strchr(text, ':');
+    const char *port = NULL;
+    size_t host_len = n;
+    if (text[0] == '[') {
+        const char *close = strchr(text, ']');
+        if (!close || entry_ip(text, (size_t)(close + 1 - text), &e->net) < 0 ||
+            e->net.family != AF_INET6)
             return rg_bad(err, errlen, "%s entry \"%s\" is not an IPv6 address", which, text);
+        if (close[1] && close[1] != ':')
+            return rg_bad(err, errlen, "%s entry \"%s\": only \":port\" may follow \"]\"", which,
+                          text);
+        e->kind = POL_E_NET;
+        e->prefix = full_prefix(&e->net);
+        port = close[1] ? close + 2 : NULL;
+    } else if (colon && strchr(colon + 1, ':')) {
+        if (entry_ip(text, n, &e->net) < 0)
+            return rg_bad(err, errlen,
+                          "%s entry \"%s\" has two or more ':' but is not an IPv6 address (an "
+                          "IPv6 address with a port is written [address]:port)",
+                          which, text);
         e->kind = POL_E_NET;
         e->prefix = 128;
-        return 0;
+    } else {
+        if (colon) {
+            host_len = (size_t)(colon - text);
+            port = colon + 1;
+        }
+        int rc = entry_host(text, host_len, text, e, *arena, which, err, errlen);
+        if (rc < 0)
+            return rc;
+        if (e->kind != POL_E_NET)
+            *arena += e->name_len + 1;
     }
-    int rc = entry_host(text, e, *arena, which, err, errlen);
-    if (rc == 0 && e->kind != POL_E_NET)
-        *arena += e->name_len + 1;
-    return rc;
+    if (port) {
+        e->port = entry_port(port);
+        if (e->port < 0)
+            return rg_bad(err, errlen, "%s entry \"%s\": the port must be a number from 1 to 65535",
+                          which, text);
+    }
+    return 0;
 }
 
 /* Checks the list's size and entries' lengths; adds the arena bytes to *total. */
@@ -222,6 +284,7 @@ static int list_build(struct pol_list *l, const char *const *v, size_t n, char *
             return rc;
         l->n++;
         l->n_nets += l->v[i].kind == POL_E_NET;
+        l->n_ports += l->v[i].port != 0;
     }
     return 0;
 }
@@ -282,11 +345,20 @@ void pol_set_lookup(pol *p, pol_lookup_fn fn, void *arg)
 
 /* ---- matching ---- */
 
+/* 1 when e applies to a URL to port: e has no port, or that one. */
+static int port_matches(const struct pol_entry *e, int port)
+{
+    return e->port == 0 || e->port == port;
+}
+
+/* The first name entry of l for name (n bytes) on port; wildcards unless exact_only. */
 static const struct pol_entry *match_name(const struct pol_list *l, const char *name, size_t n,
-                                          int exact_only)
+                                          int port, int exact_only)
 {
     for (size_t i = 0; i < l->n; i++) {
         const struct pol_entry *e = &l->v[i];
+        if (!port_matches(e, port))
+            continue;
         if (e->kind == POL_E_NAME && e->name_len == n && !memcmp(name, e->name, n))
             return e;
         if (e->kind == POL_E_SUFFIX && !exact_only && n > e->name_len &&
@@ -298,11 +370,12 @@ static const struct pol_entry *match_name(const struct pol_list *l, const char *
 }
 
 /*
- * The first entry of l that contains ip, preferring one that names it
- * exactly (*exact, NULL is fine). An IPv6 address matches IPv4 entries through
- * what it embeds: only its mapped form when mapped_only.
+ * The first entry of l that contains ip and applies to port, preferring one
+ * that names the address exactly (*exact, NULL is fine). An IPv6 address
+ * matches IPv4 entries through what it embeds: only its mapped form when
+ * mapped_only.
  */
-static const struct pol_entry *match_addr(const struct pol_list *l, const pol_ip *ip,
+static const struct pol_entry *match_addr(const struct pol_list *l, const pol_ip *ip, int port,
                                           int mapped_only, int *exact)
 {
     const struct pol_entry *found = NULL;
@@ -310,7 +383,7 @@ static const struct pol_entry *match_addr(const struct pol_list *l, const pol_ip
     size_t n_emb = pol_ip_embedded_v4(ip, mapped_only, emb);
     for (size_t i = 0; i < l->n; i++) {
         const struct pol_entry *e = &l->v[i];
-        if (e->kind != POL_E_NET)
+        if (e->kind != POL_E_NET || !port_matches(e, port))
             continue;
         int hit = pol_ip_in_net(ip, &e->net, e->prefix);
         for (size_t k = 0; k < n_emb && !hit; k++)
@@ -326,6 +399,17 @@ static const struct pol_entry *match_addr(const struct pol_list *l, const pol_ip
     if (exact)
         *exact = found && found->prefix == full_prefix(&found->net);
     return found;
+}
+
+/* 1 when l has an address or CIDR entry that applies to port. */
+static int has_net_for_port(const struct pol_list *l, int port)
+{
+    if (!l->n_nets)
+        return 0;
+    for (size_t i = 0; i < l->n; i++)
+        if (l->v[i].kind == POL_E_NET && port_matches(&l->v[i], port))
+            return 1;
+    return 0;
 }
 
 /* ---- the decision ---- */
@@ -348,17 +432,37 @@ static int refuse_class(const char *subject, const char *a, int cls, const pol_i
     return pol_say(RG_EBLOCKEDURL, why, whylen, "%s embeds %s, %s", a, v, phrase);
 }
 
+/* Room for dest_text: a host, brackets, ':' and five digits. */
+#define POL_DEST_SIZE (POL_HOST_SIZE + 8)
+
 /*
- * Steps 1 to 5 of policy.h for one address. subject is the host name that
- * resolved to ip (NULL for an IP host); name_allowed says whether an allow
- * entry names it.
+ * How an allow-list refusal names the destination host: as it is, or with
+ * ":port" ("[...]:port" for an IPv6 address) when some entry of l has a port,
+ * since then the port may be what kept the URL off the list.
  */
-static int check_addr(const pol *p, const char *subject, const pol_ip *ip, int name_allowed,
-                      char *why, size_t whylen)
+static const char *dest_text(const struct pol_list *l, const char *host, int port, char *buf,
+                             size_t size)
 {
-    char a[POL_IP_TEXT];
+    if (!l->n_ports)
+        return host;
+    if (strchr(host, ':'))
+        snprintf(buf, size, "[%s]:%d", host, port);
+    else
+        snprintf(buf, size, "%s:%d", host, port);
+    return buf;
+}
+
+/*
+ * Steps 1 to 5 of policy.h for one address of a URL to port. subject is the
+ * host name that resolved to ip (NULL for an IP host); name_allowed says
+ * whether an allow entry names it on that port.
+ */
+static int check_addr(const pol *p, const char *subject, const pol_ip *ip, int port,
+                      int name_allowed, char *why, size_t whylen)
+{
+    char a[POL_IP_TEXT], dest[POL_DEST_SIZE];
     pol_ip_format(ip, a, sizeof a);
-    const struct pol_entry *e = match_addr(&p->deny, ip, 0, NULL);
+    const struct pol_entry *e = match_addr(&p->deny, ip, port, 0, NULL);
     if (e && subject)
         return pol_say(RG_EBLOCKEDURL, why, whylen,
                        "%s resolves to %s, which is on the tenant's deny list (\"%s\")", subject, a,
@@ -369,46 +473,54 @@ static int check_addr(const pol *p, const char *subject, const pol_ip *ip, int n
     pol_ip via;
     int cls = pol_ip_class(ip, &via);
     int exact = 0;
-    e = match_addr(&p->allow, ip, 1, &exact);
+    e = match_addr(&p->allow, ip, port, 1, &exact);
     if (cls == POL_C_METADATA)
         return e && exact ? POL_ALLOW : refuse_class(subject, a, cls, &via, why, whylen);
     if (e)
         return POL_ALLOW;
     if (p->allow.n && !name_allowed && subject)
         return pol_say(RG_EBLOCKEDURL, why, whylen,
-                       "%s is not on the tenant's allow list, nor is its address %s", subject, a);
+                       "%s is not on the tenant's allow list, nor is its address %s",
+                       dest_text(&p->allow, subject, port, dest, sizeof dest), a);
     if (p->allow.n && !name_allowed)
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list", a);
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list",
+                       dest_text(&p->allow, a, port, dest, sizeof dest));
     if (cls == POL_C_PUBLIC || (p->allow_private && pol_class_opened_by_private(cls)))
         return POL_ALLOW;
     return refuse_class(subject, a, cls, &via, why, whylen);
 }
 
 /* Chromium answers localhost names with 127.0.0.1 and ::1: both must pass. */
-static int check_localhost(const pol *p, const char *host, int name_allowed, char *why,
+static int check_localhost(const pol *p, const char *host, int port, int name_allowed, char *why,
                            size_t whylen)
 {
     pol_ip v4 = {.family = AF_INET, .b = {127, 0, 0, 1}};
     pol_ip v6 = {.family = AF_INET6, .b = {[15] = 1}};
-    int rc = check_addr(p, host, &v4, name_allowed, why, whylen);
-    return rc < 0 ? rc : check_addr(p, host, &v6, name_allowed, why, whylen);
+    int rc = check_addr(p, host, &v4, port, name_allowed, why, whylen);
+    return rc < 0 ? rc : check_addr(p, host, &v6, port, name_allowed, why, whylen);
 }
 
-/* The decision for a host name before DNS: POL_ALLOW, POL_RESOLVE or refused. */
-static int check_name(const pol *p, const char *host, char *why, size_t whylen)
+/*
+ * The decision for a host name on port before DNS: POL_ALLOW, POL_RESOLVE or
+ * refused. A name that no allow entry names on port is refused here when no
+ * address entry applies to port either, since no answer could then pass.
+ */
+static int check_name(const pol *p, const char *host, int port, char *why, size_t whylen)
 {
+    char dest[POL_DEST_SIZE];
     size_t n = name_trim(host);
-    const struct pol_entry *e = match_name(&p->deny, host, n, 0);
+    const struct pol_entry *e = match_name(&p->deny, host, n, port, 0);
     if (e)
         return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is on the tenant's deny list (\"%s\")",
                        host, e->text);
-    int name_allowed = match_name(&p->allow, host, n, 0) != NULL;
+    int name_allowed = match_name(&p->allow, host, n, port, 0) != NULL;
     if (name_is_localhost(host, n))
-        return check_localhost(p, host, name_allowed, why, whylen);
-    if (name_is_metadata(host, n) && !match_name(&p->allow, host, n, 1))
+        return check_localhost(p, host, port, name_allowed, why, whylen);
+    if (name_is_metadata(host, n) && !match_name(&p->allow, host, n, port, 1))
         return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is a cloud metadata host name", host);
-    if (p->allow.n && !name_allowed && p->allow.n_nets == 0)
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list", host);
+    if (p->allow.n && !name_allowed && !has_net_for_port(&p->allow, port))
+        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list",
+                       dest_text(&p->allow, host, port, dest, sizeof dest));
     return POL_RESOLVE;
 }
 
@@ -432,9 +544,9 @@ static int check_parsed(const pol *p, const pol_url *u, char *why, size_t whylen
     if (u->family) {
         pol_ip ip = {.family = u->family};
         memcpy(ip.b, u->addr, sizeof ip.b);
-        return check_addr(p, NULL, &ip, 0, why, whylen);
+        return check_addr(p, NULL, &ip, u->port, 0, why, whylen);
     }
-    return check_name(p, u->host, why, whylen);
+    return check_name(p, u->host, u->port, why, whylen);
 }
 
 int pol_check_url(const pol *p, const char *url, size_t len, pol_url *u, char *why, size_t whylen)
@@ -459,13 +571,13 @@ int pol_check_resolved(const pol *p, const pol_url *u, int timeout_ms, char *why
     if (rc < 0)
         return rc;
     size_t n = name_trim(u->host);
-    int name_allowed = match_name(&p->allow, u->host, n, 0) != NULL;
+    int name_allowed = match_name(&p->allow, u->host, n, u->port, 0) != NULL;
     for (size_t i = 0; i < addrs.n; i++) {
         pol_ip ip;
         if (pol_ip_from_sockaddr((const struct sockaddr *)&addrs.addr[i], &ip) < 0)
             return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to an unknown address family",
                            u->host);
-        rc = check_addr(p, u->host, &ip, name_allowed, why, whylen);
+        rc = check_addr(p, u->host, &ip, u->port, name_allowed, why, whylen);
         if (rc < 0)
             return rc;
     }

@@ -54,15 +54,19 @@
  * it cannot know what such a host means; send internationalized names in
  * their ASCII (xn--) form, as Chromium reports them in requests anyway.
  *
- * Tenant rules (pol_new), in this order:
+ * Tenant rules (pol_new), in this order. An entry with a port applies only
+ * to URLs whose port (given, or the scheme's default: 80 for http and ws,
+ * 443 for https and wss) is that one; for every other URL it is as if it
+ * were not listed. An entry without a port applies to every port.
  *
  *   1. The deny list: a host name that matches a name entry, or an address
  *      inside an address or CIDR entry, is refused. An IPv6 address also
  *      matches an IPv4 entry through any IPv4 address it embeds.
  *   2. Metadata: refused unless the allow list names it exactly: the address
  *      (an IP entry or a /32, /128 CIDR) or the host name (an exact entry,
- *      not a wildcard; its addresses are still checked). A wider CIDR
- *      (169.254.0.0/16) or allow_private does not open metadata.
+ *      not a wildcard; its addresses are still checked), on the URL's port
+ *      when the entry has one. A wider CIDR (169.254.0.0/16) or allow_private
+ *      does not open metadata.
  *   3. The allow list, address entries: an address inside an allow IP or
  *      CIDR entry is allowed, whatever its class. An IPv6 address matches an
  *      IPv4 entry only in its mapped form (::ffff:a.b.c.d), which is the same
@@ -77,13 +81,31 @@
  * Allow-list host names pass step 4 only: the addresses the name resolves to
  * still go through steps 1, 2, 3 and 5, so allowing "intranet.example" does
  * not by itself let it reach 10.0.0.5; allow_private or a CIDR entry does.
+ * For a name, the URL's port is what every entry is compared with, the name
+ * entries and the address entries its addresses are checked against alike.
+ * So "127.0.0.1:8080" lets pages reach http://127.0.0.1:8080/ (and
+ * http://127.1:8080/, the same destination) but not 127.0.0.1:6390, nor
+ * http://localhost:8080/: localhost also means ::1, which needs "[::1]:8080".
  *
- * List entries: a host name ("example.com"; compared case-insensitively,
- * trailing dots ignored), a wildcard ("*.example.com" or ".example.com", both
- * meaning every subdomain at any depth but NOT example.com itself: list both
- * to cover both), an IP address (any spelling a URL host may use; IPv6 with or
- * without brackets) or a CIDR range ("10.0.0.0/8", "fd00::/8"; host bits must
- * be zero). At most POL_LIST_MAX entries per list.
+ * List entries (letters are compared case-insensitively):
+ *
+ *   entry   = name [":" port] | wild [":" port] | ipv4 [":" port]
+ *           | "[" ipv6 "]" [":" port] | ipv6 | cidr
+ *   name    a host name ("example.com"; trailing dots ignored)
+ *   wild    "*." name or "." name: every subdomain at any depth but NOT the
+ *           name itself (list both to cover both)
+ *   ipv4    an IPv4 address in any spelling a URL host may use ("127.1")
+ *   ipv6    an IPv6 address without brackets. It never has a port: "::1:80"
+ *           is the address ::1:80 on every port; write "[::1]:80" for ::1 on
+ *           port 80.
+ *   cidr    address "/" length ("10.0.0.0/8", "fd00::/8", "[fd00::]/8"),
+ *           host bits zero. A range takes no port: "10.0.0.0/8:80" is
+ *           malformed.
+ *   port    decimal digits worth 1 to 65535 ("host:", "host:0",
+ *           "host:65536", "host:12ab", "[::1]:" are malformed)
+ *
+ * A malformed entry fails pol_new with RG_EBADREQ. At most POL_LIST_MAX
+ * entries per list.
  *
  * DNS. A host name is not decided by pol_check_url (it answers POL_RESOLVE);
  * pol_check_resolved resolves it with getaddrinfo(AF_UNSPEC) on a helper

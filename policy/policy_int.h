@@ -95,16 +95,18 @@ enum pol_entry_kind { POL_E_NAME, POL_E_SUFFIX, POL_E_NET };
 struct pol_entry {
     int kind;
     const char *text; /* as given (lowercased), for messages; in the arena */
-    const char *name; /* NAME, SUFFIX: without "*." or ".", trailing dots; in the arena */
+    const char *name; /* NAME, SUFFIX: without "*." or ".", trailing dots, port; in the arena */
     size_t name_len;
     pol_ip net; /* NET */
     int prefix; /* NET: an IP entry has the full length */
+    int port;   /* 1 to 65535: only URLs to that port match; 0: any port (a CIDR always) */
 };
 
 struct pol_list {
     struct pol_entry *v;
     size_t n;
-    size_t n_nets; /* NET entries among them */
+    size_t n_nets;  /* NET entries among them */
+    size_t n_ports; /* entries with a port among them */
 };
 
 /**

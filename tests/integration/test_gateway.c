@@ -782,6 +782,97 @@ static void test_url_policy_inside_the_page(void **state)
     rg_buf_destroy(&del.body);
 }
 
+/* A tenant allowed exactly one local service (the fixture server's port):
+   another service beside it on loopback (a decoy server, standing for the
+   Redis or the admin port next to a gateway), every spelling of loopback
+   for it, and metadata and private addresses, stay out of reach for every
+   kind of request a page can make. */
+static void test_url_policy_one_local_service(void **state)
+{
+    (void)state;
+    int port = httpd_port(pages);
+    httpd *decoy = httpd_start(NULL);
+    assert_non_null(decoy);
+    int rport = httpd_port(decoy);
+    char allow[64], hdr[256], url[256], body[2600];
+    snprintf(allow, sizeof allow, "127.0.0.1:%d", port);
+    make_tenant("onesvc", 1000, 10, 0, 1, allow, hdr, sizeof hdr);
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
+        fail_msg("create: %s", cJSON_PrintUnformatted(r));
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
+    cJSON_Delete(r);
+    char targets[12][96];
+    int n = 0;
+    const char *spellings[] = {"127.0.0.1", "127.1", "0x7f000001", "2130706433",
+                               "017700000001", "[::ffff:127.0.0.1]", "localhost"};
+    for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++)
+        snprintf(targets[n++], sizeof targets[0], "http://%s:%d/", spellings[i], rport);
+    snprintf(targets[n++], sizeof targets[0], "http://localhost:%d/probe-l", port);
+    snprintf(targets[n++], sizeof targets[0], "http://169.254.169.254/latest/");
+    snprintf(targets[n++], sizeof targets[0], "http://10.0.0.1/");
+    for (int i = 0; i < n; i++) {
+        /* As a navigation and as a redirect from the allowed server. */
+        snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}",
+                 targets[i]);
+        int status = post_raw(path, hdr, body, &r);
+        if (status != 403)
+            fail_msg("navigate %s -> %d %s", targets[i], status, cJSON_PrintUnformatted(r));
+        cJSON_Delete(r);
+        snprintf(body, sizeof body,
+                 "{\"op\":\"navigate\",\"args\":{\"url\":\"http://127.0.0.1:%d/redirect?to=%s\"}}",
+                 port, targets[i]);
+        status = post_raw(path, hdr, body, &r);
+        if (status != 403)
+            fail_msg("redirect to %s -> %d %s", targets[i], status, cJSON_PrintUnformatted(r));
+        cJSON_Delete(r);
+    }
+    /* From the allowed page: fetch, image, iframe and form post to each. */
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    assert_int_equal(post_raw(path, hdr, body, NULL), 200);
+    rg_buf js;
+    rg_buf_init(&js);
+    rg_buf_puts(&js, "(async()=>{var t=[");
+    for (int i = 0; i < n; i++)
+        rg_buf_printf(&js, "%s'%s'", i ? "," : "", targets[i]);
+    rg_buf_puts(&js, "];var reached=0;for(var u of t){"
+                     "reached+=await fetch(u,{mode:'no-cors'}).then(()=>1,()=>0);"
+                     "new Image().src=u;var i=document.createElement('iframe');i.src=u;"
+                     "document.body.append(i);var f=document.createElement('form');"
+                     "f.method='post';f.action=u;f.target='x'+reached;document.body.append(f);"
+                     "f.submit()}await new Promise(r=>setTimeout(r,800));return reached})()");
+    cJSON *cmd = cJSON_CreateObject();
+    cJSON_AddStringToObject(cmd, "op", "eval");
+    cJSON *args = cJSON_AddObjectToObject(cmd, "args");
+    cJSON_AddStringToObject(args, "expression", js.data);
+    cJSON_AddBoolToObject(args, "await", 1);
+    char *text = cJSON_PrintUnformatted(cmd);
+    assert_int_equal(post_raw(path, hdr, text, &r), 200);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "value")->valueint, 0);
+    cJSON_Delete(r);
+    free(text);
+    cJSON_Delete(cmd);
+    rg_buf_destroy(&js);
+    /* Nothing reached the decoy, nor the allowed server under another name. */
+    assert_int_equal(httpd_requests(decoy), 0);
+    assert_int_equal(httpd_count(pages, "/probe-l"), 0);
+    httpd_stop(decoy);
+    /* The allowed service itself is reachable. */
+    snprintf(body, sizeof body,
+             "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
+             "\"fetch('http://127.1:%d/probe-ok2').then(()=>'reached',()=>'blocked')\"}}",
+             port);
+    assert_int_equal(post_raw(path, hdr, body, &r), 200);
+    assert_string_equal(rstr(r, "value"), "reached");
+    cJSON_Delete(r);
+    http_resp del;
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    rg_buf_destroy(&del.body);
+}
+
 /* Another tenant's session id is not_found for every op, and nothing happens to it. */
 static void test_other_tenants_session_for_every_op(void **state)
 {
@@ -892,6 +983,7 @@ int main(void)
         cmocka_unit_test(test_quota_rate_and_eval_permission),
         cmocka_unit_test(test_url_policy_navigations),
         cmocka_unit_test(test_url_policy_inside_the_page),
+        cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_websocket_snapshot_event),

@@ -616,6 +616,258 @@ static void test_pol_new_rejects_bad_entries(void **state)
     pol_free(NULL);
 }
 
+/* ---- entries with a port ---- */
+
+static void test_port_entries_parse(void **state)
+{
+    (void)state;
+    static const struct {
+        const char *entry;
+        const char *word;
+    } bad[] = {
+        {"example.com:", "the port must be a number from 1 to 65535"},
+        {"example.com:0", "the port must be a number from 1 to 65535"},
+        {"example.com:00", "the port must be"},
+        {"example.com:65536", "the port must be"},
+        {"example.com:99999999999999999999", "the port must be"},
+        {"example.com:12ab", "the port must be"},
+        {"example.com:-1", "the port must be"},
+        {"*.example.com:", "the port must be"},
+        {"127.0.0.1:", "the port must be"},
+        {"[::1]:", "the port must be"},
+        {"[::1]:0", "the port must be"},
+        {"[::1]:65536", "the port must be"},
+        {"[::1]80", "only \":port\" may follow \"]\""},
+        {"[::1]x:80", "only \":port\" may follow"},
+        {"[1.2.3.4]:80", "not an IPv6 address"},
+        {"[example.com]:80", "not an IPv6 address"},
+        {"[::1:80", "not an IPv6 address"},
+        {"10.0.0.0/8:80", "\"10.0.0.0/8:80\": a CIDR range takes no port"},
+        {"[fd00::]/8:443", "a CIDR range takes no port"},
+        {"1:2:3:4:5:6:7:8:80", "[address]:port"},
+        {"example.com:80:90", "two or more ':' but is not an IPv6 address"},
+        {":80", "not a host name"},
+        {"*:443", "not a host name"},
+        {"*.:443", "not a host name"},
+        {"1.2.3.4.5:80", "not a host name"},
+    };
+    char err[256];
+    pol *p = NULL;
+    for (size_t i = 0; i < N(bad); i++) {
+        const char *const list[] = {bad[i].entry};
+        err[0] = '\0';
+        int rc = pol_new(0, list, 1, NULL, 0, &p, err, sizeof err);
+        if (rc != RG_EBADREQ || !strstr(err, bad[i].word) || !strstr(err, "allow entry") || p)
+            fail_msg("entry \"%s\": %d \"%s\", want \"%s\"", bad[i].entry, rc, err, bad[i].word);
+        err[0] = '\0';
+        rc = pol_new(0, NULL, 0, list, 1, &p, err, sizeof err);
+        if (rc != RG_EBADREQ || !strstr(err, bad[i].word) || !strstr(err, "deny entry") || p)
+            fail_msg("deny entry \"%s\": %d \"%s\"", bad[i].entry, rc, err);
+    }
+
+    static const char *const good[] = {
+        "example.com:8443", "EXAMPLE.COM.:443", "*.example.com:443",
+        ".example.com:1",   "127.0.0.1:8080",   "0x7f.1:65535",
+        "[::1]:8080",       "[fd00::1]:443",    "[::ffff:1.2.3.4]:80",
+        "[FD00::1]",        "::1:80",           "example.com:0080"};
+    assert_int_equal(pol_new(0, good, N(good), good, N(good), &p, err, sizeof err), 0);
+    pol_free(p);
+
+    /* An unbracketed IPv6 address never has a port: "::1:80" is ::1:80 on every port. */
+    static const char *const bare[] = {"::1:80"};
+    static const struct row bare_rows[] = {
+        {"http://[::1:80]/", OK, "::1:80"},
+        {"https://[::1:80]:8443/", OK, "::1:80"},
+        {"http://[::1]:80/", B, "::1 is not on the tenant's allow list"},
+    };
+    p = make(0, bare, N(bare), NULL, 0);
+    check_rows(p, bare_rows, N(bare_rows));
+    pol_free(p);
+}
+
+/*
+ * An entry with a port matches only URLs to that port, given or the scheme's
+ * default; a non-empty allow list then names a URL only on its port.
+ */
+static void test_port_entries_match_the_url_port(void **state)
+{
+    (void)state;
+    static const char *const names[] = {"example.com:8443", "*.example.org:443",
+                                        "ws.example.net:80"};
+    static const struct row name_rows[] = {
+        {"https://example.com:8443/", DNS, "example.com"},
+        {"http://example.com:8443/", DNS, "example.com"},
+        {"https://EXAMPLE.com.:08443/x", DNS, "example.com."},
+        {"https://example.com/", B, "example.com:443 is not on the tenant's allow list"},
+        {"http://example.com/", B, "example.com:80 is not on the tenant's allow list"},
+        {"https://example.com:8444/", B, "example.com:8444 is not"},
+        {"https://a.example.org/", DNS, "a.example.org"},
+        {"wss://a.b.example.org:443/", DNS, "a.b.example.org"},
+        {"http://a.example.org/", B, "a.example.org:80 is not"},
+        {"http://a.example.org:443/", DNS, "a.example.org"},
+        {"https://a.example.org:8443/", B, "allow list"},
+        {"https://example.org/", B, "example.org:443 is not"},
+        {"ws://ws.example.net/", DNS, "ws.example.net"},
+        {"http://ws.example.net/", DNS, "ws.example.net"},
+        {"wss://ws.example.net/", B, "ws.example.net:443 is not"},
+        {"http://1.2.3.4:8443/", B, "1.2.3.4:8443 is not on the tenant's allow list"},
+        {"https://localhost:8443/", B, "localhost:8443 is not on the tenant's allow list"},
+    };
+    pol *p = make(0, names, N(names), NULL, 0);
+    check_rows(p, name_rows, N(name_rows));
+    pol_free(p);
+
+    static const char *const addrs[] = {"1.2.3.4:8080", "[2606:4700::1111]:443", "8.8.8.8",
+                                        "2001:4860::/32"};
+    static const struct row addr_rows[] = {
+        {"http://1.2.3.4:8080/", OK, "1.2.3.4"},
+        {"https://1.2.3.4:8080/", OK, "1.2.3.4"},
+        {"http://0x01020304:8080/", OK, "1.2.3.4"},
+        {"http://[::ffff:1.2.3.4]:8080/", OK, "::ffff:102:304"},
+        {"http://1.2.3.4/", B, "1.2.3.4:80 is not on the tenant's allow list"},
+        {"https://1.2.3.4/", B, "1.2.3.4:443 is not"},
+        {"http://[::ffff:1.2.3.4]/", B, "[::ffff:102:304]:80 is not"},
+        {"https://[2606:4700::1111]/", OK, "2606:4700::1111"},
+        {"http://[2606:4700::1111]:443/", OK, "2606:4700::1111"},
+        {"http://[2606:4700::1111]/", B, "[2606:4700::1111]:80 is not on the tenant's allow list"},
+        {"http://8.8.8.8/", OK, "8.8.8.8"},
+        {"http://8.8.8.8:12345/", OK, "8.8.8.8"},
+        {"http://[2001:4860::8888]:1/", OK, "2001:4860::8888"},
+        {"http://example.com/", DNS, "example.com"}, /* may resolve to 8.8.8.8 */
+    };
+    p = make(0, addrs, N(addrs), NULL, 0);
+    check_rows(p, addr_rows, N(addr_rows));
+    pol_free(p);
+
+    /* No address entry applies to port 80: a name not named on it needs no DNS. */
+    static const char *const one[] = {"1.2.3.4:8080", "example.com:8443"};
+    static const struct row one_rows[] = {
+        {"http://example.net/", B, "example.net:80 is not on the tenant's allow list"},
+        {"http://example.com/", B, "example.com:80 is not"},
+        {"http://example.net:8080/", DNS, "example.net"},
+        {"http://example.com:8443/", DNS, "example.com"},
+    };
+    p = make(0, one, N(one), NULL, 0);
+    check_rows(p, one_rows, N(one_rows));
+    pol_free(p);
+}
+
+/* A deny entry with a port refuses that port only. */
+static void test_deny_with_port(void **state)
+{
+    (void)state;
+    static const char *const deny[] = {"evil.com:8080", "*.bad.example:443", "8.8.8.8:53",
+                                       "[2606:4700::1111]:443", "0x7f.1:6390"};
+    static const struct row rows[] = {
+        {"http://evil.com:8080/", B, "evil.com is on the tenant's deny list (\"evil.com:8080\")"},
+        {"https://EVIL.com.:8080/", B, "deny list"},
+        {"http://evil.com/", DNS, "evil.com"},
+        {"https://evil.com/", DNS, "evil.com"},
+        {"https://a.bad.example/", B, "deny list (\"*.bad.example:443\")"},
+        {"http://a.b.bad.example:443/", B, "deny list"},
+        {"http://a.bad.example/", DNS, "a.bad.example"},
+        {"https://a.bad.example:8443/", DNS, "a.bad.example"},
+        {"http://8.8.8.8:53/", B, "8.8.8.8 is on the tenant's deny list (\"8.8.8.8:53\")"},
+        {"http://134744072:53/", B, "deny list"},
+        {"http://[::ffff:8.8.8.8]:53/", B, "deny list"},
+        {"http://[64:ff9b::808:808]:53/", B, "deny list"},
+        {"http://8.8.8.8/", OK, "8.8.8.8"},
+        {"http://[::ffff:8.8.8.8]/", OK, "::ffff:808:808"},
+        {"https://[2606:4700::1111]/", B, "deny list (\"[2606:4700::1111]:443\")"},
+        {"http://[2606:4700::1111]/", OK, "2606:4700::1111"},
+        {"http://127.0.0.1:6390/", B, "127.0.0.1 is on the tenant's deny list (\"0x7f.1:6390\")"},
+        {"http://localhost:6390/", B, "localhost resolves to 127.0.0.1, which is on the tenant's"},
+        {"http://127.0.0.1:6391/", OK, "127.0.0.1"},
+        {"http://localhost:6391/", OK, "localhost"},
+    };
+    pol *p = make(1, NULL, 0, deny, N(deny));
+    check_rows(p, rows, N(rows));
+    pol_free(p);
+}
+
+/* An exact allow entry with a port opens a metadata address on that port only. */
+static void test_metadata_with_port(void **state)
+{
+    (void)state;
+    static const char *const allow[] = {"169.254.169.254:80", "metadata.google.internal:80",
+                                        "[fd00:ec2::254]:8080", "169.254.0.0/16"};
+    static const struct row rows[] = {
+        {"http://169.254.169.254/", OK, "169.254.169.254"},
+        {"http://169.254.169.254:80/", OK, "169.254.169.254"},
+        {"http://0xa9fea9fe/", OK, "169.254.169.254"},
+        {"http://[::ffff:169.254.169.254]/", OK, "::ffff:a9fe:a9fe"},
+        {"https://169.254.169.254/", B, "169.254.169.254 is a cloud metadata address"},
+        {"http://169.254.169.254:8080/", B, "cloud metadata"},
+        {"http://[::ffff:a9fe:a9fe]:81/", B, "cloud metadata"},
+        {"http://metadata.google.internal/", DNS, "metadata.google.internal"},
+        {"https://metadata.google.internal/", B, "metadata.google.internal is a cloud metadata"},
+        {"http://metadata.google.internal:8080/", B, "cloud metadata host name"},
+        {"http://[fd00:ec2::254]:8080/", OK, "fd00:ec2::254"},
+        {"http://[fd00:ec2::254]/", B, "fd00:ec2::254 is a cloud metadata address"},
+        {"http://169.254.1.1:81/", OK, "169.254.1.1"},
+        {"http://169.254.170.2/", B, "cloud metadata"},
+    };
+    pol *p = make(0, allow, N(allow), NULL, 0);
+    check_rows(p, rows, N(rows));
+    pol_free(p);
+}
+
+/*
+ * The development tenant: exactly one local service. The same destination in
+ * any spelling passes; another port, ::1, or a name meaning ::1 too does not.
+ */
+static void test_one_local_service(void **state)
+{
+    (void)state;
+    static const char *const allow[] = {"127.0.0.1:8080"};
+    static const struct row rows[] = {
+        {"http://127.0.0.1:8080/", OK, "127.0.0.1"},
+        {"http://127.1:8080/", OK, "127.0.0.1"},
+        {"http://0x7f000001:8080/", OK, "127.0.0.1"},
+        {"http://2130706433:8080/api", OK, "127.0.0.1"},
+        {"ws://127.0.0.1:8080/socket", OK, "127.0.0.1"},
+        {"https://127.0.0.1:8080/", OK, "127.0.0.1"},
+        {"http://[::ffff:127.0.0.1]:8080/", OK, "::ffff:7f00:1"},
+        {"http://127.0.0.1:6390/", B, "127.0.0.1:6390 is not on the tenant's allow list"},
+        {"http://127.1:6390/", B, "127.0.0.1:6390 is not on the tenant's allow list"},
+        {"http://0x7f000001:6390/", B, "127.0.0.1:6390 is not on the tenant's allow list"},
+        {"http://127.0.0.1/", B, "127.0.0.1:80 is not"},
+        {"https://127.0.0.1/", B, "127.0.0.1:443 is not"},
+        {"http://127.0.0.2:8080/", B, "127.0.0.2:8080 is not"},
+        {"http://[::1]:8080/", B, "[::1]:8080 is not on the tenant's allow list"},
+        {"http://[::127.0.0.1]:8080/", B, "allow list"},
+        {"http://localhost:8080/", B,
+         "localhost:8080 is not on the tenant's allow list, nor is "
+         "its address ::1"},
+        {"http://localhost:6390/", B, "localhost:6390 is not"},
+        {"http://10.0.0.1:8080/", B, "10.0.0.1:8080 is not"},
+        {"http://example.com/", B, "example.com:80 is not on the tenant's allow list"},
+        {"http://example.com:8080/", DNS, "example.com"},
+    };
+    pol *p = make(0, allow, N(allow), NULL, 0);
+    check_rows(p, rows, N(rows));
+    pol_free(p);
+
+    /* A name entry for localhost does not open ::1: it needs its own entry. */
+    char why[256];
+    static const char *const named[] = {"127.0.0.1:8080", "localhost:8080"};
+    p = make(0, named, N(named), NULL, 0);
+    assert_int_equal(pol_check_url(p, "http://localhost:8080/", 22, NULL, why, sizeof why),
+                     RG_EBLOCKEDURL);
+    assert_string_equal(why, "localhost resolves to ::1, a loopback address");
+    pol_free(p);
+    static const char *const both[] = {"127.0.0.1:8080", "[::1]:8080"};
+    static const struct row both_rows[] = {
+        {"http://localhost:8080/", OK, "localhost"},
+        {"http://[::1]:8080/", OK, "::1"},
+        {"http://localhost:6390/", B, "localhost:6390 is not on the tenant's allow list"},
+        {"http://[::1]:6390/", B, "[::1]:6390 is not"},
+    };
+    p = make(0, both, N(both), NULL, 0);
+    check_rows(p, both_rows, N(both_rows));
+    pol_free(p);
+}
+
 /* ---- classes ---- */
 
 static const char *class_of(const char *text)
@@ -908,6 +1160,73 @@ static void test_resolved_lists(void **state)
     pol_free(p);
 }
 
+/* For a name, its port decides the name entries and the addresses' entries alike. */
+static void test_resolved_with_port_entries(void **state)
+{
+    (void)state;
+    char why[256];
+    /* An allowed name on its port, with its address allowed on that port. */
+    static const char *const svc[] = {"intranet.example:8443", "10.0.0.5:8443"};
+    pol *p = make_fake(0, svc, N(svc), NULL, 0);
+    fake_reset(0, "10.0.0.5", NULL);
+    assert_int_equal(decide(p, "https://intranet.example:8443/", why, sizeof why), POL_ALLOW);
+    assert_int_equal(fake.calls, 1);
+    fake_reset(0, "10.0.0.5", NULL);
+    assert_int_equal(decide(p, "https://intranet.example/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_string_equal(why, "intranet.example:443 is not on the tenant's allow list");
+    assert_int_equal(fake.calls, 0);
+    fake_reset(0, "10.0.0.5", "10.0.0.6");
+    assert_int_equal(decide(p, "https://intranet.example:8443/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_string_equal(why, "intranet.example resolves to 10.0.0.6, a private address");
+    pol_free(p);
+
+    /* A name allowed on every port: its address is allowed on 8443 only. */
+    static const char *const any_port[] = {"intranet.example", "10.0.0.5:8443"};
+    p = make_fake(0, any_port, N(any_port), NULL, 0);
+    fake_reset(0, "10.0.0.5", NULL);
+    assert_int_equal(decide(p, "http://intranet.example:8443/", why, sizeof why), POL_ALLOW);
+    assert_int_equal(decide(p, "http://intranet.example/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_string_equal(why, "intranet.example resolves to 10.0.0.5, a private address");
+    pol_free(p);
+
+    /* A name not listed passes only with every address allowed on its port. */
+    static const char *const nets[] = {"10.0.0.5:8443", "10.0.0.6:8443"};
+    p = make_fake(0, nets, N(nets), NULL, 0);
+    fake_reset(0, "10.0.0.5", "10.0.0.6");
+    assert_int_equal(decide(p, "http://other.example:8443/", why, sizeof why), POL_ALLOW);
+    fake_reset(0, "10.0.0.5", "10.0.0.7");
+    assert_int_equal(decide(p, "http://other.example:8443/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_string_equal(why, "other.example:8443 is not on the tenant's allow list, nor is its "
+                             "address 10.0.0.7");
+    fake_reset(0, "10.0.0.5", "10.0.0.6");
+    assert_int_equal(decide(p, "https://other.example/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_int_equal(fake.calls, 0);
+    pol_free(p);
+
+    /* The development tenant, through a name: ::1 needs its own entry. */
+    static const char *const dev[] = {"dev.example:8080", "127.0.0.1:8080"};
+    p = make_fake(0, dev, N(dev), NULL, 0);
+    fake_reset(0, "127.0.0.1", NULL);
+    assert_int_equal(decide(p, "http://dev.example:8080/", why, sizeof why), POL_ALLOW);
+    assert_int_equal(decide(p, "http://dev.example:6390/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_string_equal(why, "dev.example:6390 is not on the tenant's allow list");
+    fake_reset(0, "127.0.0.1", "::1");
+    assert_int_equal(decide(p, "http://dev.example:8080/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_string_equal(why, "dev.example resolves to ::1, a loopback address");
+    pol_free(p);
+
+    /* A deny entry with a port refuses the resolved address on that port only. */
+    static const char *const deny[] = {"93.184.216.34:443"};
+    p = make_fake(0, NULL, 0, deny, N(deny));
+    fake_reset(0, "93.184.216.34", NULL);
+    assert_int_equal(decide(p, "https://example.com/", why, sizeof why), RG_EBLOCKEDURL);
+    assert_string_equal(why, "example.com resolves to 93.184.216.34, which is on the tenant's "
+                             "deny list (\"93.184.216.34:443\")");
+    assert_int_equal(decide(p, "http://example.com/", why, sizeof why), POL_ALLOW);
+    wait_idle(p);
+    pol_free(p);
+}
+
 static void test_resolve_timeout_and_cap(void **state)
 {
     (void)state;
@@ -969,10 +1288,16 @@ int main(void)
         cmocka_unit_test(test_metadata_needs_an_exact_allow_entry),
         cmocka_unit_test(test_localhost_needs_both_loopbacks),
         cmocka_unit_test(test_pol_new_rejects_bad_entries),
+        cmocka_unit_test(test_port_entries_parse),
+        cmocka_unit_test(test_port_entries_match_the_url_port),
+        cmocka_unit_test(test_deny_with_port),
+        cmocka_unit_test(test_metadata_with_port),
+        cmocka_unit_test(test_one_local_service),
         cmocka_unit_test(test_addr_class),
         cmocka_unit_test(test_resolve_localhost_with_getaddrinfo),
         cmocka_unit_test(test_resolved_any_refused_address_refuses),
         cmocka_unit_test(test_resolved_lists),
+        cmocka_unit_test(test_resolved_with_port_entries),
         cmocka_unit_test(test_resolve_timeout_and_cap),
         cmocka_unit_test(test_free_with_lookup_in_flight),
     };
