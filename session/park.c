@@ -53,6 +53,19 @@ static int call(sess *s, const char *method, const char *params, cdp_reply *r)
     return cdp_call(h.conn, h.session, method, params, CALL_TIMEOUT_MS, r);
 }
 
+/* A page call whose parameters are one string: {"key": value}. */
+static int call_with(sess *s, const char *method, const char *key, const char *value)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_printf(&q, "{\"%s\":", key);
+    rg_buf_json_str(&q, value, strlen(value));
+    rg_buf_puts(&q, "}");
+    int rc = q.failed ? RG_ENOMEM : call(s, method, q.data, NULL);
+    rg_buf_destroy(&q);
+    return rc;
+}
+
 /*
  * What a session may not do: downloads are refused, and permission prompts
  * (geolocation, notifications, camera, microphone, clipboard...) are denied
@@ -135,20 +148,10 @@ int sess_apply_options(sess *s)
         rg_buf_puts(&q, "}");
         rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setUserAgentOverride", q.data, NULL);
     }
-    if (rc == 0 && s->locale) {
-        rg_buf_reset(&q);
-        rg_buf_puts(&q, "{\"locale\":");
-        rg_buf_json_str(&q, s->locale, strlen(s->locale));
-        rg_buf_puts(&q, "}");
-        rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setLocaleOverride", q.data, NULL);
-    }
-    if (rc == 0 && s->timezone) {
-        rg_buf_reset(&q);
-        rg_buf_puts(&q, "{\"timezoneId\":");
-        rg_buf_json_str(&q, s->timezone, strlen(s->timezone));
-        rg_buf_puts(&q, "}");
-        rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setTimezoneOverride", q.data, NULL);
-    }
+    if (rc == 0 && s->locale)
+        rc = call_with(s, "Emulation.setLocaleOverride", "locale", s->locale);
+    if (rc == 0 && s->timezone)
+        rc = call_with(s, "Emulation.setTimezoneOverride", "timezoneId", s->timezone);
     rg_buf_destroy(&q);
     /* Chromium refuses an unknown locale or timezone: that is the caller's input. */
     return rc == RG_ECDP ? RG_EBADREQ : rc;
@@ -590,14 +593,7 @@ static int add_storage_script(sess *s, const sess_capture *p, char *id, size_t i
 
 static void remove_script(sess *s, const char *id)
 {
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"identifier\":");
-    rg_buf_json_str(&q, id, strlen(id));
-    rg_buf_puts(&q, "}");
-    if (!q.failed)
-        call(s, "Page.removeScriptToEvaluateOnNewDocument", q.data, NULL);
-    rg_buf_destroy(&q);
+    call_with(s, "Page.removeScriptToEvaluateOnNewDocument", "identifier", id);
 }
 
 int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capture *parked,

@@ -281,6 +281,24 @@ static void test_every_op(void **state)
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "closed")));
     cJSON_Delete(r);
     cmd_err(sid, "{\"op\":\"observe\"}", 404, "not_found");
+
+    /* Creation options reach the page: viewport, locale, timezone, user agent. */
+    page_url("form.html", url, sizeof url);
+    snprintf(nav, sizeof nav,
+             "{\"args\":{\"url\":\"%s\",\"viewport\":{\"width\":900,\"height\":600},"
+             "\"locale\":\"de-DE\",\"timezone\":\"Europe/Berlin\",\"user_agent\":\"refgate-test/1\"}}",
+             url);
+    int status;
+    r = post_json("/v1/sessions", nav, 0, &status);
+    assert_int_equal(status, 200);
+    snprintf(sid, sizeof sid, "%s", rstr(r, "session"));
+    cJSON_Delete(r);
+    r = cmd_ok(sid, "{\"op\":\"eval\",\"args\":{\"expression\":\"[innerWidth,innerHeight,"
+                    "navigator.language,Intl.DateTimeFormat().resolvedOptions().timeZone,"
+                    "navigator.userAgent].join(' ')\"}}");
+    assert_string_equal(rstr(r, "value"), "900 600 de-DE Europe/Berlin refgate-test/1");
+    cJSON_Delete(r);
+    close_session(sid);
 }
 
 static void test_json_and_msgpack_agree(void **state)
