@@ -12,6 +12,10 @@
  * then asks for a writeable callback and writes one frame per callback,
  * with LWS_PRE headroom.
  *
+ * Events carry one seq per session, increasing, the same for every
+ * subscriber (while the session has a connection on this worker; a session
+ * that moves to another worker starts again there).
+ *
  * Bounds: frames up to max_body bytes, 32 commands waiting per connection
  * (more are answered `unavailable` at once), 8 MiB of unsent frames (events
  * beyond it are dropped and counted; replies always go), 512 connections.
@@ -641,22 +645,32 @@ void gw_ws_event(gw *g, const char *tid, const char *sid, const char *kind, cJSO
     cJSON_AddStringToObject(ev, "session", sid);
     cJSON *seq = cJSON_AddNumberToObject(ev, "seq", 0);
     cJSON_AddItemToObject(ev, "data", data);
-    /* Each subscriber gets its own increasing seq. */
+    /* One seq per event for the session: the next after the highest any of
+       its connections has seen, so every subscriber sees the same number. */
     pthread_mutex_lock(&ws->mu);
     struct wsconn *targets[16];
     int n = 0;
-    for (struct wsconn *c = ws->conns; c && n < 16; c = c->next)
-        if (!c->closed && (c->events & bit) && !strcmp(c->sid, sid) && !strcmp(c->tenant, tid)) {
+    uint64_t next = 0;
+    for (struct wsconn *c = ws->conns; c; c = c->next) {
+        if (strcmp(c->sid, sid) || strcmp(c->tenant, tid))
+            continue;
+        if (c->seq > next)
+            next = c->seq;
+        if (!c->closed && (c->events & bit) && n < 16) {
             c->refs++;
             targets[n++] = c;
         }
+    }
+    next++;
+    for (struct wsconn *c = ws->conns; c; c = c->next)
+        if (!strcmp(c->sid, sid) && !strcmp(c->tenant, tid))
+            c->seq = next;
     pthread_mutex_unlock(&ws->mu);
+    cJSON_SetNumberValue(seq, (double)next);
     for (int i = 0; i < n; i++) {
         pthread_mutex_lock(&ws->mu);
-        uint64_t s = ++targets[i]->seq;
         int json = targets[i]->json;
         pthread_mutex_unlock(&ws->mu);
-        cJSON_SetNumberValue(seq, (double)s);
         send_map(ws, targets[i], ev, json, 0);
         pthread_mutex_lock(&ws->mu);
         conn_unref(ws, targets[i]);

@@ -516,6 +516,41 @@ static void test_websocket_snapshot_event(void **state)
     }
     assert_true(popup);
     clicks_are(sid, "clicks=1");
+    /* A second subscriber: one event of the session carries one seq for both. */
+    wsc *w2 = wsc_open(stack_port(st), path, auth[0], &status);
+    assert_non_null(w2);
+    const char *sub2 = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\"]}}";
+    assert_int_equal(wsc_send(w2, sub2, strlen(sub2), 1), 0);
+    rg_buf_reset(&in);
+    assert_int_equal(wsc_recv(w2, &in, 10000), 1);
+    for (int i = 0; i < 20; i++) { /* what w still had queued */
+        rg_buf_reset(&in);
+        if (wsc_recv(w, &in, 700) < 0)
+            break;
+    }
+    /* Checking the box changes the outline: a snapshot event. */
+    cJSON_Delete(cmd_ok(sid, "{\"op\":\"check\",\"args\":{\"target\":\"label:Agree\"}}"));
+    double seqs[2] = {-1, -2};
+    wsc *ws_[2] = {w, w2};
+    for (int k = 0; k < 2; k++) {
+        for (int i = 0; i < 8 && seqs[k] < 0; i++) {
+            rg_buf_reset(&in);
+            if (wsc_recv(ws_[k], &in, 10000) < 0)
+                break;
+            cJSON *v = NULL;
+            char err2[64];
+            if (wire_json_decode(in.data, in.len, &v, err2, sizeof err2) < 0 &&
+                wire_mp_decode(in.data, in.len, &v, err2, sizeof err2) < 0)
+                continue;
+            const cJSON *evk = cJSON_GetObjectItemCaseSensitive(v, "event");
+            if (cJSON_IsString(evk) && !strcmp(evk->valuestring, "snapshot"))
+                seqs[k] = cJSON_GetObjectItemCaseSensitive(v, "seq")->valuedouble;
+            cJSON_Delete(v);
+        }
+    }
+    if (!(seqs[0] > 1 && seqs[0] == seqs[1]))
+        fail_msg("seq %g and %g for the same event", seqs[0], seqs[1]);
+    wsc_close(w2);
     rg_buf_destroy(&b);
     rg_buf_destroy(&in);
     cJSON_Delete(m);
