@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -972,6 +973,76 @@ static void test_other_tenants_session_for_every_op(void **state)
     close_session(sid);
 }
 
+struct slow_call {
+    char path[96];
+    const char *hdr;
+    int status;
+    char code[32];
+};
+
+static void *slow_call_main(void *arg)
+{
+    struct slow_call *c = arg;
+    /* A wait that never comes true: it holds the tenant's place for 3 s. */
+    const char *body = "{\"op\":\"wait\",\"args\":{\"text\":\"never on this page\","
+                       "\"timeout_ms\":3000}}";
+    cJSON *r = NULL;
+    c->status = post_raw(c->path, c->hdr, body, &r);
+    snprintf(c->code, sizeof c->code, "%s", err_code(r));
+    cJSON_Delete(r);
+    return NULL;
+}
+
+/* max_concurrent 1: a second command waits its turn (up to 2 s), then
+   rate_limited; the tenant's first command is not disturbed. */
+static void test_concurrency_limit(void **state)
+{
+    (void)state;
+    char hdr[256], url[256], body[400];
+    make_tenant("onebyone", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    rc.url = stack_redis_url(st);
+    rg_redis *rr;
+    char err[128];
+    assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
+    tenant t;
+    assert_int_equal(tenant_get(rr, "onebyone", &t), 0);
+    t.max_concurrent = 1;
+    assert_int_equal(tenant_update(rr, &t, err, sizeof err), 0);
+    tenant_destroy(&t);
+    rg_redis_free(rr);
+    rg_sleep_ms(2500); /* the key cache forgets the old limits */
+    struct slow_call c[2];
+    char sid[64], path[96];
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    assert_int_equal(post_raw("/v1/sessions", hdr, body, &r), 200);
+    snprintf(sid, sizeof sid, "%s", rstr(r, "session"));
+    cJSON_Delete(r);
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    /* Both reach the session's worker: the first takes the tenant's only
+       place for 3 s, the second waits 2 s for it and is refused. */
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        snprintf(c[i].path, sizeof c[i].path, "%s", path);
+        c[i].hdr = hdr;
+        pthread_create(&th[i], NULL, slow_call_main, &c[i]);
+        rg_sleep_ms(300);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    assert_int_equal(c[0].status, 504);
+    assert_string_equal(c[0].code, "timeout");
+    assert_int_equal(c[1].status, 429);
+    assert_string_equal(c[1].code, "rate_limited");
+    http_resp d;
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &d), 0);
+    assert_int_equal(d.status, 200);
+    rg_buf_destroy(&d.body);
+}
+
 /* A revoked key stops working within the key cache's time. */
 static void test_revoked_key(void **state)
 {
@@ -1039,6 +1110,7 @@ int main(void)
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
+        cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),
         cmocka_unit_test(test_sigterm_parks_for_the_other_worker),
