@@ -836,7 +836,7 @@ cJSON *gw_error_reply(int rc, const char *message, const cJSON *id, double ms, i
     cJSON_AddStringToObject(e, "message", message && *message ? message : rg_err_code(rc));
     if (retry_after_ms > 0)
         cJSON_AddNumberToObject(e, "retry_after_ms", retry_after_ms);
-    cJSON_AddNumberToObject(r, "ms", ms);
+    wire_add_float(r, "ms", ms);
     return r;
 }
 
@@ -857,7 +857,7 @@ static cJSON *reply_of(cmd *c, const cJSON *id, double ms)
         cJSON_AddItemToObject(r, "id", cJSON_Duplicate(id, 1));
     cJSON_AddItemToObject(r, "result", c->result ? c->result : cJSON_CreateObject());
     c->result = NULL;
-    cJSON_AddNumberToObject(r, "ms", ms);
+    wire_add_float(r, "ms", ms);
     return r;
 }
 

@@ -141,7 +141,7 @@ static void list_sessions(gw *g, const gw_caller *who, enum fmt f, gw_http_resp 
         free(sids[i]);
     }
     free(sids);
-    cJSON_AddNumberToObject(r, "ms", 0);
+    wire_add_float(r, "ms", 0);
     respond(resp, f, 200, r, 0);
     cJSON_Delete(r);
 }

@@ -168,6 +168,14 @@ cJSON *wire_bin_new(const void *data, size_t len)
     return item;
 }
 
+cJSON *wire_add_float(cJSON *obj, const char *key, double d)
+{
+    cJSON *n = cJSON_AddNumberToObject(obj, key, d);
+    if (n)
+        n->type |= WIRE_FLOAT;
+    return n;
+}
+
 int wire_is_bin(const cJSON *v)
 {
     return v && cJSON_IsString(v) && (v->type & WIRE_BIN) ? 1 : 0;
@@ -906,7 +914,8 @@ static int mpe_value(msgpack_packer *pk, const cJSON *v, int depth)
     case cJSON_True:
         return msgpack_pack_true(pk) ? RG_ENOMEM : 0;
     case cJSON_Number:
-        return mpe_number(pk, v->valuedouble);
+        return (v->type & WIRE_FLOAT) ? (msgpack_pack_double(pk, v->valuedouble) ? RG_ENOMEM : 0)
+                                      : mpe_number(pk, v->valuedouble);
     case cJSON_String:
         if (!v->valuestring)
             return RG_EINTERNAL;

@@ -41,6 +41,12 @@
 #define WIRE_BIN 0x1000
 
 /**
+ * A bit in cJSON.type: a number item that msgpack carries as float64 even
+ * when its value is integral (a field the protocol calls a float, "ms").
+ */
+#define WIRE_FLOAT 0x2000
+
+/**
  * Checks untrusted msgpack before msgpack_unpack_next sees it: msgpack-c has
  * no limits, and a 5-byte array header declaring 2^32 elements makes it
  * allocate gigabytes. Accepts exactly one object filling buf (len bytes, not
@@ -94,6 +100,9 @@ cJSON *wire_bin_new(const void *data, size_t len);
 
 /** 1 when v is a string item marked WIRE_BIN, else 0 (also for NULL). */
 int wire_is_bin(const cJSON *v);
+
+/** Adds key: d to obj as a WIRE_FLOAT number; the item, or NULL on ENOMEM. */
+cJSON *wire_add_float(cJSON *obj, const char *key, double d);
 
 /**
  * Appends the msgpack encoding of the reply tree v to out: null, bools,

@@ -1055,9 +1055,32 @@ static void test_random_json_bodies(void **state)
     assert_true(accepted > 1000);
 }
 
+/* A field the protocol calls a float stays float64 in msgpack when integral. */
+static void test_float_fields_stay_float(void **state)
+{
+    (void)state;
+    cJSON *o = cJSON_CreateObject();
+    assert_non_null(wire_add_float(o, "ms", 0));
+    cJSON_AddNumberToObject(o, "n", 0);
+    rg_buf b;
+    rg_buf_init(&b);
+    assert_int_equal(wire_mp_encode(o, &b), 0);
+    /* {"ms": float64 0.0, "n": 0}: 0x82, 0xa2 'm' 's', 0xcb + 8 zero bytes, 0xa1 'n', 0x00 */
+    static const unsigned char want[] = {0x82, 0xa2, 'm', 's', 0xcb, 0, 0, 0, 0, 0, 0, 0, 0,
+                                         0xa1, 'n', 0x00};
+    assert_int_equal(b.len, sizeof want);
+    assert_memory_equal(b.data, want, sizeof want);
+    rg_buf_reset(&b);
+    assert_int_equal(wire_json_encode(o, &b), 0);
+    assert_string_equal(b.data, "{\"ms\":0,\"n\":0}");
+    rg_buf_destroy(&b);
+    cJSON_Delete(o);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_float_fields_stay_float),
         cmocka_unit_test(test_mp_command_round_trip),
         cmocka_unit_test(test_json_command_round_trip),
         cmocka_unit_test(test_mp_gigantic_headers_rejected),
