@@ -453,17 +453,6 @@ static int start_call(cdp_conn *c, struct pending *p, const char *sid, const cha
     return rc;
 }
 
-static void deadline_ts(struct timespec *ts, int timeout_ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += timeout_ms / 1000;
-    ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 int cdp_call(cdp_conn *c, const char *session_id, const char *method, const char *params,
              int timeout_ms, cdp_reply *reply)
 {
@@ -488,7 +477,7 @@ int cdp_call(cdp_conn *c, const char *session_id, const char *method, const char
         return rc;
     }
     struct timespec dl;
-    deadline_ts(&dl, timeout_ms);
+    rg_deadline(&dl, timeout_ms);
     pthread_mutex_lock(&c->mu);
     while (!p.done) {
         int w = pthread_cond_timedwait(&p.cond, &c->mu, &dl);
@@ -989,7 +978,7 @@ int cdp_waiter_new(cdp_conn *c, const char *session_id, const char *method, cdp_
 int cdp_waiter_wait(cdp_waiter *w, int timeout_ms, const cJSON **params)
 {
     struct timespec dl;
-    deadline_ts(&dl, timeout_ms > 0 ? timeout_ms : RG_CDP_DEFAULT_TIMEOUT_MS);
+    rg_deadline(&dl, timeout_ms > 0 ? timeout_ms : RG_CDP_DEFAULT_TIMEOUT_MS);
     int rc = 0;
     pthread_mutex_lock(&w->mu);
     while (w->state == 0) {

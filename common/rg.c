@@ -374,3 +374,14 @@ int rg_bad(char *err, size_t errlen, const char *fmt, ...)
     }
     return RG_EBADREQ;
 }
+
+void rg_deadline(struct timespec *ts, int timeout_ms)
+{
+    clock_gettime(CLOCK_MONOTONIC, ts);
+    ts->tv_sec += timeout_ms / 1000;
+    ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+    if (ts->tv_nsec >= 1000000000L) {
+        ts->tv_sec++;
+        ts->tv_nsec -= 1000000000L;
+    }
+}

@@ -94,6 +94,13 @@ int64_t rg_now_ms(void);
 int64_t rg_now_us(void);
 /** Milliseconds since the Unix epoch (CLOCK_REALTIME), for stored timestamps. */
 int64_t rg_wall_ms(void);
+/**
+ * The CLOCK_MONOTONIC time timeout_ms from now, for pthread_cond_timedwait
+ * on a condition variable whose clock is CLOCK_MONOTONIC.
+ */
+struct timespec;
+void rg_deadline(struct timespec *ts, int timeout_ms);
+
 /** Sleep for ms milliseconds (restarts after signals). */
 void rg_sleep_ms(int ms);
 

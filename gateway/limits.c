@@ -214,13 +214,7 @@ int gw_enter(gw *g, const char *tid, int max_concurrent, int *retry_after_ms)
     s->tail = &w;
     s->waiting++;
     struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += ADMIT_WAIT_MS / 1000;
-    dl.tv_nsec += (long)(ADMIT_WAIT_MS % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    rg_deadline(&dl, ADMIT_WAIT_MS);
     while (!w.granted && pthread_cond_timedwait(&w.cv, &slots_mu, &dl) == 0)
         ;
     s->waiting--;

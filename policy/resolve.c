@@ -147,13 +147,7 @@ static int job_start(struct job *j)
 static int job_wait(struct job *j, int timeout_ms)
 {
     struct timespec deadline;
-    clock_gettime(CLOCK_MONOTONIC, &deadline);
-    deadline.tv_sec += timeout_ms / 1000;
-    deadline.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (deadline.tv_nsec >= 1000000000L) {
-        deadline.tv_sec++;
-        deadline.tv_nsec -= 1000000000L;
-    }
+    rg_deadline(&deadline, timeout_ms);
     int e = 0;
     while (!j->done && e != ETIMEDOUT)
         e = pthread_cond_timedwait(&j->cv, &j->mu, &deadline);

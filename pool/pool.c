@@ -466,17 +466,6 @@ static void manage(pool *p)
     }
 }
 
-static void deadline_in(struct timespec *ts, int ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Closes every browser at pool_free (manager thread, mu not held). */
 static void shutdown_browsers(pool *p)
 {
@@ -524,7 +513,7 @@ static void *manager_main(void *arg)
         if (p->stopping)
             break;
         struct timespec ts;
-        deadline_in(&ts, MANAGER_TICK_MS);
+        rg_deadline(&ts, MANAGER_TICK_MS);
         pthread_cond_timedwait(&p->mgr_cond, &p->mu, &ts);
     }
     pthread_mutex_unlock(&p->mu);
@@ -622,7 +611,7 @@ int pool_new(const pool_config *cfg, pool **out)
 
     /* Wait for every browser, or for the start timeout with at least one. */
     struct timespec ts;
-    deadline_in(&ts, p->cfg.start_timeout_ms);
+    rg_deadline(&ts, p->cfg.start_timeout_ms);
     int ready = 0;
     pthread_mutex_lock(&p->mu);
     for (;;) {
@@ -723,7 +712,7 @@ int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms)
     if (timeout_ms <= 0)
         timeout_ms = p->cfg.lease_timeout_ms;
     struct timespec dl;
-    deadline_in(&dl, timeout_ms);
+    rg_deadline(&dl, timeout_ms);
     int64_t deadline_ms = rg_now_ms() + timeout_ms;
     int last_rc = RG_EPOOL;
 

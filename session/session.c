@@ -206,17 +206,6 @@ static void unref_locked(sess_mgr *m, sess *s)
     (void)m;
 }
 
-static void deadline_of(struct timespec *ts, int timeout_ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += timeout_ms / 1000;
-    ts->tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
 /* Waits (m->mu held) until s is ours, in arrival order. 0, or RG_ECONFLICT at the deadline. */
 static int hold_locked(sess_mgr *m, sess *s, int timeout_ms)
 {
@@ -236,7 +225,7 @@ static int hold_locked(sess_mgr *m, sess *s, int timeout_ms)
         s->qhead = &w;
     s->qtail = &w;
     struct timespec dl;
-    deadline_of(&dl, timeout_ms);
+    rg_deadline(&dl, timeout_ms);
     while (!w.granted)
         if (pthread_cond_timedwait(&w.cv, &m->mu, &dl) == ETIMEDOUT)
             break;
@@ -596,7 +585,7 @@ static void *hb_main(void *arg)
     pthread_mutex_lock(&m->mu);
     while (!m->stopping) {
         struct timespec dl;
-        deadline_of(&dl, m->cfg.heartbeat_ms);
+        rg_deadline(&dl, m->cfg.heartbeat_ms);
         pthread_cond_timedwait(&m->hb_cv, &m->mu, &dl);
         if (m->stopping)
             break;
