@@ -26,6 +26,7 @@ REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
 SESSION_SRC := $(wildcard session/*.c)
 TENANT_SRC := $(wildcard tenant/*.c)
 POLICY_SRC := $(wildcard policy/*.c)
+EGRESS_SRC := $(wildcard egress/*.c)
 # The gateway's pieces as a library (tests link them); main.c is the server.
 GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 
@@ -39,10 +40,11 @@ LIB_SESSION := $(BUILD)/libsession.a
 LIB_GATEWAY := $(BUILD)/libgateway.a
 LIB_TENANT := $(BUILD)/libtenant.a
 LIB_POLICY := $(BUILD)/libpolicy.a
-# Link order follows the dependency arrows: gateway -> tenant, session -> registry,
-# pool -> cdp -> common.
+LIB_EGRESS := $(BUILD)/libegress.a
+# Link order follows the dependency arrows: gateway -> tenant, policy, session;
+# session -> registry, pool, egress; pool -> cdp -> common.
 LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_TENANT) $(LIB_POLICY) $(LIB_SESSION) $(LIB_REGISTRY) \
-                $(LIB_POOL) $(LIB_CDP) $(LIB_COMMON)
+                $(LIB_POOL) $(LIB_EGRESS) $(LIB_CDP) $(LIB_COMMON)
 SERVER := $(BUILD)/refgate-server
 CLI    := $(BUILD)/refgate-cli
 CLI_SRC := $(wildcard cli/*.c)
@@ -124,6 +126,9 @@ $(LIB_TENANT): $(call obj,$(TENANT_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 $(LIB_POLICY): $(call obj,$(POLICY_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(LIB_EGRESS): $(call obj,$(EGRESS_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 

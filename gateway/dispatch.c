@@ -1188,9 +1188,17 @@ cJSON *gw_command(gw *g, const gw_caller *who, const char *sid, const cJSON *m, 
     /* Reading ops leave nothing to checkpoint (act steps report through c.changed). */
     if (!c.full && !c.changed && !(o->flags & (OP_MOVES | OP_NAV | OP_CHANGES)))
         c.full = -1;
-    if (c.rc == RG_ECRASHED || (c.s && sess_lost(c.s)))
+    if (c.rc < 0 && c.s && sess_lost(c.s))
+        c.rc = RG_ECRASHED; /* whatever the call saw, the cause is the dead renderer */
+    if (c.rc == RG_ECRASHED)
         snprintf(c.err, sizeof c.err, "the session's browser died; the next command restores "
                                       "the session from its last checkpoint");
+    else if (c.rc == RG_ETIMEOUT && c.s && sess_interrupt(c.s))
+        /* A page stuck in a script was stopped; one that still did not
+           answer was ended. */
+        snprintf(c.err + strlen(c.err), sizeof c.err - strlen(c.err),
+                 "; the page stopped answering and was ended: the next command restores "
+                 "the session from its last checkpoint");
     if (c.s && after) {
         after->s = c.s;
         after->full = c.full;

@@ -101,6 +101,13 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
     sc.event_ud = g;
     sc.url_check = gw_url_check;
     sc.url_ud = g;
+    /* Every connection of every page through the egress proxy, checked on
+       the address it goes to (REFGATE_EGRESS=0 turns it off, for
+       deployments that enforce egress in the network instead). */
+    if (rg_env_long("REFGATE_EGRESS", 1, 0, 1)) {
+        sc.connect_check = gw_connect_check;
+        sc.connect_ud = g;
+    }
     if ((rc = sess_mgr_new(&sc, g->pool, g->redis, g->store, &g->sessions)) < 0) {
         snprintf(err, errlen, "cannot start the session manager");
         goto fail;

@@ -91,6 +91,15 @@ void gw_leave(gw *g, const char *tid);
 /** The session manager's url_check hook (see session.h); ud is the gateway. */
 int gw_url_check(void *ud, const char *tid, const char *url, int may_block, char *why,
                  size_t whylen);
+
+/**
+ * The session manager's connect_check hook (egress/egress.h): may tenant
+ * tid's pages connect to host on port? Resolves names and returns only the
+ * addresses that passed the tenant's policy.
+ */
+int gw_connect_check(void *ud, const char *tid, const char *host, int port,
+                     struct sockaddr_storage *addrs, size_t max, size_t *n, char *why,
+                     size_t whylen);
 /** Frees the cached policies (after the sessions are gone). */
 void gw_url_policies_free(void);
 

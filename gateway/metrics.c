@@ -96,4 +96,21 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   ps.browsers, ps.browsers_ready, ps.contexts_in_use, ps.queue_depth,
                   (unsigned long long)ps.restarts, (unsigned long long)m.redis_errors,
                   (unsigned long long)m.ws_connections);
+    egress_stats es;
+    if (sess_egress_stats(g->sessions, &es))
+        rg_buf_printf(out,
+                      "# TYPE refgate_egress_connections gauge\n"
+                      "refgate_egress_connections %d\n"
+                      "# TYPE refgate_egress_connections_total counter\n"
+                      "refgate_egress_connections_total{result=\"connected\"} %llu\n"
+                      "refgate_egress_connections_total{result=\"refused\"} %llu\n"
+                      "refgate_egress_connections_total{result=\"failed\"} %llu\n"
+                      "refgate_egress_connections_total{result=\"over_limit\"} %llu\n"
+                      "# TYPE refgate_egress_bytes_total counter\n"
+                      "refgate_egress_bytes_total{direction=\"out\"} %llu\n"
+                      "refgate_egress_bytes_total{direction=\"in\"} %llu\n",
+                      es.conns, (unsigned long long)es.connected,
+                      (unsigned long long)es.refused, (unsigned long long)es.failed,
+                      (unsigned long long)es.over_limit, (unsigned long long)es.bytes_out,
+                      (unsigned long long)es.bytes_in);
 }

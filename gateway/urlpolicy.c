@@ -75,9 +75,16 @@ static void retire(pol *p)
         rg_log(RG_LOG_WARN, "gateway", "too many policy changes: an old policy is kept leaked");
 }
 
-/* The tenant's policy, fetched and compiled when stale (may_block) or NULL. */
-static const pol *policy_for(gw *g, const char *tid, int may_block, char *why, size_t whylen)
+/*
+ * The tenant's policy, fetched and compiled when stale (may_block), or NULL
+ * with *rc: RG_EUNAVAIL when Redis could not be read (nothing is decided
+ * then, and nothing passes), RG_EBLOCKEDURL for rules that do not compile,
+ * 1 when the answer needs may_block.
+ */
+static const pol *policy_for(gw *g, const char *tid, int may_block, int *rc_out, char *why,
+                             size_t whylen)
 {
+    *rc_out = 1;
     int64_t now = rg_now_ms();
     pthread_mutex_lock(&pol_mu);
     struct gw_pol_entry *e = slot(tid);
@@ -90,6 +97,7 @@ static const pol *policy_for(gw *g, const char *tid, int may_block, char *why, s
     int rc = tenant_get(g->redis, tid, &t);
     if (rc < 0) {
         snprintf(why, whylen, "the tenant's URL policy could not be read (%s)", rg_err_code(rc));
+        *rc_out = rg_err_transient(rc) ? RG_EUNAVAIL : RG_EBLOCKEDURL;
         return NULL;
     }
     uint64_t sig = rules_sig(&t);
@@ -104,6 +112,7 @@ static const pol *policy_for(gw *g, const char *tid, int may_block, char *why, s
                     (const char *const *)t.deny_hosts, t.n_deny, &fresh, err, sizeof err) < 0) {
             snprintf(why, whylen, "the tenant's URL policy is invalid: %s", err);
             tenant_destroy(&t);
+            *rc_out = RG_EBLOCKEDURL;
             return NULL;
         }
     }
@@ -126,9 +135,10 @@ int gw_url_check(void *ud, const char *tid, const char *url, int may_block, char
                  size_t whylen)
 {
     gw *g = ud;
-    const pol *p = policy_for(g, tid, may_block, why, whylen);
+    int prc;
+    const pol *p = policy_for(g, tid, may_block, &prc, why, whylen);
     if (!p)
-        return may_block ? RG_EBLOCKEDURL : 1;
+        return prc;
     /* Only the scheme and the host matter, and they come first: a longer URL
        (a big analytics GET) is checked on its first POL_URL_MAX_BYTES. */
     size_t len = strlen(url);
@@ -160,4 +170,26 @@ void gw_url_policies_free(void)
         pol_free(retired[i]);
     n_retired = 0;
     pthread_mutex_unlock(&pol_mu);
+}
+
+int gw_connect_check(void *ud, const char *tid, const char *host, int port,
+                     struct sockaddr_storage *addrs, size_t max, size_t *n, char *why,
+                     size_t whylen)
+{
+    gw *g = ud;
+    *n = 0;
+    int prc;
+    const pol *p = policy_for(g, tid, 1, &prc, why, whylen);
+    if (!p)
+        return prc;
+    pol_addrs *a = malloc(sizeof *a);
+    if (!a)
+        return RG_ENOMEM;
+    int rc = pol_check_connect(p, host, port, DNS_TIMEOUT_MS, a, why, whylen);
+    if (rc == POL_ALLOW) {
+        *n = a->n < max ? a->n : max;
+        memcpy(addrs, a->addr, *n * sizeof addrs[0]);
+    }
+    free(a);
+    return rc == POL_ALLOW ? 0 : rc == RG_ETIMEOUT ? RG_ENAVFAILED : rc;
 }

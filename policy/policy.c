@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
 #include <sys/socket.h>
 
 #include "policy_int.h"
@@ -558,23 +559,21 @@ int pol_check_url(const pol *p, const char *url, size_t len, pol_url *u, char *w
     return rc < 0 ? rc : check_parsed(p, u, why, whylen);
 }
 
-int pol_check_resolved(const pol *p, const pol_url *u, int timeout_ms, char *why, size_t whylen)
+/* Resolves u's host name and checks every address; out (NULL is fine) gets them. */
+static int resolve_and_check(const pol *p, const pol_url *u, int timeout_ms, pol_addrs *out,
+                             char *why, size_t whylen)
 {
-    int rc = check_parsed(p, u, why, whylen);
-    if (rc != POL_RESOLVE)
-        return rc;
-    pol_addrs addrs;
-    rc = pol_resolve(p, u->host, timeout_ms > 0 ? timeout_ms : POL_DNS_TIMEOUT_MS, &addrs, why,
-                     whylen);
-    if (rc == RG_ETIMEOUT)
-        return RG_EBLOCKEDURL;
+    pol_addrs local;
+    pol_addrs *addrs = out ? out : &local;
+    int rc = pol_resolve(p, u->host, timeout_ms > 0 ? timeout_ms : POL_DNS_TIMEOUT_MS, addrs,
+                         why, whylen);
     if (rc < 0)
         return rc;
     size_t n = name_trim(u->host);
     int name_allowed = match_name(&p->allow, u->host, n, u->port, 0) != NULL;
-    for (size_t i = 0; i < addrs.n; i++) {
+    for (size_t i = 0; i < addrs->n; i++) {
         pol_ip ip;
-        if (pol_ip_from_sockaddr((const struct sockaddr *)&addrs.addr[i], &ip) < 0)
+        if (pol_ip_from_sockaddr((const struct sockaddr *)&addrs->addr[i], &ip) < 0)
             return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to an unknown address family",
                            u->host);
         rc = check_addr(p, u->host, &ip, u->port, name_allowed, why, whylen);
@@ -582,4 +581,57 @@ int pol_check_resolved(const pol *p, const pol_url *u, int timeout_ms, char *why
             return rc;
     }
     return POL_ALLOW;
+}
+
+int pol_check_resolved(const pol *p, const pol_url *u, int timeout_ms, char *why, size_t whylen)
+{
+    int rc = check_parsed(p, u, why, whylen);
+    if (rc != POL_RESOLVE)
+        return rc;
+    rc = resolve_and_check(p, u, timeout_ms, NULL, why, whylen);
+    return rc == RG_ETIMEOUT ? RG_EBLOCKEDURL : rc;
+}
+
+int pol_check_connect(const pol *p, const char *host, int port, int timeout_ms, pol_addrs *out,
+                      char *why, size_t whylen)
+{
+    out->n = 0;
+    if (port < 1 || port > 65535)
+        return rg_bad(why, whylen, "port %d is out of range", port);
+    /* The host as a URL's, so every spelling means what it means in a URL;
+       but only a host: nothing that would end the authority early. */
+    for (const char *c = host; *c; c++)
+        if ((unsigned char)*c <= ' ' || strchr("/\\?#@", *c))
+            return rg_bad(why, whylen, "the host \"%.64s\" is malformed", host);
+    char url[POL_HOST_SIZE + 32];
+    int bracket = strchr(host, ':') && host[0] != '[';
+    int len = snprintf(url, sizeof url, "http://%s%s%s:%d/", bracket ? "[" : "", host,
+                       bracket ? "]" : "", port);
+    if (len < 0 || (size_t)len >= sizeof url)
+        return rg_bad(why, whylen, "the host name is too long");
+    pol_url u;
+    int rc = pol_check_url(p, url, (size_t)len, &u, why, whylen);
+    if (rc < 0)
+        return rc;
+    if (u.family) {
+        struct sockaddr_storage *ss = &out->addr[0];
+        memset(ss, 0, sizeof *ss);
+        if (u.family == AF_INET) {
+            struct sockaddr_in *a = (struct sockaddr_in *)ss;
+            a->sin_family = AF_INET;
+            memcpy(&a->sin_addr, u.addr, 4);
+        } else {
+            struct sockaddr_in6 *a = (struct sockaddr_in6 *)ss;
+            a->sin6_family = AF_INET6;
+            memcpy(&a->sin6_addr, u.addr, 16);
+        }
+        out->n = 1;
+        return POL_ALLOW;
+    }
+    /* A name: its addresses, every one checked, even when the name alone
+       was enough (localhost), since these are what will be connected to. */
+    rc = resolve_and_check(p, &u, timeout_ms, out, why, whylen);
+    if (rc < 0)
+        out->n = 0;
+    return rc;
 }

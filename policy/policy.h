@@ -1,7 +1,8 @@
 /*
  * policy.h - the URL policy: which URLs a tenant's browser may load (SSRF
  * protection). This module decides; the gateway enforces (DevTools Fetch
- * interception on navigations and on every request a page makes).
+ * interception on navigations and on every request a page makes, and the
+ * egress proxy on every connection: pol_check_connect).
  *
  * What is refused by default (RG_EBLOCKEDURL with a sentence in `why`):
  *
@@ -113,19 +114,16 @@
  * refused, so a name with one public and one private address is refused.
  * Nothing is cached here: the caller decides whether to cache.
  *
- * DNS rebinding, honestly. The gateway enforces through DevTools Fetch
- * interception, which sees the URL, not the address Chromium finally connects
- * to. This check resolves the name, then Chromium resolves it again. A name
- * whose record changes in between (TTL 0 rebinding: public at check time,
- * 127.0.0.1 at connect time) slips through. What helps: a name that answers
- * with any private address at check time is refused (so the usual
- * multi-answer tricks fail); Chromium's host cache usually reuses the first
- * answer for a short while. What does not: nothing in a check-then-connect
- * design closes the gap. The real fix is to enforce on the connection: an
- * egress proxy that resolves once and checks the address it connects to
- * (Chromium's --proxy-server), or a network namespace/firewall that gives the
- * browser no route to private and metadata addresses. Deploy one of those on
- * a hosted service; treat this module as the first line, not the only one.
+ * DNS rebinding, honestly. pol_check_url and pol_check_resolved decide on a
+ * URL, and whoever connects afterwards resolves the name again: a name whose
+ * record changes in between (TTL 0 rebinding: public at check time,
+ * 127.0.0.1 at connect time) slips through a check-then-connect design. So
+ * the gateway uses them as the first line (DevTools Fetch interception, for
+ * a clear error), and enforces on the connection with pol_check_connect: the
+ * egress proxy (egress/egress.h) resolves once, checks every address and
+ * connects only to one of the addresses it was handed. A name that answers
+ * with any refused address is refused as a whole, so the multi-answer
+ * tricks fail too.
  *
  * Threading: a compiled pol is read-only and may be used from any number of
  * threads at once (pol_set_lookup excepted: call it before sharing). The
@@ -268,5 +266,23 @@ int pol_resolve(const pol *p, const char *host, int timeout_ms, pol_addrs *out, 
 
 /** DNS lookups of p still running, timed-out ones included (for metrics). */
 int pol_dns_inflight(const pol *p);
+
+/* ---- connections ---- */
+
+/**
+ * The decision for one connection, as an egress proxy needs it: may a page
+ * connect to host (a name, or an IPv4 or IPv6 address in any URL spelling,
+ * IPv6 with or without brackets) on port? The host is read as a URL's host
+ * would be, then decided as pol_check_resolved decides, except that a name
+ * is always resolved (localhost too) and out receives the addresses that
+ * were checked, which are the only ones the caller may connect to. For an
+ * IP host, out holds that address. Returns POL_ALLOW, or a negative code
+ * with a sentence in why (out->n is 0 then): RG_EBLOCKEDURL refused,
+ * RG_EBADREQ a host no URL could have, RG_ENAVFAILED no such name,
+ * RG_ETIMEOUT the lookup took longer than timeout_ms, RG_EBUSY or
+ * RG_EUNAVAIL as pol_resolve.
+ */
+int pol_check_connect(const pol *p, const char *host, int port, int timeout_ms, pol_addrs *out,
+                      char *why, size_t whylen);
 
 #endif

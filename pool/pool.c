@@ -112,6 +112,7 @@ void pool_config_default(pool_config *cfg)
     cfg->close_grace_ms = RG_POOL_CLOSE_GRACE_MS;
     cfg->recycle_after = RG_POOL_RECYCLE_AFTER;
     cfg->max_message_bytes = RG_CDP_MAX_MESSAGE_BYTES;
+    cfg->js_heap_mb = 1024;
 }
 
 void pool_config_from_env(pool_config *cfg)
@@ -133,6 +134,7 @@ void pool_config_from_env(pool_config *cfg)
                                             cfg->ping_timeout_ms, 100, 600000);
     cfg->recycle_after = (int)rg_env_long("REFGATE_POOL_RECYCLE_AFTER", cfg->recycle_after, 0,
                                           INT_MAX);
+    cfg->js_heap_mb = (int)rg_env_long("REFGATE_JS_HEAP_MB", cfg->js_heap_mb, 0, 1 << 20);
     cfg->max_message_bytes = (size_t)rg_env_long("REFGATE_CDP_MAX_MESSAGE_BYTES",
                                                  (long)cfg->max_message_bytes, 1024,
                                                  1L << 31);
@@ -570,7 +572,7 @@ int pool_new(const pool_config *cfg, pool **out)
     size_t n_extra = 0;
     while (p->cfg.extra_args && p->cfg.extra_args[n_extra])
         n_extra++;
-    p->extra = calloc(n_extra + 1, sizeof *p->extra);
+    p->extra = calloc(n_extra + 2, sizeof *p->extra);
     if (!p->chromium || !p->run_dir || !p->extra) {
         pool_destroy(p);
         return RG_ENOMEM;
@@ -580,6 +582,12 @@ int pool_new(const pool_config *cfg, pool **out)
             pool_destroy(p);
             return RG_ENOMEM;
         }
+    if (p->cfg.js_heap_mb > 0 &&
+        asprintf(&p->extra[n_extra], "--js-flags=--max-old-space-size=%d", p->cfg.js_heap_mb) < 0) {
+        p->extra[n_extra] = NULL;
+        pool_destroy(p);
+        return RG_ENOMEM;
+    }
     p->cfg.chromium_path = p->chromium;
     p->cfg.run_dir = p->run_dir;
     p->cfg.extra_args = (const char *const *)p->extra;
@@ -647,13 +655,25 @@ void pool_free(pool *p)
     pool_destroy(p);
 }
 
-static int create_context(struct browser *b, pool_lease *l)
+static int create_context(struct browser *b, pool_lease *l, const pool_lease_opts *o)
 {
-    cdp_reply r;
+    cdp_reply r = {.msg = NULL};
     rg_buf q;
     rg_buf_init(&q);
-    int rc = cdp_call(b->conn, NULL, "Target.createBrowserContext", "{\"disposeOnDetach\":true}",
-                      RG_POOL_CREATE_TIMEOUT_MS, &r);
+    rg_buf_puts(&q, "{\"disposeOnDetach\":true");
+    if (o && o->proxy_server) {
+        rg_buf_puts(&q, ",\"proxyServer\":");
+        rg_buf_json_str(&q, o->proxy_server, strlen(o->proxy_server));
+        if (o->proxy_bypass) {
+            rg_buf_puts(&q, ",\"proxyBypassList\":");
+            rg_buf_json_str(&q, o->proxy_bypass, strlen(o->proxy_bypass));
+        }
+    }
+    rg_buf_puts(&q, "}");
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(b->conn, NULL, "Target.createBrowserContext", q.data,
+                                 RG_POOL_CREATE_TIMEOUT_MS, &r);
+    rg_buf_reset(&q);
     const cJSON *v = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "browserContextId")
                              : NULL;
     if (rc == 0 && !cJSON_IsString(v))
@@ -705,6 +725,12 @@ out:
 }
 
 int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms)
+{
+    return pool_acquire_with(p, NULL, timeout_ms, out, retry_after_ms);
+}
+
+int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_lease **out,
+                      int *retry_after_ms)
 {
     *out = NULL;
     if (retry_after_ms)
@@ -772,7 +798,7 @@ int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms)
         pthread_mutex_unlock(&p->mu);
 
         pool_lease *l = calloc(1, sizeof *l);
-        int rc = l ? create_context(b, l) : RG_ENOMEM;
+        int rc = l ? create_context(b, l, o) : RG_ENOMEM;
 
         pthread_mutex_lock(&p->mu);
         if (rc == 0 && b->state == B_DEAD)

@@ -47,6 +47,9 @@ typedef struct pool_config {
     int recycle_after;         /* REFGATE_POOL_RECYCLE_AFTER [200] contexts per browser */
     const char *const *extra_args; /* more Chromium flags, NULL-terminated, or NULL */
     size_t max_message_bytes;  /* REFGATE_CDP_MAX_MESSAGE_BYTES [64 MiB] */
+    int js_heap_mb;            /* REFGATE_JS_HEAP_MB [1024]: V8's old-space cap per page
+                                  (--max-old-space-size): a page that allocates without
+                                  end crashes its own renderer there; 0: Chromium's own */
 } pool_config;
 
 /** Fills cfg with the defaults of common/rg.h. */
@@ -83,6 +86,19 @@ void pool_free(pool *p);
  * and gives it back with pool_release.
  */
 int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms);
+
+/** What a lease's context is created with (pool_acquire_with). */
+typedef struct pool_lease_opts {
+    /* Target.createBrowserContext's proxyServer ("socks5://127.0.0.1:PORT")
+       and proxyBypassList ("<-loopback>" sends loopback through it too);
+       NULL for none. */
+    const char *proxy_server;
+    const char *proxy_bypass;
+} pool_lease_opts;
+
+/** pool_acquire, with the context created as o says (NULL: as pool_acquire). */
+int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_lease **out,
+                      int *retry_after_ms);
 
 /**
  * Disposes of the lease's browser context (and its pages) and frees its slot

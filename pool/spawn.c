@@ -61,6 +61,10 @@ static const char *const base_flags[] = {
     "--disable-sync",
     "--remote-debugging-pipe",
     "--no-startup-window", /* no initial tab: its renderer costs start time and memory */
+    /* WebRTC sends UDP (STUN, media) around any proxy: allow it only
+       through the context's proxy, which carries no UDP, so a page cannot
+       reach a service beside the gateway with datagrams. */
+    "--webrtc-ip-handling-policy=disable_non_proxied_udp",
     NULL,
 };
 static const char base_disabled_features[] =

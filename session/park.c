@@ -33,10 +33,29 @@ int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
     pthread_mutex_unlock(&m->mu);
     if (full && m->cfg.park_lru)
         sess_park_lru(m, s);
+    /* The context's own proxy port, bound to the tenant: its pages reach
+       nothing the tenant's rules do not allow, loopback included. */
+    char proxy[64];
+    pool_lease_opts o = {.proxy_server = NULL};
+    if (m->egress) {
+        int erc = egress_slot_open(m->egress, &s->egress);
+        if (erc < 0) {
+            snprintf(err, errlen, "could not open the egress proxy for the context");
+            return erc;
+        }
+        egress_slot_bind(s->egress, s->tenant);
+        snprintf(proxy, sizeof proxy, "socks5://127.0.0.1:%d", egress_slot_port(s->egress));
+        o.proxy_server = proxy;
+        o.proxy_bypass = "<-loopback>";
+    }
     int retry = 0;
-    int rc = pool_acquire(m->pool, timeout_ms, &s->lease, &retry);
+    int rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
     if (rc == RG_EPOOL && m->cfg.park_lru && sess_park_lru(m, s) == 0)
-        rc = pool_acquire(m->pool, timeout_ms, &s->lease, &retry);
+        rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
+    if (rc < 0) {
+        egress_slot_close(s->egress);
+        s->egress = NULL;
+    }
     if (rc == RG_EPOOL)
         snprintf(err, errlen, "no browser capacity: every context is busy; retry in %d ms",
                  retry);

@@ -35,12 +35,14 @@ struct sess {
 
     /* Owned by the holder. */
     pool_lease *lease;
+    egress_slot *egress;           /* the context's way out, with the lease */
     reg_page *reg;
     int width, height;
     char *user_agent, *locale, *timezone;
     int page_enabled;
     int sub;                       /* the page-event subscription, 0 when none */
     int popup_sub;                 /* the browser-level one that closes popups */
+    int crash_sub;                 /* the browser-level one that sees the renderer crash */
     int64_t created_ms;
     int64_t last_full_ms;          /* last capture of cookies and storage */
     uint64_t last_ckpt;            /* hash of the URL, title and scroll last written */
@@ -62,6 +64,7 @@ struct sess_mgr {
     pthread_t hb;
     sess_stats stats;
     struct sess_checkers *checkers;
+    egress *egress;                /* NULL without cfg.connect_check */
     pthread_cond_t checks_cv;
 };
 

@@ -302,10 +302,14 @@ static void release_lease_local(sess *s)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->sub);
     if (s->popup_sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->popup_sub);
-    s->sub = s->popup_sub = 0;
+    if (s->crash_sub && s->lease)
+        cdp_unsubscribe(pool_lease_conn(s->lease), s->crash_sub);
+    s->sub = s->popup_sub = s->crash_sub = 0;
     sess_checks_drain(s);
     pool_release(s->lease);
     s->lease = NULL;
+    egress_slot_close(s->egress);
+    s->egress = NULL;
 }
 
 static void drop_local(sess *s)
@@ -621,8 +625,19 @@ int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *st
     pthread_cond_init(&m->hb_cv, &ca);
     pthread_condattr_destroy(&ca);
     pthread_cond_init(&m->checks_cv, NULL);
-    if (sess_checkers_start(m) < 0 || pthread_create(&m->hb, NULL, hb_main, m) != 0) {
+    if (cfg->connect_check) {
+        egress_config ec;
+        egress_config_default(&ec);
+        egress_config_from_env(&ec);
+        ec.decide = cfg->connect_check;
+        ec.ud = cfg->connect_ud;
+        if (egress_new(&ec, &m->egress) < 0)
+            m->egress = NULL;
+    }
+    if ((cfg->connect_check && !m->egress) || sess_checkers_start(m) < 0 ||
+        pthread_create(&m->hb, NULL, hb_main, m) != 0) {
         sess_checkers_stop(m);
+        egress_free(m->egress);
         pthread_cond_destroy(&m->checks_cv);
         pthread_cond_destroy(&m->hb_cv);
         pthread_mutex_destroy(&m->mu);
@@ -650,6 +665,7 @@ void sess_mgr_free(sess_mgr *m)
         sess_free_locals(s);
         free(s);
     }
+    egress_free(m->egress);
     pthread_cond_destroy(&m->hb_cv);
     pthread_cond_destroy(&m->checks_cv);
     pthread_mutex_destroy(&m->mu);
@@ -669,6 +685,15 @@ void sess_get_stats(sess_mgr *m, sess_stats *st)
     pthread_mutex_unlock(&m->mu);
 }
 
+int sess_egress_stats(sess_mgr *m, egress_stats *st)
+{
+    memset(st, 0, sizeof *st);
+    if (!m->egress)
+        return 0;
+    egress_get_stats(m->egress, st);
+    return 1;
+}
+
 /* ---- accessors ---- */
 
 const char *sess_id(const sess *s)
@@ -686,6 +711,27 @@ reg_page_handle sess_handle(sess *s)
     reg_page_handle h = {s->lease ? pool_lease_conn(s->lease) : NULL,
                          s->lease ? pool_lease_session(s->lease) : NULL};
     return h;
+}
+
+int sess_interrupt(sess *s)
+{
+    if (!s->live || !s->lease || sess_lost(s))
+        return 0;
+    cdp_conn *conn = pool_lease_conn(s->lease);
+    const char *ps = pool_lease_session(s->lease);
+    cdp_call_async(conn, ps, "Runtime.terminateExecution", NULL, 5000, NULL, NULL);
+    /* Does the page answer now? A renderer busy with something no script
+       termination reaches (layout of a huge DOM, a wedged navigation) does
+       not: end it, as a browser ends an unresponsive page, so the session
+       comes back from its checkpoint instead of timing out forever. */
+    int rc = cdp_call(conn, ps, "Runtime.evaluate", "{\"expression\":\"1\"}",
+                      SESS_PROBE_TIMEOUT_MS, NULL);
+    if (rc != RG_ETIMEOUT)
+        return 0;
+    rg_log(RG_LOG_WARN, "session", "%s: the page stopped answering: ending its renderer", s->id);
+    cdp_call_async(conn, ps, "Page.crash", NULL, 5000, NULL, NULL);
+    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
+    return 1;
 }
 
 int sess_lost(const sess *s)
@@ -918,6 +964,24 @@ static void on_target(void *ud, const char *session_id, const char *method, cons
     }
 }
 
+/*
+ * The page's renderer died (it ran out of memory, or was killed) while the
+ * browser lives on: to the session it is the same as a browser crash. The
+ * command running fails with browser_crashed and the next one restores the
+ * session on a fresh context from its checkpoint.
+ */
+static void on_crash(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess *s = ud;
+    (void)session_id;
+    (void)method;
+    if (strcmp(jstr_of(params, "targetId"), pool_lease_target(s->lease)))
+        return;
+    rg_log(RG_LOG_WARN, "session", "%s: the page's renderer crashed (%s)", s->id,
+           jstr_of(params, "status"));
+    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Registers the lost-browser callback and the registry page of a fresh lease. */
 int sess_bind_lease(sess *s)
 {
@@ -927,6 +991,8 @@ int sess_bind_lease(sess *s)
     s->sub = sub > 0 ? sub : 0;
     sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetCreated", on_target, s);
     s->popup_sub = sub > 0 ? sub : 0;
+    sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetCrashed", on_crash, s);
+    s->crash_sub = sub > 0 ? sub : 0;
     reg_page_free(s->reg);
     s->reg = NULL;
     return reg_page_new(s->m->store, s->page_key, &s->m->cfg.reg, &s->reg);

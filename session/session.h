@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "../common/rg.h"
+#include "../egress/egress.h"
 #include "../pool/pool.h"
 #include "../registry/registry.h"
 
@@ -72,7 +73,9 @@ typedef struct sess_config {
     /**
      * The tenant's URL policy, asked for every request a live session's page
      * makes (and by sess_check_url): 0 to allow, RG_EBLOCKEDURL (or
-     * RG_EBADREQ) with a reason in why to refuse. With may_block 0 it must
+     * RG_EBADREQ) with a reason in why to refuse, RG_EUNAVAIL when the
+     * policy cannot be read (the request is refused all the same, and a
+     * navigation fails with unavailable, not blocked_url). With may_block 0 it must
      * not wait (the DevTools reader thread asks) and answers 1 when it needs
      * DNS; it is then asked again, may_block 1, on a checker thread. NULL:
      * every request goes through.
@@ -80,6 +83,17 @@ typedef struct sess_config {
     int (*url_check)(void *ud, const char *tenant, const char *url, int may_block, char *why,
                      size_t whylen);
     void *url_ud;
+    /**
+     * The tenant's rules for connections. When set, every session's browser
+     * context goes out through the egress proxy (egress/egress.h), on a port
+     * of its own bound to the session's tenant, loopback included, and each
+     * TCP connection its pages open (WebSocket, service workers, everything
+     * url_check cannot see) is decided here; the proxy connects only to the
+     * addresses this returns. Called on the proxy's connection threads, with
+     * the tenant as tag and connect_ud as ud. NULL: no proxy.
+     */
+    egress_decide_fn connect_check;
+    void *connect_ud;
 } sess_config;
 
 void sess_config_default(sess_config *cfg);
@@ -160,8 +174,19 @@ const char *sess_id(const sess *s);
 const char *sess_worker(const sess_mgr *m);
 reg_page *sess_registry(sess *s);
 reg_page_handle sess_handle(sess *s);
-/** 1 when the session's browser died during the command (browser_crashed). */
+/** 1 when the session's browser or page renderer died during the command (browser_crashed). */
 int sess_lost(const sess *s);
+/**
+ * After a command on the held session timed out: stops whatever script the
+ * page is running (a page stuck in a loop), so the next command finds the
+ * page answering; the page's own timers and handlers go on afterwards.
+ * Then asks the page for a trivial answer, waiting SESS_PROBE_TIMEOUT_MS:
+ * a page that still does not answer (a renderer wedged in layout, say) has
+ * its renderer ended, and the session restores from its checkpoint at the
+ * next command. Returns 1 when it ended the renderer, else 0.
+ */
+int sess_interrupt(sess *s);
+#define SESS_PROBE_TIMEOUT_MS 2000
 
 typedef struct sess_nav {
     char *url, *title;   /* owned */
@@ -228,5 +253,7 @@ typedef struct sess_stats {
 } sess_stats;
 
 void sess_get_stats(sess_mgr *m, sess_stats *st);
+/** The egress proxy's counters; 0 and zeros when there is none. */
+int sess_egress_stats(sess_mgr *m, egress_stats *st);
 
 #endif

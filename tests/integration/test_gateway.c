@@ -16,11 +16,15 @@
 
 #include <cmocka.h>
 
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "gateway/wire.h"
@@ -859,10 +863,11 @@ static void test_url_policy_one_local_service(void **state)
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
     cJSON_Delete(r);
-    char targets[12][96];
+    char targets[16][96];
     int n = 0;
-    const char *spellings[] = {"127.0.0.1", "127.1", "0x7f000001", "2130706433",
-                               "017700000001", "[::ffff:127.0.0.1]", "localhost"};
+    const char *spellings[] = {"127.0.0.1",          "127.1",     "0x7f000001", "2130706433",
+                               "017700000001",       "[::1]",     "localhost",  "localhost.",
+                               "[::ffff:127.0.0.1]", "[fd00::1]"};
     for (size_t i = 0; i < sizeof spellings / sizeof *spellings; i++)
         snprintf(targets[n++], sizeof targets[0], "http://%s:%d/", spellings[i], rport);
     snprintf(targets[n++], sizeof targets[0], "http://localhost:%d/probe-l", port);
@@ -922,6 +927,71 @@ static void test_url_policy_one_local_service(void **state)
     assert_int_equal(post_raw(path, hdr, body, &r), 200);
     assert_string_equal(rstr(r, "value"), "reached");
     cJSON_Delete(r);
+    http_resp del;
+    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    rg_buf_destroy(&del.body);
+}
+
+/* What the DevTools Fetch domain cannot see, the egress proxy stops: a
+   page's WebSocket connections and its service worker's requests to a
+   service beside the allowed one never arrive, in any spelling, while the
+   same kinds of connection to the allowed service do. */
+static void test_url_policy_websocket_and_service_worker(void **state)
+{
+    (void)state;
+    int port = httpd_port(pages);
+    httpd *decoy = httpd_start(NULL);
+    assert_non_null(decoy);
+    int rport = httpd_port(decoy);
+    char allow[64], hdr[256], url[256], body[2400];
+    snprintf(allow, sizeof allow, "127.0.0.1:%d", port);
+    make_tenant("sockets", 1000, 10, 0, 1, allow, hdr, sizeof hdr);
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
+        fail_msg("create: %s", cJSON_PrintUnformatted(r));
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
+    cJSON_Delete(r);
+    /* A UDP socket on loopback, standing for a STUN or DNS service beside
+       the gateway: WebRTC would send it datagrams, which no proxy carries. */
+    int ufd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    struct sockaddr_in ua = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t ul = sizeof ua;
+    assert_int_equal(bind(ufd, (struct sockaddr *)&ua, sizeof ua), 0);
+    assert_int_equal(getsockname(ufd, (struct sockaddr *)&ua, &ul), 0);
+    snprintf(body, sizeof body,
+             "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
+             "\"(async()=>{var d=%d,a=%d,out=[];"
+             "var pc=new RTCPeerConnection({iceServers:[{urls:'stun:127.0.0.1:%d'}]});"
+             "pc.createDataChannel('x');await pc.setLocalDescription(await pc.createOffer());"
+             "for(var h of ['127.0.0.1','127.1','localhost','[::ffff:127.0.0.1]','0x7f000001'])"
+             "try{new WebSocket('ws://'+h+':'+d+'/ws-decoy')}catch(e){}"
+             "new WebSocket('ws://127.0.0.1:'+a+'/ws-ok');"
+             "var sw=navigator.serviceWorker;"
+             "await sw.register('/sw-probe.js?to='+encodeURIComponent('http://127.0.0.1:'+d+"
+             "'/sw-decoy'),{scope:'/a/'}).then(()=>out.push('sw1'),e=>out.push(''+e));"
+             "await sw.register('/sw-probe.js?to='+encodeURIComponent('http://127.0.0.1:'+a+"
+             "'/sw-ok'),{scope:'/b/'}).then(()=>out.push('sw2'),e=>out.push(''+e));"
+             "await new Promise(r=>setTimeout(r,1500));pc.close();return out.join()})()\"}}",
+             rport, port, ntohs(ua.sin_port));
+    int status = post_raw(path, hdr, body, &r);
+    if (status != 200)
+        fail_msg("eval -> %d %s", status, cJSON_PrintUnformatted(r));
+    assert_string_equal(rstr(r, "value"), "sw1,sw2");
+    cJSON_Delete(r);
+    /* The controls reached the allowed server: the checks are not vacuous. */
+    for (int i = 0; i < 50 && (httpd_count(pages, "/ws-ok") < 1 || httpd_count(pages, "/sw-ok") < 1);
+         i++)
+        rg_sleep_ms(100);
+    assert_int_equal(httpd_count(pages, "/ws-ok"), 1);
+    assert_int_equal(httpd_count(pages, "/sw-ok"), 1);
+    assert_int_equal(httpd_requests(decoy), 0);
+    char dgram[512];
+    assert_true(recv(ufd, dgram, sizeof dgram, 0) < 0 && errno == EAGAIN);
+    close(ufd);
+    httpd_stop(decoy);
     http_resp del;
     assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
@@ -1108,6 +1178,7 @@ int main(void)
         cmocka_unit_test(test_url_policy_navigations),
         cmocka_unit_test(test_url_policy_inside_the_page),
         cmocka_unit_test(test_url_policy_one_local_service),
+        cmocka_unit_test(test_url_policy_websocket_and_service_worker),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_concurrency_limit),

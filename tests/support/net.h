@@ -73,5 +73,9 @@ int stack_restart_worker(stack *s, int i);
 /** The WebSocket port of worker i (nginx proxies /v1/sessions/{sid}/ws too). */
 int stack_ws_port(const stack *s, int i);
 const char *stack_dir(const stack *s);
+/** The stack's redis-server: stop, restart or freeze it with redissrv_*. */
+struct redissrv *stack_redis(stack *s);
+/** nginx's master process (SIGHUP reloads its configuration). */
+pid_t stack_nginx_pid(const stack *s);
 
 #endif

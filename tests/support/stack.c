@@ -335,3 +335,13 @@ const char *stack_dir(const stack *s)
 {
     return s->dir;
 }
+
+struct redissrv *stack_redis(stack *s)
+{
+    return s->redis;
+}
+
+pid_t stack_nginx_pid(const stack *s)
+{
+    return s->nginx;
+}

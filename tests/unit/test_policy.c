@@ -1119,6 +1119,79 @@ static void test_resolved_any_refused_address_refuses(void **state)
     pol_free(p);
 }
 
+/* The egress proxy's question: the addresses checked are the ones handed back. */
+static void test_check_connect(void **state)
+{
+    (void)state;
+    char why[256], text[64];
+    pol_addrs a;
+    const char *one[] = {"127.0.0.1:8080"};
+    pol *p = make_fake(0, one, 1, NULL, 0);
+    /* IP hosts in any spelling: that address, no lookup. */
+    fake_reset(0, "127.0.0.1", NULL);
+    assert_int_equal(pol_check_connect(p, "127.1", 8080, 2000, &a, why, sizeof why), POL_ALLOW);
+    assert_int_equal(a.n, 1);
+    inet_ntop(AF_INET, &((struct sockaddr_in *)&a.addr[0])->sin_addr, text, sizeof text);
+    assert_string_equal(text, "127.0.0.1");
+    assert_int_equal(pol_check_connect(p, "0x7f000001", 8080, 2000, &a, why, sizeof why),
+                     POL_ALLOW);
+    assert_int_equal(pol_check_connect(p, "::ffff:127.0.0.1", 8080, 2000, &a, why, sizeof why),
+                     POL_ALLOW);
+    assert_int_equal(a.addr[0].ss_family, AF_INET6);
+    assert_int_equal(pol_check_connect(p, "[::ffff:7f00:1]", 8080, 2000, &a, why, sizeof why),
+                     POL_ALLOW);
+    assert_int_equal(fake.calls, 0);
+    /* The port is the one asked for, so the decoy beside the service is refused. */
+    assert_int_equal(pol_check_connect(p, "127.0.0.1", 6390, 2000, &a, why, sizeof why),
+                     RG_EBLOCKEDURL);
+    assert_int_equal(a.n, 0);
+    /* localhost is looked up (its answer is what gets connected to), and
+       refused since ::1:8080 is not on the list. */
+    fake_reset(0, "127.0.0.1", NULL);
+    assert_int_equal(pol_check_connect(p, "localhost", 8080, 2000, &a, why, sizeof why),
+                     RG_EBLOCKEDURL);
+    pol_free(p);
+
+    p = make_fake(1, NULL, 0, NULL, 0);
+    fake_reset(0, "127.0.0.1", NULL);
+    assert_int_equal(pol_check_connect(p, "localhost", 8080, 2000, &a, why, sizeof why),
+                     POL_ALLOW);
+    assert_int_equal(fake.calls, 1);
+    assert_int_equal(a.n, 1);
+    /* A name: every answer checked and handed back in order; one bad
+       answer refuses the whole name and hands back nothing. */
+    fake_reset(0, "93.184.216.34", "2606:2800:220:1:248:1893:25c8:1946");
+    assert_int_equal(pol_check_connect(p, "example.com", 443, 2000, &a, why, sizeof why),
+                     POL_ALLOW);
+    assert_int_equal(a.n, 2);
+    assert_int_equal(a.addr[0].ss_family, AF_INET);
+    assert_int_equal(a.addr[1].ss_family, AF_INET6);
+    fake_reset(0, "93.184.216.34", "169.254.169.254");
+    assert_int_equal(pol_check_connect(p, "rebind.example", 80, 2000, &a, why, sizeof why),
+                     RG_EBLOCKEDURL);
+    assert_int_equal(a.n, 0);
+    fake_reset(RG_ENAVFAILED, NULL, NULL);
+    assert_int_equal(pol_check_connect(p, "nx.example", 80, 2000, &a, why, sizeof why),
+                     RG_ENAVFAILED);
+    /* Metadata names are refused before any lookup; malformed hosts and ports are bad. */
+    fake_reset(0, "8.8.8.8", NULL);
+    assert_int_equal(
+        pol_check_connect(p, "metadata.google.internal", 80, 2000, &a, why, sizeof why),
+        RG_EBLOCKEDURL);
+    assert_int_equal(fake.calls, 0);
+    const char *bad[] = {"a/b", "evil.example@8.8.8.8", "a b", "x?y", "x#y", "", "1.2.3.4.5"};
+    for (size_t i = 0; i < N(bad); i++)
+        assert_int_equal(pol_check_connect(p, bad[i], 80, 2000, &a, why, sizeof why),
+                         RG_EBADREQ);
+    assert_int_equal(pol_check_connect(p, "example.com", 0, 2000, &a, why, sizeof why),
+                     RG_EBADREQ);
+    assert_int_equal(pol_check_connect(p, "example.com", 65536, 2000, &a, why, sizeof why),
+                     RG_EBADREQ);
+    assert_int_equal(fake.calls, 0);
+    wait_idle(p);
+    pol_free(p);
+}
+
 static void test_resolved_lists(void **state)
 {
     (void)state;
@@ -1296,6 +1369,7 @@ int main(void)
         cmocka_unit_test(test_addr_class),
         cmocka_unit_test(test_resolve_localhost_with_getaddrinfo),
         cmocka_unit_test(test_resolved_any_refused_address_refuses),
+        cmocka_unit_test(test_check_connect),
         cmocka_unit_test(test_resolved_lists),
         cmocka_unit_test(test_resolved_with_port_entries),
         cmocka_unit_test(test_resolve_timeout_and_cap),

@@ -1,0 +1,129 @@
+/*
+ * egress.h - the browsers' only way out: a SOCKS5 proxy on loopback that
+ * checks every connection a page opens and connects to the very address it
+ * checked.
+ *
+ * Why a proxy. DevTools Fetch interception sees URLs, not connections: it
+ * misses WebSocket handshakes and requests of service workers, and it
+ * checks a name that Chromium then resolves again, so a name that answers
+ * a public address at check time and 127.0.0.1 a moment later (DNS
+ * rebinding) gets through. Here the decision is made on the connection:
+ * Chromium sends the host name to the proxy (SOCKS5 carries names, so the
+ * browser does no DNS of its own), the proxy asks the owner's rules, gets
+ * the checked addresses back and connects to one of them. Nothing else
+ * leaves the browser: every scheme Chromium fetches over TCP (http, https,
+ * ws, wss) goes through the context's proxy, loopback included when the
+ * context is created with the bypass list "<-loopback>".
+ *
+ * Slots. Each browser context gets a slot: a listening socket on
+ * 127.0.0.1 with a port of its own, so a connection's slot tells whose
+ * rules apply (Chromium does not authenticate to SOCKS proxies). A slot is
+ * bound to a tag (the tenant) that is handed to the decide hook; an
+ * unbound or closed slot refuses everything. Closing a slot ends its
+ * connections at once.
+ *
+ * SOCKS5 as served (RFC 1928): no authentication; CONNECT only (BIND and
+ * UDP ASSOCIATE are answered "command not supported"); IPv4, IPv6 and
+ * domain-name addresses. Replies: 0x02 "not allowed by ruleset" when the
+ * hook refuses, 0x04 "host unreachable" when the name does not resolve or
+ * no address answered in time, 0x05 "connection refused", 0x01 otherwise.
+ *
+ * Bounds: connections at once in all (max_conns) and per slot
+ * (max_conns_per_slot), beyond which a new connection is closed at once;
+ * the handshake and the connect each have a timeout; a connection with no
+ * traffic either way for idle_timeout_ms is closed.
+ *
+ * Threading: one acceptor thread; each connection runs on a thread of its
+ * own (small stack) from the handshake to the close. The decide hook is
+ * called on those threads and may block (DNS) for a bounded time. All
+ * functions are thread-safe.
+ *
+ * Dependencies: common/ (rg.h), libc, pthreads.
+ */
+#ifndef EGRESS_H
+#define EGRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#define EGRESS_TAG_MAX 64
+#define EGRESS_MAX_ADDRS 64
+
+typedef struct egress egress;
+typedef struct egress_slot egress_slot;
+
+/**
+ * The rules: may the owner tag reach host (a name as the browser sent it,
+ * or an IPv4 or IPv6 address in text, without brackets) on port? Returns 0
+ * and the addresses to try, in order, in addrs (at most max; their ports
+ * are ignored), with their count in *n; or a negative code with a sentence
+ * in why: RG_EBLOCKEDURL refused, RG_ENAVFAILED the name does not resolve,
+ * anything else a failure. Called on connection threads; may block for a
+ * bounded time.
+ */
+typedef int (*egress_decide_fn)(void *ud, const char *tag, const char *host, int port,
+                                struct sockaddr_storage *addrs, size_t max, size_t *n, char *why,
+                                size_t whylen);
+
+/** A refusal or failure, for logs and tests (called on connection threads). */
+typedef void (*egress_refused_fn)(void *ud, const char *tag, const char *host, int port, int rc,
+                                  const char *why);
+
+typedef struct egress_config {
+    egress_decide_fn decide; /* required */
+    egress_refused_fn refused; /* NULL: refusals are logged at info level */
+    void *ud;
+    int max_conns;            /* REFGATE_EGRESS_MAX_CONNS [2048] */
+    int max_conns_per_slot;   /* REFGATE_EGRESS_MAX_CONNS_PER_SLOT [256] */
+    int handshake_timeout_ms; /* [10000] from accept to the CONNECT request */
+    int connect_timeout_ms;   /* REFGATE_EGRESS_CONNECT_TIMEOUT_MS [10000] all addresses */
+    int idle_timeout_ms;      /* REFGATE_EGRESS_IDLE_TIMEOUT_MS [300000] */
+} egress_config;
+
+void egress_config_default(egress_config *cfg);
+void egress_config_from_env(egress_config *cfg);
+
+/** Starts the acceptor. The caller owns *out. */
+int egress_new(const egress_config *cfg, egress **out);
+
+/**
+ * Closes every slot and connection and waits for the connection threads
+ * to finish (each ends within the decide hook's own bound).
+ */
+void egress_free(egress *e);
+
+/**
+ * Opens a slot listening on 127.0.0.1 on a port of its own, refusing
+ * everything until egress_slot_bind. The caller owns *out.
+ */
+int egress_slot_open(egress *e, egress_slot **out);
+
+/** The slot's port on 127.0.0.1. */
+int egress_slot_port(const egress_slot *s);
+
+/** Binds the slot to tag (copied; at most EGRESS_TAG_MAX - 1 bytes). */
+void egress_slot_bind(egress_slot *s, const char *tag);
+
+/**
+ * Stops listening and ends the slot's connections (they see a reset).
+ * Accepts NULL. The slot's memory goes when its last connection thread is
+ * done; the pointer must not be used after this call.
+ */
+void egress_slot_close(egress_slot *s);
+
+typedef struct egress_stats {
+    int slots;             /* open */
+    int conns;             /* connections open now */
+    uint64_t accepted;     /* connections accepted */
+    uint64_t connected;    /* CONNECT requests that reached their destination */
+    uint64_t refused;      /* refused by the rules */
+    uint64_t failed;       /* bad handshakes, unresolvable names, unreachable destinations */
+    uint64_t over_limit;   /* closed at once: too many connections */
+    uint64_t bytes_out;    /* browser to destination */
+    uint64_t bytes_in;     /* destination to browser */
+} egress_stats;
+
+void egress_get_stats(egress *e, egress_stats *st);
+
+#endif
