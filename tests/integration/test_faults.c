@@ -359,9 +359,10 @@ static void test_page_that_stops_answering(void **state)
     ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@block\"}}");
     rg_sleep_ms(500);
     reply r = cmd(sid, "{\"op\":\"observe\",\"args\":{\"timeout_ms\":3000}}");
-    if (r.status != 504 || !strstr(cJSON_PrintUnformatted(r.body), "was ended"))
-        fail_msg("observe of a wedged page -> %d %s", r.status,
-                 r.body ? cJSON_PrintUnformatted(r.body) : "");
+    char *text = r.body ? cJSON_PrintUnformatted(r.body) : NULL;
+    if (r.status != 504 || !text || !strstr(text, "was ended"))
+        fail_msg("observe of a wedged page -> %d %s", r.status, text ? text : "");
+    free(text);
     drop(&r);
     r = cmd(sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#state\"}}");
     if (r.status != 200)

@@ -840,6 +840,22 @@ static void test_url_policy_inside_the_page(void **state)
     rg_buf_destroy(&del.body);
 }
 
+/* A tenant allowed only 127.0.0.1:port (eval on), its header in hdr, and
+   a session of it on form.html, whose command path goes to path (96 bytes). */
+static void allowed_one_service(const char *name, int port, char *hdr, char *path)
+{
+    char allow[64], url[256], body[400];
+    snprintf(allow, sizeof allow, "127.0.0.1:%d", port);
+    make_tenant(name, 1000, 10, 0, 1, allow, hdr, 256);
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
+        fail_msg("create: %s", cJSON_PrintUnformatted(r));
+    snprintf(path, 96, "/v1/sessions/%s", rstr(r, "session"));
+    cJSON_Delete(r);
+}
+
 /* A tenant allowed exactly one local service (the fixture server's port):
    another service beside it on loopback (a decoy server, standing for the
    Redis or the admin port next to a gateway), every spelling of loopback
@@ -852,17 +868,10 @@ static void test_url_policy_one_local_service(void **state)
     httpd *decoy = httpd_start(NULL);
     assert_non_null(decoy);
     int rport = httpd_port(decoy);
-    char allow[64], hdr[256], url[256], body[2600];
-    snprintf(allow, sizeof allow, "127.0.0.1:%d", port);
-    make_tenant("onesvc", 1000, 10, 0, 1, allow, hdr, sizeof hdr);
+    char hdr[256], url[256], body[2600], path[96];
+    allowed_one_service("onesvc", port, hdr, path);
     page_url("form.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     cJSON *r;
-    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
-        fail_msg("create: %s", cJSON_PrintUnformatted(r));
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
-    cJSON_Delete(r);
     char targets[16][96];
     int n = 0;
     const char *spellings[] = {"127.0.0.1",          "127.1",     "0x7f000001", "2130706433",
@@ -943,17 +952,9 @@ static void test_url_policy_websocket_and_service_worker(void **state)
     httpd *decoy = httpd_start(NULL);
     assert_non_null(decoy);
     int rport = httpd_port(decoy);
-    char allow[64], hdr[256], url[256], body[2400];
-    snprintf(allow, sizeof allow, "127.0.0.1:%d", port);
-    make_tenant("sockets", 1000, 10, 0, 1, allow, hdr, sizeof hdr);
-    page_url("form.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    char hdr[256], body[2400], path[96];
+    allowed_one_service("sockets", port, hdr, path);
     cJSON *r;
-    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
-        fail_msg("create: %s", cJSON_PrintUnformatted(r));
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
-    cJSON_Delete(r);
     /* A UDP socket on loopback, standing for a STUN or DNS service beside
        the gateway: WebRTC would send it datagrams, which no proxy carries. */
     int ufd = socket(AF_INET, SOCK_DGRAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
