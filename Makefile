@@ -56,7 +56,7 @@ TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
                 tests/support/redis.c tests/support/net.c tests/support/stack.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway
 
-.PHONY: all test unit integration asan bench run deps clean format fmt-check
+.PHONY: all test unit integration asan bench run deps clean format fmt-check fuzz
 .DEFAULT_GOAL := all
 
 all: $(LIBS_REFGATE) $(SERVER) $(CLI) $(UNIT_TESTS) $(INTEG_TESTS) $(BENCHES)
@@ -154,5 +154,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIB
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
+
+include tests/fuzz/fuzz.mk
 
 -include $(shell find $(BUILD) -name '*.d' 2>/dev/null)

@@ -526,8 +526,11 @@ static int64_t head_id(const char *h, size_t n)
         size_t j = i + 5;
         if (j >= n || h[j] < '0' || h[j] > '9')
             return -1;
-        for (; j < n && h[j] >= '0' && h[j] <= '9'; j++)
+        for (; j < n && h[j] >= '0' && h[j] <= '9'; j++) {
+            if (v > (INT64_MAX - 9) / 10)
+                return -1; /* no id of ours is that long */
             v = v * 10 + (h[j] - '0');
+        }
         return v;
     }
     return -1;

@@ -197,6 +197,22 @@ static int type_ok(const cJSON *v, int t)
     return 0;
 }
 
+/*
+ * How many bytes of s a message quotes: at most max, and never part of a
+ * character. s is UTF-8 (the decoders see to it); a cut character would make
+ * the whole reply invalid UTF-8, which strict clients refuse.
+ */
+static int quote_len(const char *s, int max)
+{
+    size_t n = strnlen(s, (size_t)max + 1);
+    if (n <= (size_t)max)
+        return (int)n;
+    n = (size_t)max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--;
+    return (int)n;
+}
+
 /* Checks args against the op's table (and timeout_ms, which every op takes). */
 static int check_args(cmd *c, const opspec *o)
 {
@@ -214,7 +230,8 @@ static int check_args(cmd *c, const opspec *o)
             if (!strcmp(o->args[i].name, a->string))
                 sp = &o->args[i];
         if (!sp)
-            return fail(c, RG_EBADREQ, "%s takes no argument \"%.64s\"", o->name, a->string);
+            return fail(c, RG_EBADREQ, "%s takes no argument \"%.*s\"", o->name,
+                        quote_len(a->string, 64), a->string);
         if (!type_ok(a, sp->type))
             return fail(c, RG_EBADREQ, "args.%s must be %s", sp->name, type_name(sp->type));
     }
@@ -824,8 +841,70 @@ static int op_subscribe(cmd *c)
 
 /* ---- replies ---- */
 
+/*
+ * Length of the UTF-8 character at p (NUL-terminated), or 0 when the bytes
+ * there are not one whole character (cut short, a stray continuation byte).
+ */
+static size_t utf8_char_len(const unsigned char *p)
+{
+    unsigned char c = p[0];
+    size_t n;
+    if (c < 0x80)
+        n = 1;
+    else if (c >= 0xc2 && c <= 0xdf)
+        n = 2;
+    else if (c >= 0xe0 && c <= 0xef)
+        n = 3;
+    else if (c >= 0xf0 && c <= 0xf4)
+        n = 4;
+    else
+        return 0;
+    if ((n == 3 && ((c == 0xe0 && p[1] < 0xa0) || (c == 0xed && p[1] > 0x9f))) ||
+        (n == 4 && ((c == 0xf0 && p[1] < 0x90) || (c == 0xf4 && p[1] > 0x8f))))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((p[i] & 0xc0) != 0x80)
+            return 0;
+    return n;
+}
+
+/*
+ * A message as a reply may carry it. A sentence cut to fit its buffer (the
+ * page's own error quoting a long selector, an exception's text) can end
+ * inside a UTF-8 character, and a reply must be UTF-8 (wire.h) or strict
+ * clients refuse all of it. Returns a copy without the bytes that do not
+ * begin a whole character (caller frees), or NULL when message is whole.
+ */
+static char *utf8_whole(const char *message)
+{
+    const unsigned char *p = (const unsigned char *)message;
+    size_t i = 0, o, n;
+    while (p[i] && (n = utf8_char_len(p + i)) > 0)
+        i += n;
+    if (!p[i])
+        return NULL;
+    char *out = malloc(strlen(message) + 1);
+    if (!out)
+        abort();
+    memcpy(out, message, i);
+    for (o = i; p[i];) {
+        if ((n = utf8_char_len(p + i)) == 0) {
+            i++;
+            continue;
+        }
+        memcpy(out + o, p + i, n);
+        o += n;
+        i += n;
+    }
+    out[o] = '\0';
+    return out;
+}
+
 cJSON *gw_error_reply(int rc, const char *message, const cJSON *id, double ms, int retry_after_ms)
 {
+    char *whole = message ? utf8_whole(message) : NULL;
+    if (whole)
+        message = whole;
     cJSON *r = cJSON_CreateObject();
     cJSON_AddBoolToObject(r, "ok", 0);
     if (id)
@@ -834,6 +913,7 @@ cJSON *gw_error_reply(int rc, const char *message, const cJSON *id, double ms, i
     cJSON_AddStringToObject(e, "code", rg_err_code(rc));
     cJSON_AddStringToObject(e, "kind", rg_err_transient(rc) ? "transient" : "permanent");
     cJSON_AddStringToObject(e, "message", message && *message ? message : rg_err_code(rc));
+    free(whole);
     if (retry_after_ms > 0)
         cJSON_AddNumberToObject(e, "retry_after_ms", retry_after_ms);
     wire_add_float(r, "ms", ms);
@@ -888,7 +968,8 @@ static int check_map(cmd *c, const cJSON *m, int need_op, const cJSON **id, cons
                 return fail(c, RG_EBADREQ, "idempotency_key must be a string of 1 to 64 bytes");
             *idem = e->valuestring;
         } else {
-            return fail(c, RG_EBADREQ, "unknown key \"%.64s\" in the command map", k);
+            return fail(c, RG_EBADREQ, "unknown key \"%.*s\" in the command map", quote_len(k, 64),
+                        k);
         }
     }
     const cJSON *op = cJSON_GetObjectItemCaseSensitive(m, "op");
@@ -904,7 +985,8 @@ static const opspec *prepare(cmd *c, const cJSON *m, const char *default_op)
     c->op = cJSON_IsString(op) ? op->valuestring : default_op;
     c->op_index = gw_op_index(c->op);
     if (c->op_index < 0) {
-        fail(c, RG_EBADREQ, "unknown op \"%.64s\"", c->op ? c->op : "");
+        const char *op_text = c->op ? c->op : "";
+        fail(c, RG_EBADREQ, "unknown op \"%.*s\"", quote_len(op_text, 64), op_text);
         return NULL;
     }
     const opspec *o = &ops[c->op_index];
@@ -917,6 +999,48 @@ static const opspec *prepare(cmd *c, const cJSON *m, const char *default_op)
                                                                        : DEFAULT_TIMEOUT_MS;
     c->timeout_ms = arg_int(c, "timeout_ms", def);
     return o;
+}
+
+/*
+ * The checks of gw_command that need neither Redis nor a session: the map,
+ * the op and its args, the route (c->sid) and the caller's rights. 0, or
+ * c->rc with c->err set. *o is the op's table entry once the op is known
+ * (also when a later check fails: the command counts for that op); *id and
+ * *idem as check_map leaves them (the reply echoes the id).
+ */
+static int check_command(cmd *c, const cJSON *m, const opspec **o, const cJSON **id,
+                         const char **idem)
+{
+    *o = NULL;
+    if (check_map(c, m, c->sid != NULL, id, idem) < 0)
+        return c->rc;
+    if (c->who->websocket && !*id)
+        return fail(c, RG_EBADREQ, "commands on the WebSocket need an id");
+    if (!(*o = prepare(c, m, c->sid ? NULL : "session.create")))
+        return c->rc;
+    if (!c->sid && strcmp(c->op, "session.create"))
+        return fail(c, RG_EBADREQ,
+                    "POST /v1/sessions takes session.create; send %s to /v1/sessions/{id}", c->op);
+    if (c->sid && ((*o)->flags & OP_NO_SESSION))
+        return fail(c, RG_EBADREQ, "session.create goes to POST /v1/sessions");
+    if (((*o)->flags & OP_WS_ONLY) && !c->who->websocket)
+        return fail(c, RG_EBADREQ, "%s works on the WebSocket only", c->op);
+    if (!strcmp(c->op, "eval") && !c->who->allow_eval)
+        return fail(c, RG_EFORBIDDEN, "eval is not allowed for this tenant");
+    return 0;
+}
+
+int gw_check_command(const gw_caller *who, const char *sid, const cJSON *m, char *err,
+                     size_t errlen)
+{
+    cmd c = {.who = who, .sid = sid};
+    const opspec *o;
+    const cJSON *id;
+    const char *idem;
+    check_command(&c, m, &o, &id, &idem);
+    if (err && errlen)
+        rg_strlcpy(err, c.err, errlen);
+    return c.rc;
 }
 
 /* One act step on the parent's held session: its reply map. */
@@ -1104,31 +1228,8 @@ cJSON *gw_command(gw *g, const gw_caller *who, const char *sid, const cJSON *m, 
     cJSON *reply = NULL;
     char ikey[256] = "";
     sess_restore_info ri = {0};
-    if (check_map(&c, m, sid != NULL, &id, &idem) < 0)
+    if (check_command(&c, m, &o, &id, &idem) < 0)
         goto out;
-    if (who->websocket && !id) {
-        fail(&c, RG_EBADREQ, "commands on the WebSocket need an id");
-        goto out;
-    }
-    if (!(o = prepare(&c, m, sid ? NULL : "session.create")))
-        goto out;
-    if (!sid && strcmp(c.op, "session.create")) {
-        fail(&c, RG_EBADREQ, "POST /v1/sessions takes session.create; send %s to "
-                             "/v1/sessions/{id}", c.op);
-        goto out;
-    }
-    if (sid && (o->flags & OP_NO_SESSION)) {
-        fail(&c, RG_EBADREQ, "session.create goes to POST /v1/sessions");
-        goto out;
-    }
-    if ((o->flags & OP_WS_ONLY) && !who->websocket) {
-        fail(&c, RG_EBADREQ, "%s works on the WebSocket only", c.op);
-        goto out;
-    }
-    if (!strcmp(c.op, "eval") && !who->allow_eval) {
-        fail(&c, RG_EFORBIDDEN, "eval is not allowed for this tenant");
-        goto out;
-    }
     if (idem) {
         idem_key(ikey, sizeof ikey, who, sid, idem);
         int st = 200;

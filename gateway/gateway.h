@@ -106,6 +106,17 @@ typedef struct gw_caller {
  */
 cJSON *gw_command(gw *g, const gw_caller *who, const char *sid, const cJSON *cmd, int *status,
                   int *retry_after_ms, gw_after *after);
+/**
+ * The checks gw_command makes before it touches Redis or a session: the
+ * command map's keys and their types, the op, its args against the op's
+ * table, the route (sid NULL is POST /v1/sessions) and who's rights (eval,
+ * WebSocket-only ops, the WebSocket's id). Returns 0, or the code gw_command
+ * would reply with (RG_EBADREQ, RG_EFORBIDDEN) and its message in err
+ * (errlen bytes; NULL is fine). Needs no gateway: any thread, for tests and
+ * fuzzers. act steps are checked when they run, not here.
+ */
+int gw_check_command(const gw_caller *who, const char *sid, const cJSON *cmd, char *err,
+                     size_t errlen);
 /** Finishes what gw_command left (no-op when nothing is left). */
 void gw_after_run(gw *g, gw_after *after);
 

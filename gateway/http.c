@@ -31,11 +31,17 @@ static int is_msgpack(const char *ct)
            starts_with_ci(ct, "application/vnd.msgpack");
 }
 
-/* The reply's format: the body's, else what Accept asks, else msgpack. */
+/*
+ * The reply's format: the body's type (also on an empty POST: a client that
+ * names JSON reads JSON, as nginx's own errors do), else what Accept asks,
+ * else msgpack.
+ */
 static enum fmt reply_format(const gw_http_req *req)
 {
-    if (req->body_len && req->content_type)
-        return is_json(req->content_type) ? F_JSON : F_MSGPACK;
+    if (is_json(req->content_type))
+        return F_JSON;
+    if (is_msgpack(req->content_type) || (req->body_len && req->content_type))
+        return F_MSGPACK;
     if (req->accept && strstr(req->accept, "application/json") && !strstr(req->accept, "msgpack"))
         return F_JSON;
     if (req->body_len && !is_msgpack(req->content_type))
@@ -224,13 +230,19 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
         op = "metrics";
         goto log;
     }
+    if (!strcmp(path, "/healthz") || !strcmp(path, "/metrics")) {
+        respond_error(resp, f, RG_EBADREQ, "method not allowed (GET /healthz and /metrics)", 0, 0);
+        goto log;
+    }
     if (!kind) {
         respond_error(resp, f, RG_ENOTFOUND, "no such endpoint; see PROTOCOL.md", 0, 0);
         goto log;
     }
     if (kind == 3) {
-        respond_error(resp, f, RG_EBADREQ, "the WebSocket endpoint needs an Upgrade request", 0,
-                      0);
+        respond_error(resp, f, RG_EBADREQ,
+                      "the WebSocket endpoint needs a WebSocket handshake (Upgrade: websocket "
+                      "and Sec-WebSocket-Key)",
+                      0, 0);
         goto log;
     }
     int allowed = (kind == 1 && (!strcmp(method, "POST") || !strcmp(method, "GET"))) ||

@@ -25,6 +25,9 @@ libssl-dev
 libcmocka-dev
 procps
 curl
+clang
+libclang-rt-14-dev
+llvm
 "
 
 missing=""

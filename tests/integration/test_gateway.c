@@ -917,6 +917,7 @@ static void test_url_policy_one_local_service(void **state)
     cJSON *args = cJSON_AddObjectToObject(cmd, "args");
     cJSON_AddStringToObject(args, "expression", js.data);
     cJSON_AddBoolToObject(args, "await", 1);
+    cJSON_AddNumberToObject(args, "timeout_ms", 60000); /* 13 targets, 4 ways each */
     char *text = cJSON_PrintUnformatted(cmd);
     assert_int_equal(post_raw(path, hdr, text, &r), 200);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "value")->valueint, 0);

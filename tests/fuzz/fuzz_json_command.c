@@ -1,0 +1,100 @@
+/*
+ * fuzz_json_command.c - libFuzzer target: an untrusted JSON request body
+ * (Content-Type: application/json) through wire_json_decode, then the
+ * gateway's command checks (gw_check_command).
+ *
+ * Properties beyond "no crash, leak or undefined behaviour":
+ *   - a refusal is bad_request with a UTF-8 sentence;
+ *   - what the decoder accepts keeps wire.h's promises and survives msgpack
+ *     and JSON round trips (fuzz.h);
+ *   - nothing valid is refused: a body that cJSON itself parses whole, that
+ *     is UTF-8 without control bytes or \u0000, and whose tree is within the
+ *     contract (depth, unique keys, finite numbers) decodes, to that tree;
+ *   - the command checks answer as PROTOCOL.md says (fuzz.h).
+ */
+#define _GNU_SOURCE
+#include <math.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cjson/cJSON.h>
+
+#include "common/rg.h"
+#include "gateway/wire.h"
+#include "tests/fuzz/fuzz.h"
+
+/* 1 when the tree cJSON made is one wire.h lets through; v's parents are `above` deep. */
+static int within_contract(const cJSON *v, int above)
+{
+    if (cJSON_IsNumber(v))
+        return isfinite(v->valuedouble);
+    if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
+        return 1;
+    if (above >= WIRE_MAX_DEPTH)
+        return 0;
+    for (const cJSON *ch = v->child; ch; ch = ch->next) {
+        if (cJSON_IsObject(v))
+            for (const cJSON *o = v->child; o != ch; o = o->next)
+                if (!strcmp(o->string, ch->string))
+                    return 0;
+        if (!within_contract(ch, above + 1))
+            return 0;
+    }
+    return 1;
+}
+
+/* 1 when the body has a byte below 0x20 other than JSON's whitespace. */
+static int has_control(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] < 0x20 && p[i] != '\t' && p[i] != '\n' && p[i] != '\r')
+            return 1;
+    return 0;
+}
+
+/* The tree cJSON alone makes of a body the oracle applies to, or NULL. */
+static cJSON *oracle_tree(const uint8_t *data, size_t size)
+{
+    const char *text = (const char *)data, *end = NULL;
+    if (!size || !fz_utf8_ok(text, size) || has_control(data, size) ||
+        memmem(data, size, "\\u0000", 6))
+        return NULL;
+    cJSON *t = cJSON_ParseWithLengthOpts(text, size, &end, 0);
+    if (!t)
+        return NULL;
+    size_t off = (size_t)(end - text);
+    while (off < size &&
+           (text[off] == ' ' || text[off] == '\t' || text[off] == '\n' || text[off] == '\r'))
+        off++;
+    if (off != size || !within_contract(t, 0)) {
+        cJSON_Delete(t);
+        return NULL;
+    }
+    return t;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    char err[256] = "";
+    cJSON *t = (cJSON *)1;
+    cJSON *want = oracle_tree(data, size);
+
+    int rc = wire_json_decode(data, size, &t, err, sizeof err);
+    if (rc < 0) {
+        fz_check_refusal(rc, err, "wire_json_decode");
+        FZ_CHECK(!t, "a refusal left a tree in *out");
+        FZ_CHECK(!want, "a valid body was refused: %s", err);
+        return 0;
+    }
+    FZ_CHECK(!err[0], "success with the message \"%s\"", err);
+    fz_check_request_tree(t);
+    FZ_CHECK(!want || fz_same_tree(want, t, 0), "the tree differs from cJSON's own");
+    cJSON_Delete(want);
+    fz_round_trips(t);
+    fz_check_command(t);
+    cJSON_Delete(t);
+    return 0;
+}
