@@ -54,9 +54,10 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c \
                 tests/support/redis.c tests/support/net.c tests/support/stack.c
-BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway
+BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
+           $(BUILD)/bench/load
 
-.PHONY: all test unit integration asan bench run deps clean format fmt-check fuzz
+.PHONY: all test unit integration asan bench soak run deps clean format fmt-check fuzz
 .DEFAULT_GOAL := all
 
 all: $(LIBS_REFGATE) $(SERVER) $(CLI) $(UNIT_TESTS) $(INTEG_TESTS) $(BENCHES)
@@ -84,6 +85,15 @@ asan: deps
 bench: deps
 	@$(MAKE) --no-print-directory $(BENCHES)
 	@sh bench/run.sh $(BUILD) $(BENCH_ARGS)
+
+# `make soak SOAK_SECONDS=60` for a short one: bench/load on a stack of its
+# own, PASS or FAIL (exit 1) on errors, RSS, fds and leftover Chromium
+# (docs/soak.md). SOAK_ARGS="--trace soak.tsv" keeps every sample.
+SOAK_SECONDS  ?= 600
+SOAK_SESSIONS ?= 8
+soak: deps
+	@$(MAKE) --no-print-directory $(SERVER) $(BUILD)/bench/load
+	@$(BUILD)/bench/load --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) $(SOAK_ARGS)
 
 # The whole stack on this machine: Redis, REFGATE_WORKERS workers, nginx on
 # 127.0.0.1:$${REFGATE_HTTP_PORT:-8080}; Ctrl-C stops everything it started.
