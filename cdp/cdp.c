@@ -81,6 +81,11 @@ struct cdp_conn {
     pthread_mutex_t wmu;
     rg_buf wq;
     size_t wq_off;
+    /* A write on a caller's thread that broke the stream: the reader fails
+       the connection (wmu held to set; its callbacks must not run on a
+       caller's thread, which may hold the lock they take). */
+    int wfail;
+    char wfail_why[128];
 
     pthread_mutex_t smu; /* recursive */
     struct sub subs[RG_CDP_MAX_SUBSCRIBERS];
@@ -342,18 +347,21 @@ static int conn_send(cdp_conn *c, const char *msg, size_t n)
         need_wake = 1;
     }
 out:
-    pthread_mutex_unlock(&c->wmu);
-    if (err_no) {
-        char why[128];
-        snprintf(why, sizeof why, "writing to the browser failed: %s", strerror(err_no));
-        cdp_conn_fail(c, RG_ECRASHED, why);
-        return RG_ECRASHED;
+    /* A broken stream fails the connection, but on the reader thread: here
+       the caller may hold a lock that the failed calls' callbacks take. */
+    if (err_no && !c->wfail) {
+        c->wfail = RG_ECRASHED;
+        snprintf(c->wfail_why, sizeof c->wfail_why, "writing to the browser failed: %s",
+                 strerror(err_no));
+    } else if (rc == RG_EPROTO && !c->wfail) {
+        /* half a message went out and the rest cannot: the stream is broken */
+        c->wfail = RG_EPROTO;
+        snprintf(c->wfail_why, sizeof c->wfail_why, "out of memory in the middle of a message");
     }
-    if (rc == RG_EPROTO) /* half a message went out and the rest cannot: stream is broken */
-        cdp_conn_fail(c, RG_EPROTO, "out of memory in the middle of a message");
-    if (need_wake)
+    pthread_mutex_unlock(&c->wmu);
+    if (err_no || rc == RG_EPROTO || need_wake)
         wake(c);
-    return rc;
+    return err_no ? RG_ECRASHED : rc;
 }
 
 /* Flushes the write queue (reader thread, pipe writable). */
@@ -420,6 +428,7 @@ static int build_call(rg_buf *b, int64_t id, const char *sid, const char *method
 static int start_call(cdp_conn *c, struct pending *p, const char *sid, const char *method,
                       const char *params)
 {
+    int async = p->async;
     rg_strlcpy(p->sid, sid ? sid : "", sizeof p->sid);
     rg_strlcpy(p->method, method, sizeof p->method);
     pthread_mutex_lock(&c->mu);
@@ -442,10 +451,15 @@ static int start_call(cdp_conn *c, struct pending *p, const char *sid, const cha
     if (rc < 0) {
         pthread_mutex_lock(&c->mu);
         struct pending *q = pending_take(c, p->id);
-        if (!q) {
-            /* The connection failed meanwhile and already finished p. */
-            rc = p->rc ? p->rc : rc;
+        if (!q && async) {
+            /* The reader failed the connection meanwhile and finished p:
+               its callback reports the failure and frees p, so p is not
+               ours to touch or to report as failed here. */
+            pthread_mutex_unlock(&c->mu);
+            return 0;
         }
+        if (!q) /* the same, for a waiting caller: p is still ours */
+            rc = p->rc ? p->rc : rc;
         pthread_mutex_unlock(&c->mu);
         if (rc == RG_EBUSY)
             snprintf(p->why, sizeof p->why, "the write queue to the browser is full");
@@ -744,6 +758,13 @@ static void *reader_main(void *arg)
             ssize_t rr = read(c->wakefd, &v, sizeof v);
             (void)rr;
         }
+        pthread_mutex_lock(&c->wmu);
+        int wfail = c->wfail;
+        char why[sizeof c->wfail_why];
+        memcpy(why, c->wfail_why, sizeof why);
+        pthread_mutex_unlock(&c->wmu);
+        if (wfail)
+            cdp_conn_fail(c, wfail, why);
         if (r > 0 && wi >= 0 && pf[wi].revents)
             flush_queue(c);
         if (r > 0 && ri >= 0 && pf[ri].revents) {

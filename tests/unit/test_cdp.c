@@ -608,6 +608,58 @@ static void test_pipe_close_fails_pending_and_later_calls(void **state)
     rig_free(r);
 }
 
+/* A callback that takes the lock its caller may hold. */
+struct locked_cb {
+    pthread_mutex_t mu;
+    pthread_t caller;
+    atomic_int calls;
+    atomic_int on_caller_thread;
+};
+
+static void on_locked(void *ud, int rc, cdp_reply *reply)
+{
+    (void)rc;
+    (void)reply;
+    struct locked_cb *l = ud;
+    if (pthread_equal(pthread_self(), l->caller))
+        atomic_fetch_add(&l->on_caller_thread, 1);
+    pthread_mutex_lock(&l->mu);
+    atomic_fetch_add(&l->calls, 1);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* The browser dies and the next write fails (its read end is gone while
+   ours still reads nothing): the calls' callbacks run on the reader thread,
+   never on the writer's, which may hold the very lock they take (the pool's
+   health check did, and deadlocked). */
+static void test_write_failure_never_calls_back_on_the_callers_thread(void **state)
+{
+    (void)state;
+    struct rig *r = rig_new(NULL, 1); /* silent: nothing answers */
+    struct locked_cb l = {.mu = PTHREAD_MUTEX_INITIALIZER, .caller = pthread_self()};
+    /* One call already waiting for its answer. */
+    assert_int_equal(cdp_call_async(r->c, NULL, "Hold", NULL, 30000, on_locked, &l), 0);
+    /* The peer's read end goes: the next write gets EPIPE. */
+    int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    assert_true(devnull >= 0);
+    assert_int_equal(dup2(devnull, r->f.rfd), r->f.rfd);
+    close(devnull);
+    pthread_mutex_lock(&l.mu);
+    int rc = cdp_call_async(r->c, NULL, "Ping", NULL, 30000, on_locked, &l);
+    pthread_mutex_unlock(&l.mu);
+    assert_true(rc == 0 || rc == RG_ECRASHED);
+    /* The connection fails, from the reader, within a bounded time. */
+    for (int64_t until = rg_now_ms() + 5000; rg_now_ms() < until; rg_sleep_ms(1))
+        if (atomic_load(&l.calls) >= (rc == 0 ? 2 : 1))
+            break;
+    assert_int_equal(atomic_load(&l.calls), rc == 0 ? 2 : 1);
+    assert_int_equal(atomic_load(&l.on_caller_thread), 0);
+    char why[128];
+    assert_int_equal(cdp_conn_err(r->c, why, sizeof why), RG_ECRASHED);
+    assert_non_null(strstr(why, "writing to the browser failed"));
+    rig_free(r);
+}
+
 static void test_write_queue_is_bounded(void **state)
 {
     (void)state;
@@ -677,6 +729,7 @@ int main(void)
         cmocka_unit_test(test_waiter),
         cmocka_unit_test(test_detached_session_fails_its_calls_at_once),
         cmocka_unit_test(test_pipe_close_fails_pending_and_later_calls),
+        cmocka_unit_test(test_write_failure_never_calls_back_on_the_callers_thread),
         cmocka_unit_test(test_write_queue_is_bounded),
         cmocka_unit_test(test_sync_call_from_callback_is_refused),
     };
