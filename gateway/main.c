@@ -12,10 +12,31 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "gateway/gateway.h"
 
 static gw *the_gw;
+
+/*
+ * Gives the heap's free pages back to the system every trim_ms. A worker's
+ * heap holds a few MiB in use, but between commands that build large
+ * replies (observations of big pages, packed parked state) and long-lived
+ * small allocations placed among them, glibc keeps twice that as free
+ * memory it cannot hand back from the top: a soak saw 8 to 10 MiB in use in
+ * 20 to 21 MiB of heap, and RSS creeping up with it. malloc_trim(0) returns
+ * every free page, wherever it is in the heap.
+ */
+static void *trim_main(void *arg)
+{
+    long ms = *(long *)arg;
+    for (;;) {
+        struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+        nanosleep(&ts, NULL);
+        malloc_trim(0);
+    }
+    return NULL;
+}
 
 static void *signal_main(void *arg)
 {
@@ -43,6 +64,10 @@ int main(int argc, char **argv)
        the default, a third of that with one arena). Two arenas keep the
        threads from queueing on one lock. */
     mallopt(M_ARENA_MAX, (int)rg_env_long("REFGATE_MALLOC_ARENAS", 2, 1, 64));
+    /* A fixed threshold: glibc raises its default one after the first large
+       block is freed, and from then on large buffers come from the heap and
+       fragment it. At 256 KiB and above they are mapped and unmapped. */
+    mallopt(M_MMAP_THRESHOLD, 256 * 1024);
     static sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGTERM);
@@ -50,6 +75,11 @@ int main(int argc, char **argv)
     sigaddset(&set, SIGHUP);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
     signal(SIGPIPE, SIG_IGN);
+    static long trim_ms; /* after the mask: this thread must not take the signals */
+    trim_ms = rg_env_long("REFGATE_MALLOC_TRIM_MS", 10000, 0, 3600000);
+    pthread_t trim;
+    if (trim_ms > 0 && pthread_create(&trim, NULL, trim_main, &trim_ms) == 0)
+        pthread_detach(trim);
     gw_config cfg;
     gw_config_default(&cfg);
     gw_config_from_env(&cfg);
