@@ -10,7 +10,8 @@
  * their reasons are in docs/soak.md.
  *
  *   load [--sessions N] [--duration S] [--workers N] [--interval S]
- *        [--warmup-loops N] [--close-one-in N] [--trace FILE]
+ *        [--warmup-loops N] [--settle S] [--warmup-max S] [--close-one-in N]
+ *        [--trace FILE]
  *        [--port P [--key K] [--run-dir DIR]]
  *
  * Without --port it starts a stack of its own (tests/support/stack.c: Redis,
@@ -81,6 +82,7 @@ enum op {
     OP_RESTORE,
     OP_RESTORE_IMPLICIT,
     OP_CLOSE,
+    OP_INFO,
     OP_N
 };
 
@@ -88,7 +90,7 @@ static const char *const op_names[OP_N] = {
     "session.create", "observe",       "click",
     "fill",           "read",          "navigate",
     "observe diff",   "session.park",  "session.restore",
-    "read+restore",   "session.close",
+    "read+restore",   "session.close", "session.info",
 };
 
 /*
@@ -134,6 +136,8 @@ struct driver {
     pthread_t thread;
     int fd, fd_uses;
     char sid[64];
+    char worker[32]; /* where the session closed last lived: its successor goes there */
+    long misplaced;  /* successors that did not land there within PLACE_TRIES */
     int page;
     int lost; /* a pass ended early: the page may not be pages[page] */
     unsigned rng;
@@ -151,6 +155,10 @@ static struct {
     char post[256]; /* it and Content-Type: application/msgpack */
     httpd *pages;
     int warmup_loops;
+    int settle_s;         /* the warm-up ends when no worker's RSS rose for this long */
+    int warmup_max_s;     /* ... or after this long, settled or not */
+    atomic_int warming;   /* 1 while the drivers are to keep warming up */
+    atomic_int warm_done; /* drivers that ran their fixed warm-up loops */
     int close_one_in;     /* a loop closes its session with this odds */
     atomic_llong stop_ms; /* drivers end at the first loop boundary after it */
     pthread_barrier_t warm, go;
@@ -385,6 +393,59 @@ static const char *page_url(int page, char *buf, size_t len)
     return httpd_url(g.pages, pages[page].path, buf, len);
 }
 
+static int create(struct driver *d);
+
+/* The worker that holds the live session now (session.info), into out. */
+static int session_worker(struct driver *d, char *out, size_t len)
+{
+    cJSON *reply = NULL;
+    out[0] = '\0';
+    if (session_op(d, OP_INFO, "session.info", NULL, &reply) < 0)
+        return -1;
+    const char *w = get_str(get(reply, "result"), "worker");
+    snprintf(out, len, "%s", w ? w : "");
+    cJSON_Delete(reply);
+    return out[0] ? 0 : -1;
+}
+
+/*
+ * A new session in place of one that was closed, on the worker that one
+ * lived on. nginx sends a session's commands to the worker its id hashes
+ * to, so a new id lands on either worker by chance; left to chance, the
+ * sessions per worker drift over a run, and with them each worker's RSS,
+ * which the RSS criterion would then read as growth. So: create, let one
+ * read bring the session to its worker, ask where it is, and if that is the
+ * wrong worker close it and try again (PLACE_TRIES times, then keep it).
+ */
+#define PLACE_TRIES 8
+static int create_placed(struct driver *d)
+{
+    if (!d->worker[0])
+        return create(d);
+    char at[32] = "";
+    for (int i = 0; i < PLACE_TRIES; i++) {
+        if (create(d) < 0)
+            return -1;
+        cJSON *reply = NULL;
+        if (session_op(d, OP_RESTORE_IMPLICIT, "read", NULL, &reply) < 0)
+            return -1;
+        cJSON_Delete(reply);
+        if (session_worker(d, at, sizeof at) < 0)
+            return -1;
+        if (!strcmp(at, d->worker))
+            break;
+        if (i + 1 == PLACE_TRIES) {
+            d->misplaced++;
+            break;
+        }
+        if (close_session(d, d->sid) < 0)
+            return -1;
+        d->sid[0] = '\0';
+    }
+    d->worker[0] = '\0';
+    return 0;
+}
+
 static int create(struct driver *d)
 {
     char url[256], made[64] = "";
@@ -443,7 +504,7 @@ static int pass(struct driver *d, int measured)
     char click[64] = "", fill[64] = "", value[96], url[256];
 
     if (!d->sid[0]) {
-        if (create(d) < 0)
+        if (create_placed(d) < 0)
             return -1;
     } else if (d->lost) {
         /* After a failed step the session may be anywhere: back to the page. */
@@ -537,6 +598,8 @@ static int pass(struct driver *d, int measured)
     d->loops++;
 
     if (measured && g.close_one_in > 0 && next_rand(d) % (unsigned)g.close_one_in == 0) {
+        if (session_worker(d, d->worker, sizeof d->worker) < 0)
+            return -1;
         if (close_session(d, d->sid) < 0)
             return -1;
         d->sid[0] = '\0';
@@ -549,6 +612,14 @@ static void *drive(void *arg)
     struct driver *d = arg;
     for (int i = 0; i < g.warmup_loops; i++)
         one_loop(d, 0);
+    atomic_fetch_add(&g.warm_done, 1);
+    /* Then the whole mix, closes included, until the workers' RSS settles. */
+    while (atomic_load(&g.warming))
+        one_loop(d, 1);
+    /* A warm-up loop may have closed the session: every one is live at the
+       first sample, on the worker it was on. */
+    for (int i = 0; i < 3 && !d->sid[0]; i++)
+        create_placed(d);
     for (int o = 0; o < OP_N; o++)
         d->warmup_commands += d->commands[o];
     pthread_barrier_wait(&g.warm); /* the main thread takes the first sample */
@@ -557,7 +628,7 @@ static void *drive(void *arg)
         one_loop(d, 1);
     /* Every session ends live, as they all were at the first sample. */
     for (int i = 0; i < 3 && !d->sid[0]; i++)
-        create(d);
+        create_placed(d);
     if (d->fd >= 0)
         close(d->fd);
     d->fd = -1;
@@ -802,6 +873,7 @@ static void seen_add(pid_t pid, unsigned long long start)
 struct sample {
     int64_t t_ms;
     long rss_kib[WORKERS_MAX + 1];
+    int live[WORKERS_MAX + 1]; /* live sessions each worker owns, from Redis; -1: unknown */
     struct fdscan fd[WORKERS_MAX + 1];
     int chromium, zombies;
 };
@@ -829,6 +901,47 @@ static int below_workers(pid_t *out, int max)
     return n;
 }
 
+static rg_redis *sample_redis; /* the stack's Redis, for live_sessions */
+
+/* Live sessions per worker: the owner and state of every rg:*:meta. */
+static void live_sessions(int *live)
+{
+    for (int i = 1; i <= workers.n; i++)
+        live[i] = -1;
+    redisContext *c = sample_redis ? rg_redis_take(sample_redis) : NULL;
+    if (!c)
+        return;
+    for (int i = 1; i <= workers.n; i++)
+        live[i] = 0;
+    char cursor[32] = "0";
+    int failed = 0;
+    do {
+        redisReply *r = redisCommand(c, "SCAN %s MATCH rg:*:meta COUNT 1000", cursor);
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+            failed = 1;
+            freeReplyObject(r);
+            break;
+        }
+        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str ? r->element[0]->str : "0");
+        for (size_t k = 0; k < r->element[1]->elements; k++) {
+            redisReply *h = redisCommand(c, "HMGET %s state owner", r->element[1]->element[k]->str);
+            if (h && h->type == REDIS_REPLY_ARRAY && h->elements == 2 &&
+                h->element[0]->type == REDIS_REPLY_STRING &&
+                h->element[1]->type == REDIS_REPLY_STRING && !strcmp(h->element[0]->str, "live"))
+                for (int i = 1; i <= workers.n; i++)
+                    if (!strcmp(h->element[1]->str, workers.name[i]))
+                        live[i]++;
+            failed |= !h;
+            freeReplyObject(h);
+        }
+        freeReplyObject(r);
+    } while (!failed && strcmp(cursor, "0"));
+    rg_redis_give(sample_redis, c, failed);
+    if (failed)
+        for (int i = 1; i <= workers.n; i++)
+            live[i] = -1;
+}
+
 static void take_sample(struct sample *s)
 {
     static pid_t kids[DESCENDANTS_MAX];
@@ -839,6 +952,7 @@ static void take_sample(struct sample *s)
         s->rss_kib[i] = vm_rss_kib(workers.pid[i]);
         fd_scan(workers.pid[i], workers.ports[i], &s->fd[i]);
     }
+    live_sessions(s->live);
     int n = below_workers(kids, DESCENDANTS_MAX);
     for (int i = 0; i < n; i++) {
         struct pstat p;
@@ -850,6 +964,44 @@ static void take_sample(struct sample *s)
             s->chromium++;
             seen_add(kids[i], p.start);
         }
+    }
+}
+
+/*
+ * The warm-up after the fixed loops: samples RSS every interval and ends once
+ * no worker's RSS has set a new high (by more than 1%, or 256 KiB) for
+ * settle_s, or when warmup_max_s have passed since t0. A worker filling its
+ * allocator's arenas and its pools settles; a leak keeps setting highs, runs
+ * into the cap, and then fails the measured criterion. 1 when settled.
+ */
+static int warm_until_settled(int sessions, int interval, int64_t t0)
+{
+    long peak[WORKERS_MAX + 1] = {0};
+    int64_t rise[WORKERS_MAX + 1] = {0}, tracking = 0;
+    int64_t cap_ms = t0 + (int64_t)g.warmup_max_s * 1000;
+    for (;;) {
+        int64_t now = rg_now_ms();
+        if (atomic_load(&g.warm_done) == sessions) {
+            if (!tracking)
+                tracking = now;
+            int settled = 1;
+            for (int w = 1; w <= workers.n; w++) {
+                long r = vm_rss_kib(workers.pid[w]);
+                long step = peak[w] / 100 > 256 ? peak[w] / 100 : 256;
+                if (r > peak[w] + step || !rise[w]) {
+                    if (r > peak[w])
+                        peak[w] = r;
+                    rise[w] = now;
+                }
+                if (now - rise[w] < (int64_t)g.settle_s * 1000)
+                    settled = 0;
+            }
+            if (settled || g.settle_s == 0)
+                return 1;
+        }
+        if (now >= cap_ms && tracking)
+            return 0;
+        rg_sleep_ms(interval * 1000);
     }
 }
 
@@ -1009,15 +1161,15 @@ static void write_trace(const char *path, const struct sample *s, size_t n, int6
     }
     fprintf(f, "t_s");
     for (int w = 1; w <= workers.n; w++)
-        fprintf(f, "\t%s_rss_kib\t%s_fds\t%s_fds_nginx\t%s_fds_redis\t%s_close_wait",
-                workers.name[w], workers.name[w], workers.name[w], workers.name[w],
+        fprintf(f, "\t%s_rss_kib\t%s_fds\t%s_fds_nginx\t%s_fds_redis\t%s_close_wait\t%s_live",
+                workers.name[w], workers.name[w], workers.name[w], workers.name[w], workers.name[w],
                 workers.name[w]);
     fprintf(f, "\tchromium\tzombies\n");
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%.1f", (double)(s[i].t_ms - t0) / 1000.0);
         for (int w = 1; w <= workers.n; w++)
-            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d", s[i].rss_kib[w], s[i].fd[w].total, s[i].fd[w].nginx,
-                    s[i].fd[w].redis, s[i].fd[w].close_wait);
+            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d", s[i].rss_kib[w], s[i].fd[w].total,
+                    s[i].fd[w].nginx, s[i].fd[w].redis, s[i].fd[w].close_wait, s[i].live[w]);
         fprintf(f, "\t%d\t%d\n", s[i].chromium, s[i].zombies);
     }
     if (fclose(f) != 0)
@@ -1030,13 +1182,16 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: load [--sessions N] [--duration S] [--workers N] [--interval S]\n"
-            "            [--warmup-loops N] [--close-one-in N] [--trace FILE]\n"
+            "            [--warmup-loops N] [--settle S] [--warmup-max S]\n"
+            "            [--close-one-in N] [--trace FILE]\n"
             "            [--port P [--key K] [--run-dir DIR]]\n"
             "  --sessions N      sessions driven at once [8]\n"
             "  --duration S      seconds of measured load after the warm-up [60]\n"
             "  --workers N       workers of the stack started here [2]\n"
             "  --interval S      seconds between samples of /proc [2]\n"
             "  --warmup-loops N  loops each session runs before the measured load [2]\n"
+            "  --settle S        then warm up until no worker's RSS rose for S s [60; 0: no]\n"
+            "  --warmup-max S    but for at most S s in all [300]\n"
             "  --close-one-in N  a measured loop closes its session with odds 1/N [6]\n"
             "  --trace FILE      write every sample of /proc to FILE (tab-separated)\n"
             "  --port P          drive the stack on 127.0.0.1:P instead of starting one\n"
@@ -1093,6 +1248,8 @@ int main(int argc, char **argv)
     int sessions = 8, duration = 60, nworkers = 2, interval = 2, port = 0;
     const char *key = NULL, *run_dir = ".run", *trace = NULL;
     g.warmup_loops = 2;
+    g.settle_s = 60;
+    g.warmup_max_s = 300;
     g.close_one_in = 6;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -1107,6 +1264,10 @@ int main(int argc, char **argv)
             rc = int_arg(a, v, 1, 600, &interval);
         else if (!strcmp(a, "--warmup-loops"))
             rc = int_arg(a, v, 0, 1000, &g.warmup_loops);
+        else if (!strcmp(a, "--settle"))
+            rc = int_arg(a, v, 0, 24 * 3600, &g.settle_s);
+        else if (!strcmp(a, "--warmup-max"))
+            rc = int_arg(a, v, 0, 7 * 24 * 3600, &g.warmup_max_s);
         else if (!strcmp(a, "--close-one-in"))
             rc = int_arg(a, v, 0, 1000000, &g.close_one_in);
         else if (!strcmp(a, "--port"))
@@ -1191,12 +1352,15 @@ int main(int argc, char **argv)
     char rerr[256];
     if (rg_redis_new(&rc, &redis, rerr, sizeof rerr) < 0)
         redis = NULL;
+    sample_redis = redis;
 
     /* Warm-up, the first sample, the measured load. */
     struct driver *d = calloc((size_t)sessions, sizeof *d);
     pthread_barrier_init(&g.warm, NULL, (unsigned)sessions + 1);
     pthread_barrier_init(&g.go, NULL, (unsigned)sessions + 1);
     atomic_store(&g.stop_ms, INT64_MAX);
+    atomic_store(&g.warming, 1);
+    int64_t t_warm = rg_now_ms();
     for (int i = 0; i < sessions; i++) {
         d[i].index = i;
         d[i].fd = -1;
@@ -1204,8 +1368,14 @@ int main(int argc, char **argv)
         d[i].rng = 2654435761u * (unsigned)(i + 1) ^ (unsigned)getpid();
         pthread_create(&d[i].thread, NULL, drive, &d[i]);
     }
-    fprintf(stderr, "load: %d sessions, %d warm-up loops each...\n", sessions, g.warmup_loops);
+    fprintf(stderr, "load: %d sessions, %d warm-up loops each, then until RSS settles (%d s)...\n",
+            sessions, g.warmup_loops, g.settle_s);
+    int settled = warm_until_settled(sessions, interval, t_warm);
+    atomic_store(&g.warming, 0);
     pthread_barrier_wait(&g.warm);
+    double warm_s = (double)(rg_now_ms() - t_warm) / 1000.0;
+    fprintf(stderr, "load: warm-up took %.0f s (%s)\n", warm_s,
+            settled ? "RSS settled" : "RSS did not settle; capped by --warmup-max");
     rg_sleep_ms(1000); /* let the last checkpoints land */
     size_t cap = (size_t)(duration / interval) + 64, n_samples = 0;
     struct sample *samples = calloc(cap, sizeof *samples);
@@ -1283,17 +1453,19 @@ int main(int argc, char **argv)
             rg_sleep_ms(200);
         }
     }
+    sample_redis = NULL;
     rg_redis_free(redis);
     httpd_stop(g.pages);
 
     /* ---- merge ---- */
     struct lat all[OP_N];
     long commands[OP_N] = {0}, failed[OP_N] = {0}, total = 0, total_failed = 0, loops = 0;
-    long warmup_commands = 0;
+    long warmup_commands = 0, misplaced = 0;
     struct errs errs = {0};
     memset(all, 0, sizeof all);
     for (int i = 0; i < sessions; i++) {
         loops += d[i].loops;
+        misplaced += d[i].misplaced;
         warmup_commands += d[i].warmup_commands;
         for (int o = 0; o < OP_N; o++) {
             commands[o] += d[i].commands[o];
@@ -1363,10 +1535,11 @@ int main(int argc, char **argv)
                     zombies_after, zombies_after == 1 ? "" : "s", (int)example_after);
 
     /* ---- table ---- */
-    printf("refgate load: %d sessions, %.1f s measured after %d warm-up loops each, "
-           "%d workers (%s), %ld loops\n\n",
-           sessions, seconds, g.warmup_loops, workers.n, port ? "running stack" : "own stack",
-           loops);
+    printf("refgate load: %d sessions, %.1f s measured after a %.0f s warm-up (%d loops each, "
+           "then %s), %d workers (%s), %ld loops\n\n",
+           sessions, seconds, warm_s, g.warmup_loops,
+           settled ? "until RSS settled" : "RSS did not settle", workers.n,
+           port ? "running stack" : "own stack", loops);
     printf("%-16s %9s %8s %10s %10s\n", "op", "commands", "errors", "p50 ms", "p99 ms");
     double p50[OP_N], p99[OP_N];
     for (int o = 0; o < OP_N; o++) {
@@ -1385,20 +1558,24 @@ int main(int argc, char **argv)
         printf("%s %s %ld (%s)", k ? "," : "", errs.row[k].code, errs.row[k].count,
                tolerated(&errs.row[k]) ? "transient, tolerated" : "FAILS");
     printf("\n\n");
-    printf("%-6s %8s %11s %11s %11s %11s %8s %10s %9s %7s %7s\n", "worker", "pid", "rss start",
+    printf("%-6s %8s %11s %11s %11s %11s %8s %10s %9s %7s %7s %s\n", "worker", "pid", "rss start",
            "rss end", "rss q1 med", "rss q4 med", "growth", "KiB/min", "fds start", "fds end",
-           "fds max");
+           "fds max", "sessions");
     for (int w = 1; w <= workers.n; w++) {
         int fmax = 0;
         for (size_t i = 0; i < n_samples; i++)
             fmax = fds_own(&samples[i], w) > fmax ? fds_own(&samples[i], w) : fmax;
-        printf("%-6s %8d %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB %7.1f%% %10.1f %9d %7d %7d\n",
+        printf("%-6s %8d %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB %7.1f%% %10.1f %9d %7d %7d "
+               "%4d -> %d\n",
                workers.name[w], (int)workers.pid[w], first.rss_kib[w] / 1024.0,
                last.rss_kib[w] / 1024.0, q1[w] / 1024.0, q4[w] / 1024.0, growth[w], slope[w],
-               fds_own(&first, w), fds_own(&last, w), fmax);
+               fds_own(&first, w), fds_own(&last, w), fmax, first.live[w], last.live[w]);
     }
     if (workers.n)
-        printf("(fds: open descriptors without the connections from nginx and to Redis)\n");
+        printf("(fds: open descriptors without the connections from nginx and to Redis; "
+               "sessions: live sessions the worker owns at the first and the final sample; %ld "
+               "new session%s did not land on the worker of the one %s replaced)\n",
+               misplaced, misplaced == 1 ? "" : "s", misplaced == 1 ? "it" : "they");
     for (int w = 1; w <= workers.n; w++) {
         char a[200], b[200];
         fd_describe(&first.fd[w], a, sizeof a);
@@ -1439,11 +1616,12 @@ int main(int argc, char **argv)
         write_trace(trace, samples, n_samples, t_start);
 
     /* ---- one JSON line ---- */
-    printf("{\"load\":{\"sessions\":%d,\"seconds\":%.1f,\"warmup_loops\":%d,\"workers\":%d,"
+    printf("{\"load\":{\"sessions\":%d,\"seconds\":%.1f,\"warmup_s\":%.1f,\"settled\":%s,"
+           "\"warmup_loops\":%d,\"workers\":%d,"
            "\"own_stack\":%s,\"loops\":%ld,\"commands\":%ld,\"warmup_commands\":%ld,"
            "\"failed\":%ld,\"errors\":{",
-           sessions, seconds, g.warmup_loops, workers.n, port ? "false" : "true", loops, total,
-           warmup_commands, total_failed);
+           sessions, seconds, warm_s, settled ? "true" : "false", g.warmup_loops, workers.n,
+           port ? "false" : "true", loops, total, warmup_commands, total_failed);
     for (int k = 0; k < errs.n; k++) {
         printf("%s", k ? "," : "");
         json_str(errs.row[k].code);
@@ -1465,11 +1643,12 @@ int main(int argc, char **argv)
                "\"rss_q1_median_kib\":%ld,\"rss_q4_median_kib\":%ld,\"rss_growth_pct\":%.2f,"
                "\"rss_slope_kib_per_min\":%.1f,\"fds_start\":%d,\"fds_end\":%d,"
                "\"fds_nginx_start\":%d,\"fds_nginx_end\":%d,\"fds_redis_start\":%d,"
-               "\"fds_redis_end\":%d,\"close_wait_end\":%d}",
+               "\"fds_redis_end\":%d,\"close_wait_end\":%d,\"sessions_start\":%d,"
+               "\"sessions_end\":%d}",
                w > 1 ? "," : "", workers.name[w], (int)workers.pid[w], first.rss_kib[w],
                last.rss_kib[w], q1[w], q4[w], growth[w], slope[w], fds_own(&first, w),
                fds_own(&last, w), first.fd[w].nginx, last.fd[w].nginx, first.fd[w].redis,
-               last.fd[w].redis, last.fd[w].close_wait);
+               last.fd[w].redis, last.fd[w].close_wait, first.live[w], last.live[w]);
     printf("],\"chromium_start\":%d,\"chromium_end\":%d,\"zombies_start\":%d,\"zombies_end\":%d,"
            "\"orphans_running\":%d,\"after_stop\":",
            first.chromium, last.chromium, first.zombies, last.zombies, orphans_run);
