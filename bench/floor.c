@@ -2,7 +2,7 @@
  * floor.c - the floor every later refgate figure is compared with: what the
  * DevTools pipe and the browser pool cost on this machine.
  *
- *   cold_start_ms        pool_new with one browser until it answers (median of 3)
+ *   cold_start_ms        pool_new with one browser until it answers (median of 3; 1 with --quick)
  *   getversion_p50/p99   Browser.getVersion round trip on the browser target
  *   evaluate_p50/p99     Runtime.evaluate("1+1") on a leased page, 2,000 calls
  *   context_create_ms    pool_acquire (context + page + attach), median, N = 1, 10, 50
@@ -10,7 +10,7 @@
  *
  * Prints one JSON object on stdout (the same keys bench/peer/floor.mjs uses
  * for Playwright, so bench/report.mjs can print ratios). `--quick` makes it
- * short. It measures; it asserts nothing.
+ * short: one cold start, 500 calls, and only N = 10 contexts. It measures; it asserts nothing.
  */
 #define _GNU_SOURCE
 #include <stdio.h>
@@ -62,8 +62,8 @@ static double pss_mib(pool *p)
     return kib / 1024.0;
 }
 
-static int round_trips(cdp_conn *c, const char *sid, const char *method, const char *params,
-                       int n, double *p50, double *p99)
+static int round_trips(cdp_conn *c, const char *sid, const char *method, const char *params, int n,
+                       double *p50, double *p99)
 {
     double *v = malloc(sizeof(double) * (size_t)n);
     for (int i = 0; i < 50; i++)
@@ -87,8 +87,10 @@ int main(int argc, char **argv)
 {
     int quick = argc > 1 && !strcmp(argv[1], "--quick");
     int calls = quick ? 500 : 2000;
-    int counts[] = {1, 10, 50};
-    int n_counts = quick ? 2 : 3;
+    int all_counts[] = {1, 10, 50}, quick_counts[] = {10};
+    int *counts = quick ? quick_counts : all_counts;
+    int n_counts = quick ? 1 : 3;
+    int n_cold = quick ? 1 : 3;
     char run_dir[64];
     snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-%d", (int)getpid());
     pool_config cfg;
@@ -96,7 +98,7 @@ int main(int argc, char **argv)
 
     /* Cold start. */
     double cold[3];
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < n_cold; i++) {
         pool *p;
         int64_t t0 = rg_now_us();
         if (pool_new(&cfg, &p) < 0) {
@@ -149,9 +151,10 @@ int main(int argc, char **argv)
     pool_free(p);
     rmdir(run_dir);
 
-    printf("{\"chromium\":\"%s\",\"cold_start_ms\":%.1f,\"getversion_p50_ms\":%.3f,\"getversion_p99_ms\":%.3f,"
+    printf("{\"chromium\":\"%s\",\"cold_start_ms\":%.1f,\"getversion_p50_ms\":%.3f,\"getversion_"
+           "p99_ms\":%.3f,"
            "\"evaluate_p50_ms\":%.3f,\"evaluate_p99_ms\":%.3f,\"context_create_ms\":{",
-           product, pct(cold, 3, 0.5), gv50, gv99, ev50, ev99);
+           product, pct(cold, n_cold, 0.5), gv50, gv99, ev50, ev99);
     for (int k = 0; k < n_counts; k++)
         printf("%s\"%d\":%.1f", k ? "," : "", counts[k], create_ms[k]);
     printf("},\"context_pss_mib\":{");

@@ -1,18 +1,52 @@
 /*
- * gateway.c - what the gateway costs on top of the browser, in one run:
+ * gateway.c - refgate as a user meets it: every figure here goes through
+ * nginx, FastCGI and a worker, in msgpack on kept-alive connections, on one
+ * stack started here (tests/support/stack.c: a private Redis, 2 workers with
+ * one Chromium each, nginx). The peers' side of the same figures is
+ * bench/peer/mcp.mjs and bench/peer/parallel.mjs.
  *
  *   floor     a trivial browser command (`read`: the text of a one-line
- *             page, one Runtime.evaluate) through nginx, FastCGI, the
- *             gateway and back, msgpack on a kept-alive connection, against
+ *             page, one Runtime.evaluate) through the whole gateway, against
  *             a Runtime.evaluate of the same text sent straight down the
- *             DevTools pipe
- *   parallel  8 sessions driven at once from 8 client threads through
- *             nginx with 2 workers: commands per second, p50 and p99, and
- *             the CPU the worker processes themselves (not Chromium) used
+ *             DevTools pipe of a pool of our own
+ *   click     `click @ref` on the target of bench/pages/click.html (600 other
+ *             controls), 10 warm-up clicks, then `clicks` timed ones
+ *   observe   `observe` on bench/pages/controls.html (5,000 controls) with the
+ *             stack's default registry cap (2,000 refs, so the outline is
+ *             truncated): first after load and again unchanged, 5 runs (1
+ *             with --quick), each in a new session
+ *   loop      the agent loop on bench/pages/form.html: navigate, observe,
+ *             click "Add a delivery note" by its ref, fill "Email address"
+ *             by its ref, observe with diff; one warm-up loop, then `loops`
+ *             timed ones; the refs are read from each loop's own observe
+ *   parallel  8, 16 and 32 sessions at once on form.html, one client thread
+ *             and connection per session: `read` (the trivial command) and
+ *             `click @addone`, each for `secs` seconds: commands/s, p50, p99,
+ *             errors, and the CPU the worker processes (not Chromium) used
  *             per command
+ *   memory    at each of those levels, after its run: PSS (/proc/<pid>/
+ *             smaps_rollup) of every process below the workers (the Chromium
+ *             trees) minus the same with no session live, per session; and
+ *             the workers' own PSS
+ *   fairness  a quiet tenant's p50 alone and while a noisy tenant sends at
+ *             ten times its rate limit
  *
- * The whole stack is started here (tests/support/stack.c). Prints one JSON
- * object. Measures; asserts nothing.
+ * Stack settings: REFGATE_CONTEXTS_PER_BROWSER=40 and
+ * REFGATE_GATEWAY_THREADS=48, so that 32 sessions of one tenant fit on two
+ * workers however nginx's hash spreads them, and the per-tenant cap (three
+ * quarters of a worker's threads) is not what the parallel figure measures.
+ *
+ * Full run: 2,000 floor rounds, 200 clicks, 20 loops, 10 s per command and
+ * level, 10 s of fairness. --quick: 300 rounds, 30 clicks, 5 loops, only the
+ * 8-session level for 2 s per command, 2 s of fairness.
+ *
+ * Prints one JSON object on stdout; progress on stderr (RG_BENCH_VERBOSE=1
+ * also prints every failed reply). Measures; asserts nothing.
+ * Usage: gateway [--quick] [--only SECTION,...] [--levels N,...] [--secs S]
+ *   --only: run these sections only (floor, click, observe, loop, parallel,
+ *   fairness);
+ *   --levels: the parallel run's session counts (ascending, at most 32);
+ *   --secs: its seconds per command and level. Run from the repository root.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -28,11 +62,26 @@
 #include "tests/support/page.h"
 #include "tests/support/support.h"
 
-#define SESSIONS 8
+#define WORKERS 2
+#define MAX_SESSIONS 32
+#define MAX_LEVELS 8
+#define MAX_RUNS 16
+/*
+ * Sessions opened at once in the parallel run. 16 creates at once (each
+ * makes a browser context and loads a page) took longer than the client's
+ * 30 s I/O timeout on a busy 2-core machine; Playwright's side opens its
+ * contexts 4 at a time too.
+ */
+#define OPEN_AT_ONCE 4
+/* nginx closes a client connection after 1,000 requests: open a new one first. */
+#define CONN_REQUESTS 500
+#define MAX_PROCS 4096
 
 static stack *st;
 static char auth[160];
 static int quick;
+
+/* ---- statistics ---- */
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -40,43 +89,146 @@ static int cmp_double(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+/* The p-quantile (0..1) of n values, nearest rank; sorts v. 0 for n = 0. */
 static double pct(double *v, int n, double p)
 {
+    if (n <= 0)
+        return 0;
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     int k = (int)(p * n);
-    return n ? v[k < n ? k : n - 1] : 0;
+    return v[k < n ? k : n - 1];
 }
 
-/* A command in msgpack on a kept-alive connection; 0 when the reply is ok. */
-static int command_as(const char *who, int fd, const char *sid, const rg_buf *body, http_resp *r)
+/* min, median (nearest rank, as pct) and max of n values as a JSON member; sorts v. */
+static void print_mmm(const char *key, double *v, int n)
+{
+    double med = pct(v, n, 0.5);
+    printf("\"%s\":{\"median\":%.3f,\"min\":%.3f,\"max\":%.3f}", key, med, n ? v[0] : 0,
+           n ? v[n - 1] : 0);
+}
+
+/* ---- talking to the gateway ---- */
+
+/*
+ * One command (a cJSON map, borrowed) in msgpack on the kept-alive
+ * connection *fd, reconnecting when it was closed under us. On 200 with
+ * ok:true returns 0 and, when reply is not NULL, the decoded reply (caller
+ * owns). bytes gets the reply body's size, ms the client-side time.
+ */
+static int call(const char *who, int *fd, const char *sid, const cJSON *cmd, cJSON **reply,
+                size_t *bytes, double *ms)
 {
     char path[96], h[320];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", who);
-    if (http_request_on(fd, "POST", path, h, body->data, body->len, r) < 0)
+    rg_buf body;
+    rg_buf_init(&body);
+    wire_mp_encode(cmd, &body);
+    http_resp r;
+    int64_t t0 = rg_now_us();
+    int rc = http_request_on(*fd, "POST", path, h, body.data, body.len, &r);
+    if (ms)
+        *ms = (double)(rg_now_us() - t0) / 1000.0;
+    rg_buf_destroy(&body);
+    if (rc < 0) {
+        close(*fd);
+        *fd = http_connect(stack_port(st));
+        rg_buf_destroy(&r.body);
         return -1;
-    return r->status == 200 ? 0 : -1;
+    }
+    if (bytes)
+        *bytes = r.body.len;
+    cJSON *v = NULL;
+    char err[128];
+    if (wire_mp_decode(r.body.data, r.body.len, &v, err, sizeof err) < 0)
+        v = NULL;
+    rg_buf_destroy(&r.body);
+    int ok = r.status == 200 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"));
+    if (!ok && getenv("RG_BENCH_VERBOSE")) {
+        char *s = v ? cJSON_PrintUnformatted(v) : NULL;
+        fprintf(stderr, "gateway: HTTP %d: %.300s\n", r.status, s ? s : "(no body)");
+        free(s);
+    }
+    if (reply && ok)
+        *reply = v;
+    else
+        cJSON_Delete(v);
+    return ok ? 0 : -1;
 }
 
-static int command(int fd, const char *sid, const rg_buf *body, http_resp *r)
+/*
+ * Before the i-th request on *fd: every CONN_REQUESTS requests, a new
+ * connection, so that nginx's keepalive_requests never closes one under a
+ * timed request (a client would retry that request; a bench would count it).
+ */
+static void renew_conn(int *fd, int i)
 {
-    return command_as(auth, fd, sid, body, r);
+    if (i > 0 && i % CONN_REQUESTS == 0) {
+        close(*fd);
+        *fd = http_connect(stack_port(st));
+    }
+}
+
+/* {"op": op} with an args map the caller may fill; caller owns. */
+static cJSON *op_new(const char *op, cJSON **args)
+{
+    cJSON *m = cJSON_CreateObject();
+    cJSON_AddStringToObject(m, "op", op);
+    if (args)
+        *args = cJSON_AddObjectToObject(m, "args");
+    return m;
+}
+
+static const char *result_str(const cJSON *reply, const char *key)
+{
+    const cJSON *v =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "result"), key);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+/*
+ * The ref on the first line of an observe outline that contains `line` (for
+ * example `button "Target"`), into out; 0, or -1 when there is none.
+ */
+static int find_ref(const char *text, const char *line, char *out, size_t len)
+{
+    const char *p = text ? strstr(text, line) : NULL;
+    if (!p)
+        return -1;
+    const char *eol = strchr(p, '\n');
+    const char *r = strstr(p, "[ref=");
+    if (!r || (eol && r > eol))
+        return -1;
+    r += 5;
+    size_t n = strcspn(r, "]\n");
+    if (n == 0 || n >= len)
+        return -1;
+    memcpy(out, r, n);
+    out[n] = '\0';
+    return 0;
 }
 
 static int create_as(const char *who, const char *url, char *sid)
 {
     char body[512], h[320];
-    snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
+    if (url)
+        snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
+    else
+        snprintf(body, sizeof body, "{\"op\":\"session.create\"}");
     snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", who);
     http_resp r;
     int rc = http_request(stack_port(st), "POST", "/v1/sessions", h, body, strlen(body), &r);
     cJSON *v = NULL;
     char err[64];
-    if (rc == 0 && r.status == 200 && wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) == 0) {
-        const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "result"),
-                                                          "session");
-        snprintf(sid, 64, "%s", cJSON_IsString(s) ? s->valuestring : "");
+    sid[0] = '\0';
+    if (rc == 0 && r.status == 200 &&
+        wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) == 0) {
+        const char *s = result_str(v, "session");
+        snprintf(sid, 64, "%s", s ? s : "");
     } else {
+        int shown = rc == 0 && r.body.data ? (int)(r.body.len < 300 ? r.body.len : 300) : 0;
+        fprintf(stderr, "gateway: session.create failed: HTTP %d: %.*s\n", rc == 0 ? r.status : 0,
+                shown, shown ? r.body.data : "");
         rc = -1;
     }
     cJSON_Delete(v);
@@ -87,6 +239,31 @@ static int create_as(const char *who, const char *url, char *sid)
 static int create(const char *url, char *sid)
 {
     return create_as(auth, url, sid);
+}
+
+static void close_session(const char *sid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    http_resp r;
+    http_request(stack_port(st), "DELETE", path, auth, NULL, 0, &r);
+    rg_buf_destroy(&r.body);
+}
+
+/* An observe (diff or not); the outline's text into *text (caller frees) when asked. */
+static int observe(int *fd, const char *sid, int diff, char **text, size_t *bytes, double *ms)
+{
+    cJSON *args, *m = op_new("observe", &args), *rep = NULL;
+    if (diff)
+        cJSON_AddTrueToObject(args, "diff");
+    int rc = call(auth, fd, sid, m, &rep, bytes, ms);
+    cJSON_Delete(m);
+    if (rc == 0 && text) {
+        const char *t = result_str(rep, "text");
+        *text = strdup(t ? t : "");
+    }
+    cJSON_Delete(rep);
+    return rc;
 }
 
 /* A tenant for the fairness run; its Authorization header line. */
@@ -112,14 +289,7 @@ static int bench_tenant(const char *name, double rate, char *hdr, size_t len)
     return rc2;
 }
 
-/* The trivial command: read the page's text (one call into the page, nothing to checkpoint). */
-static void read_body(rg_buf *b)
-{
-    cJSON *m = cJSON_Parse("{\"op\":\"read\"}");
-    rg_buf_init(b);
-    wire_mp_encode(m, b);
-    cJSON_Delete(m);
-}
+/* ---- /proc ---- */
 
 /* CPU seconds (user + system) of a process so far. */
 static double cpu_s(pid_t pid)
@@ -139,58 +309,45 @@ static double cpu_s(pid_t pid)
     return (double)(ut + stime) / (double)sysconf(_SC_CLK_TCK);
 }
 
-struct driver {
-    char sid[64];
-    const char *who;   /* the Authorization header line; NULL: acme's */
-    int pace_us;       /* at least this long between commands; 0: as fast as it can */
-    int n;
-    double *lat;
-    int cap;
-    int errors;
-    int64_t until;
-};
-
-static void *drive(void *arg)
+static double workers_cpu_s(void)
 {
-    struct driver *d = arg;
-    int fd = http_connect(stack_port(st));
-    rg_buf b;
-    read_body(&b);
-    while (rg_now_ms() < d->until && d->n < d->cap) {
-        http_resp r;
-        int64_t t0 = rg_now_us();
-        int rc = command_as(d->who ? d->who : auth, fd, d->sid, &b, &r);
-        d->lat[d->n++] = (double)(rg_now_us() - t0) / 1000.0;
-        d->errors += rc < 0;
-        int64_t spent = rg_now_us() - t0;
-        if (d->pace_us > spent)
-            usleep((useconds_t)(d->pace_us - spent));
-        rg_buf_destroy(&r.body);
-        if (rc < 0 && r.status == 0) {
-            close(fd);
-            fd = http_connect(stack_port(st));
-        }
-    }
-    close(fd);
-    rg_buf_destroy(&b);
-    return NULL;
+    double s = 0;
+    for (int i = 1; i <= WORKERS; i++)
+        s += cpu_s(stack_worker_pid(st, i));
+    return s;
 }
 
-int main(int argc, char **argv)
+/* PSS in KiB of everything below the workers (*below) and of the workers themselves (*own). */
+static void workers_pss(long *below, long *own, int *procs)
 {
-    quick = argc > 1 && !strcmp(argv[1], "--quick");
-    int rounds = quick ? 300 : 2000;
-    httpd *pages = httpd_start("bench/pages");
-    const char *env[] = {"REFGATE_LOG_LEVEL=warn", "REFGATE_CONTEXTS_PER_BROWSER=16", NULL};
-    st = pages ? stack_start(2, env) : NULL;
-    if (!st) {
-        fprintf(stderr, "gateway: cannot start the stack\n");
-        return 1;
+    static pid_t kids[MAX_PROCS];
+    *below = *own = 0;
+    *procs = 0;
+    for (int i = 1; i <= WORKERS; i++) {
+        pid_t w = stack_worker_pid(st, i);
+        long k = procs_pss_kib(w);
+        *own += k > 0 ? k : 0;
+        int n = procs_descendants(w, kids, MAX_PROCS);
+        for (int j = 0; j < n; j++) {
+            k = procs_pss_kib(kids[j]);
+            *below += k > 0 ? k : 0;
+        }
+        *procs += n;
     }
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", stack_key(st, 0));
-    char url[256], sid[64];
-    httpd_url(pages, "/floor.html", url, sizeof url);
+}
 
+/* ---- the sections ---- */
+
+struct floor_result {
+    int rounds, errors;
+    double raw_p50, raw_p99, gw_p50, gw_p99, inside_p50;
+    char product[128];
+};
+
+static int run_floor(const char *url, struct floor_result *out)
+{
+    int rounds = quick ? 300 : 2000;
+    out->rounds = rounds;
     /* The raw floor: the same evaluate straight down a pipe of our own pool. */
     char run_dir[64];
     snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-gw-%d", (int)getpid());
@@ -202,7 +359,7 @@ int main(int argc, char **argv)
     pool_lease *l;
     if (pool_new(&pc, &p) < 0 || pool_acquire(p, 30000, &l, NULL) < 0) {
         fprintf(stderr, "gateway: no pool\n");
-        return 1;
+        return -1;
     }
     page_navigate(pool_lease_conn(l), pool_lease_session(l), url);
     double *raw = calloc((size_t)rounds, sizeof *raw);
@@ -212,137 +369,666 @@ int main(int argc, char **argv)
         if (i >= 50)
             raw[i - 50] = (double)(rg_now_us() - t0) / 1000.0;
     }
-    char product[128];
-    page_browser_product(pool_lease_conn(l), product, sizeof product);
+    page_browser_product(pool_lease_conn(l), out->product, sizeof out->product);
     pool_release(l);
     pool_free(p);
     rmdir(run_dir);
 
     /* The same through the whole gateway. */
+    char sid[64];
     if (create(url, sid) < 0) {
         fprintf(stderr, "gateway: cannot create a session\n");
-        return 1;
+        free(raw);
+        return -1;
     }
     double *gwl = calloc((size_t)rounds, sizeof *gwl);
     double *inside = calloc((size_t)rounds, sizeof *inside);
-    int fd = http_connect(stack_port(st)), errors = 0;
-    rg_buf b;
-    read_body(&b);
+    int fd = http_connect(stack_port(st));
+    cJSON *m = op_new("read", NULL);
     for (int i = 0; i < rounds + 50; i++) {
-        http_resp r;
-        int64_t t0 = rg_now_us();
-        errors += command(fd, sid, &b, &r) < 0;
+        cJSON *rep = NULL;
+        double ms = 0;
+        renew_conn(&fd, i);
+        out->errors += call(auth, &fd, sid, m, &rep, NULL, &ms) < 0;
         if (i >= 50) {
-            gwl[i - 50] = (double)(rg_now_us() - t0) / 1000.0;
-            cJSON *v = NULL;
-            char err[64];
-            if (wire_mp_decode(r.body.data, r.body.len, &v, err, sizeof err) == 0) {
-                const cJSON *ms = cJSON_GetObjectItemCaseSensitive(v, "ms");
-                inside[i - 50] = cJSON_IsNumber(ms) ? ms->valuedouble : 0;
-            }
-            cJSON_Delete(v);
+            gwl[i - 50] = ms;
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rep, "ms");
+            inside[i - 50] = cJSON_IsNumber(v) ? v->valuedouble : 0;
         }
-        rg_buf_destroy(&r.body);
+        cJSON_Delete(rep);
     }
+    cJSON_Delete(m);
     close(fd);
-    rg_buf_destroy(&b);
-    double raw50 = pct(raw, rounds, 0.5), raw99 = pct(raw, rounds, 0.99);
-    double gw50 = pct(gwl, rounds, 0.5), gw99 = pct(gwl, rounds, 0.99);
-
-    /* Parallel: 8 sessions, 8 threads. */
-    struct driver d[SESSIONS];
-    memset(d, 0, sizeof d);
-    int secs = quick ? 3 : 10;
-    for (int i = 0; i < SESSIONS; i++) {
-        if (create(url, d[i].sid) < 0) {
-            fprintf(stderr, "gateway: cannot create session %d\n", i);
-            return 1;
-        }
-        d[i].cap = 200000;
-        d[i].lat = calloc((size_t)d[i].cap, sizeof *d[i].lat);
-    }
-    double cpu0 = cpu_s(stack_worker_pid(st, 1)) + cpu_s(stack_worker_pid(st, 2));
-    int64_t t0 = rg_now_ms();
-    pthread_t th[SESSIONS];
-    for (int i = 0; i < SESSIONS; i++) {
-        d[i].until = t0 + secs * 1000;
-        pthread_create(&th[i], NULL, drive, &d[i]);
-    }
-    for (int i = 0; i < SESSIONS; i++)
-        pthread_join(th[i], NULL);
-    double elapsed = (double)(rg_now_ms() - t0) / 1000.0;
-    double cpu1 = cpu_s(stack_worker_pid(st, 1)) + cpu_s(stack_worker_pid(st, 2));
-    int total = 0, perr = 0;
-    for (int i = 0; i < SESSIONS; i++)
-        total += d[i].n, perr += d[i].errors;
-    double *all = calloc((size_t)total + 1, sizeof *all);
-    int k = 0;
-    for (int i = 0; i < SESSIONS; i++) {
-        memcpy(all + k, d[i].lat, (size_t)d[i].n * sizeof *all);
-        k += d[i].n;
-        free(d[i].lat);
-    }
-    /* Fairness: a quiet tenant's p50 alone, then while a noisy tenant sends
-       at ten times its rate (20 a second allowed, 200 sent). */
-    char quiet_h[160], noisy_h[160];
-    if (bench_tenant("quiet", 1000, quiet_h, sizeof quiet_h) < 0 ||
-        bench_tenant("noisy", 20, noisy_h, sizeof noisy_h) < 0) {
-        fprintf(stderr, "gateway: cannot make the fairness tenants\n");
-        return 1;
-    }
-    struct driver q = {.who = quiet_h, .pace_us = 20000, .cap = 100000};
-    q.lat = calloc((size_t)q.cap, sizeof *q.lat);
-    struct driver nz[4];
-    memset(nz, 0, sizeof nz);
-    if (create_as(quiet_h, url, q.sid) < 0)
-        return 1;
-    for (int i = 0; i < 4; i++) {
-        nz[i].who = noisy_h;
-        nz[i].pace_us = 20000; /* 4 x 50 = 200 a second */
-        nz[i].cap = 100000;
-        nz[i].lat = calloc((size_t)nz[i].cap, sizeof *nz[i].lat);
-        if (create_as(noisy_h, url, nz[i].sid) < 0)
-            return 1;
-    }
-    q.until = rg_now_ms() + secs * 1000;
-    drive(&q);
-    double quiet_before = pct(q.lat, q.n, 0.5);
-    q.n = 0;
-    int64_t end = rg_now_ms() + secs * 1000;
-    q.until = end;
-    pthread_t nth[4];
-    for (int i = 0; i < 4; i++) {
-        nz[i].until = end;
-        pthread_create(&nth[i], NULL, drive, &nz[i]);
-    }
-    drive(&q);
-    for (int i = 0; i < 4; i++)
-        pthread_join(nth[i], NULL);
-    double quiet_during = pct(q.lat, q.n, 0.5);
-    int noisy_sent = 0, noisy_refused = 0;
-    for (int i = 0; i < 4; i++) {
-        noisy_sent += nz[i].n;
-        noisy_refused += nz[i].errors;
-        free(nz[i].lat);
-    }
-    free(q.lat);
-    printf("{\"fairness\":{\"quiet_p50_before_ms\":%.3f,\"quiet_p50_during_ms\":%.3f,"
-           "\"factor\":%.2f,\"noisy_sent\":%d,\"noisy_refused\":%d,\"seconds\":%d},",
-           quiet_before, quiet_during, quiet_before > 0 ? quiet_during / quiet_before : 0,
-           noisy_sent, noisy_refused, secs);
-    printf("\"chromium\":\"%s\",\"rounds\":%d,\"raw_p50_ms\":%.3f,\"raw_p99_ms\":%.3f,"
-           "\"gateway_p50_ms\":%.3f,\"gateway_p99_ms\":%.3f,\"added_p50_ms\":%.3f,"
-           "\"in_gateway_p50_ms\":%.3f,"
-           "\"errors\":%d,\"parallel\":{\"sessions\":%d,\"workers\":2,\"seconds\":%.1f,"
-           "\"commands\":%d,\"errors\":%d,\"per_s\":%.1f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,"
-           "\"worker_cpu_ms_per_command\":%.3f}}\n",
-           product, rounds, raw50, raw99, gw50, gw99, gw50 - raw50, pct(inside, rounds, 0.5), errors, SESSIONS, elapsed,
-           total, perr, total / elapsed, pct(all, total, 0.5), pct(all, total, 0.99),
-           total ? (cpu1 - cpu0) * 1000.0 / total : 0);
-    free(all);
+    close_session(sid);
+    out->raw_p50 = pct(raw, rounds, 0.5);
+    out->raw_p99 = pct(raw, rounds, 0.99);
+    out->gw_p50 = pct(gwl, rounds, 0.5);
+    out->gw_p99 = pct(gwl, rounds, 0.99);
+    out->inside_p50 = pct(inside, rounds, 0.5);
     free(raw);
     free(gwl);
     free(inside);
+    return 0;
+}
+
+struct click_result {
+    int clicks, failed;
+    char counted[32], ref[64];
+    double *t;
+};
+
+static int run_click(const char *url, struct click_result *out)
+{
+    int clicks = quick ? 30 : 200;
+    char sid[64];
+    char *text = NULL;
+    int fd = http_connect(stack_port(st));
+    if (create(url, sid) < 0 || observe(&fd, sid, 0, &text, NULL, NULL) < 0 ||
+        find_ref(text, "button \"Target\"", out->ref, sizeof out->ref) < 0) {
+        fprintf(stderr, "gateway: click: no session, no observe or no ref for the target\n");
+        free(text);
+        close(fd);
+        return -1;
+    }
+    free(text);
+    out->clicks = clicks;
+    out->t = calloc((size_t)clicks, sizeof *out->t);
+    cJSON *args, *m = op_new("click", &args);
+    cJSON_AddStringToObject(args, "target", out->ref);
+    for (int i = 0; i < 10 + clicks; i++) {
+        double ms = 0;
+        renew_conn(&fd, i);
+        if (call(auth, &fd, sid, m, NULL, NULL, &ms) < 0)
+            out->failed++;
+        if (i >= 10)
+            out->t[i - 10] = ms;
+    }
+    cJSON_Delete(m);
+    m = op_new("read", &args);
+    cJSON_AddStringToObject(args, "target", "css:#count");
+    cJSON *rep = NULL;
+    snprintf(out->counted, sizeof out->counted, "0");
+    if (call(auth, &fd, sid, m, &rep, NULL, NULL) == 0 && result_str(rep, "value"))
+        snprintf(out->counted, sizeof out->counted, "%s", result_str(rep, "value"));
+    cJSON_Delete(rep);
+    cJSON_Delete(m);
+    close(fd);
+    close_session(sid);
+    return 0;
+}
+
+struct observe_result {
+    int runs, truncated, refs;
+    double first[MAX_RUNS], second[MAX_RUNS];
+    size_t bytes;
+};
+
+/*
+ * observe on bench/pages/controls.html through nginx, with the stack's
+ * registry (Redis) and its default cap (REFGATE_REGISTRY_MAX, 2,000 refs),
+ * as a user meets it: per run a new session on the page, the first observe
+ * and a second on the unchanged page. bench/observe.c measures the same
+ * below the gateway, with the cap raised so the page is not truncated.
+ */
+static int run_observe(const char *url, struct observe_result *out)
+{
+    out->runs = quick ? 1 : 5;
+    for (int i = 0; i < out->runs; i++) {
+        char sid[64];
+        int fd = http_connect(stack_port(st));
+        cJSON *m = op_new("observe", NULL), *rep = NULL;
+        int rc = create(url, sid);
+        if (rc == 0)
+            rc = call(auth, &fd, sid, m, &rep, NULL, &out->first[i]);
+        if (rc == 0) {
+            const char *t = result_str(rep, "text");
+            const cJSON *tr = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(rep, "result"), "truncated");
+            const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
+                cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(rep, "result"),
+                                                 "counts"),
+                "refs");
+            out->bytes = t ? strlen(t) : 0;
+            out->truncated = cJSON_IsTrue(tr);
+            out->refs = cJSON_IsNumber(refs) ? refs->valueint : 0;
+            cJSON_Delete(rep);
+            rc = call(auth, &fd, sid, m, NULL, NULL, &out->second[i]);
+        }
+        cJSON_Delete(m);
+        close(fd);
+        if (rc < 0) {
+            fprintf(stderr, "gateway: observe: run %d failed\n", i);
+            return -1;
+        }
+        close_session(sid);
+    }
+    return 0;
+}
+
+enum { STEP_NAVIGATE, STEP_OBSERVE, STEP_CLICK, STEP_FILL, STEP_DIFF, STEPS };
+static const char *const step_names[STEPS] = {"navigate", "observe", "click", "fill",
+                                              "observe_diff"};
+
+struct loop_result {
+    int loops, ok, failed;
+    double *total, *step[STEPS];
+    size_t reply_bytes, observe_bytes, diff_bytes;
+};
+
+/* One agent loop on the session; 0 when every step succeeded and the diff shows the note. */
+static int loop_once(int *fd, const char *sid, const char *url, double *t, size_t *reply_bytes,
+                     size_t *observe_bytes, size_t *diff_bytes)
+{
+    char note[64], email[64];
+    char *text = NULL, *diff = NULL;
+    size_t b = 0;
+    int rc = -1;
+    *reply_bytes = 0;
+    cJSON *args, *m = op_new("navigate", &args);
+    cJSON_AddStringToObject(args, "url", url);
+    int nav = call(auth, fd, sid, m, NULL, &b, &t[STEP_NAVIGATE]);
+    cJSON_Delete(m);
+    *reply_bytes += b;
+    if (nav < 0 || observe(fd, sid, 0, &text, &b, &t[STEP_OBSERVE]) < 0)
+        goto out;
+    *reply_bytes += b;
+    *observe_bytes = strlen(text);
+    if (find_ref(text, "button \"Add a delivery note\"", note, sizeof note) < 0 ||
+        find_ref(text, "textbox \"Email address\"", email, sizeof email) < 0) {
+        fprintf(stderr, "gateway: loop: the refs are not in the outline\n");
+        goto out;
+    }
+    m = op_new("click", &args);
+    cJSON_AddStringToObject(args, "target", note);
+    int c = call(auth, fd, sid, m, NULL, &b, &t[STEP_CLICK]);
+    cJSON_Delete(m);
+    *reply_bytes += b;
+    if (c < 0)
+        goto out;
+    m = op_new("fill", &args);
+    cJSON_AddStringToObject(args, "target", email);
+    cJSON_AddStringToObject(args, "value", "agent@example.com");
+    int f = call(auth, fd, sid, m, NULL, &b, &t[STEP_FILL]);
+    cJSON_Delete(m);
+    *reply_bytes += b;
+    if (f < 0 || observe(fd, sid, 1, &diff, &b, &t[STEP_DIFF]) < 0)
+        goto out;
+    *reply_bytes += b;
+    *diff_bytes = strlen(diff);
+    rc = strstr(diff, "Note for the driver") ? 0 : -1;
+    if (rc < 0)
+        fprintf(stderr, "gateway: loop: the diff does not show the note: %.200s\n", diff);
+out:
+    free(text);
+    free(diff);
+    return rc;
+}
+
+static int run_loop(const char *url, struct loop_result *out)
+{
+    int loops = quick ? 5 : 20;
+    char sid[64];
+    if (create(NULL, sid) < 0) {
+        fprintf(stderr, "gateway: loop: no session\n");
+        return -1;
+    }
+    int fd = http_connect(stack_port(st));
+    out->loops = loops;
+    out->total = calloc((size_t)loops, sizeof *out->total);
+    for (int s = 0; s < STEPS; s++)
+        out->step[s] = calloc((size_t)loops, sizeof *out->step[s]);
+    for (int i = 0; i < loops + 1; i++) {
+        double t[STEPS] = {0};
+        size_t rb = 0, ob = 0, db = 0;
+        int rc = loop_once(&fd, sid, url, t, &rb, &ob, &db);
+        if (i == 0)
+            continue; /* warm-up */
+        out->ok += rc == 0;
+        out->failed += rc < 0;
+        double sum = 0;
+        for (int s = 0; s < STEPS; s++) {
+            out->step[s][i - 1] = t[s];
+            sum += t[s];
+        }
+        out->total[i - 1] = sum;
+        out->reply_bytes = rb;
+        out->observe_bytes = ob;
+        out->diff_bytes = db;
+    }
+    close(fd);
+    close_session(sid);
+    return 0;
+}
+
+/* One client thread of the parallel run: its own session and connection. */
+struct driver {
+    char sid[64];
+    char ref[64];
+    const char *url; /* the page a new session opens (parallel run) */
+    const char *who; /* the Authorization header line; NULL: acme's */
+    const cJSON *cmd;
+    int pace_us; /* at least this long between commands; 0: as fast as it can */
+    int n, cap, errors;
+    double *lat;
+    int64_t until;
+};
+
+static void *drive(void *arg)
+{
+    struct driver *d = arg;
+    int fd = http_connect(stack_port(st));
+    while (rg_now_ms() < d->until && d->n < d->cap) {
+        renew_conn(&fd, d->n);
+        int64_t t0 = rg_now_us();
+        double ms = 0;
+        int rc = call(d->who ? d->who : auth, &fd, d->sid, d->cmd, NULL, NULL, &ms);
+        d->lat[d->n++] = ms;
+        d->errors += rc < 0;
+        int64_t spent = rg_now_us() - t0;
+        if (d->pace_us > spent)
+            usleep((useconds_t)(d->pace_us - spent));
+    }
+    close(fd);
+    return NULL;
+}
+
+/*
+ * Thread: opens one session of the parallel run on d->url: d->sid gets the
+ * session, d->ref the ref of "Add one", d->lat its latency buffer. d->lat
+ * stays NULL on failure.
+ */
+static void *open_driver(void *arg)
+{
+    struct driver *d = arg;
+    char *text = NULL;
+    int fd = http_connect(stack_port(st));
+    if (create(d->url, d->sid) == 0 && observe(&fd, d->sid, 0, &text, NULL, NULL) == 0 &&
+        find_ref(text, "button \"Add one\"", d->ref, sizeof d->ref) == 0) {
+        d->cap = 400000;
+        d->lat = calloc((size_t)d->cap, sizeof *d->lat);
+    }
+    free(text);
+    close(fd);
+    return NULL;
+}
+
+struct level_run {
+    int commands, errors;
+    double seconds, per_s, p50, p99, cpu_ms_per_command;
+};
+
+struct level {
+    int sessions;
+    struct level_run read, click;
+    long chromium_pss_kib, workers_pss_kib;
+    int procs;
+};
+
+/* Every driver in d[0..n) sends its own cmd for secs seconds; the figures into out. */
+static void run_level(struct driver *d, int n, const cJSON *const *cmds, int secs,
+                      struct level_run *out)
+{
+    pthread_t th[MAX_SESSIONS];
+    double cpu0 = workers_cpu_s();
+    int64_t t0 = rg_now_ms();
+    for (int i = 0; i < n; i++) {
+        d[i].n = d[i].errors = 0;
+        d[i].cmd = cmds[i];
+        d[i].until = t0 + secs * 1000;
+        pthread_create(&th[i], NULL, drive, &d[i]);
+    }
+    for (int i = 0; i < n; i++)
+        pthread_join(th[i], NULL);
+    out->seconds = (double)(rg_now_ms() - t0) / 1000.0;
+    double cpu1 = workers_cpu_s();
+    int total = 0;
+    out->errors = 0;
+    for (int i = 0; i < n; i++)
+        total += d[i].n, out->errors += d[i].errors;
+    double *all = calloc((size_t)total + 1, sizeof *all);
+    int k = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(all + k, d[i].lat, (size_t)d[i].n * sizeof *all);
+        k += d[i].n;
+    }
+    out->commands = total;
+    out->per_s = total / out->seconds;
+    out->p50 = pct(all, total, 0.5);
+    out->p99 = pct(all, total, 0.99);
+    out->cpu_ms_per_command = total ? (cpu1 - cpu0) * 1000.0 / total : 0;
+    free(all);
+}
+
+static void print_level_run(const char *key, const struct level_run *r)
+{
+    printf("\"%s\":{\"commands\":%d,\"errors\":%d,\"seconds\":%.2f,\"per_s\":%.1f,"
+           "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"worker_cpu_ms_per_command\":%.3f}",
+           key, r->commands, r->errors, r->seconds, r->per_s, r->p50, r->p99,
+           r->cpu_ms_per_command);
+}
+
+struct parallel_result {
+    int n_levels, secs;
+    struct level levels[MAX_LEVELS];
+    long base_chromium_pss_kib, base_workers_pss_kib;
+};
+
+static int run_parallel(const char *url, struct parallel_result *out)
+{
+    static struct driver d[MAX_SESSIONS];
+    int procs;
+    rg_sleep_ms(2000); /* the closed sessions' renderers exit */
+    workers_pss(&out->base_chromium_pss_kib, &out->base_workers_pss_kib, &procs);
+    fprintf(stderr, "gateway: no session live: %d processes below the workers, PSS %.1f MiB\n",
+            procs, out->base_chromium_pss_kib / 1024.0);
+    cJSON *read = op_new("read", NULL);
+    cJSON *clicks[MAX_SESSIONS];
+    const cJSON *reads[MAX_SESSIONS];
+    int have = 0;
+    int rc = 0;
+    for (int li = 0; li < out->n_levels && rc == 0; li++) {
+        struct level *lv = &out->levels[li];
+        int n = lv->sessions;
+        /* The new sessions open OPEN_AT_ONCE at a time, each on a thread of its own. */
+        pthread_t th[MAX_SESSIONS];
+        for (int i = have; i < n; i++) {
+            memset(&d[i], 0, sizeof d[i]);
+            d[i].url = url;
+            pthread_create(&th[i], NULL, open_driver, &d[i]);
+            if ((i - have) % OPEN_AT_ONCE == OPEN_AT_ONCE - 1 || i == n - 1)
+                for (int j = i - (i - have) % OPEN_AT_ONCE; j <= i; j++)
+                    pthread_join(th[j], NULL);
+        }
+        for (int i = have; i < n; i++) {
+            clicks[i] = NULL;
+            if (!d[i].lat) {
+                fprintf(stderr, "gateway: parallel: session %d did not start\n", i);
+                rc = -1;
+                continue;
+            }
+            cJSON *args;
+            clicks[i] = op_new("click", &args);
+            cJSON_AddStringToObject(args, "target", d[i].ref);
+            reads[i] = read;
+        }
+        have = n;
+        if (rc < 0)
+            break;
+        run_level(d, n, reads, out->secs, &lv->read);
+        run_level(d, n, (const cJSON *const *)clicks, out->secs, &lv->click);
+        rg_sleep_ms(1000);
+        workers_pss(&lv->chromium_pss_kib, &lv->workers_pss_kib, &lv->procs);
+        fprintf(stderr,
+                "gateway: %d sessions: read %.0f/s p99 %.1f ms, click %.0f/s p99 %.1f ms, "
+                "Chromium PSS %.1f MiB in %d processes\n",
+                n, lv->read.per_s, lv->read.p99, lv->click.per_s, lv->click.p99,
+                lv->chromium_pss_kib / 1024.0, lv->procs);
+    }
+    for (int i = 0; i < have; i++) {
+        close_session(d[i].sid);
+        cJSON_Delete(clicks[i]);
+        free(d[i].lat);
+    }
+    cJSON_Delete(read);
+    return rc;
+}
+
+struct fairness_result {
+    double before, during;
+    int noisy_sent, noisy_refused, secs;
+};
+
+/* A quiet tenant's p50 alone, then while a noisy one sends at ten times its rate (20/s). */
+static int run_fairness(const char *url, struct fairness_result *out)
+{
+    char quiet_h[160], noisy_h[160];
+    out->secs = quick ? 2 : 10;
+    if (bench_tenant("quiet", 1000, quiet_h, sizeof quiet_h) < 0 ||
+        bench_tenant("noisy", 20, noisy_h, sizeof noisy_h) < 0) {
+        fprintf(stderr, "gateway: cannot make the fairness tenants\n");
+        return -1;
+    }
+    cJSON *read = op_new("read", NULL);
+    struct driver q = {.who = quiet_h, .pace_us = 20000, .cap = 100000, .cmd = read};
+    q.lat = calloc((size_t)q.cap, sizeof *q.lat);
+    struct driver nz[4];
+    memset(nz, 0, sizeof nz);
+    int rc = create_as(quiet_h, url, q.sid);
+    for (int i = 0; i < 4 && rc == 0; i++) {
+        nz[i].who = noisy_h;
+        nz[i].cmd = read;
+        nz[i].pace_us = 20000; /* 4 x 50 = 200 a second */
+        nz[i].cap = 100000;
+        nz[i].lat = calloc((size_t)nz[i].cap, sizeof *nz[i].lat);
+        rc = create_as(noisy_h, url, nz[i].sid);
+    }
+    if (rc == 0) {
+        q.until = rg_now_ms() + out->secs * 1000;
+        drive(&q);
+        out->before = pct(q.lat, q.n, 0.5);
+        q.n = 0;
+        int64_t end = rg_now_ms() + out->secs * 1000;
+        q.until = end;
+        pthread_t nth[4];
+        for (int i = 0; i < 4; i++) {
+            nz[i].until = end;
+            pthread_create(&nth[i], NULL, drive, &nz[i]);
+        }
+        drive(&q);
+        for (int i = 0; i < 4; i++)
+            pthread_join(nth[i], NULL);
+        out->during = pct(q.lat, q.n, 0.5);
+        for (int i = 0; i < 4; i++) {
+            out->noisy_sent += nz[i].n;
+            out->noisy_refused += nz[i].errors;
+        }
+    }
+    for (int i = 0; i < 4; i++)
+        free(nz[i].lat);
+    free(q.lat);
+    cJSON_Delete(read);
+    return rc;
+}
+
+static void usage(void)
+{
+    fprintf(stderr, "usage: gateway [--quick] [--only SECTION[,SECTION...]] [--levels N[,N...]] "
+                    "[--secs S]\n  sections: floor, click, observe, loop, parallel, fairness\n");
+    exit(2);
+}
+
+/* 1 when name is one of the comma-separated list (NULL: every name). */
+static int listed(const char *list, const char *name)
+{
+    if (!list)
+        return 1;
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t k = strcspn(p, ",");
+        if (k == n && !strncmp(p, name, n))
+            return 1;
+        p += k + (p[k] == ',');
+    }
+    return 0;
+}
+
+static void print_floor(const struct floor_result *fl)
+{
+    printf(",\"floor\":{\"rounds\":%d,\"errors\":%d,\"raw_p50_ms\":%.3f,\"raw_p99_ms\":%.3f,"
+           "\"gateway_p50_ms\":%.3f,\"gateway_p99_ms\":%.3f,\"added_p50_ms\":%.3f,"
+           "\"in_gateway_p50_ms\":%.3f}",
+           fl->rounds, fl->errors, fl->raw_p50, fl->raw_p99, fl->gw_p50, fl->gw_p99,
+           fl->gw_p50 - fl->raw_p50, fl->inside_p50);
+}
+
+static void print_click(struct click_result *ck)
+{
+    double c50 = pct(ck->t, ck->clicks, 0.5), c99 = pct(ck->t, ck->clicks, 0.99);
+    printf(",\"click\":{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,"
+           "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}",
+           ck->ref, ck->clicks, ck->counted, ck->failed, c50, c99, ck->t[0], ck->t[ck->clicks - 1]);
+}
+
+static void print_observe(struct observe_result *ob)
+{
+    printf(",\"observe\":{\"page\":\"controls\",\"runs\":%d,\"bytes\":%zu,\"tokens\":%zu,"
+           "\"refs\":%d,\"truncated\":%s,",
+           ob->runs, ob->bytes, ob->bytes / 4, ob->refs, ob->truncated ? "true" : "false");
+    print_mmm("first_ms", ob->first, ob->runs);
+    printf(",");
+    print_mmm("second_ms", ob->second, ob->runs);
+    printf("}");
+}
+
+static void print_loop(struct loop_result *lp)
+{
+    printf(",\"loop\":{\"loops\":%d,\"ok\":%d,\"failed\":%d,\"reply_bytes\":%zu,"
+           "\"observe_bytes\":%zu,\"diff_bytes\":%zu,",
+           lp->loops, lp->ok, lp->failed, lp->reply_bytes, lp->observe_bytes, lp->diff_bytes);
+    print_mmm("total_ms", lp->total, lp->loops);
+    printf(",\"steps\":{");
+    for (int s = 0; s < STEPS; s++) {
+        printf("%s", s ? "," : "");
+        print_mmm(step_names[s], lp->step[s], lp->loops);
+    }
+    printf("}}");
+}
+
+static void print_parallel(const struct parallel_result *par)
+{
+    printf(",\"parallel\":{\"workers\":%d,\"seconds\":%d,\"base_chromium_pss_kib\":%ld,"
+           "\"base_workers_pss_kib\":%ld,\"levels\":[",
+           WORKERS, par->secs, par->base_chromium_pss_kib, par->base_workers_pss_kib);
+    for (int i = 0; i < par->n_levels; i++) {
+        const struct level *lv = &par->levels[i];
+        printf("%s{\"sessions\":%d,", i ? "," : "", lv->sessions);
+        print_level_run("read", &lv->read);
+        printf(",");
+        print_level_run("click", &lv->click);
+        printf(",\"chromium_pss_kib\":%ld,\"workers_pss_kib\":%ld,\"processes\":%d,"
+               "\"chromium_pss_mib_per_session\":%.2f}",
+               lv->chromium_pss_kib, lv->workers_pss_kib, lv->procs,
+               (lv->chromium_pss_kib - par->base_chromium_pss_kib) / 1024.0 / lv->sessions);
+    }
+    printf("]}");
+}
+
+static void print_fairness(const struct fairness_result *fa)
+{
+    printf(",\"fairness\":{\"quiet_p50_before_ms\":%.3f,\"quiet_p50_during_ms\":%.3f,"
+           "\"factor\":%.2f,\"noisy_sent\":%d,\"noisy_refused\":%d,\"seconds\":%d}",
+           fa->before, fa->during, fa->before > 0 ? fa->during / fa->before : 0, fa->noisy_sent,
+           fa->noisy_refused, fa->secs);
+}
+
+int main(int argc, char **argv)
+{
+    const char *only = NULL;
+    static struct parallel_result par;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) {
+            quick = 1;
+        } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
+            only = argv[++i];
+        } else if (!strcmp(argv[i], "--levels") && i + 1 < argc) {
+            par.n_levels = 0;
+            for (char *p = argv[++i]; *p && par.n_levels < MAX_LEVELS;) {
+                int n = (int)strtol(p, &p, 10);
+                if (n < 1 || n > MAX_SESSIONS || (*p && *p != ','))
+                    usage();
+                par.levels[par.n_levels++].sessions = n;
+                p += *p == ',';
+            }
+        } else if (!strcmp(argv[i], "--secs") && i + 1 < argc) {
+            par.secs = atoi(argv[++i]);
+            if (par.secs < 1)
+                usage();
+        } else {
+            usage();
+        }
+    }
+    if (!par.n_levels) {
+        static const int all[] = {8, 16, 32};
+        par.n_levels = quick ? 1 : 3;
+        for (int i = 0; i < par.n_levels; i++)
+            par.levels[i].sessions = all[i];
+    }
+    if (!par.secs)
+        par.secs = quick ? 2 : 10;
+
+    httpd *pages = httpd_start("bench/pages");
+    const char *env[] = {"REFGATE_LOG_LEVEL=warn", "REFGATE_CONTEXTS_PER_BROWSER=40",
+                         "REFGATE_GATEWAY_THREADS=48", NULL};
+    st = pages ? stack_start(WORKERS, env) : NULL;
+    if (!st) {
+        fprintf(stderr, "gateway: cannot start the stack\n");
+        return 1;
+    }
+    snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", stack_key(st, 0));
+    char floor_url[256], click_url[256], form_url[256], controls_url[256];
+    httpd_url(pages, "/floor.html", floor_url, sizeof floor_url);
+    httpd_url(pages, "/click.html", click_url, sizeof click_url);
+    httpd_url(pages, "/form.html", form_url, sizeof form_url);
+    httpd_url(pages, "/controls.html", controls_url, sizeof controls_url);
+
+    struct floor_result fl = {0};
+    struct click_result ck = {0};
+    struct loop_result lp = {0};
+    static struct observe_result ob;
+    struct fairness_result fa = {0};
+    int rc = 0;
+    int64_t t0 = rg_now_ms();
+    if (listed(only, "floor") && (rc = run_floor(floor_url, &fl)) == 0)
+        fprintf(stderr, "gateway: floor: raw %.3f ms, through nginx %.3f ms (%lld ms)\n",
+                fl.raw_p50, fl.gw_p50, (long long)(rg_now_ms() - t0));
+    t0 = rg_now_ms();
+    if (rc == 0 && listed(only, "click") && (rc = run_click(click_url, &ck)) == 0)
+        fprintf(stderr, "gateway: click: p50 %.2f ms (%lld ms)\n", pct(ck.t, ck.clicks, 0.5),
+                (long long)(rg_now_ms() - t0));
+    t0 = rg_now_ms();
+    if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
+        fprintf(stderr, "gateway: observe: first %.1f ms, second %.1f ms (%lld ms)\n", ob.first[0],
+                ob.second[0], (long long)(rg_now_ms() - t0));
+    t0 = rg_now_ms();
+    if (rc == 0 && listed(only, "loop") && (rc = run_loop(form_url, &lp)) == 0)
+        fprintf(stderr, "gateway: loop: %.1f ms per loop, %d of %d ok (%lld ms)\n",
+                pct(lp.total, lp.loops, 0.5), lp.ok, lp.loops, (long long)(rg_now_ms() - t0));
+    t0 = rg_now_ms();
+    if (rc == 0 && listed(only, "parallel") && (rc = run_parallel(form_url, &par)) == 0)
+        fprintf(stderr, "gateway: parallel (%lld ms)\n", (long long)(rg_now_ms() - t0));
+    t0 = rg_now_ms();
+    if (rc == 0 && listed(only, "fairness") && (rc = run_fairness(floor_url, &fa)) == 0)
+        fprintf(stderr, "gateway: fairness (%lld ms)\n", (long long)(rg_now_ms() - t0));
+    if (rc < 0) {
+        fprintf(stderr, "gateway: stopped early; the stack's logs are in %s\n", stack_dir(st));
+        stack_stop(st);
+        httpd_stop(pages);
+        return 1;
+    }
+
+    char product[128] = "unknown";
+    if (fl.product[0])
+        snprintf(product, sizeof product, "%s", fl.product);
+    printf("{\"chromium\":\"%s\",\"workers\":%d,\"quick\":%s", product, WORKERS,
+           quick ? "true" : "false");
+    if (listed(only, "floor"))
+        print_floor(&fl);
+    if (listed(only, "click"))
+        print_click(&ck);
+    if (listed(only, "observe"))
+        print_observe(&ob);
+    if (listed(only, "loop"))
+        print_loop(&lp);
+    if (listed(only, "parallel"))
+        print_parallel(&par);
+    if (listed(only, "fairness"))
+        print_fairness(&fa);
+    printf("}\n");
+
+    free(ck.t);
+    free(lp.total);
+    for (int s = 0; s < STEPS; s++)
+        free(lp.step[s]);
     stack_stop(st);
     httpd_stop(pages);
     return 0;

@@ -13,7 +13,7 @@
  * Also the Redis bytes one parked session holds (MEMORY USAGE of all its
  * keys) and the Redis round trips of one observe (client commands seen by
  * MONITOR). A private redis-server and a one-browser pool; `rounds` rounds
- * (15, or 5 with --quick). Prints one JSON object. Measures; asserts nothing.
+ * (15, or 3 with --quick). Prints one JSON object. Measures; asserts nothing.
  */
 #define _GNU_SOURCE
 #include <hiredis/hiredis.h>
@@ -130,7 +130,7 @@ static long parked_bytes(redissrv *rs, const char *sid)
 
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 && !strcmp(argv[1], "--quick") ? 5 : 15;
+    int rounds = argc > 1 && !strcmp(argv[1], "--quick") ? 3 : 15;
     char run_dir[64], docs[64], url[256], err[256], product[128];
     snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-park-%d", (int)getpid());
     snprintf(docs, sizeof docs, "/tmp/refgate-bench-park-docs-%d", (int)getpid());
@@ -194,8 +194,7 @@ int main(int argc, char **argv)
             page_browser_product(sess_handle(s).conn, product, sizeof product);
             trips = round_trips(rs, s);
         }
-        page_eval(sess_handle(s).conn, sess_handle(s).session, "window.scrollTo(0,900);1", NULL,
-                  0);
+        page_eval(sess_handle(s).conn, sess_handle(s).session, "window.scrollTo(0,900);1", NULL, 0);
         char sid[SESS_ID_MAX];
         snprintf(sid, sizeof sid, "%s", sess_id(s));
         size_t pb = 0;
@@ -232,8 +231,7 @@ int main(int argc, char **argv)
         cmin = cold[i] < cmin ? cold[i] : cmin;
         rmin = restore[i] < rmin ? restore[i] : rmin;
     }
-    double cmed = median(cold, rounds), pmed = median(park, rounds),
-           rmed = median(restore, rounds);
+    double cmed = median(cold, rounds), pmed = median(park, rounds), rmed = median(restore, rounds);
     printf("{\"chromium\":\"%s\",\"rounds\":%d,\"refs\":%zu,\"refs_kept\":%zu,\"refs_lost\":%zu,"
            "\"cold_ms\":%.2f,\"cold_min_ms\":%.2f,\"cold_max_ms\":%.2f,"
            "\"park_ms\":%.2f,\"restore_ms\":%.2f,\"restore_min_ms\":%.2f,"

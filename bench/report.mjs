@@ -1,187 +1,508 @@
-// report.mjs REFGATE.json PEER.json [REFGATE-OBSERVE.json PEER-OBSERVE.json]
-// - prints the floor figures of refgate and Playwright side by side with
-// ratios (refgate / Playwright: below 1 means refgate is faster or smaller),
-// with the machine, the date and the versions; given the observe results
-// (bench/observe.c, bench/peer/observe.mjs) too, a second table: observe
-// against Playwright's AI snapshot, per page, with the median ratios.
-import { readFileSync } from 'node:fs';
+// report.mjs DIR - the tables of `make bench`, from the JSON files that
+// bench/run.sh collected in DIR (one per bench, names below). First one table
+// per bench with its details, then the summary: one row per comparison with
+// refgate's figure, the peer's, the ratio refgate / peer, and the issue's
+// target where it sets one; headed by the machine, the date, the load on the
+// machine and the versions. In a full run the time figures read
+// "median (min-max)"; in a quick run, medians only.
+//
+// Files: floor-refgate, floor-playwright, observe-refgate, observe-playwright,
+// click-refgate, click-playwright, park-refgate, gateway-refgate,
+// parallel-playwright, mcp (each .json), and meta.json from run.sh (quick,
+// git rev, load averages, the wall time of each step). A missing or broken
+// file leaves its rows out with a note; the report never fails for one.
+
+import { existsSync, readFileSync } from 'node:fs';
 import os from 'node:os';
+import { join } from 'node:path';
 
-const [rgPath, pwPath, rgObsPath, pwObsPath, rgClickPath, pwClickPath, rgParkPath, rgGwPath] =
-  process.argv.slice(2);
-const rg = JSON.parse(readFileSync(rgPath, 'utf8'));
-const pw = JSON.parse(readFileSync(pwPath, 'utf8'));
+const dir = process.argv[2];
+if (!dir) {
+  console.error('usage: node bench/report.mjs DIR');
+  process.exit(2);
+}
+const notes = [];
+function load(name) {
+  const p = join(dir, `${name}.json`);
+  if (!existsSync(p)) {
+    notes.push(`${name}: no result (the bench did not run or failed; see its log)`);
+    return undefined;
+  }
+  try {
+    return JSON.parse(readFileSync(p, 'utf8'));
+  } catch (err) {
+    notes.push(`${name}: unreadable result: ${err.message}`);
+    return undefined;
+  }
+}
 
-const cpu = os.cpus()[0]?.model ?? 'unknown cpu';
-console.log(`refgate floor benchmark, ${new Date().toISOString()}`);
-console.log(`machine: ${os.cpus().length} x ${cpu}, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB, ` +
-            `${os.type()} ${os.release()}`);
-console.log(`browser: ${rg.chromium} (same binary and flags for both); ` +
-            `Playwright: playwright-core ${pw.version}, node ${process.version}`);
-console.log('');
+const meta = load('meta') ?? {};
+const rgFloor = load('floor-refgate');
+const pwFloor = load('floor-playwright');
+const rgObs = load('observe-refgate');
+const pwObs = load('observe-playwright');
+const rgClick = load('click-refgate');
+const pwClick = load('click-playwright');
+const rgPark = load('park-refgate');
+const rgGw = load('gateway-refgate');
+const pwPar = load('parallel-playwright');
+const mcp = load('mcp');
+const quick = !!meta.quick;
 
-const rows = [];
-const add = (figure, a, b, unit) => rows.push([figure, a, b, unit]);
-add('cold start of a browser', rg.cold_start_ms, pw.cold_start_ms, 'ms');
-add('evaluate 1+1 round trip p50', rg.evaluate_p50_ms, pw.evaluate_p50_ms, 'ms');
-add('evaluate 1+1 round trip p99', rg.evaluate_p99_ms, pw.evaluate_p99_ms, 'ms');
-add('raw pipe round trip p50 (Browser.getVersion)', rg.getversion_p50_ms, undefined, 'ms');
-add('raw pipe round trip p99 (Browser.getVersion)', rg.getversion_p99_ms, undefined, 'ms');
-for (const n of Object.keys(rg.context_create_ms ?? {}))
-  add(`context + page creation, ${n} contexts (median)`, rg.context_create_ms[n],
-      pw.context_create_ms?.[n], 'ms');
-for (const n of Object.keys(rg.context_pss_mib ?? {}))
-  add(`PSS per context, ${n} contexts`, rg.context_pss_mib[n], pw.context_pss_mib?.[n], 'MiB');
+// ---- formatting ----
 
-const fmt = (v) => (v === undefined || v === null ? '-' : Number(v).toFixed(v < 10 ? 3 : 1));
+const isNum = (v) => typeof v === 'number' && Number.isFinite(v);
+function num(v) {
+  if (!isNum(v)) return '-';
+  const a = Math.abs(v);
+  return v.toFixed(a >= 100 ? 0 : a >= 10 ? 1 : a >= 1 ? 2 : 3);
+}
+const r2 = (v) => (isNum(v) ? v.toFixed(2) : '-');
+const ratio = (a, b) => (isNum(a) && isNum(b) && b > 0 ? a / b : undefined);
+function median(xs) {
+  const v = xs.filter(isNum).sort((a, b) => a - b);
+  if (!v.length) return undefined;
+  const k = v.length;
+  return k % 2 ? v[(k - 1) / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+}
+
+/** A figure: a median with an optional range. */
+const fig = (med, min, max) => (isNum(med) ? { med, min, max } : undefined);
+function cell(f) {
+  if (!f) return '-';
+  if (quick || !isNum(f.min) || !isNum(f.max)) return num(f.med);
+  return `${num(f.med)} (${num(f.min)}-${num(f.max)})`;
+}
+
 /** A Markdown table: the first column left-aligned, the others right-aligned. */
-function printTable(header, table) {
-  const widths = header.map((h, i) => Math.max(h.length, ...table.map((r) => r[i].length)));
-  const line = (r) => '| ' + r.map((c, i) => (i ? c.padStart(widths[i]) : c.padEnd(widths[i]))).join(' | ') + ' |';
+function printTable(header, rows, align) {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => String(r[i]).length)));
+  const left = (i) => (align ? align[i] === 'l' : i === 0);
+  const line = (r) => '| ' + r.map((c, i) => (left(i) ? String(c).padEnd(widths[i]) : String(c).padStart(widths[i]))).join(' | ') + ' |';
   console.log(line(header));
-  console.log('|' + widths.map((w, i) => (i ? '-'.repeat(w + 1) + ':' : '-'.repeat(w + 2))).join('|') + '|');
-  for (const r of table) console.log(line(r));
+  console.log('|' + widths.map((w, i) => (left(i) ? '-'.repeat(w + 2) : '-'.repeat(w + 1) + ':')).join('|') + '|');
+  for (const r of rows) console.log(line(r));
 }
-const header = ['figure', 'refgate', 'Playwright', 'ratio'];
-const table = rows.map(([f, a, b, unit]) => [
-  `${f} [${unit}]`, fmt(a), fmt(b),
-  a !== undefined && b ? (a / b).toFixed(2) : '-',
-]);
-printTable(header, table);
-console.log('');
-console.log('ratio = refgate / Playwright; medians unless a percentile is named. ' +
-            'Shared, noisy machine: compare ratios, not absolute figures.');
 
-if (rgObsPath && pwObsPath) observeTable();
-if (rgClickPath && pwClickPath) clickTable();
-if (rgParkPath) parkTable();
-if (rgGwPath) gatewayTable();
+// ---- the heading ----
 
-// The gateway's own cost (bench/gateway.c): nginx + FastCGI + the gateway on a trivial command.
-function gatewayTable() {
-  const g = JSON.parse(readFileSync(rgGwPath, 'utf8'));
-  const p = g.parallel;
+function cpuModel() {
+  try {
+    const m = /^model name\s*:\s*(.+)$/m.exec(readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) return m[1].trim();
+  } catch {
+    /* not Linux */
+  }
+  return os.cpus()[0]?.model ?? 'unknown CPU';
+}
+
+function heading() {
+  const cores = os.cpus().length;
+  console.log(`# refgate benchmarks (${quick ? 'quick run' : 'full run'}), ${meta.date ?? new Date().toISOString()}`);
   console.log('');
-  console.log(`gateway: a trivial command (read of a one-line page) through nginx and a worker, ` +
-              `msgpack on a kept-alive connection, ${g.rounds} rounds, against the same evaluate ` +
-              'down the DevTools pipe');
-  console.log('| figure | value |');
-  console.log('|---|---:|');
-  console.log(`| raw DevTools evaluate p50 / p99 [ms] | ${g.raw_p50_ms.toFixed(3)} / ${g.raw_p99_ms.toFixed(3)} |`);
-  console.log(`| through nginx + gateway p50 / p99 [ms] | ${g.gateway_p50_ms.toFixed(3)} / ${g.gateway_p99_ms.toFixed(3)} |`);
-  console.log(`| added by the gateway at p50 (target at most 0.5) [ms] | ${g.added_p50_ms.toFixed(3)} |`);
-  console.log(`| of which inside the worker (reply's ms, includes the evaluate) [ms] | ${g.in_gateway_p50_ms.toFixed(3)} |`);
-  console.log(`| ${p.sessions} sessions in parallel, ${p.workers} workers: commands/s | ${p.per_s.toFixed(0)} |`);
-  console.log(`| the same: p50 / p99 [ms] | ${p.p50_ms.toFixed(2)} / ${p.p99_ms.toFixed(2)} |`);
-  console.log(`| worker CPU per command (the gateway processes, not Chromium) [ms] | ${p.worker_cpu_ms_per_command.toFixed(3)} |`);
-  if (g.errors || p.errors) console.log(`note: ${g.errors + p.errors} commands failed, see the log`);
-  const f = g.fairness;
-  if (f)
-    console.log(`fairness: a quiet tenant's p50 ${f.quiet_p50_before_ms.toFixed(2)} ms alone, ` +
-                `${f.quiet_p50_during_ms.toFixed(2)} ms while a noisy tenant sent ${f.noisy_sent} ` +
-                `commands in ${f.seconds} s at ten times its rate (${f.noisy_refused} refused): ` +
-                `factor ${f.factor.toFixed(2)} (target under 2)`);
+  console.log(`machine: ${cpuModel()}, ${cores} cores, ${(os.totalmem() / 2 ** 30).toFixed(1)} GiB RAM, ` +
+              `${os.type()} ${os.release()}`);
+  const chromium = rgFloor?.chromium ?? rgGw?.chromium ?? rgObs?.chromium ?? 'unknown';
+  console.log(`versions: Chromium ${chromium.replace(/^Chrome\//, '')} (Debian's /usr/lib/chromium/chromium, ` +
+              `the same binary and flags on every side); playwright-core ${pwFloor?.version ?? pwObs?.version ?? '?'}; ` +
+              `@playwright/mcp ${mcp?.version ?? '?'} (on its own playwright-core ${mcp?.core_version ?? '?'}); ` +
+              `node ${process.version}; refgate ${meta.git ?? 'unknown'}`);
+  if (meta.load_start) {
+    // The benches keep both cores busy themselves (a browser, workers, nginx, Redis, a client), so
+    // the load before the run is what tells whether other work shared the machine.
+    const during = Object.values(meta.load_after_step ?? {});
+    const busy = meta.load_start[0] > cores * 0.5;
+    console.log(`load average (1 min) before the run ${meta.load_start[0]} on ${cores} cores` +
+                (during.length ? `; after each bench ${during.join(' ')} (the benches themselves load the machine)` : '') +
+                `; at the end ${meta.load_end?.[0] ?? '?'}: ` +
+                (busy ? 'other work was running: absolute figures are inflated and noisy, ratios taken in one run are ' +
+                        'the figures to read' : 'the machine was otherwise quiet'));
+  }
+  if (meta.seconds) console.log(`wall time of the run: ${meta.seconds} s (${Object.entries(meta.steps ?? {}).map(([k, v]) => `${k} ${v} s`).join(', ')})`);
+  console.log('');
 }
 
-// Park and restore (bench/park.c) against refgate's own cold path on the same page.
-function parkTable() {
-  const r = JSON.parse(readFileSync(rgParkPath, 'utf8'));
+// ---- the detail tables ----
+
+function floorTable() {
+  if (!rgFloor || !pwFloor) return;
+  console.log('## floor: the DevTools pipe and the pool, below the gateway (bench/floor.c, bench/peer/floor.mjs)');
   console.log('');
-  console.log(`park and restore: a page with ${r.refs} refs, cookies, storage and a scroll ` +
-              `position; median of ${r.rounds} rounds (min-max), one browser, private Redis`);
-  const mm = (a, lo, hi) => `${a.toFixed(1)} (${lo.toFixed(1)}-${hi.toFixed(1)})`;
-  console.log('| figure | value |');
-  console.log('|---|---:|');
-  console.log(`| cold: create + navigate + observe [ms] | ${mm(r.cold_ms, r.cold_min_ms, r.cold_max_ms)} |`);
-  console.log(`| park [ms] | ${r.park_ms.toFixed(1)} |`);
-  console.log(`| restore to the first observe [ms] | ${mm(r.restore_ms, r.restore_min_ms, r.restore_max_ms)} |`);
-  console.log(`| restore / cold (target at most 1.5) | ${r.restore_over_cold.toFixed(2)} |`);
-  console.log(`| refs kept / lost at restore | ${r.refs_kept} / ${r.refs_lost} |`);
-  console.log(`| Redis bytes per parked session (target under 65536) | ${r.redis_bytes_parked} |`);
-  console.log(`| Redis round trips per observe (target 1) | ${r.redis_round_trips_per_observe} |`);
-  if (r.failed) console.log(`note: ${r.failed} parks failed, see the log`);
+  const rows = [];
+  const add = (f, a, b, unit) => rows.push([`${f} [${unit}]`, num(a), num(b), r2(ratio(a, b))]);
+  add('cold start of a browser', rgFloor.cold_start_ms, pwFloor.cold_start_ms, 'ms');
+  add('evaluate 1+1 round trip p50', rgFloor.evaluate_p50_ms, pwFloor.evaluate_p50_ms, 'ms');
+  add('evaluate 1+1 round trip p99', rgFloor.evaluate_p99_ms, pwFloor.evaluate_p99_ms, 'ms');
+  add('raw pipe round trip p50 (Browser.getVersion)', rgFloor.getversion_p50_ms, undefined, 'ms');
+  for (const n of Object.keys(rgFloor.context_create_ms ?? {}))
+    add(`context + page creation, ${n} contexts, median`, rgFloor.context_create_ms[n], pwFloor.context_create_ms?.[n], 'ms');
+  for (const n of Object.keys(rgFloor.context_pss_mib ?? {}))
+    add(`PSS per context (about:blank), ${n} contexts`, rgFloor.context_pss_mib[n], pwFloor.context_pss_mib?.[n], 'MiB');
+  printTable(['figure', 'refgate', 'Playwright', 'ratio'], rows);
+  console.log('');
 }
 
-// Click by ref: refgate's click on a ref against page.getByRef(ref).click().
-function clickTable() {
-  const rc = JSON.parse(readFileSync(rgClickPath, 'utf8'));
-  const pc = JSON.parse(readFileSync(pwClickPath, 'utf8'));
-  console.log('');
-  console.log(`click by ref: ${rc.clicks} clicks on the target of bench/pages/click.html ` +
-              `(600 other controls), after 10 warm-up clicks; page counted ` +
-              `${rc.counted} (refgate) and ${pc.counted} (Playwright) of ${rc.clicks + 10}`);
-  const row = (k) => `| ${k.padEnd(3)} | ${rc[k + '_ms'].toFixed(2).padStart(7)} | ` +
-    `${pc[k + '_ms'].toFixed(2).padStart(10)} | ${(rc[k + '_ms'] / pc[k + '_ms']).toFixed(2).padStart(5)} |`;
-  console.log('| ms  | refgate | Playwright | ratio |');
-  console.log('|-----|--------:|-----------:|------:|');
-  console.log(row('p50'));
-  console.log(row('p99'));
-}
+const obsNames = () => {
+  const names = [];
+  if (rgObs?.controls || pwObs?.controls) names.push('controls');
+  for (const n of Object.keys(rgObs?.pages ?? {})) names.push(n);
+  for (const n of Object.keys(pwObs?.pages ?? {})) if (!names.includes(n)) names.push(n);
+  return names;
+};
+const obsOf = (o, n) => (n === 'controls' ? o?.controls : o?.pages?.[n]) ?? {};
+const mcpPage = (n) => mcp?.default?.pages?.[n];
 
 function observeTable() {
-  const ro = JSON.parse(readFileSync(rgObsPath, 'utf8'));
-  const po = JSON.parse(readFileSync(pwObsPath, 'utf8'));
-  const names = [];
-  if (ro.controls || po.controls) names.push('controls');
-  for (const n of Object.keys(ro.pages ?? {})) names.push(n);
-  for (const n of Object.keys(po.pages ?? {})) if (!names.includes(n)) names.push(n);
-  const get = (o, n) => (n === 'controls' ? o.controls : o.pages?.[n]) ?? {};
-  const ms = (v) => (typeof v === 'number' ? v.toFixed(1) : '-');
-  const int = (v) => (typeof v === 'number' ? String(v) : '-');
-  const ratio = (a, b) => (typeof a === 'number' && typeof b === 'number' && b > 0 ? a / b : undefined);
-  const r2 = (v) => (v === undefined ? '-' : v.toFixed(2));
-  const med = (xs) => {
-    const v = xs.filter((x) => x !== undefined).sort((a, b) => a - b);
-    if (!v.length) return undefined;
-    const k = v.length;
-    return k % 2 ? v[(k - 1) / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
-  };
-
+  if (!rgObs || !pwObs) return;
+  const withMcp = !!mcp?.default?.pages;
+  console.log(`## observe: refgate's observe (text outline) against Playwright's page.ariaSnapshot({mode: 'ai'})` +
+              `${withMcp ? ' and the MCP server\'s browser_snapshot' : ''} (bench/observe.c, bench/peer/observe.mjs, bench/peer/mcp.mjs)`);
   console.log('');
-  console.log(`observe: refgate's observe (outline) against Playwright's ${po.api ?? 'AI snapshot'}, ` +
-              `median of ${ro.runs ?? '?'} / ${po.runs ?? '?'} runs per page, each on a freshly loaded page ` +
-              '(new context, 1280x720, after the load event)');
-  const header = ['page', 'rg first', 'rg second', 'PW first', 'PW second', 'ratio first',
-                  'ratio second', 'rg bytes', 'PW bytes', 'ratio bytes', 'rg/PW refs'];
-  const table = [];
-  const firsts = [], seconds = [], sizes = [];
-  const notes = [];
-  for (const n of names) {
-    const a = get(ro, n), b = get(po, n);
-    const rf = ratio(a.first_ms, b.first_ms), rs = ratio(a.second_ms, b.second_ms);
-    const rb = ratio(a.bytes, b.bytes);
-    firsts.push(rf);
-    seconds.push(rs);
-    sizes.push(rb);
-    if (a.error) notes.push(`${n}: refgate failed: ${a.error}`);
-    if (b.error) notes.push(`${n}: Playwright failed: ${b.error}`);
-    if (a.truncated) notes.push(`${n}: refgate's observation was truncated at ${ro.registry_max} nodes`);
-    table.push([n.replace(/\.html$/, ''), ms(a.first_ms), ms(a.second_ms), ms(b.first_ms),
-                ms(b.second_ms), r2(rf), r2(rs), int(a.bytes), int(b.bytes), r2(rb),
-                `${int(a.refs)}/${int(b.refs)}`]);
+  console.log(`Median of ${rgObs.runs} (refgate) / ${pwObs.runs} (Playwright)${withMcp ? ` / ${mcp.default.pages.controls?.runs ?? '?'} (MCP)` : ''} ` +
+              'runs per page, each on a freshly loaded page (new context, 1280x720, after the load event). ' +
+              'first: the first observe after load; second: again at once on the unchanged page (refgate\'s ' +
+              'page-side cache answers); later: again 2.5 s after that, past the 2 s the cache holds. [ms], sizes in bytes.');
+  console.log('');
+  const header = ['page', 'rg first', 'PW first', 'ratio', 'rg second', 'PW second', 'ratio', 'rg later', 'PW later', 'ratio'];
+  if (withMcp) header.push('MCP snap', 'rg 2nd / MCP');
+  header.push('rg bytes', 'PW bytes', 'ratio');
+  if (withMcp) header.push('MCP bytes', 'ratio');
+  header.push('rg/PW refs');
+  const rows = [];
+  for (const n of obsNames()) {
+    const a = obsOf(rgObs, n), b = obsOf(pwObs, n), m = mcpPage(n) ?? {};
+    if (a.error) notes.push(`observe ${n}: refgate failed: ${a.error}`);
+    if (b.error) notes.push(`observe ${n}: Playwright failed: ${b.error}`);
+    if (m.error) notes.push(`observe ${n}: MCP failed: ${m.error}`);
+    if (a.truncated) notes.push(`observe ${n}: refgate's observation was truncated at ${rgObs.registry_max} nodes`);
+    const row = [n.replace(/\.html$/, ''), num(a.first_ms), num(b.first_ms), r2(ratio(a.first_ms, b.first_ms)),
+                 num(a.second_ms), num(b.second_ms), r2(ratio(a.second_ms, b.second_ms)),
+                 num(a.later_ms), num(b.later_ms), r2(ratio(a.later_ms, b.later_ms))];
+    if (withMcp) row.push(num(m.snapshot_ms), r2(ratio(a.second_ms, m.snapshot_ms)));
+    row.push(a.bytes ?? '-', b.bytes ?? '-', r2(ratio(a.bytes, b.bytes)));
+    if (withMcp) row.push(m.bytes ?? '-', r2(ratio(a.bytes, m.bytes)));
+    row.push(`${a.refs ?? '-'}/${b.refs ?? '-'}`);
+    rows.push(row);
   }
-  table.push([`median ratio over ${names.length} pages`, '', '', '', '', r2(med(firsts)),
-              r2(med(seconds)), '', '', r2(med(sizes)), '']);
-  printTable(header, table);
+  const c = corpusRatios();
+  const row = [`median ratio, ${c.n} corpus pages`, '', '', r2(c.first), '', '', r2(c.second), '', '', r2(c.later)];
+  if (withMcp) row.push('', r2(c.mcpTime));
+  row.push('', '', r2(c.bytes));
+  if (withMcp) row.push('', r2(c.mcpBytes));
+  row.push('');
+  rows.push(row);
+  printTable(header, rows);
   console.log('');
-  const c = ro.controls, p = po.controls;
-  if (c && p && !c.error && !p.error)
-    console.log(`controls page: refgate ${c.tokens} tokens (${c.refs} refs, ${c.nodes} nodes, ` +
-                `${c.first_min.toFixed(1)}-${c.first_max.toFixed(1)} ms first), Playwright ` +
-                `${p.tokens} tokens (${p.refs} refs, ${p.first_min.toFixed(1)}-` +
-                `${p.first_max.toFixed(1)} ms first); tokens = bytes / 4.`);
-  const m = po.mcp;
-  if (m && !m.error)
-    console.log(`Playwright MCP browser_snapshot on the controls page (playwright-core ${po.version}'s ` +
-                `server over stdio): ${m.snapshot_ms.toFixed(1)} ms median ` +
-                `(${m.snapshot_min.toFixed(1)}-${m.snapshot_max.toFixed(1)}), ${m.bytes} bytes ` +
-                `(${m.tokens} tokens); refgate / MCP: ` +
-                `${c ? r2(ratio(c.second_ms, m.snapshot_ms)) : '-'} time (refgate second observe), ` +
-                `${c ? r2(ratio(c.bytes, m.bytes)) : '-'} bytes.`);
-  else if (m) notes.push(`Playwright MCP: ${m.error}`);
-  else console.log('Playwright MCP browser_snapshot: not run (full run only).');
+  console.log("refs: refgate's are the interactive elements; Playwright's ai mode gives one to nearly every element. " +
+              "refgate's outline leaves out static text (paragraphs, list text, table cells) that Playwright's " +
+              'snapshot carries, so the two sizes are not of the same content: `read` gets the text.');
+  console.log('');
+}
+
+/** Per-page ratios over the corpus pages (not the controls page). */
+function corpusRatios() {
+  const names = obsNames().filter((n) => n !== 'controls');
+  const f = [], s = [], b = [], mt = [], mb = [], lt = [];
+  let worst, worstName;
+  for (const n of names) {
+    const a = obsOf(rgObs, n), p = obsOf(pwObs, n), m = mcpPage(n) ?? {};
+    f.push(ratio(a.first_ms, p.first_ms));
+    s.push(ratio(a.second_ms, p.second_ms));
+    lt.push(ratio(a.later_ms, p.later_ms));
+    const rb = ratio(a.bytes, p.bytes);
+    b.push(rb);
+    if (isNum(rb) && (worst === undefined || rb > worst)) {
+      worst = rb;
+      worstName = n;
+    }
+    mt.push(ratio(a.second_ms, m.snapshot_ms));
+    mb.push(ratio(a.bytes, m.bytes));
+  }
+  return {
+    n: names.length, first: median(f), second: median(s), later: median(lt), bytes: median(b), worstBytes: worst,
+    rgLater: median(names.map((n) => obsOf(rgObs, n).later_ms)),
+    pwLater: median(names.map((n) => obsOf(pwObs, n).later_ms)),
+    worstName, mcpTime: median(mt), mcpBytes: median(mb),
+    rgFirst: median(names.map((n) => obsOf(rgObs, n).first_ms)),
+    pwFirst: median(names.map((n) => obsOf(pwObs, n).first_ms)),
+    rgSecond: median(names.map((n) => obsOf(rgObs, n).second_ms)),
+    pwSecond: median(names.map((n) => obsOf(pwObs, n).second_ms)),
+    mcpSnap: median(names.map((n) => mcpPage(n)?.snapshot_ms)),
+    rgBytes: median(names.map((n) => obsOf(rgObs, n).bytes)),
+    pwBytes: median(names.map((n) => obsOf(pwObs, n).bytes)),
+    mcpBytesMed: median(names.map((n) => mcpPage(n)?.bytes)),
+  };
+}
+
+function clickTable() {
+  const g = rgGw?.click;
+  console.log('## click by ref');
+  console.log('');
+  console.log('bench/pages/click.html: the target among 600 other controls, after warm-up clicks. refgate: ' +
+              '`click @ref` through nginx (bench/gateway.c) and reg_act in-process below the gateway ' +
+              "(bench/click.c); Playwright: page.getByRef(ref).click() (bench/peer/click.mjs); the MCP server's " +
+              'browser_click (bench/peer/mcp.mjs), which waits --timeout-settle (500 ms by default) after every action.');
+  console.log('');
+  const rows = [];
+  const add = (who, c) => {
+    if (!c) return;
+    rows.push([who, c.clicks ?? '-', `${c.counted ?? '-'}`, num(c.p50_ms), num(c.p99_ms), num(c.min_ms), num(c.max_ms)]);
+  };
+  add('refgate `click`, through nginx', g);
+  add('refgate reg_act, in-process', rgClick);
+  add('Playwright getByRef().click()', pwClick);
+  add('MCP browser_click', mcp?.default?.click);
+  add('MCP browser_click, --timeout-settle 0', mcp?.nosettle?.click);
+  printTable(['who', 'clicks', 'page counted', 'p50 [ms]', 'p99 [ms]', 'min', 'max'], rows);
+  console.log('');
+}
+
+function loopTable() {
+  const a = rgGw?.loop, m = mcp?.default?.loop, z = mcp?.nosettle?.loop;
+  if (!a && !m) return;
+  console.log('## the agent loop: navigate, observe, click, fill, observe (diff)');
+  console.log('');
+  console.log('bench/pages/form.html (a checkout form, about 60 controls). refgate: five commands through nginx ' +
+              '(bench/gateway.c); MCP: five tool calls over stdio (browser_navigate, browser_snapshot, browser_click, ' +
+              'browser_type, browser_snapshot; bench/peer/mcp.mjs). Refs from each loop\'s own observe. [ms], median (min-max).');
+  console.log('');
+  const steps = ['navigate', 'observe', 'click', 'fill', 'observe_diff'];
+  const col = (x, k) => (x ? cell(fig(x.steps[k].median, x.steps[k].min, x.steps[k].max)) : '-');
+  const rows = steps.map((k) => [k, col(a, k), col(m, k), col(z, k)]);
+  rows.push(['whole loop', a ? cell(fig(a.total_ms.median, a.total_ms.min, a.total_ms.max)) : '-',
+             m ? cell(fig(m.total_ms.median, m.total_ms.min, m.total_ms.max)) : '-',
+             z ? cell(fig(z.total_ms.median, z.total_ms.min, z.total_ms.max)) : '-']);
+  rows.push(['loops timed (all steps ok)', a ? `${a.loops} (${a.ok})` : '-', m ? `${m.loops} (${m.ok})` : '-',
+             z ? `${z.loops} (${z.ok})` : '-']);
+  rows.push(['text the agent reads per loop [bytes]', a ? a.observe_bytes + a.diff_bytes : '-',
+             m ? m.agent_text_bytes : '-', z ? z.agent_text_bytes : '-']);
+  printTable(['step', 'refgate', 'MCP (as installed)', 'MCP, settle 0'], rows);
+  console.log('');
+}
+
+function parallelTable() {
+  const p = rgGw?.parallel;
+  if (!p && !pwPar) return;
+  console.log('## parallel sessions');
+  console.log('');
+  console.log(`bench/pages/form.html, one session per client, all at once, ${p?.seconds ?? pwPar?.seconds} s per command and level. ` +
+              `refgate: one client thread and kept-alive connection per session, through nginx, ${p?.workers ?? 2} workers ` +
+              '(bench/gateway.c); Playwright: one process, one browser, one context per session (bench/peer/parallel.mjs). ' +
+              'read: the page text (refgate `read`; Playwright page.evaluate of document.body.innerText); click: ' +
+              '`click @addone` / getByRef(ref).click(). PSS: the browsers\' processes, minus the same with no session, per session.');
+  console.log('');
+  const rows = [];
+  const levels = new Set([...(p?.levels ?? []).map((l) => l.sessions), ...(pwPar?.levels ?? []).map((l) => l.sessions)]);
+  for (const n of [...levels].sort((x, y) => x - y)) {
+    const a = p?.levels.find((l) => l.sessions === n), b = pwPar?.levels.find((l) => l.sessions === n);
+    for (const k of ['read', 'click']) {
+      rows.push([`${n} sessions, ${k}`, num(a?.[k].per_s), num(b?.[k].per_s), r2(ratio(a?.[k].per_s, b?.[k].per_s)),
+                 num(a?.[k].p50_ms), num(b?.[k].p50_ms), num(a?.[k].p99_ms), num(b?.[k].p99_ms),
+                 r2(ratio(a?.[k].p99_ms, b?.[k].p99_ms)), `${a?.[k].errors ?? '-'}/${b?.[k].errors ?? '-'}`]);
+      if (a?.[k].errors || b?.[k].errors) notes.push(`parallel ${n} ${k}: errors (refgate/Playwright) ${a?.[k].errors}/${b?.[k].errors}`);
+    }
+    rows.push([`${n} sessions, PSS per session [MiB]`, num(a?.chromium_pss_mib_per_session), num(b?.chromium_pss_mib_per_session),
+               r2(ratio(a?.chromium_pss_mib_per_session, b?.chromium_pss_mib_per_session)), '', '', '', '', '', '']);
+  }
+  printTable(['sessions, command', 'rg cmd/s', 'PW cmd/s', 'ratio', 'rg p50', 'PW p50', 'rg p99', 'PW p99', 'ratio p99', 'errors rg/PW'], rows);
+  console.log('');
+  const last = p?.levels?.[p.levels.length - 1], lastPw = pwPar?.levels?.[pwPar.levels.length - 1];
+  if (last)
+    console.log(`Driver processes beside the browsers at ${last.sessions} sessions: refgate's ${p.workers} workers ` +
+                `${num(last.workers_pss_kib / 1024)} MiB PSS together (${num(p.base_workers_pss_kib / 1024)} with no session); ` +
+                `Playwright's Node process ${lastPw ? num(lastPw.node_pss_kib / 1024) : '-'} MiB. Worker CPU per command ` +
+                `(the gateway processes, not Chromium): read ${num(last.read.worker_cpu_ms_per_command)} ms, click ` +
+                `${num(last.click.worker_cpu_ms_per_command)} ms.`);
+  console.log('');
+}
+
+function gatewayTable() {
+  const g = rgGw?.floor, f = rgGw?.fairness;
+  if (!g) return;
+  console.log("## the gateway's own cost (bench/gateway.c)");
+  console.log('');
+  console.log(`A trivial command (\`read\` of a one-line page: one Runtime.evaluate) through nginx and a worker, msgpack on a ` +
+              `kept-alive connection, ${g.rounds} rounds, against the same evaluate straight down a DevTools pipe.`);
+  console.log('');
+  printTable(['figure', 'value'], [
+    ['raw DevTools evaluate p50 / p99 [ms]', `${num(g.raw_p50_ms)} / ${num(g.raw_p99_ms)}`],
+    ['through nginx + gateway p50 / p99 [ms]', `${num(g.gateway_p50_ms)} / ${num(g.gateway_p99_ms)}`],
+    ['added by the gateway at p50 (target at most 0.5) [ms]', num(g.added_p50_ms)],
+    ["of which inside the worker (the reply's ms, the evaluate included) [ms]", num(g.in_gateway_p50_ms)],
+  ]);
+  if (g.errors) notes.push(`gateway floor: ${g.errors} commands failed`);
+  const o = rgGw?.observe;
+  if (o)
+    console.log(`\nobserve through nginx on the 5,000-control page, the stack's default registry cap: first ` +
+                `${cell(fig(o.first_ms.median, o.first_ms.min, o.first_ms.max))} ms, unchanged ` +
+                `${cell(fig(o.second_ms.median, o.second_ms.min, o.second_ms.max))} ms, ${o.bytes} bytes, ${o.refs} refs` +
+                `${o.truncated ? ' (truncated: REFGATE_REGISTRY_MAX caps what observe reports)' : ''}; ${o.runs} runs.`);
+  if (f)
+    console.log(`\nfairness: a quiet tenant's p50 ${num(f.quiet_p50_before_ms)} ms alone, ${num(f.quiet_p50_during_ms)} ms ` +
+                `while a noisy tenant sent ${f.noisy_sent} commands in ${f.seconds} s at ten times its rate ` +
+                `(${f.noisy_refused} refused): factor ${r2(f.factor)} (target under 2)`);
+  console.log('');
+}
+
+function parkTable() {
+  const r = rgPark;
+  if (!r) return;
+  console.log('## park and restore (bench/park.c)');
+  console.log('');
+  console.log(`A page with ${r.refs} refs, cookies, storage and a scroll position; median of ${r.rounds} rounds ` +
+              '(min-max), one browser, a private Redis.');
+  console.log('');
+  printTable(['figure', 'value'], [
+    ['cold: create + navigate + observe [ms]', `${num(r.cold_ms)} (${num(r.cold_min_ms)}-${num(r.cold_max_ms)})`],
+    ['park [ms]', num(r.park_ms)],
+    ['restore to the first observe [ms]', `${num(r.restore_ms)} (${num(r.restore_min_ms)}-${num(r.restore_max_ms)})`],
+    ['restore / cold (target at most 1.5)', r2(r.restore_over_cold)],
+    ['refs kept / lost at restore', `${r.refs_kept} / ${r.refs_lost}`],
+    ['Redis bytes per parked session (target under 65536)', String(r.redis_bytes_parked)],
+    ['Redis round trips per observe (target 1)', String(r.redis_round_trips_per_observe)],
+  ]);
+  if (r.failed) notes.push(`park: ${r.failed} parks failed`);
+  console.log('');
+}
+
+// ---- the summary ----
+
+function summary() {
+  const rows = [];
+  /** refgate's figure, the peer, its figure, the target (a ratio limit or a check) and its text. */
+  const add = (figure, rg, peer, pv, target) => {
+    const r = ratio(rg?.med, pv?.med);
+    let t = '';
+    if (target) {
+      const value = target.on === 'rg' ? rg?.med : r;
+      const met = isNum(value) ? value <= target.max : undefined;
+      t = `${target.text}: ${met === undefined ? 'not measured' : met ? 'met' : 'MISSED'}`;
+    }
+    rows.push([figure, cell(rg), peer, cell(pv), r2(r), t]);
+  };
+  const g = rgGw;
+  // The protocol floor and the gateway.
+  if (g?.floor) {
+    add('trivial command p50, through nginx [ms]', fig(g.floor.gateway_p50_ms), 'raw DevTools evaluate, pipe', fig(g.floor.raw_p50_ms));
+    add("gateway's added latency p50 [ms]", fig(g.floor.added_p50_ms), '-', undefined,
+        { on: 'rg', max: 0.5, text: 'at most 0.5 ms' });
+    if (pwFloor) add('trivial command p50 [ms]', fig(g.floor.gateway_p50_ms), 'Playwright page.evaluate', fig(pwFloor.evaluate_p50_ms));
+  }
+  if (rgFloor && pwFloor) add('cold start of a browser [ms]', fig(rgFloor.cold_start_ms), 'Playwright launch', fig(pwFloor.cold_start_ms));
+  // Observe.
+  const c = rgObs?.controls, pc = pwObs?.controls, mc = mcpPage('controls');
+  if (c && !c.error) {
+    add('observe, 5,000 controls, in-process, first after load [ms]', fig(c.first_ms, c.first_min, c.first_max),
+        "Playwright ariaSnapshot ai", pc && !pc.error ? fig(pc.first_ms, pc.first_min, pc.first_max) : undefined,
+        { max: 0.2, text: 'at most 1/5' });
+    add('observe, 5,000 controls, in-process, page unchanged [ms]', fig(c.second_ms, c.second_min, c.second_max),
+        "Playwright ariaSnapshot ai", pc && !pc.error ? fig(pc.second_ms, pc.second_min, pc.second_max) : undefined,
+        { max: 0.2, text: 'at most 1/5' });
+    if (isNum(c.later_ms))
+      add('observe, 5,000 controls, in-process, unchanged, 2.5 s later [ms]', fig(c.later_ms, c.later_min, c.later_max),
+          "Playwright ariaSnapshot ai", pc && !pc.error ? fig(pc.later_ms, pc.later_min, pc.later_max) : undefined,
+          { max: 0.2, text: 'at most 1/5' });
+    if (mc && !mc.error)
+      add('observe, 5,000 controls, in-process, page unchanged [ms]', fig(c.second_ms, c.second_min, c.second_max),
+          'MCP browser_snapshot', fig(mc.snapshot_ms, mc.snapshot_min, mc.snapshot_max), { max: 0.2, text: 'at most 1/5' });
+  }
+  const go = g?.observe;
+  if (go && pc && !pc.error) {
+    const what = go.truncated ? `, truncated at the default cap: ${go.refs} of ${c?.refs ?? '?'} refs` : '';
+    add(`observe, 5,000 controls, through nginx${what}, first [ms]`, fig(go.first_ms.median, go.first_ms.min, go.first_ms.max),
+        'Playwright ariaSnapshot ai', fig(pc.first_ms, pc.first_min, pc.first_max), { max: 0.2, text: 'at most 1/5' });
+    add(`observe, 5,000 controls, through nginx${what}, unchanged [ms]`, fig(go.second_ms.median, go.second_ms.min, go.second_ms.max),
+        'Playwright ariaSnapshot ai', fig(pc.second_ms, pc.second_min, pc.second_max), { max: 0.2, text: 'at most 1/5' });
+  }
+  const cr = rgObs && pwObs ? corpusRatios() : undefined;
+  if (cr && cr.n) {
+    add(`observe, ${cr.n} corpus pages, first: median per page [ms]`, fig(cr.rgFirst), 'Playwright ariaSnapshot ai', fig(cr.pwFirst));
+    rows.push([`  the same: median of the per-page ratios`, '', '', '', r2(cr.first),
+               `at most 1/5: ${isNum(cr.first) ? (cr.first <= 0.2 ? 'met' : 'MISSED') : 'not measured'}`]);
+    add(`observe, ${cr.n} corpus pages, unchanged: median per page [ms]`, fig(cr.rgSecond), 'Playwright ariaSnapshot ai', fig(cr.pwSecond));
+    rows.push([`  the same: median of the per-page ratios`, '', '', '', r2(cr.second), '']);
+    if (isNum(cr.rgLater)) {
+      add(`observe, ${cr.n} corpus pages, unchanged, 2.5 s later: median per page [ms]`, fig(cr.rgLater), 'Playwright ariaSnapshot ai', fig(cr.pwLater));
+      rows.push([`  the same: median of the per-page ratios`, '', '', '', r2(cr.later),
+                 `at most 1/5: ${isNum(cr.later) ? (cr.later <= 0.2 ? 'met' : 'MISSED') : 'not measured'}`]);
+    }
+    if (isNum(cr.mcpSnap)) {
+      add(`observe, ${cr.n} corpus pages, unchanged: median per page [ms]`, fig(cr.rgSecond), 'MCP browser_snapshot', fig(cr.mcpSnap));
+      rows.push([`  the same: median of the per-page ratios`, '', '', '', r2(cr.mcpTime), '']);
+    }
+  }
+  // Snapshot size.
+  if (c && !c.error) {
+    const tok = (b) => (isNum(b) ? `${b} (${Math.floor(b / 4)} tokens)` : '-');
+    const sizeRow = (what, a, peer, b) => {
+      const r = ratio(a, b);
+      rows.push([what, tok(a), peer, tok(b), r2(r), `no larger: ${isNum(r) ? (r <= 1 ? 'met' : 'MISSED') : 'not measured'}`]);
+    };
+    sizeRow('snapshot size, 5,000 controls [bytes]', c.bytes, 'Playwright ariaSnapshot ai', pc?.bytes);
+    if (mc && !mc.error) sizeRow('snapshot size, 5,000 controls [bytes]', c.bytes, 'MCP browser_snapshot', mc.bytes);
+    if (cr && cr.n) {
+      sizeRow(`snapshot size, ${cr.n} corpus pages, median [bytes]`, cr.rgBytes, 'Playwright ariaSnapshot ai', cr.pwBytes);
+      rows.push([`  the same: median / largest per-page ratio`, '', '', '', `${r2(cr.bytes)} / ${r2(cr.worstBytes)}`,
+                 `no page larger: ${isNum(cr.worstBytes) ? (cr.worstBytes <= 1 ? 'met' : `MISSED (${cr.worstName})`) : 'not measured'}`]);
+      if (isNum(cr.mcpBytesMed)) sizeRow(`snapshot size, ${cr.n} corpus pages, median [bytes]`, cr.rgBytes, 'MCP browser_snapshot', cr.mcpBytesMed);
+    }
+    const lp = g?.loop, ml = mcp?.default?.loop;
+    if (lp && ml) sizeRow('snapshot size, the loop\'s form page [bytes]', lp.observe_bytes, 'MCP browser_snapshot', ml.observe_bytes);
+  }
+  // Click.
+  const gc = g?.click;
+  const clickFig = (x) => (x ? fig(x.p50_ms, x.min_ms, x.max_ms) : undefined);
+  if (gc) {
+    add('click by ref p50, through nginx [ms]', clickFig(gc), 'Playwright getByRef().click()', clickFig(pwClick), { max: 0.1, text: 'at most 1/10' });
+    add('click by ref p50, through nginx [ms]', clickFig(gc), 'MCP browser_click', clickFig(mcp?.default?.click), { max: 0.1, text: 'at most 1/10' });
+    if (mcp?.nosettle?.click) add('click by ref p50, through nginx [ms]', clickFig(gc), 'MCP browser_click, settle 0', clickFig(mcp.nosettle.click));
+  }
+  if (rgClick) add('click by ref p50, in-process reg_act [ms]', clickFig(rgClick), 'Playwright getByRef().click()', clickFig(pwClick), { max: 0.1, text: 'at most 1/10' });
+  // The agent loop.
+  const lp = g?.loop;
+  const loopFig = (x) => (x ? fig(x.total_ms.median, x.total_ms.min, x.total_ms.max) : undefined);
+  if (lp) {
+    add('agent loop, 5 steps [ms]', loopFig(lp), 'MCP, 5 tool calls', loopFig(mcp?.default?.loop), { max: 1 / 3, text: 'at most 1/3' });
+    if (mcp?.nosettle?.loop) add('agent loop, 5 steps [ms]', loopFig(lp), 'MCP, 5 tool calls, settle 0', loopFig(mcp.nosettle.loop), { max: 1 / 3, text: 'at most 1/3' });
+    if (mcp?.default?.loop)
+      add('agent loop, text the agent reads [bytes]', fig(lp.observe_bytes + lp.diff_bytes), 'MCP, 5 tool calls', fig(mcp.default.loop.agent_text_bytes));
+  }
+  // Parallel sessions and memory.
+  const par = g?.parallel;
+  for (const l of par?.levels ?? []) {
+    const b = pwPar?.levels.find((x) => x.sessions === l.sessions);
+    for (const k of ['read', 'click']) {
+      add(`${l.sessions} sessions, ${k}: commands/s (higher is better)`, fig(l[k].per_s), 'Playwright, contexts in one process', fig(b?.[k].per_s));
+      add(`${l.sessions} sessions, ${k}: p99 [ms]`, fig(l[k].p99_ms), 'Playwright, contexts in one process', fig(b?.[k].p99_ms));
+    }
+    add(`PSS per live session, ${l.sessions} sessions [MiB]`, fig(l.chromium_pss_mib_per_session), 'Playwright PSS per context',
+        fig(b?.chromium_pss_mib_per_session));
+  }
+  if (rgPark) {
+    add('Redis bytes per parked session', fig(rgPark.redis_bytes_parked), '-', undefined, { on: 'rg', max: 65535, text: 'under 64 KiB' });
+    add('restore to the first observe [ms]', fig(rgPark.restore_ms, rgPark.restore_min_ms, rgPark.restore_max_ms),
+        'refgate cold create + navigate + observe', fig(rgPark.cold_ms, rgPark.cold_min_ms, rgPark.cold_max_ms),
+        { max: 1.5, text: 'at most 1.5' });
+  }
+  console.log(`## summary${quick ? ' (quick run: medians only, few repetitions)' : ': median (min-max)'}`);
+  console.log('');
+  printTable(['figure', 'refgate', 'against', 'their figure', 'ratio', 'target'], rows, ['l', 'r', 'l', 'r', 'r', 'l']);
+  console.log('');
+  console.log('ratio = refgate / the other; below 1 means refgate is faster or smaller, except for commands/s, ' +
+              'where above 1 means refgate does more. Medians unless a percentile is named; min-max are over the ' +
+              'repetitions (runs, clicks, loops) of that figure.');
+}
+
+heading();
+floorTable();
+gatewayTable();
+observeTable();
+clickTable();
+loopTable();
+parallelTable();
+parkTable();
+summary();
+if (notes.length) {
+  console.log('');
   for (const n of notes) console.log(`note: ${n}`);
-  console.log('ratio = refgate / Playwright. first: the first observe / snapshot after load ' +
-              "(installs the page-side script); second: again on the unchanged page. refs: refgate's " +
-              "are interactive elements, Playwright's ai mode gives one to nearly every element.");
 }

@@ -1,19 +1,32 @@
 #!/bin/sh
-# run.sh BUILD [--quick] - `make bench`: refgate's figures and Playwright's on
-# the same Chromium binary and flags, in one run, printed as tables with
-# ratios by bench/report.mjs. Measures; asserts nothing.
-#   floor    bench/floor.c and bench/peer/floor.mjs
-#   gateway  bench/gateway.c: a trivial command through nginx and a worker
-#            against the raw pipe, and 8 sessions in parallel on 2 workers
-#   park     bench/park.c: park and restore against the cold path, Redis
-#            bytes per parked session, round trips per observe
-#   observe  bench/observe.c and bench/peer/observe.mjs: observe against
-#            Playwright's AI snapshot on bench/pages/controls.html and the
-#            corpus pages (../shared/corpus/pages), plus Playwright's MCP
-#            browser_snapshot on the controls page (full run only).
-# --quick keeps the whole run under 2 minutes: shorter floor, 2 runs per page
-# instead of 5, and only the controls page and 3 corpus pages.
-set -eu
+# run.sh BUILD [--quick] - `make bench`: refgate's figures and its peers' on
+# the same Chromium binary and flags, in one run, then one report with
+# ratios (bench/report.mjs). Measures; asserts nothing. The peers come from
+# the npm registry (bench/peer/install.sh): playwright-core and the
+# Playwright MCP server, @playwright/mcp.
+#
+#   floor     bench/floor.c, bench/peer/floor.mjs: the pipe, cold start, contexts
+#   gateway   bench/gateway.c: everything through nginx on one stack: the
+#             trivial command against the raw pipe, click by ref, observe on
+#             the 5,000-control page with the default registry cap, the agent
+#             loop, 8/16/32 parallel sessions with PSS per session, fairness
+#   parallel  bench/peer/parallel.mjs: Playwright, one context per session
+#   mcp       bench/peer/mcp.mjs: @playwright/mcp over stdio: the agent loop,
+#             browser_click, and (full run) browser_snapshot on every page
+#   observe   bench/observe.c, bench/peer/observe.mjs: observe against
+#             page.ariaSnapshot({mode:'ai'}) on bench/pages/controls.html and
+#             the corpus pages (../shared/corpus/pages)
+#   click     bench/click.c, bench/peer/click.mjs: click by ref in-process
+#   park      bench/park.c: park and restore, Redis bytes per parked session
+#
+# --quick keeps the whole run short (under two minutes on a quiet 2-core
+# machine): one cold start, 8 parallel sessions only, one run per page on the
+# controls page and 2 corpus pages, few clicks and loops, no MCP page
+# snapshots and no second MCP configuration.
+#
+# Results and logs stay in BUILD/bench-out (report.md is the report); a bench
+# that fails leaves its rows out of the report and makes the run exit 1.
+set -u
 build=$1
 shift
 quick=""
@@ -21,62 +34,69 @@ for a in "$@"; do
     [ "$a" = "--quick" ] && quick="--quick"
 done
 here=$(dirname "$0")
-sh "$here/peer/install.sh"
-out=$(mktemp -d /tmp/refgate-bench-out.XXXXXX)
+sh "$here/peer/install.sh" || exit 1
+out="$build/bench-out"
+rm -rf "$out"
+mkdir -p "$out"
 
-# Both sides get the same page list. Empty: the controls page and every
-# corpus page. The quick pages: a large, a middle and a small one that load fast.
+# Both observe sides get the same page list. Empty: the controls page and
+# every corpus page. Quick: the controls page, a middle and a small corpus page.
 pages=""
-mcp="--mcp"
 if [ -n "$quick" ]; then
-    pages="controls readability-wikipedia.html readability-mozilla-1.html readability-google-sre-book-1.html"
-    mcp=""
+    pages="controls readability-mozilla-1.html readability-google-sre-book-1.html"
 fi
 
-echo "bench: refgate floor ${quick:+(quick)}..." >&2
-"$build/bench/floor" $quick >"$out/refgate.json" 2>"$out/refgate.log" || {
-    echo "bench: refgate floor failed, see $out/refgate.log" >&2
-    exit 1
+now() { date +%s.%N; }
+loadavg() { cut -d' ' -f1-3 /proc/loadavg | tr ' ' ','; }
+start=$(now)
+load_start=$(loadavg)
+steps=""
+loads=""
+failed=""
+
+# step NAME CMD...: runs CMD with stdout to $out/NAME.json and stderr to $out/NAME.log.
+step() {
+    name=$1
+    shift
+    echo "bench: $name ${quick:+(quick)}..." >&2
+    t0=$(now)
+    if ! "$@" >"$out/$name.json" 2>"$out/$name.log"; then
+        echo "bench: $name failed, see $out/$name.log" >&2
+        rm -f "$out/$name.json"
+        failed="$failed $name"
+    fi
+    secs=$(awk -v a="$t0" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
+    steps="$steps${steps:+,}\"$name\":$secs"
+    loads="$loads${loads:+,}\"$name\":$(cut -d' ' -f1 /proc/loadavg)"
 }
-echo "bench: Playwright floor ${quick:+(quick)}..." >&2
-node "$here/peer/floor.mjs" $quick >"$out/playwright.json" 2>"$out/playwright.log" || {
-    echo "bench: Playwright floor failed, see $out/playwright.log" >&2
-    exit 1
-}
-echo "bench: refgate observe ${quick:+(quick)}..." >&2
+
+step floor-refgate "$build/bench/floor" $quick
+step floor-playwright node "$here/peer/floor.mjs" $quick
+step gateway-refgate "$build/bench/gateway" $quick
+step parallel-playwright node "$here/peer/parallel.mjs" $quick
 # shellcheck disable=SC2086 # $pages is a word list
-"$build/bench/observe" $quick $pages >"$out/refgate-observe.json" 2>"$out/refgate-observe.log" || {
-    echo "bench: refgate observe failed, see $out/refgate-observe.log" >&2
-    exit 1
-}
-echo "bench: Playwright observe ${quick:+(quick)}..." >&2
+step mcp node "$here/peer/mcp.mjs" $quick $pages
 # shellcheck disable=SC2086
-node "$here/peer/observe.mjs" $quick $mcp $pages >"$out/playwright-observe.json" \
-    2>"$out/playwright-observe.log" || {
-    echo "bench: Playwright observe failed, see $out/playwright-observe.log" >&2
+step observe-refgate "$build/bench/observe" $quick $pages
+# shellcheck disable=SC2086
+step observe-playwright node "$here/peer/observe.mjs" $quick $pages
+step click-refgate "$build/bench/click" $quick
+step click-playwright node "$here/peer/click.mjs" $quick
+step park-refgate "$build/bench/park" $quick
+
+rev=$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)
+if [ -n "$(git -C "$here/.." status --porcelain --untracked-files=no 2>/dev/null)" ]; then
+    rev="$rev with uncommitted changes"
+fi
+total=$(awk -v a="$start" -v b="$(now)" 'BEGIN { printf "%.0f", b - a }')
+cat >"$out/meta.json" <<EOF
+{"quick":$([ -n "$quick" ] && echo true || echo false),"date":"$(date -u +%Y-%m-%dT%H:%M:%SZ)",
+ "git":"$rev","load_start":[$load_start],"load_end":[$(loadavg)],
+ "seconds":$total,"steps":{$steps},"load_after_step":{$loads}}
+EOF
+node "$here/report.mjs" "$out" | tee "$out/report.md"
+echo "bench: results and logs in $out" >&2
+if [ -n "$failed" ]; then
+    echo "bench: failed:$failed" >&2
     exit 1
-}
-echo "bench: click by ref, refgate and Playwright ${quick:+(quick)}..." >&2
-"$build/bench/click" $quick >"$out/refgate-click.json" 2>"$out/refgate-click.log" || {
-    echo "bench: refgate click failed, see $out/refgate-click.log" >&2
-    exit 1
-}
-node "$here/peer/click.mjs" $quick >"$out/playwright-click.json" 2>"$out/playwright-click.log" || {
-    echo "bench: Playwright click failed, see $out/playwright-click.log" >&2
-    exit 1
-}
-echo "bench: park and restore ${quick:+(quick)}..." >&2
-"$build/bench/park" $quick >"$out/refgate-park.json" 2>"$out/refgate-park.log" || {
-    echo "bench: refgate park failed, see $out/refgate-park.log" >&2
-    exit 1
-}
-echo "bench: the gateway's own cost ${quick:+(quick)}..." >&2
-"$build/bench/gateway" $quick >"$out/refgate-gateway.json" 2>"$out/refgate-gateway.log" || {
-    echo "bench: refgate gateway failed, see $out/refgate-gateway.log" >&2
-    exit 1
-}
-node "$here/report.mjs" "$out/refgate.json" "$out/playwright.json" \
-    "$out/refgate-observe.json" "$out/playwright-observe.json" \
-    "$out/refgate-click.json" "$out/playwright-click.json" "$out/refgate-park.json" \
-    "$out/refgate-gateway.json"
-rm -rf "$out"
+fi

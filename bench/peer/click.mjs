@@ -1,6 +1,6 @@
 // click.mjs [--quick] - Playwright's click by ref: page.ariaSnapshot({mode:
 // 'ai'}) for the refs, then page.getByRef(ref).click() on the target of
-// bench/pages/click.html, 10 warm-up clicks then 200 (50 with --quick) timed
+// bench/pages/click.html, 10 warm-up clicks then 200 (30 with --quick) timed
 // ones; same Chromium binary and flags as floor.mjs. Prints one JSON object.
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
@@ -11,7 +11,7 @@ import { fileURLToPath } from 'node:url';
 import { EXECUTABLE, FLAGS } from './flags.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const clicks = process.argv.includes('--quick') ? 50 : 200;
+const clicks = process.argv.includes('--quick') ? 30 : 200;
 const html = readFileSync(join(here, '..', 'pages', 'click.html'));
 const server = createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });

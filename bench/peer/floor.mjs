@@ -4,7 +4,7 @@
 // Drives Debian's Chromium through playwright-core with the same flags refgate
 // gives every browser (pool/spawn.c) and a scratch HOME, and prints ONE JSON
 // object on stdout (diagnostics go to stderr):
-//   cold_start_ms      median of 3 launches: chromium.launch() until
+//   cold_start_ms      median of 3 launches (1 with --quick): chromium.launch() until
 //                      browser.version() resolves (each browser closed after)
 //   evaluate_p50/p99   one about:blank page in one context: 2000 sequential
 //                      page.evaluate('1+1') after 50 warm-ups, per-call wall
@@ -19,7 +19,7 @@
 //                      /proc/<pid>/smaps_rollup. The zero-context reading is
 //                      taken again before each N, after the previous N's
 //                      contexts are closed and their renderers have exited.
-// `--quick` cuts the evaluate calls to 500 and N to 1 and 10.
+// `--quick` cuts the evaluate calls to 500, the launches to 1 and N to 10.
 //
 // Usage: node bench/peer/floor.mjs [--quick]   (after sh bench/peer/install.sh)
 // REFGATE_CHROMIUM overrides the browser binary.
@@ -38,8 +38,8 @@ const PW_VERSION = require('playwright-core/package.json').version;
 const quick = process.argv.slice(2).includes('--quick');
 const EVAL_WARMUP = 50;
 const EVAL_CALLS = quick ? 500 : 2000;
-const CONTEXT_COUNTS = quick ? [1, 10] : [1, 10, 50];
-const COLD_LAUNCHES = 3;
+const CONTEXT_COUNTS = quick ? [10] : [1, 10, 50];
+const COLD_LAUNCHES = quick ? 1 : 3;
 const SETTLE_MS = 1000;
 const DEADLINE_MS = 115_000; // the whole run must stay under 2 minutes
 

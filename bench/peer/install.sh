@@ -1,7 +1,8 @@
 #!/bin/sh
-# Installs the Playwright peer used by bench/peer/floor.mjs: Node.js and npm
-# from Debian if they are missing, then playwright-core at the exact version
-# pinned in package.json (never a browser download: Debian's Chromium is used).
+# Installs the peers of bench/peer/*.mjs: Node.js and npm from Debian if they
+# are missing, then playwright-core and the Playwright MCP server
+# (@playwright/mcp) at the exact versions pinned in package.json, from the npm
+# registry (never a browser download: Debian's Chromium is used).
 # Idempotent and quiet on success; safe to run before every benchmark.
 set -eu
 
@@ -20,11 +21,21 @@ if [ "$major" -lt 20 ]; then
     echo "install.sh: warning: node $(node --version) is older than playwright-core wants (>=20)" >&2
 fi
 
-want=$(node -p 'require(process.argv[1]).dependencies["playwright-core"]' "$here/package.json")
-have=
-if [ -f "$here/node_modules/playwright-core/package.json" ]; then
-    have=$(node -p 'require(process.argv[1]).version' "$here/node_modules/playwright-core/package.json")
-fi
+# The exact versions package.json pins, and what node_modules holds now.
+pinned() {
+    node -p 'const d = require(process.argv[1]).dependencies; Object.keys(d).sort().map((k) => k + "@" + d[k]).join(" ")' \
+        "$here/package.json"
+}
+installed() {
+    for pkg in $(node -p 'Object.keys(require(process.argv[1]).dependencies).sort().join(" ")' "$here/package.json"); do
+        f="$here/node_modules/$pkg/package.json"
+        if [ -f "$f" ]; then
+            printf '%s@%s ' "$pkg" "$(node -p 'require(process.argv[1]).version' "$f")"
+        fi
+    done
+}
+want=$(pinned)
+have=$(installed | sed 's/ $//')
 
 if [ "$have" != "$want" ]; then
     log=$(mktemp)

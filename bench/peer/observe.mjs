@@ -19,135 +19,90 @@
 // snapshots timed with process.hrtime.bigint():
 //   first   the first snapshot after load (injects Playwright's script)
 //   second  again on the unchanged page
+//   later   again 2.5 s after the second (refgate's page-side cache holds
+//           for 2 s at most; Playwright has none), not with --quick
 // Before the pages, one run on a small page (/warmup, the fixture page
 // refgate's httpd serves) warms the browser up and is not counted (observe.c
 // does the same).
 //
-// With --mcp, also Playwright's MCP server (the one built into
-// playwright-core 1.65.1, lib/entry/mcp.js, which is what @playwright/mcp
-// starts) over stdio JSON-RPC on the controls page, `runs` times:
-// browser_navigate, then browser_snapshot timed. browser_navigate already
-// takes a snapshot (written to a file in --output-dir, only its link in the
-// reply), so browser_snapshot is the second snapshot of the loaded page:
-// report.mjs sets it against refgate's second observe. The size is the tool
-// result's text (the snapshot in a YAML block under a short page header).
+// Playwright's MCP server's browser_snapshot on the same pages is
+// bench/peer/mcp.mjs.
 //
 // Prints one JSON object on stdout (diagnostics go to stderr), with the keys
 // of observe.c: controls and pages.<name> with first_ms, first_min,
 // first_max, second_ms, second_min, second_max, bytes, tokens (bytes / 4),
 // lines and refs.
 //
-// Usage: node bench/peer/observe.mjs [--quick] [--runs N] [--mcp]
-//            [--pages DIR] [--corpus DIR] [PAGE...]
+// Usage: node bench/peer/observe.mjs [--quick] [--runs N] [--pages DIR]
+//            [--corpus DIR] [PAGE...]
 //   PAGE is "controls" or a file name in the corpus; default: all of them.
-//   Runs: 5, or 2 with --quick. Run from the repository root.
+//   Runs: 5, or 1 with --quick. Run from the repository root.
 
 import { chromium } from 'playwright-core';
-import { spawn } from 'node:child_process';
-import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { log as logger, median, msSince, pageNames, round, startServer, urlOf } from './common.mjs';
 import { EXECUTABLE, FLAGS as BASE_FLAGS, RESOLVER } from './flags.mjs';
 
 const require = createRequire(import.meta.url);
 const PW_VERSION = require('playwright-core/package.json').version;
-const MCP_ENTRY = join(dirname(require.resolve('playwright-core/package.json')), 'lib/entry/mcp.js');
 
 // refgate's flags (flags.mjs) and the resolver rule for the corpus pages.
 const FLAGS = [...BASE_FLAGS, RESOLVER];
 
-const log = (...a) => console.error('observe.mjs:', ...a);
+const log = logger('observe.mjs');
+// The wait before the third snapshot, as bench/observe.c waits before its third observe.
+const LATER_MS = 2500;
 
 // ---- arguments ----
 
 let runs = 5;
-let mcp = false;
+let later = true; // the third snapshot, 2.5 s after the second (not with --quick)
 let pagesDir = 'bench/pages';
 let corpusDir = '../shared/corpus/pages';
-const names = [];
+let names = [];
 {
     const argv = process.argv.slice(2);
     for (let i = 0; i < argv.length; i++) {
         const a = argv[i];
-        if (a === '--quick') runs = 2;
+        if (a === '--quick') {
+            runs = 1;
+            later = false;
+        }
         else if (a === '--runs') runs = Number(argv[++i]);
-        else if (a === '--mcp') mcp = true;
         else if (a === '--pages') pagesDir = argv[++i];
         else if (a === '--corpus') corpusDir = argv[++i];
         else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
         else names.push(a);
     }
     if (!(runs >= 1 && runs <= 50)) throw new Error('--runs wants 1..50');
-    if (!names.length) {
-        names.push('controls');
-        try {
-            names.push(...readdirSync(corpusDir).filter((f) => f.endsWith('.html')).sort());
-        } catch {
-            log(`no corpus at ${corpusDir} (only the controls page)`);
-        }
-    }
+    names = pageNames(names, corpusDir, log);
 }
 
 // ---- statistics ----
 
-function median(xs) {
-    const s = [...xs].sort((a, b) => a - b);
-    const n = s.length;
-    return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-const round = (x, digits = 2) => Number(x.toFixed(digits));
-const msSince = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 const countOf = (s, needle) => s.split(needle).length - 1;
 
-function summary(first, second, text) {
+function summary(first, second, thirds, text) {
     const bytes = Buffer.byteLength(text, 'utf8');
     return {
         first_ms: round(median(first)), first_min: round(Math.min(...first)),
         first_max: round(Math.max(...first)),
         second_ms: round(median(second)), second_min: round(Math.min(...second)),
         second_max: round(Math.max(...second)),
+        ...(thirds.length ? {
+            later_ms: round(median(thirds)), later_min: round(Math.min(...thirds)),
+            later_max: round(Math.max(...thirds)),
+        } : {}),
         min: round(Math.min(...first)), max: round(Math.max(...first)),
         runs: first.length, bytes, tokens: Math.floor(bytes / 4),
         lines: countOf(text, '\n') + (text.endsWith('\n') ? 0 : 1),
         refs: countOf(text, '[ref='),
     };
 }
-
-// ---- the loopback server: /own/<file> from pagesDir, /corpus/<file> from corpusDir ----
-
-function startServer() {
-    const roots = { own: resolve(pagesDir), corpus: resolve(corpusDir) };
-    const server = createServer((req, res) => {
-        const m = /^\/(own|corpus)\/([^/?]+\.html)(\?.*)?$/.exec(req.url);
-        let body = null;
-        if (m && !m[2].includes('..')) {
-            try {
-                body = readFileSync(join(roots[m[1]], m[2]));
-            } catch {
-                body = null;
-            }
-        }
-        const headers = { 'Cache-Control': 'no-store', Connection: 'close' };
-        if (req.url === '/warmup') // the page refgate's httpd gives a path it has no file for
-            body = Buffer.from('<!doctype html><html><head><title>/warmup</title></head>' +
-                               '<body><h1>/warmup</h1><p>fixture page</p></body></html>');
-        if (!body) {
-            res.writeHead(404, { ...headers, 'Content-Type': 'text/plain' });
-            res.end('not found');
-            return;
-        }
-        res.writeHead(200, { ...headers, 'Content-Type': 'text/html; charset=utf-8',
-                             'Content-Length': body.length });
-        res.end(body);
-    });
-    return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
-}
-
-const urlOf = (server, name) =>
-    `http://127.0.0.1:${server.address().port}/` +
-    (name === 'controls' ? 'own/controls.html' : name === 'warmup' ? 'warmup' : `corpus/${name}`);
 
 // ---- one page through playwright-core ----
 
@@ -162,123 +117,38 @@ async function runOnce(browser, url) {
         t0 = process.hrtime.bigint();
         const b = await page.ariaSnapshot({ mode: 'ai', timeout: 60_000 });
         const second = msSince(t0);
+        let third;
+        if (later) {
+            await sleep(LATER_MS);
+            t0 = process.hrtime.bigint();
+            await page.ariaSnapshot({ mode: 'ai', timeout: 60_000 });
+            third = msSince(t0);
+        }
         if (a.length !== b.length) log(`${url}: the second snapshot differs in size`);
         if (process.env.RG_BENCH_DUMP) console.error(a);
-        return { first, second, text: a };
+        return { first, second, later: third, text: a };
     } finally {
         await context.close();
     }
 }
 
 async function measure(browser, url) {
-    const first = [], second = [];
+    const first = [], second = [], thirds = [];
     let text = '';
     for (let i = 0; i < runs; i++) {
         const r = await runOnce(browser, url);
         first.push(r.first);
         second.push(r.second);
+        if (r.later !== undefined) thirds.push(r.later);
         text = r.text;
     }
-    return summary(first, second, text);
-}
-
-// ---- Playwright's MCP server over stdio ----
-
-function mcpClient(child) {
-    let buf = '';
-    let next = 1;
-    const waiting = new Map();
-    child.stdout.setEncoding('utf8');
-    child.stdout.on('data', (d) => {
-        buf += d;
-        let nl;
-        while ((nl = buf.indexOf('\n')) >= 0) {
-            const line = buf.slice(0, nl).trim();
-            buf = buf.slice(nl + 1);
-            if (!line) continue;
-            let msg;
-            try {
-                msg = JSON.parse(line);
-            } catch {
-                continue;
-            }
-            const w = waiting.get(msg.id);
-            if (w) {
-                waiting.delete(msg.id);
-                if (msg.error) w.fail(new Error(`MCP: ${JSON.stringify(msg.error)}`));
-                else w.ok(msg.result);
-            }
-        }
-    });
-    const send = (obj) => child.stdin.write(JSON.stringify(obj) + '\n');
-    return {
-        call(method, params) {
-            const id = next++;
-            send({ jsonrpc: '2.0', id, method, params });
-            return new Promise((ok, fail) => waiting.set(id, { ok, fail }));
-        },
-        notify(method, params) {
-            send({ jsonrpc: '2.0', method, params });
-        },
-    };
-}
-
-const toolText = (result) =>
-    (result.content ?? []).filter((c) => c.type === 'text').map((c) => c.text).join('\n');
-
-async function measureMcp(url, work) {
-    const config = join(work, 'mcp.config.json');
-    writeFileSync(config, JSON.stringify({ browser: { launchOptions: { args: FLAGS } } }));
-    const child = spawn(process.execPath, [
-        MCP_ENTRY, '--config', config, '--executable-path', EXECUTABLE, '--headless',
-        '--isolated', '--no-sandbox', '--viewport-size', '1280x720', '--output-dir', join(work, 'out'),
-    ], { cwd: work, env: { ...process.env, HOME: work }, stdio: ['pipe', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d) => { stderr += d; });
-    const exited = new Promise((ok) => child.on('exit', ok));
-    const c = mcpClient(child);
-    try {
-        await c.call('initialize', {
-            protocolVersion: '2025-06-18', capabilities: {},
-            clientInfo: { name: 'refgate-bench', version: '0' },
-        });
-        c.notify('notifications/initialized', {});
-        const navigate = [], snap = [];
-        let text = '', navText = '';
-        for (let i = 0; i < runs; i++) {
-            let t0 = process.hrtime.bigint();
-            const nav = await c.call('tools/call', { name: 'browser_navigate', arguments: { url } });
-            navigate.push(msSince(t0));
-            navText = toolText(nav);
-            t0 = process.hrtime.bigint();
-            const r = await c.call('tools/call', { name: 'browser_snapshot', arguments: {} });
-            snap.push(msSince(t0));
-            text = toolText(r);
-            if (r.isError) throw new Error(`browser_snapshot: ${text.slice(0, 300)}`);
-        }
-        await c.call('tools/call', { name: 'browser_close', arguments: {} }).catch(() => {});
-        const bytes = Buffer.byteLength(text, 'utf8');
-        return {
-            snapshot_ms: round(median(snap)), snapshot_min: round(Math.min(...snap)),
-            snapshot_max: round(Math.max(...snap)),
-            navigate_ms: round(median(navigate)), navigate_bytes: Buffer.byteLength(navText, 'utf8'),
-            runs, bytes, tokens: Math.floor(bytes / 4), refs: countOf(text, '[ref='),
-        };
-    } catch (err) {
-        log('MCP stderr:', stderr.slice(-2000));
-        throw err;
-    } finally {
-        child.stdin.end();
-        const t = setTimeout(() => child.kill('SIGKILL'), 5000);
-        await exited;
-        clearTimeout(t);
-    }
+    return summary(first, second, thirds, text);
 }
 
 // ---- main ----
 
 async function main(work) {
-    const server = await startServer();
+    const server = await startServer(pagesDir, corpusDir);
     const result = { version: PW_VERSION, api: "page.ariaSnapshot({ mode: 'ai' })", runs };
     const browser = await chromium.launch({
         executablePath: EXECUTABLE, headless: true, args: FLAGS,
@@ -304,15 +174,6 @@ async function main(work) {
         }
     } finally {
         await browser.close();
-    }
-    if (mcp) {
-        try {
-            result.mcp = { page: 'controls', ...(await measureMcp(urlOf(server, 'controls'), work)) };
-            log(`MCP browser_snapshot: ${result.mcp.snapshot_ms} ms, ${result.mcp.bytes} bytes`);
-        } catch (err) {
-            result.mcp = { error: String(err.message ?? err).split('\n')[0] };
-            log(`MCP: ${result.mcp.error}`);
-        }
     }
     server.close();
     return result;
