@@ -80,6 +80,7 @@ int rg_err_transient(int err);
 #define RG_POOL_START_TIMEOUT_MS 30000 /* browser cold start to first answer */
 #define RG_POOL_PING_INTERVAL_MS 2000
 #define RG_POOL_PING_TIMEOUT_MS 5000
+#define RG_POOL_PING_MISSES 2
 #define RG_POOL_CLOSE_GRACE_MS 2000 /* Browser.close before SIGKILL */
 #define RG_POOL_RECYCLE_AFTER 200   /* contexts created before a browser is recycled */
 #define RG_POOL_RETRY_AFTER_MS 1000 /* hint given with pool_exhausted */

@@ -89,12 +89,15 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   "# TYPE refgate_pool_queue_depth gauge\nrefgate_pool_queue_depth %d\n"
                   "# TYPE refgate_browser_restarts_total counter\n"
                   "refgate_browser_restarts_total %llu\n"
+                  "# TYPE refgate_browser_pings_missed_total counter\n"
+                  "refgate_browser_pings_missed_total %llu\n"
                   "# TYPE refgate_redis_errors_total counter\nrefgate_redis_errors_total %llu\n"
                   "# TYPE refgate_ws_connections_total counter\n"
                   "refgate_ws_connections_total %llu\n",
                   ss.live, (unsigned long long)ss.parked, (unsigned long long)ss.restored,
                   ps.browsers, ps.browsers_ready, ps.contexts_in_use, ps.queue_depth,
-                  (unsigned long long)ps.restarts, (unsigned long long)m.redis_errors,
+                  (unsigned long long)ps.restarts, (unsigned long long)ps.pings_missed,
+                  (unsigned long long)m.redis_errors,
                   (unsigned long long)m.ws_connections);
     egress_stats es;
     if (sess_egress_stats(g->sessions, &es))

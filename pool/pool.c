@@ -47,6 +47,7 @@ struct browser {
     int created;      /* contexts made on it */
     int64_t started_ms, last_ping_ms, close_deadline_ms;
     int ping_inflight;
+    int ping_missed;  /* health checks in a row without an answer in time */
     int cleaned;      /* process killed and reaped, directory removed */
     char why[160];
     pool_lease *leases;
@@ -90,7 +91,7 @@ struct pool {
     unsigned long seq;
     int start_failures;
     int64_t next_spawn_ms;
-    uint64_t restarts, recycles, contexts_created;
+    uint64_t restarts, recycles, contexts_created, pings_missed;
 };
 
 static atomic_ulong pool_counter;
@@ -109,6 +110,7 @@ void pool_config_default(pool_config *cfg)
     cfg->start_timeout_ms = RG_POOL_START_TIMEOUT_MS;
     cfg->ping_interval_ms = RG_POOL_PING_INTERVAL_MS;
     cfg->ping_timeout_ms = RG_POOL_PING_TIMEOUT_MS;
+    cfg->ping_misses = RG_POOL_PING_MISSES;
     cfg->close_grace_ms = RG_POOL_CLOSE_GRACE_MS;
     cfg->recycle_after = RG_POOL_RECYCLE_AFTER;
     cfg->max_message_bytes = RG_CDP_MAX_MESSAGE_BYTES;
@@ -132,6 +134,7 @@ void pool_config_from_env(pool_config *cfg)
                                              cfg->ping_interval_ms, 100, 600000);
     cfg->ping_timeout_ms = (int)rg_env_long("REFGATE_POOL_PING_TIMEOUT_MS",
                                             cfg->ping_timeout_ms, 100, 600000);
+    cfg->ping_misses = (int)rg_env_long("REFGATE_POOL_PING_MISSES", cfg->ping_misses, 1, 100);
     cfg->recycle_after = (int)rg_env_long("REFGATE_POOL_RECYCLE_AFTER", cfg->recycle_after, 0,
                                           INT_MAX);
     cfg->js_heap_mb = (int)rg_env_long("REFGATE_JS_HEAP_MB", cfg->js_heap_mb, 0, 1 << 20);
@@ -224,10 +227,27 @@ static void on_ping(void *ud, int rc, cdp_reply *r)
     struct browser *b = ud;
     pthread_mutex_lock(&b->p->mu);
     b->ping_inflight = 0;
-    if (rc < 0 && (b->state == B_READY || b->state == B_DRAINING)) {
-        char why[300];
-        snprintf(why, sizeof why, "the browser failed a health check (%s)", r->error);
-        browser_die(b, why, 1);
+    int misses = b->p->cfg.ping_misses > 0 ? b->p->cfg.ping_misses : 1;
+    if (rc == 0) {
+        b->ping_missed = 0;
+    } else if (b->state == B_READY || b->state == B_DRAINING) {
+        if (rc == RG_ETIMEOUT)
+            b->p->pings_missed++;
+        /*
+         * A late answer is not a dead browser: on a machine short of CPU a
+         * busy browser can miss one check, and replacing it would restore
+         * all its sessions elsewhere, adding to the load. A broken pipe is
+         * caught at once by on_closed; a frozen browser misses every check.
+         */
+        if (rc == RG_ETIMEOUT && ++b->ping_missed < misses) {
+            rg_log(RG_LOG_WARN, MOD, "browser %lu missed a health check (%d of %d in a row)",
+                   b->seq, b->ping_missed, misses);
+        } else {
+            char why[300];
+            snprintf(why, sizeof why, "the browser failed a health check (%.200s%s)", r->error,
+                     rc == RG_ETIMEOUT && misses > 1 ? ", and the ones before it" : "");
+            browser_die(b, why, 1);
+        }
     }
     pthread_mutex_unlock(&b->p->mu);
 }
@@ -939,6 +959,7 @@ void pool_get_stats(pool *p, pool_stats *st)
     }
     st->queue_depth = p->qlen;
     st->restarts = p->restarts;
+    st->pings_missed = p->pings_missed;
     st->recycles = p->recycles;
     st->contexts_created = p->contexts_created;
     pthread_mutex_unlock(&p->mu);

@@ -43,6 +43,7 @@ typedef struct pool_config {
     int start_timeout_ms;      /* cold start to first DevTools answer [30000] */
     int ping_interval_ms;      /* REFGATE_POOL_PING_INTERVAL_MS [2000] */
     int ping_timeout_ms;       /* REFGATE_POOL_PING_TIMEOUT_MS [5000] */
+    int ping_misses;           /* REFGATE_POOL_PING_MISSES [2] missed in a row: replaced */
     int close_grace_ms;        /* Browser.close before SIGKILL [2000] */
     int recycle_after;         /* REFGATE_POOL_RECYCLE_AFTER [200] contexts per browser */
     const char *const *extra_args; /* more Chromium flags, NULL-terminated, or NULL */
@@ -133,6 +134,7 @@ typedef struct pool_stats {
     int contexts_in_use;  /* leases outstanding */
     int queue_depth;      /* lease requests waiting */
     uint64_t restarts;    /* browsers replaced after a crash or a failed ping */
+    uint64_t pings_missed; /* health checks that got no answer in time */
     uint64_t recycles;    /* browsers retired after recycle_after contexts */
     uint64_t contexts_created;
 } pool_stats;

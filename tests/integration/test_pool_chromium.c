@@ -386,6 +386,55 @@ static void test_frozen_browser_fails_health_check_and_is_replaced(void **state)
     browser_failure(SIGSTOP);
 }
 
+/*
+ * A browser that misses a health check but answers the next one (stopped
+ * for a moment, as a browser starved of CPU is) is kept: its lease is not
+ * lost and its page answers. Replacing it would restore every session on it
+ * elsewhere, on a machine that is already short of CPU.
+ */
+static void test_browser_that_misses_one_check_is_kept(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 1;
+    cfg.ping_interval_ms = 200;
+    cfg.ping_timeout_ms = 1000;
+    cfg.ping_misses = 4;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    pool_lease *l;
+    assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
+    struct lost_flag lost = {0};
+    pool_lease_on_lost(l, on_lost, &lost);
+    pid_t tree[256];
+    tree[0] = pool_lease_guard(l);
+    assert_true(procs_descendants(tree[0], tree + 1, 255) >= 1);
+    pid_t browser = tree[1];
+
+    /* Stopped until one check has gone unanswered, then going again. */
+    assert_int_equal(kill(browser, SIGSTOP), 0);
+    pool_stats st;
+    int64_t until = rg_now_ms() + 30000;
+    do {
+        rg_sleep_ms(20);
+        pool_get_stats(p, &st);
+    } while (st.pings_missed == 0 && rg_now_ms() < until);
+    assert_int_equal(kill(browser, SIGCONT), 0);
+    assert_true(st.pings_missed >= 1);
+
+    char v[16];
+    assert_int_equal(eval_str(l, "6*7", v, sizeof v), 0);
+    assert_string_equal(v, "42");
+    pool_get_stats(p, &st);
+    assert_int_equal(st.restarts, 0);
+    assert_int_equal(st.browsers_ready, 1);
+    assert_int_equal(atomic_load(&lost.n), 0);
+    assert_false(pool_lease_lost(l));
+    pool_release(l);
+    pool_free(p);
+}
+
 /* ---- recycling ---- */
 
 static void test_browser_recycled_after_n_contexts(void **state)
@@ -562,6 +611,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_queue_is_bounded_fifo_and_times_out),
         cmocka_unit_test(test_killed_browser_fails_its_leases_and_is_replaced),
         cmocka_unit_test(test_frozen_browser_fails_health_check_and_is_replaced),
+        cmocka_unit_test(test_browser_that_misses_one_check_is_kept),
         cmocka_unit_test(test_browser_recycled_after_n_contexts),
         cmocka_unit_test(test_shutdown_leaves_no_process_or_directory),
         cmocka_unit_test(test_bad_binary_fails_cleanly),
