@@ -60,7 +60,7 @@
 #define RETRY_MAX_MS 2000
 /* Pass criteria (docs/soak.md). */
 #define RSS_GROWTH_MAX_PCT 5.0
-#define RSS_SLACK_KIB (8L * 1024)
+#define RSS_SLACK_KIB (2L * 1024)
 #define FD_SLACK 4
 /* Idle Redis connections a worker keeps (IDLE_MAX in common/redis.c). */
 #define REDIS_POOL_IDLE_MAX 32
@@ -417,7 +417,7 @@ static int session_worker(struct driver *d, char *out, size_t len)
  * read bring the session to its worker, ask where it is, and if that is the
  * wrong worker close it and try again (PLACE_TRIES times, then keep it).
  */
-#define PLACE_TRIES 8
+#define PLACE_TRIES 20
 static int create_placed(struct driver *d)
 {
     if (!d->worker[0])
