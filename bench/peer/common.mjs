@@ -62,6 +62,13 @@ function ppidMap() {
     return map;
 }
 
+/** The children of pid. */
+export function childrenOf(pid, map = ppidMap()) {
+    const out = [];
+    for (const [p, pp] of map) if (pp === pid) out.push(p);
+    return out;
+}
+
 /** root and all its descendants. */
 export function treeOf(root) {
     const map = ppidMap();

@@ -26,11 +26,12 @@
 
 import { chromium } from 'playwright-core';
 import { createRequire } from 'node:module';
-import { mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { EXECUTABLE, FLAGS } from './flags.mjs';
+import { childrenOf, median, msSince, pssKiB, round, treeOf } from './common.mjs';
 
 const require = createRequire(import.meta.url);
 const PW_VERSION = require('playwright-core/package.json').version;
@@ -45,50 +46,7 @@ const DEADLINE_MS = 115_000; // the whole run must stay under 2 minutes
 
 const log = (...a) => console.error('floor.mjs:', ...a);
 
-// ---- /proc helpers ----
-
-/** Map pid -> ppid for every process visible in /proc. */
-function ppidMap() {
-    const map = new Map();
-    for (const name of readdirSync('/proc')) {
-        if (!/^\d+$/.test(name)) continue;
-        let stat;
-        try {
-            stat = readFileSync(`/proc/${name}/stat`, 'utf8');
-        } catch {
-            continue; // exited meanwhile
-        }
-        // comm may hold spaces and parentheses: fields resume after the last ')'.
-        const rest = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        map.set(Number(name), Number(rest[1]));
-    }
-    return map;
-}
-
-function childrenOf(pid, map = ppidMap()) {
-    const out = [];
-    for (const [p, pp] of map) if (pp === pid) out.push(p);
-    return out;
-}
-
-/** pid and all its descendants. */
-function treeOf(root) {
-    const map = ppidMap();
-    const kids = new Map();
-    for (const [p, pp] of map) {
-        if (!kids.has(pp)) kids.set(pp, []);
-        kids.get(pp).push(p);
-    }
-    const out = [];
-    const stack = [root];
-    while (stack.length) {
-        const p = stack.pop();
-        if (p !== root && !map.has(p)) continue;
-        out.push(p);
-        for (const k of kids.get(p) || []) stack.push(k);
-    }
-    return out;
-}
+// ---- /proc helpers (the rest are in common.mjs) ----
 
 function argv0(pid) {
     try {
@@ -98,38 +56,13 @@ function argv0(pid) {
     }
 }
 
-/** Sum of "Pss:" over the pids, in kB; processes gone meanwhile count 0. */
-function pssKiB(pids) {
-    let total = 0;
-    for (const pid of pids) {
-        let text;
-        try {
-            text = readFileSync(`/proc/${pid}/smaps_rollup`, 'utf8');
-        } catch {
-            continue;
-        }
-        const m = /^Pss:\s+(\d+) kB/m.exec(text);
-        if (m) total += Number(m[1]);
-    }
-    return total;
-}
-
 // ---- statistics ----
-
-function median(xs) {
-    const s = [...xs].sort((a, b) => a - b);
-    const n = s.length;
-    return n % 2 ? s[(n - 1) / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
 
 /** Nearest-rank percentile. */
 function percentile(xs, p) {
     const s = [...xs].sort((a, b) => a - b);
     return s[Math.max(0, Math.ceil((p / 100) * s.length) - 1)];
 }
-
-const round = (x, digits) => Number(x.toFixed(digits));
-const msSince = (t0) => Number(process.hrtime.bigint() - t0) / 1e6;
 
 // ---- browser ----
 
