@@ -8,6 +8,7 @@
 #include "rg.h"
 
 #include <hiredis/hiredis.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -157,12 +158,29 @@ fail:
     return NULL;
 }
 
+/*
+ * An idle connection the server has closed (Redis restarted, or dropped
+ * it): its socket reads as ready, since Redis sends nothing unasked on a
+ * connection that does not subscribe. One poll, no round trip.
+ */
+static int closed_by_server(redisContext *c)
+{
+    struct pollfd p = {.fd = c->fd, .events = POLLIN};
+    return c->fd < 0 || poll(&p, 1, 0) != 0;
+}
+
 redisContext *rg_redis_take(rg_redis *r)
 {
-    pthread_mutex_lock(&r->mu);
-    redisContext *c = r->n_idle ? r->idle[--r->n_idle] : NULL;
-    pthread_mutex_unlock(&r->mu);
-    return c ? c : connect_one(r);
+    for (;;) {
+        pthread_mutex_lock(&r->mu);
+        redisContext *c = r->n_idle ? r->idle[--r->n_idle] : NULL;
+        pthread_mutex_unlock(&r->mu);
+        if (!c)
+            return connect_one(r);
+        if (!closed_by_server(c))
+            return c;
+        redisFree(c);
+    }
 }
 
 void rg_redis_give(rg_redis *r, redisContext *c, int failed)
@@ -170,6 +188,17 @@ void rg_redis_give(rg_redis *r, redisContext *c, int failed)
     if (!c)
         return;
     if (failed || c->err) {
+        /* The idle ones most likely went the same way: a Redis that was
+           away closed them all. Without this, every command after its
+           return would take a dead one first and fail. */
+        redisContext *drop[IDLE_MAX];
+        pthread_mutex_lock(&r->mu);
+        int n = r->n_idle;
+        memcpy(drop, r->idle, (size_t)n * sizeof *drop);
+        r->n_idle = 0;
+        pthread_mutex_unlock(&r->mu);
+        for (int i = 0; i < n; i++)
+            redisFree(drop[i]);
         redisFree(c);
         return;
     }

@@ -221,6 +221,40 @@ static void test_large_cleanup(void **state)
     reg_store_free(s);
 }
 
+/*
+ * Connections pooled before Redis restarted are dead after it: the next
+ * commands must not take them and fail. Before the fix the first command
+ * after the restart failed with each idle connection in turn.
+ */
+static void test_pooled_connections_survive_a_redis_restart(void **state)
+{
+    (void)state;
+    char url[64], err[128];
+    snprintf(url, sizeof url, "redis://127.0.0.1:%d", redissrv_port(rs));
+    rg_redis_config cfg;
+    rg_redis_config_default(&cfg);
+    cfg.url = url;
+    rg_redis *r;
+    assert_int_equal(rg_redis_new(&cfg, &r, err, sizeof err), 0);
+    redisContext *c[4];
+    for (int i = 0; i < 4; i++)
+        assert_non_null(c[i] = rg_redis_take(r));
+    for (int i = 0; i < 4; i++)
+        rg_redis_give(r, c[i], 0); /* four idle ones */
+    assert_int_equal(redissrv_restart(rs), 0);
+    for (int i = 0; i < 6; i++) {
+        redisContext *k = rg_redis_take(r);
+        assert_non_null(k);
+        redisReply *rep = redisCommand(k, "PING");
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_STATUS);
+        assert_string_equal(rep->str, "PONG");
+        freeReplyObject(rep);
+        rg_redis_give(r, k, 0);
+    }
+    rg_redis_free(r);
+}
+
 static void test_outage_is_unavailable_then_recovers(void **state)
 {
     (void)state;
@@ -303,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_parked_page_is_compact),
         cmocka_unit_test(test_racing_commits_never_exceed_the_cap),
         cmocka_unit_test(test_large_cleanup),
+        cmocka_unit_test(test_pooled_connections_survive_a_redis_restart),
         cmocka_unit_test(test_outage_is_unavailable_then_recovers),
         cmocka_unit_test(test_password_in_url),
     };
