@@ -9,7 +9,8 @@
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
 import { createRequire } from 'node:module';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { EXECUTABLE, FLAGS, RESOLVER } from './flags.mjs';
 
@@ -274,4 +275,23 @@ export function refIn(text, line) {
     const end = text.indexOf('\n', at);
     const m = /\[ref=([^\]]+)\]/.exec(text.slice(at, end < 0 ? undefined : end));
     return m ? m[1] : undefined;
+}
+
+/**
+ * Runs main(dir) in a fresh scratch directory under the system's temp
+ * directory, prints its result as one JSON line, removes the directory,
+ * and sets the exit status (1 after an error, which goes to say).
+ */
+export async function runMain(prefix, main, say) {
+    const dir = mkdtempSync(join(tmpdir(), prefix));
+    let status = 0;
+    try {
+        process.stdout.write(JSON.stringify(await main(dir)) + '\n');
+    } catch (err) {
+        say(err && err.stack ? err.stack : String(err));
+        status = 1;
+    } finally {
+        rmSync(dir, { recursive: true, force: true });
+    }
+    process.exitCode = status;
 }

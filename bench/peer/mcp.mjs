@@ -34,12 +34,9 @@
 //   PAGE: "controls" or a corpus file name (default: all of them).
 //   --quick: 3 loops, 5 clicks, no page snapshots, no second server.
 
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import {
     log as logger, mmm, MCP_CORE_VERSION, MCP_VERSION, median, pageNames, quantile, refIn,
-    round, startMcp, startServer, urlOf,
+    round, runMain, startMcp, startServer, urlOf,
 } from './common.mjs';
 
 const log = logger('mcp.mjs');
@@ -211,14 +208,4 @@ async function main(work) {
     }
 }
 
-const work = mkdtempSync(join(tmpdir(), 'refgate-peer-mcp-'));
-let status = 0;
-try {
-    process.stdout.write(JSON.stringify(await main(work)) + '\n');
-} catch (err) {
-    log(err && err.stack ? err.stack : String(err));
-    status = 1;
-} finally {
-    rmSync(work, { recursive: true, force: true });
-}
-process.exitCode = status;
+await runMain('refgate-peer-mcp-', main, log);

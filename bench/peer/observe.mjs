@@ -40,11 +40,10 @@
 
 import { chromium } from 'playwright-core';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { log as logger, median, msSince, pageNames, round, startServer, urlOf } from './common.mjs';
+import {
+    log as logger, median, msSince, pageNames, round, runMain, startServer, urlOf,
+} from './common.mjs';
 import { EXECUTABLE, FLAGS as BASE_FLAGS, RESOLVER } from './flags.mjs';
 
 const require = createRequire(import.meta.url);
@@ -179,14 +178,4 @@ async function main(work) {
     return result;
 }
 
-const work = mkdtempSync(join(tmpdir(), 'refgate-peer-obs-'));
-let status = 0;
-try {
-    process.stdout.write(JSON.stringify(await main(work)) + '\n');
-} catch (err) {
-    log(err && err.stack ? err.stack : String(err));
-    status = 1;
-} finally {
-    rmSync(work, { recursive: true, force: true });
-}
-process.exitCode = status;
+await runMain('refgate-peer-obs-', main, log);

@@ -26,13 +26,10 @@
 
 import { chromium } from 'playwright-core';
 import { createRequire } from 'node:module';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
     chromiumChildren, log as logger, msSince, now, pssKiB, quantile, round, startServer,
-    treeOf, urlOf,
+    runMain, treeOf, urlOf,
 } from './common.mjs';
 import { EXECUTABLE, FLAGS } from './flags.mjs';
 
@@ -145,14 +142,4 @@ async function main(home) {
     }
 }
 
-const home = mkdtempSync(join(tmpdir(), 'refgate-peer-par-'));
-let status = 0;
-try {
-    process.stdout.write(JSON.stringify(await main(home)) + '\n');
-} catch (err) {
-    log(err && err.stack ? err.stack : String(err));
-    status = 1;
-} finally {
-    rmSync(home, { recursive: true, force: true });
-}
-process.exitCode = status;
+await runMain('refgate-peer-par-', main, log);
