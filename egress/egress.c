@@ -178,11 +178,8 @@ static int name_ok(const char *h, size_t n)
     return 1;
 }
 
-/*
- * Greeting and request. Fills host (text) and *port and returns 0, or
- * answers the browser and returns -1.
- */
-static int handshake(int fd, char *host, size_t hostlen, int *port, int64_t deadline_ms)
+/* Greeting and request (egress.h). */
+int egress_handshake(int fd, char *host, size_t hostlen, int *port, int64_t deadline_ms)
 {
     unsigned char b[262];
     if (read_full(fd, b, 2, deadline_ms) < 0 || b[0] != 5 || b[1] == 0 ||
@@ -201,12 +198,18 @@ static int handshake(int fd, char *host, size_t hostlen, int *port, int64_t dead
     if (atyp == 1) {
         if (read_full(fd, b, 4 + 2, deadline_ms) < 0)
             return -1;
-        inet_ntop(AF_INET, b, host, (socklen_t)hostlen);
+        if (!inet_ntop(AF_INET, b, host, (socklen_t)hostlen)) { /* no room in host */
+            reply(fd, REP_FAIL, deadline_ms);
+            return -1;
+        }
         *port = b[4] << 8 | b[5];
     } else if (atyp == 4) {
         if (read_full(fd, b, 16 + 2, deadline_ms) < 0)
             return -1;
-        inet_ntop(AF_INET6, b, host, (socklen_t)hostlen);
+        if (!inet_ntop(AF_INET6, b, host, (socklen_t)hostlen)) { /* no room in host */
+            reply(fd, REP_FAIL, deadline_ms);
+            return -1;
+        }
         *port = b[16] << 8 | b[17];
     } else if (atyp == 3) {
         if (read_full(fd, b, 1, deadline_ms) < 0)
@@ -442,7 +445,7 @@ static void *conn_main(void *arg)
     int64_t deadline = rg_now_ms() + e->cfg.handshake_timeout_ms;
     char host[300];
     int port = 0;
-    if (handshake(a.c->cfd, host, sizeof host, &port, deadline) < 0) {
+    if (egress_handshake(a.c->cfd, host, sizeof host, &port, deadline) < 0) {
         count(e, &e->st.failed);
         conn_end(e, a.s, a.c);
         return NULL;

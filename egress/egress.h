@@ -126,4 +126,25 @@ typedef struct egress_stats {
 
 void egress_get_stats(egress *e, egress_stats *st);
 
+/* ---- lower level, exposed for tests and fuzzers ------------------------ */
+
+/**
+ * The SOCKS5 greeting and CONNECT request a connection's thread reads from
+ * the browser's socket fd (blocking or not) before deadline_ms (rg_now_ms
+ * time), and the answers it owes the browser on the way: the method choice
+ * (0x00 no authentication, or 0xff when the browser does not offer it), and a
+ * reply for a request it cannot serve (0x07 a command other than CONNECT,
+ * 0x08 an unknown address type, 0x01 port 0, an address or name too long
+ * for host, or a name that is empty or has a character other than the
+ * letters, digits and - . _ : [ ] of a URL host). Reads no further than
+ * the request's end.
+ *
+ * Returns 0 with the destination in host (hostlen bytes, NUL-terminated:
+ * the name as sent, or the IPv4 or IPv6 address in text without brackets)
+ * and *port (1 to 65535); the caller then owes the browser the reply.
+ * Returns -1 when the handshake failed (a broken greeting or request, EOF,
+ * an error or the deadline), after any answer above.
+ */
+int egress_handshake(int fd, char *host, size_t hostlen, int *port, int64_t deadline_ms);
+
 #endif

@@ -13,12 +13,14 @@ shift 2
 here=$(cd "$(dirname "$0")" && pwd)
 
 # Longest input per target: a little over each parser's own limit, so that
-# the limit itself is exercised (URLs: 8192 bytes; targets: 4096).
+# the limit itself is exercised (URLs: 8192 bytes; targets: 4096; a SOCKS5
+# greeting and request: 519).
 max_len() {
     case $1 in
     url) echo 9000 ;;
     target) echo 4200 ;;
     addr) echo 400 ;;
+    socks) echo 600 ;;
     cdp) echo 16384 ;;
     *) echo 8192 ;;
     esac

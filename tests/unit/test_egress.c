@@ -443,6 +443,65 @@ static void test_bad_handshakes(void **state)
     egress_slot_close(s);
 }
 
+/*
+ * egress_handshake on its own, over a socketpair: the browser's bytes (all
+ * of them, then EOF) and a host buffer of hostlen bytes. Returns its result;
+ * what it wrote back goes to out (*outlen bytes, at most 64).
+ */
+static int handshake_bytes(const unsigned char *in, size_t n, char *host, size_t hostlen, int *port,
+                           unsigned char *out, size_t *outlen)
+{
+    int sv[2];
+    assert_int_equal(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+    assert_int_equal(send(sv[0], in, n, MSG_NOSIGNAL), (ssize_t)n);
+    shutdown(sv[0], SHUT_WR);
+    int rc = egress_handshake(sv[1], host, hostlen, port, rg_now_ms() + 2000);
+    close(sv[1]);
+    ssize_t r;
+    *outlen = 0;
+    while (*outlen < 64 && (r = recv(sv[0], out + *outlen, 64 - *outlen, 0)) > 0)
+        *outlen += (size_t)r;
+    close(sv[0]);
+    return rc;
+}
+
+/*
+ * An address whose text does not fit the caller's host buffer is refused
+ * like a name too long for it (reply 1), never returned unterminated; the
+ * proxy's own buffer (300 bytes) holds any. Found by tests/fuzz/fuzz_socks.c.
+ */
+static void test_handshake_address_longer_than_host(void **state)
+{
+    (void)state;
+    /* CONNECT [2001:db8:1234:5678:9abc:def0:1234:5678]:443, 38 characters. */
+    unsigned char in[3 + 22] = {5, 1, 0, 5, 1, 0, 4};
+    assert_int_equal(inet_pton(AF_INET6, "2001:db8:1234:5678:9abc:def0:1234:5678", in + 7), 1);
+    in[23] = 443 >> 8;
+    in[24] = 443 & 0xff;
+    const unsigned char refused[12] = {5, 0, 5, 1, 0, 1, 0, 0, 0, 0, 0, 0};
+    unsigned char out[64];
+    size_t outlen;
+    char host[300];
+    int port = 0;
+    memset(host, 'x', sizeof host);
+    assert_int_equal(handshake_bytes(in, sizeof in, host, 38, &port, out, &outlen), -1);
+    assert_int_equal(outlen, sizeof refused);
+    assert_memory_equal(out, refused, sizeof refused);
+    assert_int_equal(handshake_bytes(in, sizeof in, host, 39, &port, out, &outlen), 0);
+    assert_string_equal(host, "2001:db8:1234:5678:9abc:def0:1234:5678");
+    assert_int_equal(port, 443);
+    assert_int_equal(outlen, 2); /* the method choice; the reply is the caller's */
+    /* IPv4: "255.255.255.255" needs 16 bytes. */
+    unsigned char in4[3 + 10] = {5, 1, 0, 5, 1, 0, 1, 255, 255, 255, 255, 0, 80};
+    memset(host, 'x', sizeof host);
+    assert_int_equal(handshake_bytes(in4, sizeof in4, host, 15, &port, out, &outlen), -1);
+    assert_int_equal(outlen, sizeof refused);
+    assert_memory_equal(out, refused, sizeof refused);
+    assert_int_equal(handshake_bytes(in4, sizeof in4, host, 16, &port, out, &outlen), 0);
+    assert_string_equal(host, "255.255.255.255");
+    assert_int_equal(port, 80);
+}
+
 static void test_closing_a_slot_ends_its_connections(void **state)
 {
     (void)state;
@@ -520,6 +579,7 @@ int main(void)
         cmocka_unit_test(test_connects_to_the_checked_addresses_in_order),
         cmocka_unit_test(test_address_types),
         cmocka_unit_test(test_bad_handshakes),
+        cmocka_unit_test(test_handshake_address_longer_than_host),
         cmocka_unit_test(test_closing_a_slot_ends_its_connections),
         cmocka_unit_test(test_connection_cap_per_slot),
     };
