@@ -11,7 +11,7 @@
  *
  *   load [--sessions N] [--duration S] [--workers N] [--interval S]
  *        [--warmup-loops N] [--settle S] [--warmup-max S] [--close-one-in N]
- *        [--trace FILE]
+ *        [--quiet-every S] [--quiet-wait S] [--trace FILE]
  *        [--port P [--key K] [--run-dir DIR]]
  *
  * Without --port it starts a stack of its own (tests/support/stack.c: Redis,
@@ -26,7 +26,8 @@
  *
  * Threads: one driver thread per session, each with its own connection and
  * its own counters, merged after they are joined; the main thread samples
- * /proc. The drivers share only the stop time and two barriers.
+ * /proc. The drivers share only the stop time, two barriers and the pause
+ * of a quiet point (g.mu, g.cv).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -58,6 +59,8 @@
 /* How long a transient error makes a driver wait when it names no time. */
 #define RETRY_DEFAULT_MS 200
 #define RETRY_MAX_MS 2000
+/* A quiet point waits at most this long for the drivers to finish their loop. */
+#define QUIET_DRAIN_MS 120000
 /* Pass criteria (docs/soak.md). */
 #define RSS_GROWTH_MAX_PCT 5.0
 #define RSS_SLACK_KIB (2L * 1024)
@@ -162,7 +165,12 @@ static struct {
     int close_one_in;     /* a loop closes its session with this odds */
     atomic_llong stop_ms; /* drivers end at the first loop boundary after it */
     pthread_barrier_t warm, go;
-} g;
+    /* Quiet points: the main thread sets pause; each driver, at its next loop
+       boundary, counts itself in paused and waits until pause is 0 again. */
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int pause, paused;
+} g = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER};
 
 static void *xrealloc(void *p, size_t n)
 {
@@ -624,14 +632,28 @@ static void *drive(void *arg)
         d->warmup_commands += d->commands[o];
     pthread_barrier_wait(&g.warm); /* the main thread takes the first sample */
     pthread_barrier_wait(&g.go);
-    while (rg_now_ms() < atomic_load(&g.stop_ms))
+    while (rg_now_ms() < atomic_load(&g.stop_ms)) {
+        pthread_mutex_lock(&g.mu);
+        if (g.pause) {
+            g.paused++;
+            pthread_cond_broadcast(&g.cv);
+            while (g.pause)
+                pthread_cond_wait(&g.cv, &g.mu);
+            g.paused--;
+        }
+        pthread_mutex_unlock(&g.mu);
         one_loop(d, 1);
+    }
     /* Every session ends live, as they all were at the first sample. */
     for (int i = 0; i < 3 && !d->sid[0]; i++)
         create_placed(d);
     if (d->fd >= 0)
         close(d->fd);
     d->fd = -1;
+    pthread_mutex_lock(&g.mu); /* gone: a quiet point waits for it no more */
+    g.paused++;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
     return NULL;
 }
 
@@ -876,6 +898,7 @@ struct sample {
     int live[WORKERS_MAX + 1]; /* live sessions each worker owns, from Redis; -1: unknown */
     struct fdscan fd[WORKERS_MAX + 1];
     int chromium, zombies;
+    int quiet; /* taken with no command in flight, after the workers' heap trim */
 };
 
 /* The descriptors the fd criterion counts: all but nginx's and Redis's connections. */
@@ -965,6 +988,41 @@ static void take_sample(struct sample *s)
             seen_add(kids[i], p.start);
         }
     }
+}
+
+/*
+ * A quiet point: lets each driver finish the loop it is in (for at most
+ * QUIET_DRAIN_MS), waits wait_ms with no command in flight, which is longer
+ * than the workers' heap trim period (REFGATE_MALLOC_TRIM_MS), takes a
+ * sample and lets the drivers go on. The sample is marked quiet only when
+ * every driver stopped. A worker's RSS then holds what it keeps (sessions,
+ * pools, caches, and any leak), not the buffers of the commands in flight,
+ * which move it by several MiB from one sample to the next. The time spent
+ * here is added to the stop time, so the load still runs for --duration.
+ */
+static void quiet_point(int sessions, int wait_ms, struct sample *out)
+{
+    int64_t t0 = rg_now_ms();
+    pthread_mutex_lock(&g.mu);
+    g.pause = 1;
+    int drained;
+    for (;;) {
+        drained = g.paused >= sessions;
+        if (drained || rg_now_ms() - t0 >= QUIET_DRAIN_MS)
+            break;
+        pthread_mutex_unlock(&g.mu);
+        rg_sleep_ms(50);
+        pthread_mutex_lock(&g.mu);
+    }
+    pthread_mutex_unlock(&g.mu);
+    rg_sleep_ms(wait_ms);
+    take_sample(out);
+    out->quiet = drained;
+    pthread_mutex_lock(&g.mu);
+    g.pause = 0;
+    pthread_cond_broadcast(&g.cv);
+    pthread_mutex_unlock(&g.mu);
+    atomic_fetch_add(&g.stop_ms, rg_now_ms() - t0);
 }
 
 /*
@@ -1087,12 +1145,12 @@ static double quantile(double *v, size_t n, double p)
 }
 
 /* The least-squares slope of worker w's RSS over the samples from `from` on, in KiB/min. */
-static double rss_slope(const struct sample *s, int n, int w, int64_t from)
+static double rss_slope(const struct sample *s, int n, int w, int64_t from, int quiet)
 {
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     int k = 0;
     for (int i = 0; i < n; i++) {
-        if (s[i].t_ms < from || s[i].rss_kib[w] <= 0)
+        if (s[i].t_ms < from || s[i].rss_kib[w] <= 0 || (quiet && !s[i].quiet))
             continue;
         double x = (double)(s[i].t_ms - from) / 60000.0, y = (double)s[i].rss_kib[w];
         sx += x, sy += y, sxx += x * x, sxy += x * y;
@@ -1102,13 +1160,14 @@ static double rss_slope(const struct sample *s, int n, int w, int64_t from)
     return k >= 3 && den > 0 ? (k * sxy - sx * sy) / den : 0;
 }
 
-/* The median RSS of worker w over the samples taken in [from, to). */
-static long median_rss(const struct sample *s, int n, int w, int64_t from, int64_t to)
+/* The median RSS of worker w over the samples taken in [from, to): all of
+   them (quiet 0) or the quiet points only (quiet 1). */
+static long median_rss(const struct sample *s, int n, int w, int64_t from, int64_t to, int quiet)
 {
     long v[4096];
     int k = 0;
     for (int i = 0; i < n && k < 4096; i++)
-        if (s[i].t_ms >= from && s[i].t_ms < to && s[i].rss_kib[w] > 0)
+        if (s[i].t_ms >= from && s[i].t_ms < to && s[i].rss_kib[w] > 0 && (!quiet || s[i].quiet))
             v[k++] = s[i].rss_kib[w];
     if (!k)
         return -1;
@@ -1164,13 +1223,13 @@ static void write_trace(const char *path, const struct sample *s, size_t n, int6
         fprintf(f, "\t%s_rss_kib\t%s_fds\t%s_fds_nginx\t%s_fds_redis\t%s_close_wait\t%s_live",
                 workers.name[w], workers.name[w], workers.name[w], workers.name[w], workers.name[w],
                 workers.name[w]);
-    fprintf(f, "\tchromium\tzombies\n");
+    fprintf(f, "\tchromium\tzombies\tquiet\n");
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%.1f", (double)(s[i].t_ms - t0) / 1000.0);
         for (int w = 1; w <= workers.n; w++)
             fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d", s[i].rss_kib[w], s[i].fd[w].total,
                     s[i].fd[w].nginx, s[i].fd[w].redis, s[i].fd[w].close_wait, s[i].live[w]);
-        fprintf(f, "\t%d\t%d\n", s[i].chromium, s[i].zombies);
+        fprintf(f, "\t%d\t%d\t%d\n", s[i].chromium, s[i].zombies, s[i].quiet);
     }
     if (fclose(f) != 0)
         fprintf(stderr, "load: cannot write %s\n", path);
@@ -1183,7 +1242,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: load [--sessions N] [--duration S] [--workers N] [--interval S]\n"
             "            [--warmup-loops N] [--settle S] [--warmup-max S]\n"
-            "            [--close-one-in N] [--trace FILE]\n"
+            "            [--close-one-in N] [--quiet-every S] [--quiet-wait S] [--trace FILE]\n"
             "            [--port P [--key K] [--run-dir DIR]]\n"
             "  --sessions N      sessions driven at once [8]\n"
             "  --duration S      seconds of measured load after the warm-up [60]\n"
@@ -1193,6 +1252,8 @@ static void usage(void)
             "  --settle S        then warm up until no worker's RSS rose for S s [60; 0: no]\n"
             "  --warmup-max S    but for at most S s in all [300]\n"
             "  --close-one-in N  a measured loop closes its session with odds 1/N [6]\n"
+            "  --quiet-every S   pause the load for a quiet sample every S s [120; 0: never]\n"
+            "  --quiet-wait S    how long a quiet point waits before its sample [12]\n"
             "  --trace FILE      write every sample of /proc to FILE (tab-separated)\n"
             "  --port P          drive the stack on 127.0.0.1:P instead of starting one\n"
             "  --key K           its API key [$REFGATE_KEY, or DIR/dev-key]\n"
@@ -1246,6 +1307,7 @@ static void workers_from_run_dir(const char *dir)
 int main(int argc, char **argv)
 {
     int sessions = 8, duration = 60, nworkers = 2, interval = 2, port = 0;
+    int quiet_every = 120, quiet_wait = 12;
     const char *key = NULL, *run_dir = ".run", *trace = NULL;
     g.warmup_loops = 2;
     g.settle_s = 60;
@@ -1270,6 +1332,10 @@ int main(int argc, char **argv)
             rc = int_arg(a, v, 0, 7 * 24 * 3600, &g.warmup_max_s);
         else if (!strcmp(a, "--close-one-in"))
             rc = int_arg(a, v, 0, 1000000, &g.close_one_in);
+        else if (!strcmp(a, "--quiet-every"))
+            rc = int_arg(a, v, 0, 24 * 3600, &quiet_every);
+        else if (!strcmp(a, "--quiet-wait"))
+            rc = int_arg(a, v, 0, 600, &quiet_wait);
         else if (!strcmp(a, "--port"))
             rc = int_arg(a, v, 1, 65535, &port);
         else if (!strcmp(a, "--key") && v)
@@ -1376,11 +1442,14 @@ int main(int argc, char **argv)
     double warm_s = (double)(rg_now_ms() - t_warm) / 1000.0;
     fprintf(stderr, "load: warm-up took %.0f s (%s)\n", warm_s,
             settled ? "RSS settled" : "RSS did not settle; capped by --warmup-max");
-    rg_sleep_ms(1000); /* let the last checkpoints land */
+    /* Every driver waits at the barrier: the first sample is a quiet point. */
+    int quiet_ms = quiet_every > 0 ? quiet_wait * 1000 : 1000; /* 1 s: the last checkpoints */
+    rg_sleep_ms(quiet_ms);
     size_t cap = (size_t)(duration / interval) + 64, n_samples = 0;
     struct sample *samples = calloc(cap, sizeof *samples);
     struct sample first, last;
     take_sample(&first);
+    first.quiet = quiet_every > 0;
     samples[n_samples++] = first;
     struct redis_info r0, r1;
     redis_info(redis, &r0);
@@ -1388,29 +1457,41 @@ int main(int argc, char **argv)
     atomic_store(&g.stop_ms, t_start + (int64_t)duration * 1000);
     fprintf(stderr, "load: measured load for %d s...\n", duration);
     pthread_barrier_wait(&g.go);
+    int64_t next_quiet = quiet_every > 0 ? t_start + (int64_t)quiet_every * 1000 : INT64_MAX;
+    int quiet_points = first.quiet, quiet_missed = 0;
     for (;;) {
         int64_t now = rg_now_ms(), stop = atomic_load(&g.stop_ms);
         if (now >= stop)
             break;
-        int64_t gap = (int64_t)interval * 1000 - (now - samples[n_samples - 1].t_ms);
-        if (gap > stop - now)
-            gap = stop - now;
-        if (gap > 0)
-            rg_sleep_ms((int)gap);
+        int64_t at = samples[n_samples - 1].t_ms + (int64_t)interval * 1000;
+        at = at < next_quiet ? at : next_quiet;
+        at = at < stop ? at : stop;
+        if (at > now)
+            rg_sleep_ms((int)(at - now));
         if (rg_now_ms() >= stop)
             break;
         if (n_samples == cap) {
             cap *= 2;
             samples = xrealloc(samples, cap * sizeof *samples);
         }
-        take_sample(&samples[n_samples++]);
+        if (rg_now_ms() < next_quiet) {
+            take_sample(&samples[n_samples++]);
+            continue;
+        }
+        quiet_point(sessions, quiet_ms, &samples[n_samples]);
+        quiet_points += samples[n_samples].quiet;
+        quiet_missed += !samples[n_samples].quiet;
+        n_samples++;
+        next_quiet = rg_now_ms() + (int64_t)quiet_every * 1000;
     }
     /* Drivers finish the loop they are in. */
     for (int i = 0; i < sessions; i++)
         pthread_join(d[i].thread, NULL);
     int64_t t_end = rg_now_ms();
-    rg_sleep_ms(1000);
+    rg_sleep_ms(quiet_ms);
     take_sample(&last);
+    last.quiet = quiet_every > 0;
+    quiet_points += last.quiet;
     if (n_samples == cap)
         samples = xrealloc(samples, ++cap * sizeof *samples);
     samples[n_samples++] = last;
@@ -1498,18 +1579,27 @@ int main(int argc, char **argv)
         fail_reason("%.0f%% of the commands failed with transient errors (at most %.0f%%)",
                     100.0 * (double)tolerated_n / (double)total, 100.0 * TRANSIENT_SHARE_MAX);
     int64_t quarter = (t_end - t_start) / 4;
-    long q1[WORKERS_MAX + 1], q4[WORKERS_MAX + 1];
+    /* RSS is judged on the quiet points when there are any (--quiet-every),
+       else on every sample; the medians of all samples are reported too. */
+    int by_quiet = quiet_every > 0;
+    long q1[WORKERS_MAX + 1], q4[WORKERS_MAX + 1], b1[WORKERS_MAX + 1], b4[WORKERS_MAX + 1];
     double growth[WORKERS_MAX + 1], slope[WORKERS_MAX + 1];
     for (int w = 1; w <= workers.n; w++) {
-        q1[w] = median_rss(samples, (int)n_samples, w, t_start, t_start + quarter);
-        q4[w] = median_rss(samples, (int)n_samples, w, t_end - quarter, INT64_MAX);
+        q1[w] = median_rss(samples, (int)n_samples, w, t_start, t_start + quarter, by_quiet);
+        q4[w] = median_rss(samples, (int)n_samples, w, t_end - quarter, INT64_MAX, by_quiet);
+        b1[w] = median_rss(samples, (int)n_samples, w, t_start, t_start + quarter, 0);
+        b4[w] = median_rss(samples, (int)n_samples, w, t_end - quarter, INT64_MAX, 0);
         growth[w] = q1[w] > 0 && q4[w] > 0 ? 100.0 * (double)(q4[w] - q1[w]) / (double)q1[w] : 0;
-        slope[w] = rss_slope(samples, (int)n_samples, w, t_start);
+        slope[w] = rss_slope(samples, (int)n_samples, w, t_start, by_quiet);
         if (q1[w] > 0 && q4[w] > 0 && growth[w] > RSS_GROWTH_MAX_PCT &&
             q4[w] - q1[w] > RSS_SLACK_KIB)
-            fail_reason("%s RSS grew %.1f%% (%ld -> %ld KiB, medians of the first and last "
-                        "quarter)",
-                        workers.name[w], growth[w], q1[w], q4[w]);
+            fail_reason("%s RSS grew %.1f%% (%ld -> %ld KiB, medians of the %s in the first "
+                        "and last quarter)",
+                        workers.name[w], growth[w], q1[w], q4[w],
+                        by_quiet ? "quiet points" : "samples");
+        if (workers.pid[w] > 0 && (q1[w] < 0 || q4[w] < 0))
+            fail_reason("%s: no %s in the first or the last quarter to judge RSS by",
+                        workers.name[w], by_quiet ? "quiet point" : "sample");
         if (fds_own(&first, w) >= 0 && fds_own(&last, w) > fds_own(&first, w) + FD_SLACK)
             fail_reason("%s open fds (connections to nginx and Redis left out) grew from %d to %d",
                         workers.name[w], fds_own(&first, w), fds_own(&last, w));
@@ -1558,19 +1648,26 @@ int main(int argc, char **argv)
         printf("%s %s %ld (%s)", k ? "," : "", errs.row[k].code, errs.row[k].count,
                tolerated(&errs.row[k]) ? "transient, tolerated" : "FAILS");
     printf("\n\n");
-    printf("%-6s %8s %11s %11s %11s %11s %8s %10s %9s %7s %7s %s\n", "worker", "pid", "rss start",
-           "rss end", "rss q1 med", "rss q4 med", "growth", "KiB/min", "fds start", "fds end",
-           "fds max", "sessions");
+    printf("%-6s %8s %11s %11s %11s %11s %8s %10s %11s %11s %9s %7s %7s %s\n", "worker", "pid",
+           "rss start", "rss end", "rss q1 med", "rss q4 med", "growth", "KiB/min", "busy q1",
+           "busy q4", "fds start", "fds end", "fds max", "sessions");
     for (int w = 1; w <= workers.n; w++) {
         int fmax = 0;
         for (size_t i = 0; i < n_samples; i++)
             fmax = fds_own(&samples[i], w) > fmax ? fds_own(&samples[i], w) : fmax;
-        printf("%-6s %8d %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB %7.1f%% %10.1f %9d %7d %7d "
-               "%4d -> %d\n",
+        printf("%-6s %8d %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB %7.1f%% %10.1f %7.1f MiB "
+               "%7.1f MiB %9d %7d %7d %4d -> %d\n",
                workers.name[w], (int)workers.pid[w], first.rss_kib[w] / 1024.0,
                last.rss_kib[w] / 1024.0, q1[w] / 1024.0, q4[w] / 1024.0, growth[w], slope[w],
-               fds_own(&first, w), fds_own(&last, w), fmax, first.live[w], last.live[w]);
+               b1[w] / 1024.0, b4[w] / 1024.0, fds_own(&first, w), fds_own(&last, w), fmax,
+               first.live[w], last.live[w]);
     }
+    if (workers.n)
+        printf("(rss q1/q4 med, growth, KiB/min: %s; busy q1/q4: medians of all samples, with "
+               "the commands in flight; %d quiet points, %d found a driver still busy after "
+               "%d s)\n",
+               by_quiet ? "over the quiet points" : "over all samples", quiet_points, quiet_missed,
+               QUIET_DRAIN_MS / 1000);
     if (workers.n)
         printf("(fds: open descriptors without the connections from nginx and to Redis; "
                "sessions: live sessions the worker owns at the first and the final sample; %ld "
@@ -1617,11 +1714,13 @@ int main(int argc, char **argv)
 
     /* ---- one JSON line ---- */
     printf("{\"load\":{\"sessions\":%d,\"seconds\":%.1f,\"warmup_s\":%.1f,\"settled\":%s,"
-           "\"warmup_loops\":%d,\"workers\":%d,"
+           "\"warmup_loops\":%d,\"workers\":%d,\"quiet_every_s\":%d,\"quiet_points\":%d,"
+           "\"quiet_missed\":%d,"
            "\"own_stack\":%s,\"loops\":%ld,\"commands\":%ld,\"warmup_commands\":%ld,"
            "\"failed\":%ld,\"errors\":{",
            sessions, seconds, warm_s, settled ? "true" : "false", g.warmup_loops, workers.n,
-           port ? "false" : "true", loops, total, warmup_commands, total_failed);
+           quiet_every, quiet_points, quiet_missed, port ? "false" : "true", loops, total,
+           warmup_commands, total_failed);
     for (int k = 0; k < errs.n; k++) {
         printf("%s", k ? "," : "");
         json_str(errs.row[k].code);
@@ -1641,12 +1740,13 @@ int main(int argc, char **argv)
     for (int w = 1; w <= workers.n; w++)
         printf("%s{\"id\":\"%s\",\"pid\":%d,\"rss_start_kib\":%ld,\"rss_end_kib\":%ld,"
                "\"rss_q1_median_kib\":%ld,\"rss_q4_median_kib\":%ld,\"rss_growth_pct\":%.2f,"
-               "\"rss_slope_kib_per_min\":%.1f,\"fds_start\":%d,\"fds_end\":%d,"
+               "\"rss_slope_kib_per_min\":%.1f,\"rss_busy_q1_median_kib\":%ld,"
+               "\"rss_busy_q4_median_kib\":%ld,\"fds_start\":%d,\"fds_end\":%d,"
                "\"fds_nginx_start\":%d,\"fds_nginx_end\":%d,\"fds_redis_start\":%d,"
                "\"fds_redis_end\":%d,\"close_wait_end\":%d,\"sessions_start\":%d,"
                "\"sessions_end\":%d}",
                w > 1 ? "," : "", workers.name[w], (int)workers.pid[w], first.rss_kib[w],
-               last.rss_kib[w], q1[w], q4[w], growth[w], slope[w], fds_own(&first, w),
+               last.rss_kib[w], q1[w], q4[w], growth[w], slope[w], b1[w], b4[w], fds_own(&first, w),
                fds_own(&last, w), first.fd[w].nginx, last.fd[w].nginx, first.fd[w].redis,
                last.fd[w].redis, last.fd[w].close_wait, first.live[w], last.live[w]);
     printf("],\"chromium_start\":%d,\"chromium_end\":%d,\"zombies_start\":%d,\"zombies_end\":%d,"
