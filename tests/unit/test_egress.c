@@ -466,6 +466,29 @@ static int handshake_bytes(const unsigned char *in, size_t n, char *host, size_t
 }
 
 /*
+ * The request in (n bytes) names an address whose text is want (port
+ * want_port): with a host buffer one byte short of want and its NUL, the
+ * handshake answers reply 1 and fails; with exactly enough, it succeeds and
+ * writes back only the method choice (the reply is the caller's).
+ */
+static void check_address_fits(const unsigned char *in, size_t n, const char *want, int want_port)
+{
+    const unsigned char refused[12] = {5, 0, 5, 1, 0, 1, 0, 0, 0, 0, 0, 0};
+    unsigned char out[64];
+    size_t outlen;
+    char host[300];
+    int port = 0;
+    memset(host, 'x', sizeof host);
+    assert_int_equal(handshake_bytes(in, n, host, strlen(want), &port, out, &outlen), -1);
+    assert_int_equal(outlen, sizeof refused);
+    assert_memory_equal(out, refused, sizeof refused);
+    assert_int_equal(handshake_bytes(in, n, host, strlen(want) + 1, &port, out, &outlen), 0);
+    assert_string_equal(host, want);
+    assert_int_equal(port, want_port);
+    assert_int_equal(outlen, 2);
+}
+
+/*
  * An address whose text does not fit the caller's host buffer is refused
  * like a name too long for it (reply 1), never returned unterminated; the
  * proxy's own buffer (300 bytes) holds any. Found by tests/fuzz/fuzz_socks.c.
@@ -474,32 +497,14 @@ static void test_handshake_address_longer_than_host(void **state)
 {
     (void)state;
     /* CONNECT [2001:db8:1234:5678:9abc:def0:1234:5678]:443, 38 characters. */
-    unsigned char in[3 + 22] = {5, 1, 0, 5, 1, 0, 4};
-    assert_int_equal(inet_pton(AF_INET6, "2001:db8:1234:5678:9abc:def0:1234:5678", in + 7), 1);
-    in[23] = 443 >> 8;
-    in[24] = 443 & 0xff;
-    const unsigned char refused[12] = {5, 0, 5, 1, 0, 1, 0, 0, 0, 0, 0, 0};
-    unsigned char out[64];
-    size_t outlen;
-    char host[300];
-    int port = 0;
-    memset(host, 'x', sizeof host);
-    assert_int_equal(handshake_bytes(in, sizeof in, host, 38, &port, out, &outlen), -1);
-    assert_int_equal(outlen, sizeof refused);
-    assert_memory_equal(out, refused, sizeof refused);
-    assert_int_equal(handshake_bytes(in, sizeof in, host, 39, &port, out, &outlen), 0);
-    assert_string_equal(host, "2001:db8:1234:5678:9abc:def0:1234:5678");
-    assert_int_equal(port, 443);
-    assert_int_equal(outlen, 2); /* the method choice; the reply is the caller's */
-    /* IPv4: "255.255.255.255" needs 16 bytes. */
+    unsigned char in6[3 + 22] = {5, 1, 0, 5, 1, 0, 4};
+    assert_int_equal(inet_pton(AF_INET6, "2001:db8:1234:5678:9abc:def0:1234:5678", in6 + 7), 1);
+    in6[23] = 443 >> 8;
+    in6[24] = 443 & 0xff;
+    check_address_fits(in6, sizeof in6, "2001:db8:1234:5678:9abc:def0:1234:5678", 443);
+    /* CONNECT 255.255.255.255:80, 15 characters. */
     unsigned char in4[3 + 10] = {5, 1, 0, 5, 1, 0, 1, 255, 255, 255, 255, 0, 80};
-    memset(host, 'x', sizeof host);
-    assert_int_equal(handshake_bytes(in4, sizeof in4, host, 15, &port, out, &outlen), -1);
-    assert_int_equal(outlen, sizeof refused);
-    assert_memory_equal(out, refused, sizeof refused);
-    assert_int_equal(handshake_bytes(in4, sizeof in4, host, 16, &port, out, &outlen), 0);
-    assert_string_equal(host, "255.255.255.255");
-    assert_int_equal(port, 80);
+    check_address_fits(in4, sizeof in4, "255.255.255.255", 80);
 }
 
 static void test_closing_a_slot_ends_its_connections(void **state)
