@@ -9,7 +9,13 @@
 #include <string.h>
 
 #define FRAME_INITIAL_BYTES (256u * 1024)
-#define FRAME_SHRINK_ABOVE_BYTES (4u * 1024 * 1024)
+/* What a buffer may keep between messages: the initial one plus one read
+   (cdp.c asks for 256 KiB of room per read), which any message longer than
+   one pipe read needs. Past it the buffer goes back to the initial size once
+   the long message is out: before, everything up to 4 MiB was kept for the
+   life of the browser, and a worker's RSS stepped up with the longest
+   message each of its browsers had sent (docs/soak.md). */
+#define FRAME_KEEP_BYTES (2 * FRAME_INITIAL_BYTES)
 
 int cdp_frame_init(cdp_frame *f, size_t max)
 {
@@ -101,8 +107,8 @@ void cdp_frame_commit(cdp_frame *f, size_t n, cdp_frame_msg_fn on_msg,
             memmove(f->buf, f->buf + start, rest);
         f->len = rest;
     }
-    /* A huge message must not pin its buffer for the life of the browser. */
-    if (f->cap > FRAME_SHRINK_ABOVE_BYTES && f->len < FRAME_INITIAL_BYTES / 2) {
+    /* A long message must not pin its buffer for the life of the browser. */
+    if (f->cap > FRAME_KEEP_BYTES && f->len < FRAME_INITIAL_BYTES / 2) {
         char *nb = realloc(f->buf, FRAME_INITIAL_BYTES);
         if (nb) {
             f->buf = nb;

@@ -81,6 +81,16 @@ static void collect_oversize(void *ud, const char *head, size_t head_len, size_t
     c->oversize++;
 }
 
+/* Like collect_msg, but a long message is only measured (total), not kept. */
+static void collect_msg_len(void *ud, char *msg, size_t len)
+{
+    struct collected *c = ud;
+    assert_int_equal(strlen(msg), len);
+    if (len >= sizeof c->msgs[0])
+        c->total = len;
+    snprintf(c->msgs[c->n++], sizeof c->msgs[0], "%s", msg);
+}
+
 /* Feeds data into f in pieces of `step` bytes, as short reads would. */
 static void feed(cdp_frame *f, const char *data, size_t n, size_t step, struct collected *c)
 {
@@ -138,6 +148,47 @@ static void test_frame_oversize_is_skipped_not_buffered(void **state)
         assert_true(f.cap <= 1000 + 4096 + 256 * 1024); /* never grew to the message */
         cdp_frame_destroy(&f);
     }
+    free(stream);
+}
+
+/*
+ * After a 3 MiB message the buffer goes back to what ordinary traffic needs,
+ * read the way cdp.c reads: 256 KiB of room asked for, 64 KiB (a pipe's
+ * worth) arriving at a time. Kept, it would hold a worker's memory at the
+ * longest message each browser ever sent.
+ */
+static void test_frame_gives_back_a_long_messages_buffer(void **state)
+{
+    (void)state;
+    size_t big = 3u << 20;
+    char *stream = malloc(big + 64);
+    int h = snprintf(stream, big + 64, "{\"id\":5,\"result\":\"");
+    memset(stream + h, 'y', big);
+    size_t n = (size_t)h + big;
+    memcpy(stream + n, "\"}\0{\"id\":6}\0", 12);
+    n += 12;
+    cdp_frame f;
+    cdp_frame_init(&f, 64u << 20);
+    struct collected c = {0};
+    size_t longest = 0;
+    for (size_t off = 0; off < n;) {
+        char *p;
+        size_t avail;
+        assert_int_equal(cdp_frame_space(&f, 256 * 1024, &p, &avail), 0);
+        size_t k = n - off < 64 * 1024 ? n - off : 64 * 1024;
+        memcpy(p, stream + off, k);
+        off += k;
+        if (f.cap > longest)
+            longest = f.cap;
+        cdp_frame_commit(&f, k, collect_msg_len, NULL, &c);
+    }
+    assert_int_equal(c.n, 2);
+    assert_int_equal(c.total, (size_t)h + big + 2); /* the long one, whole */
+    assert_string_equal(c.msgs[1], "{\"id\":6}");
+    assert_true(longest > big);
+    assert_true(f.cap <= 512 * 1024);
+    assert_int_equal(f.len, 0);
+    cdp_frame_destroy(&f);
     free(stream);
 }
 
@@ -717,6 +768,7 @@ int main(void)
         cmocka_unit_test(test_sanitize_leaves_keys_outside_strings_and_truncation),
         cmocka_unit_test(test_frame_partial_reads),
         cmocka_unit_test(test_frame_oversize_is_skipped_not_buffered),
+        cmocka_unit_test(test_frame_gives_back_a_long_messages_buffer),
         cmocka_unit_test(test_call_reply_and_session),
         cmocka_unit_test(test_error_reply),
         cmocka_unit_test(test_timeout_then_late_calls_work),
