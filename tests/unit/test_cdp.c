@@ -125,23 +125,34 @@ static void test_frame_partial_reads(void **state)
     }
 }
 
+/*
+ * Two messages on the pipe: {"id":ID,"result":"xx...x"} with big x's, then
+ * {"id":ID+1}. *h: bytes before the x's; *n: bytes of the whole stream.
+ */
+static char *long_then_short(int id, size_t big, size_t *h, size_t *n)
+{
+    char *stream = malloc(big + 64);
+    assert_non_null(stream);
+    int k = snprintf(stream, big + 64, "{\"id\":%d,\"result\":\"", id);
+    *h = (size_t)k;
+    memset(stream + *h, 'x', big);
+    *n = *h + big;
+    *n += (size_t)snprintf(stream + *n, 64 - (size_t)k, "\"}%c{\"id\":%d}", 0, id + 1) + 1;
+    return stream;
+}
+
 static void test_frame_oversize_is_skipped_not_buffered(void **state)
 {
     (void)state;
-    size_t big = 5000;
-    char *stream = malloc(big + 64);
-    int h = snprintf(stream, big + 64, "{\"id\":77,\"result\":\"");
-    memset(stream + h, 'x', big);
-    size_t n = (size_t)h + big;
-    memcpy(stream + n, "\"}\0{\"id\":78}\0", 13);
-    n += 13;
+    size_t big = 5000, h, n;
+    char *stream = long_then_short(77, big, &h, &n);
     for (size_t step = 1; step <= 4096; step *= 4) {
         cdp_frame f;
         cdp_frame_init(&f, 1000);
         struct collected c = {0};
         feed(&f, stream, n, step, &c);
         assert_int_equal(c.oversize, 1);
-        assert_int_equal(c.total, (size_t)h + big + 2);
+        assert_int_equal(c.total, h + big + 2);
         assert_memory_equal(c.head, "{\"id\":77,", 9);
         assert_int_equal(c.n, 1);
         assert_string_equal(c.msgs[0], "{\"id\":78}");
@@ -160,13 +171,8 @@ static void test_frame_oversize_is_skipped_not_buffered(void **state)
 static void test_frame_gives_back_a_long_messages_buffer(void **state)
 {
     (void)state;
-    size_t big = 3u << 20;
-    char *stream = malloc(big + 64);
-    int h = snprintf(stream, big + 64, "{\"id\":5,\"result\":\"");
-    memset(stream + h, 'y', big);
-    size_t n = (size_t)h + big;
-    memcpy(stream + n, "\"}\0{\"id\":6}\0", 12);
-    n += 12;
+    size_t big = 3u << 20, h, n;
+    char *stream = long_then_short(5, big, &h, &n);
     cdp_frame f;
     cdp_frame_init(&f, 64u << 20);
     struct collected c = {0};
@@ -183,7 +189,7 @@ static void test_frame_gives_back_a_long_messages_buffer(void **state)
         cdp_frame_commit(&f, k, collect_msg_len, NULL, &c);
     }
     assert_int_equal(c.n, 2);
-    assert_int_equal(c.total, (size_t)h + big + 2); /* the long one, whole */
+    assert_int_equal(c.total, h + big + 2); /* the long one, whole */
     assert_string_equal(c.msgs[1], "{\"id\":6}");
     assert_true(longest > big);
     assert_true(f.cap <= 512 * 1024);
