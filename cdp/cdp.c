@@ -30,7 +30,6 @@
 
 #define CDP_BUCKETS 256
 #define CDP_SID_MAX 80
-#define CDP_READ_CHUNK (256u * 1024)
 #define CDP_PIPE_BYTES (1024 * 1024)
 
 struct pending {
@@ -699,7 +698,7 @@ static int read_pipe(cdp_conn *c)
     for (;;) {
         char *p;
         size_t avail;
-        if (cdp_frame_space(&c->frame, CDP_READ_CHUNK, &p, &avail) < 0) {
+        if (cdp_frame_space(&c->frame, CDP_FRAME_READ_BYTES, &p, &avail) < 0) {
             cdp_conn_fail(c, RG_ENOMEM, "out of memory reading from the browser");
             return -1;
         }

@@ -183,6 +183,8 @@ typedef void (*cdp_frame_oversize_fn)(void *ud, const char *head, size_t head_le
 
 int cdp_frame_init(cdp_frame *f, size_t max);
 void cdp_frame_destroy(cdp_frame *f);
+/** The room the reader asks for per read; the frame keeps that much beyond its initial size. */
+#define CDP_FRAME_READ_BYTES (256u * 1024)
 /** Room to read into: at least want bytes (fewer only if the cap forbids). */
 int cdp_frame_space(cdp_frame *f, size_t want, char **p, size_t *avail);
 /** Accounts for n bytes read into the space and dispatches complete messages. */

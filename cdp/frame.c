@@ -9,13 +9,13 @@
 #include <string.h>
 
 #define FRAME_INITIAL_BYTES (256u * 1024)
-/* What a buffer may keep between messages: the initial one plus one read
-   (cdp.c asks for 256 KiB of room per read), which any message longer than
-   one pipe read needs. Past it the buffer goes back to the initial size once
-   the long message is out: before, everything up to 4 MiB was kept for the
-   life of the browser, and a worker's RSS stepped up with the longest
-   message each of its browsers had sent (docs/soak.md). */
-#define FRAME_KEEP_BYTES (2 * FRAME_INITIAL_BYTES)
+/* What a buffer may keep between messages: the initial one plus the room of
+   one read, which any message longer than one pipe read needs. Past it the
+   buffer goes back to the initial size once the long message is out:
+   before, everything up to 4 MiB was kept for the life of the browser, and a
+   worker's RSS stepped up with the longest message each of its browsers had
+   sent (docs/soak.md). */
+#define FRAME_KEEP_BYTES (FRAME_INITIAL_BYTES + CDP_FRAME_READ_BYTES)
 
 int cdp_frame_init(cdp_frame *f, size_t max)
 {

@@ -164,9 +164,9 @@ static void test_frame_oversize_is_skipped_not_buffered(void **state)
 
 /*
  * After a 3 MiB message the buffer goes back to what ordinary traffic needs,
- * read the way cdp.c reads: 256 KiB of room asked for, 64 KiB (a pipe's
- * worth) arriving at a time. Kept, it would hold a worker's memory at the
- * longest message each browser ever sent.
+ * read the way cdp.c reads: CDP_FRAME_READ_BYTES of room asked for, 64 KiB
+ * (a pipe's worth) arriving at a time. Kept, it would hold a worker's memory
+ * at the longest message each browser ever sent.
  */
 static void test_frame_gives_back_a_long_messages_buffer(void **state)
 {
@@ -180,7 +180,7 @@ static void test_frame_gives_back_a_long_messages_buffer(void **state)
     for (size_t off = 0; off < n;) {
         char *p;
         size_t avail;
-        assert_int_equal(cdp_frame_space(&f, 256 * 1024, &p, &avail), 0);
+        assert_int_equal(cdp_frame_space(&f, CDP_FRAME_READ_BYTES, &p, &avail), 0);
         size_t k = n - off < 64 * 1024 ? n - off : 64 * 1024;
         memcpy(p, stream + off, k);
         off += k;
