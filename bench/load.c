@@ -686,19 +686,34 @@ static int read_pstat(pid_t pid, struct pstat *p)
     return 0;
 }
 
-static long vm_rss_kib(pid_t pid)
+/* A process's resident memory from /proc/PID/status, in KiB: all of it,
+   its anonymous pages (heap, arenas, thread stacks) and its file pages (the
+   binary and the libraries, paged in as code paths first run). -1 if gone. */
+struct rss {
+    long all, anon, file;
+};
+
+static struct rss rss_read(pid_t pid)
 {
+    struct rss r = {-1, -1, -1};
     char path[64], line[256];
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "re");
     if (!f)
-        return -1;
-    long kib = -1;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld kB", &kib) == 1)
+        return r;
+    while (fgets(line, sizeof line, f)) {
+        sscanf(line, "VmRSS: %ld kB", &r.all);
+        sscanf(line, "RssAnon: %ld kB", &r.anon);
+        if (sscanf(line, "RssFile: %ld kB", &r.file) == 1)
             break;
+    }
     fclose(f);
-    return kib;
+    return r;
+}
+
+static long vm_rss_kib(pid_t pid)
+{
+    return rss_read(pid).all;
 }
 
 /* The TCP sockets of this network namespace: inode, local and remote port, state. */
@@ -895,6 +910,7 @@ static void seen_add(pid_t pid, unsigned long long start)
 struct sample {
     int64_t t_ms;
     long rss_kib[WORKERS_MAX + 1];
+    long anon_kib[WORKERS_MAX + 1], file_kib[WORKERS_MAX + 1]; /* the two parts of rss_kib */
     int live[WORKERS_MAX + 1]; /* live sessions each worker owns, from Redis; -1: unknown */
     struct fdscan fd[WORKERS_MAX + 1];
     int chromium, zombies;
@@ -972,7 +988,8 @@ static void take_sample(struct sample *s)
     s->t_ms = rg_now_ms();
     tcp_load();
     for (int i = 1; i <= workers.n; i++) {
-        s->rss_kib[i] = vm_rss_kib(workers.pid[i]);
+        struct rss r = rss_read(workers.pid[i]);
+        s->rss_kib[i] = r.all, s->anon_kib[i] = r.anon, s->file_kib[i] = r.file;
         fd_scan(workers.pid[i], workers.ports[i], &s->fd[i]);
     }
     live_sessions(s->live);
@@ -1160,19 +1177,37 @@ static double rss_slope(const struct sample *s, int n, int w, int64_t from, int 
     return k >= 3 && den > 0 ? (k * sxy - sx * sy) / den : 0;
 }
 
-/* The median RSS of worker w over the samples taken in [from, to): all of
-   them (quiet 0) or the quiet points only (quiet 1). */
-static long median_rss(const struct sample *s, int n, int w, int64_t from, int64_t to, int quiet)
+enum rss_part { RSS_ALL, RSS_ANON, RSS_FILE };
+
+static long rss_part(const struct sample *s, int w, enum rss_part part)
+{
+    return part == RSS_ANON ? s->anon_kib[w] : part == RSS_FILE ? s->file_kib[w] : s->rss_kib[w];
+}
+
+/* The median RSS (or one part of it) of worker w over the samples taken in
+   [from, to): all of them (quiet 0) or the quiet points only (quiet 1). */
+static long median_rss(const struct sample *s, int n, int w, int64_t from, int64_t to, int quiet,
+                       enum rss_part part)
 {
     long v[4096];
     int k = 0;
     for (int i = 0; i < n && k < 4096; i++)
-        if (s[i].t_ms >= from && s[i].t_ms < to && s[i].rss_kib[w] > 0 && (!quiet || s[i].quiet))
-            v[k++] = s[i].rss_kib[w];
+        if (s[i].t_ms >= from && s[i].t_ms < to && rss_part(&s[i], w, part) > 0 &&
+            (!quiet || s[i].quiet))
+            v[k++] = rss_part(&s[i], w, part);
     if (!k)
         return -1;
     qsort(v, (size_t)k, sizeof *v, cmp_long);
     return v[k / 2];
+}
+
+/* The medians of the first and of the last quarter of [t_start, t_end]. */
+static void rss_quarters(const struct sample *s, int n, int w, int64_t t_start, int64_t t_end,
+                         int quiet, enum rss_part part, long *first_q, long *last_q)
+{
+    int64_t quarter = (t_end - t_start) / 4;
+    *first_q = median_rss(s, n, w, t_start, t_start + quarter, quiet, part);
+    *last_q = median_rss(s, n, w, t_end - quarter, INT64_MAX, quiet, part);
 }
 
 static void json_str(const char *s)
@@ -1210,7 +1245,8 @@ static int rm_entry(const char *path, const struct stat *sb, int flag, struct FT
     return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
-/* Every sample, one line each: seconds since the first, then per worker RSS (KiB) and fds. */
+/* Every sample, one line each: seconds since the first, then per worker RSS
+   (KiB), fds, live sessions and the anonymous and file parts of the RSS. */
 static void write_trace(const char *path, const struct sample *s, size_t n, int64_t t0)
 {
     FILE *f = fopen(path, "we");
@@ -1220,15 +1256,18 @@ static void write_trace(const char *path, const struct sample *s, size_t n, int6
     }
     fprintf(f, "t_s");
     for (int w = 1; w <= workers.n; w++)
-        fprintf(f, "\t%s_rss_kib\t%s_fds\t%s_fds_nginx\t%s_fds_redis\t%s_close_wait\t%s_live",
+        fprintf(f,
+                "\t%s_rss_kib\t%s_fds\t%s_fds_nginx\t%s_fds_redis\t%s_close_wait\t%s_live"
+                "\t%s_anon_kib\t%s_file_kib",
                 workers.name[w], workers.name[w], workers.name[w], workers.name[w], workers.name[w],
-                workers.name[w]);
+                workers.name[w], workers.name[w], workers.name[w]);
     fprintf(f, "\tchromium\tzombies\tquiet\n");
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%.1f", (double)(s[i].t_ms - t0) / 1000.0);
         for (int w = 1; w <= workers.n; w++)
-            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d", s[i].rss_kib[w], s[i].fd[w].total,
-                    s[i].fd[w].nginx, s[i].fd[w].redis, s[i].fd[w].close_wait, s[i].live[w]);
+            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d\t%ld\t%ld", s[i].rss_kib[w], s[i].fd[w].total,
+                    s[i].fd[w].nginx, s[i].fd[w].redis, s[i].fd[w].close_wait, s[i].live[w],
+                    s[i].anon_kib[w], s[i].file_kib[w]);
         fprintf(f, "\t%d\t%d\t%d\n", s[i].chromium, s[i].zombies, s[i].quiet);
     }
     if (fclose(f) != 0)
@@ -1578,17 +1617,20 @@ int main(int argc, char **argv)
     if (total && (double)tolerated_n / (double)total > TRANSIENT_SHARE_MAX)
         fail_reason("%.0f%% of the commands failed with transient errors (at most %.0f%%)",
                     100.0 * (double)tolerated_n / (double)total, 100.0 * TRANSIENT_SHARE_MAX);
-    int64_t quarter = (t_end - t_start) / 4;
     /* RSS is judged on the quiet points when there are any (--quiet-every),
        else on every sample; the medians of all samples are reported too. */
     int by_quiet = quiet_every > 0;
     long q1[WORKERS_MAX + 1], q4[WORKERS_MAX + 1], b1[WORKERS_MAX + 1], b4[WORKERS_MAX + 1];
+    long a1[WORKERS_MAX + 1], a4[WORKERS_MAX + 1], f1[WORKERS_MAX + 1], f4[WORKERS_MAX + 1];
     double growth[WORKERS_MAX + 1], slope[WORKERS_MAX + 1];
     for (int w = 1; w <= workers.n; w++) {
-        q1[w] = median_rss(samples, (int)n_samples, w, t_start, t_start + quarter, by_quiet);
-        q4[w] = median_rss(samples, (int)n_samples, w, t_end - quarter, INT64_MAX, by_quiet);
-        b1[w] = median_rss(samples, (int)n_samples, w, t_start, t_start + quarter, 0);
-        b4[w] = median_rss(samples, (int)n_samples, w, t_end - quarter, INT64_MAX, 0);
+        rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, RSS_ALL, &q1[w], &q4[w]);
+        rss_quarters(samples, (int)n_samples, w, t_start, t_end, 0, RSS_ALL, &b1[w], &b4[w]);
+        /* Which part grew: pages of the heap, or code first run late. */
+        rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, RSS_ANON, &a1[w],
+                     &a4[w]);
+        rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, RSS_FILE, &f1[w],
+                     &f4[w]);
         growth[w] = q1[w] > 0 && q4[w] > 0 ? 100.0 * (double)(q4[w] - q1[w]) / (double)q1[w] : 0;
         slope[w] = rss_slope(samples, (int)n_samples, w, t_start, by_quiet);
         if (q1[w] > 0 && q4[w] > 0 && growth[w] > RSS_GROWTH_MAX_PCT &&
@@ -1668,6 +1710,10 @@ int main(int argc, char **argv)
                "%d s)\n",
                by_quiet ? "over the quiet points" : "over all samples", quiet_points, quiet_missed,
                QUIET_DRAIN_MS / 1000);
+    for (int w = 1; w <= workers.n; w++)
+        printf("%s rss q1 -> q4 med by part: anon (heap, arenas, stacks) %ld -> %ld KiB (%+ld), "
+               "file (binary, libraries) %ld -> %ld KiB (%+ld)\n",
+               workers.name[w], a1[w], a4[w], a4[w] - a1[w], f1[w], f4[w], f4[w] - f1[w]);
     if (workers.n)
         printf("(fds: open descriptors without the connections from nginx and to Redis; "
                "sessions: live sessions the worker owns at the first and the final sample; %ld "
@@ -1741,14 +1787,17 @@ int main(int argc, char **argv)
         printf("%s{\"id\":\"%s\",\"pid\":%d,\"rss_start_kib\":%ld,\"rss_end_kib\":%ld,"
                "\"rss_q1_median_kib\":%ld,\"rss_q4_median_kib\":%ld,\"rss_growth_pct\":%.2f,"
                "\"rss_slope_kib_per_min\":%.1f,\"rss_busy_q1_median_kib\":%ld,"
-               "\"rss_busy_q4_median_kib\":%ld,\"fds_start\":%d,\"fds_end\":%d,"
+               "\"rss_busy_q4_median_kib\":%ld,\"rss_anon_q1_median_kib\":%ld,"
+               "\"rss_anon_q4_median_kib\":%ld,\"rss_file_q1_median_kib\":%ld,"
+               "\"rss_file_q4_median_kib\":%ld,\"fds_start\":%d,\"fds_end\":%d,"
                "\"fds_nginx_start\":%d,\"fds_nginx_end\":%d,\"fds_redis_start\":%d,"
                "\"fds_redis_end\":%d,\"close_wait_end\":%d,\"sessions_start\":%d,"
                "\"sessions_end\":%d}",
                w > 1 ? "," : "", workers.name[w], (int)workers.pid[w], first.rss_kib[w],
-               last.rss_kib[w], q1[w], q4[w], growth[w], slope[w], b1[w], b4[w], fds_own(&first, w),
-               fds_own(&last, w), first.fd[w].nginx, last.fd[w].nginx, first.fd[w].redis,
-               last.fd[w].redis, last.fd[w].close_wait, first.live[w], last.live[w]);
+               last.rss_kib[w], q1[w], q4[w], growth[w], slope[w], b1[w], b4[w], a1[w], a4[w],
+               f1[w], f4[w], fds_own(&first, w), fds_own(&last, w), first.fd[w].nginx,
+               last.fd[w].nginx, first.fd[w].redis, last.fd[w].redis, last.fd[w].close_wait,
+               first.live[w], last.live[w]);
     printf("],\"chromium_start\":%d,\"chromium_end\":%d,\"zombies_start\":%d,\"zombies_end\":%d,"
            "\"orphans_running\":%d,\"after_stop\":",
            first.chromium, last.chromium, first.zombies, last.zombies, orphans_run);
