@@ -4,9 +4,9 @@
  * Entries live in a ring of cap slots indexed by a chained hash table on the
  * key's SHA-256 (already uniform, so its first 32 bits pick the bucket). A new
  * entry always takes the slot after the previous one, replacing what was
- * there: the oldest entry goes first, and the cache never holds more than cap.
- * Refreshing a key leaves a hole where its old entry was; the ring reuses it
- * in its turn.
+ * there: the oldest key goes first, and the cache never holds more than cap.
+ * Refreshing a key rewrites its own slot, so its place in the ring (and the
+ * order of eviction) is that of its first insert.
  *
  * Threading: one mutex guards everything; Redis is asked with it released, so
  * two threads missing on the same key may both ask (harmless: the later
@@ -126,10 +126,8 @@ static int lookup(tenant_cache *c, const char *hash, tenant *out)
     int rc = 1;
     pthread_mutex_lock(&c->mu);
     int32_t i = find(c, hash);
-    if (i >= 0 && c->slots[i].expires_ms <= rg_now_ms()) {
-        drop(c, i);
-        i = -1;
-    }
+    if (i >= 0 && c->slots[i].expires_ms <= rg_now_ms())
+        i = -1; /* stale: the answer from Redis rewrites the slot (store) */
     if (i >= 0)
         rc = c->slots[i].found ? tenant_copy(out, &c->slots[i].t) : RG_EUNAUTH;
     pthread_mutex_unlock(&c->mu);
@@ -146,13 +144,20 @@ static void store(tenant_cache *c, const char *hash, tenant *t)
         return;
     }
     pthread_mutex_lock(&c->mu);
-    int32_t old = find(c, hash);
-    if (old >= 0)
-        drop(c, old);
-    int32_t i = (int32_t)c->next_slot;
-    c->next_slot = (c->next_slot + 1) % c->cap;
-    if (c->slots[i].used)
+    /* A refreshed key keeps its slot. Taking the next one instead would, for
+       a worker serving a few keys, write a new slot every TTL and so touch
+       a new page of the array every dozen refreshes (hours of slow RSS creep,
+       up to the whole array: 1.2 MiB for the gateway's 4096 slots), and once the ring
+       had come round, each refresh would push out some other key. */
+    int32_t i = find(c, hash);
+    if (i >= 0) {
         drop(c, i);
+    } else {
+        i = (int32_t)c->next_slot;
+        c->next_slot = (c->next_slot + 1) % c->cap;
+        if (c->slots[i].used)
+            drop(c, i);
+    }
     struct centry *e = &c->slots[i];
     memcpy(e->hash, hash, TENANT_HASH_SIZE);
     e->used = 1;

@@ -572,6 +572,33 @@ static void test_unknown_keys_are_cached_briefly(void **state)
     tenant_cache_free(c);
 }
 
+/* A key that is looked up again after its entry expired rewrites its own
+   slot: another key's fresh entry stays, however often that happens. */
+static void test_refreshing_a_key_keeps_the_others(void **state)
+{
+    (void)state;
+    char key[TENANT_KEY_SIZE];
+    create("kept", key);
+    tenant_cache *c = tenant_cache_new(rr, 60000, 2); /* two slots: the key and the bad one */
+    tenant t;
+    assert_int_equal(tenant_authenticate(c, key, &t), 0);
+    tenant_destroy(&t);
+    const char *bad = "rgk_1111111111111111111111111111111111111111";
+    for (int round = 0; round < 4; round++) {
+        assert_int_equal(tenant_authenticate(c, bad, &t), RG_EUNAUTH);
+        tenant_destroy(&t);
+        rg_sleep_ms(TENANT_CACHE_NEG_TTL_MS + 100); /* the bad key's entry expires */
+    }
+    long long before = commands_processed();
+    assert_int_equal(tenant_authenticate(c, key, &t), 0);
+    assert_string_equal(t.id, "kept");
+    tenant_destroy(&t);
+    /* From the cache: only the first INFO. A lookup is two commands more
+       (the key's owner, then the tenant). */
+    assert_true(commands_processed() - before <= 2);
+    tenant_cache_free(c);
+}
+
 static void test_bounded_cache_stays_correct(void **state)
 {
     (void)state;
@@ -704,6 +731,7 @@ int main(void)
         cmocka_unit_test_setup(test_revoked_key_stops_working, flush_db),
         cmocka_unit_test_setup(test_several_keys_each_revocable, flush_db),
         cmocka_unit_test_setup(test_unknown_keys_are_cached_briefly, flush_db),
+        cmocka_unit_test_setup(test_refreshing_a_key_keeps_the_others, flush_db),
         cmocka_unit_test_setup(test_bounded_cache_stays_correct, flush_db),
         cmocka_unit_test_setup(test_threads_share_one_cache, flush_db),
         cmocka_unit_test_setup(test_redis_down_is_unavailable_then_recovers, flush_db),
