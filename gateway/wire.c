@@ -684,10 +684,49 @@ static int json_odd_byte(const unsigned char *p, size_t len, size_t i, int in_st
                   : rg_bad(err, errlen, "the body is not UTF-8 text (byte %zu)", i);
 }
 
+/* Moves *i past the decimal digits at p[*i]: 0 when there are none. */
+static int json_digits(const unsigned char *p, size_t len, size_t *i)
+{
+    size_t from = *i;
+    while (*i < len && p[*i] >= '0' && p[*i] <= '9')
+        (*i)++;
+    return *i > from;
+}
+
+/*
+ * The length of the JSON number (RFC 8259 section 6) at p, 0 when what is
+ * there is not one: cJSON reads numbers with strtod and so would take 01, 1.
+ * and -.5 too, which a strict decoder refuses.
+ */
+static size_t json_number_len(const unsigned char *p, size_t len)
+{
+    size_t i = 0;
+    if (i < len && p[i] == '-')
+        i++;
+    if (i < len && p[i] == '0')
+        i++;
+    else if (!json_digits(p, len, &i))
+        return 0;
+    if (i < len && p[i] == '.' && (++i, !json_digits(p, len, &i)))
+        return 0;
+    if (i < len && (p[i] == 'e' || p[i] == 'E')) {
+        i++;
+        if (i < len && (p[i] == '+' || p[i] == '-'))
+            i++;
+        if (!json_digits(p, len, &i))
+            return 0;
+    }
+    /* Whatever follows must end the number: 01 and 1.2.3 are not numbers. */
+    if (i < len && ((p[i] >= '0' && p[i] <= '9') || p[i] == '.' || p[i] == 'e' || p[i] == 'E' ||
+                    p[i] == '+' || p[i] == '-'))
+        return 0;
+    return i;
+}
+
 /*
  * Checks a JSON body before cJSON parses it: UTF-8 throughout, no NUL byte,
- * no \u0000, no control byte outside strings, and nesting at most
- * WIRE_MAX_DEPTH. Brackets are counted outside strings, which is exact for
+ * no \u0000, no control byte outside strings, numbers as RFC 8259 writes
+ * them, and nesting at most WIRE_MAX_DEPTH. Brackets are counted outside strings, which is exact for
  * valid JSON; invalid JSON that this lets through cJSON refuses.
  */
 static int json_prescan(const unsigned char *p, size_t len, char *err, size_t errlen)
@@ -708,6 +747,14 @@ static int json_prescan(const unsigned char *p, size_t len, char *err, size_t er
                 return rg_bad(err, errlen, "%s (\\u0000 at byte %zu)", msg_utf8, i);
             /* Skip the escaped character unless it needs the checks above. */
             i += i + 1 < len && p[i + 1] >= 0x20 && p[i + 1] < 0x80 ? 2 : 1;
+            continue;
+        }
+        if (!in_str && (ch == '-' || (ch >= '0' && ch <= '9'))) {
+            size_t n = json_number_len(p + i, len - i);
+            if (!n)
+                return rg_bad(err, errlen,
+                              "the body is not valid JSON (a malformed number at byte %zu)", i);
+            i += n;
             continue;
         }
         if (ch == '"')

@@ -711,6 +711,10 @@ static const row rows[] = {
       "{\"op\":\"observe\",\"args\":{\"timeout_ms\":18446744073709551616}}", 400, "bad_request"),
     J("json: nth below int64", "{\"op\":\"click\",\"args\":{\"target\":\"text:Same\","
       "\"nth\":-9223372036854775809}}", 400, "bad_request"),
+    J("json: leading zero (010, not JSON; strtod reads 10)",
+      "{\"op\":\"observe\",\"args\":{\"max_elements\":010}}", 400, "bad_request"),
+    J("json: number ending in a dot", "{\"op\":\"observe\",\"args\":{\"timeout_ms\":5000.}}", 400,
+      "bad_request"),
     J("json: whitespace only", "  \r\n\t ", 400, "bad_request"),
     {"json: empty body", "POST", SESS, "{auth}" JS, NOBODY, NULL, 400, "bad_request", 0},
     {"json: 10,000 nested arrays", "POST", SESS, "{auth}" JS, NOBODY, gen_deep_json, 400,

@@ -598,6 +598,31 @@ static void test_nonfinite_numbers_rejected(void **state)
     cJSON_Delete(t);
 }
 
+/* RFC 8259's number grammar, not strtod's: cJSON alone would take these. */
+static void test_json_numbers_follow_the_grammar(void **state)
+{
+    (void)state;
+    const char *bad[] = {"{\"x\":01}",  "{\"x\":00}",    "{\"x\":-01}",   "{\"x\":1.}",
+                         "{\"x\":-.5}", "{\"x\":1.e3}",  "{\"x\":1e}",    "{\"x\":1e+}",
+                         "{\"x\":-}",   "{\"x\":[1,-]}", "{\"x\":1.2.3}", "{\"x\":1e2e3}",
+                         "{\"x\":1-2}", "{\"x\":0.5.}",  "-0.",           "2."};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        json_fails(bad[i], "a malformed number at byte");
+    json_fails("{\"x\":012}", "number at byte 5");
+    /* Not numbers at all: cJSON's own refusal. */
+    json_fails("{\"x\":+1}", "not valid JSON");
+    json_fails("{\"x\":.5}", "not valid JSON");
+    /* Digits and signs inside strings are not numbers. */
+    cJSON *t = json_ok("{\"x\":\"01.-e\",\"01\":[0,-0,0.5,-1.25e-3,1E+2,10,9007199254740992]}");
+    assert_string_equal(cJSON_GetObjectItem(t, "x")->valuestring, "01.-e");
+    const cJSON *v = cJSON_GetObjectItem(t, "01")->child;
+    const double want[] = {0, 0, 0.5, -1.25e-3, 100, 10, 9007199254740992.0};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++, v = v->next)
+        assert_true(v && v->valuedouble == want[i]);
+    assert_null(v);
+    cJSON_Delete(t);
+}
+
 static void test_ext_rejected(void **state)
 {
     (void)state;
@@ -1094,6 +1119,7 @@ int main(void)
         cmocka_unit_test(test_strings_must_be_utf8_without_nul),
         cmocka_unit_test(test_integers_beyond_2p53_rejected),
         cmocka_unit_test(test_nonfinite_numbers_rejected),
+        cmocka_unit_test(test_json_numbers_follow_the_grammar),
         cmocka_unit_test(test_ext_rejected),
         cmocka_unit_test(test_bin_round_trip),
         cmocka_unit_test(test_bin_new_and_json),
