@@ -8,14 +8,17 @@
  *   - what the decoder accepts keeps wire.h's promises and survives msgpack
  *     and JSON round trips (fuzz.h);
  *   - nothing valid is refused: a body that cJSON itself parses whole, that
- *     is UTF-8 without control bytes or \u0000, and whose tree is within the
- *     contract (depth, unique keys, finite numbers) decodes, to that tree;
+ *     is UTF-8 without control bytes or \u0000, whose numbers are written as
+ *     RFC 8259 says (cJSON also takes 01 and 1.), and whose tree is within
+ *     the contract (depth, unique keys, finite numbers) decodes, to that tree;
  *   - the command checks answer as PROTOCOL.md says (fuzz.h).
  */
 #define _GNU_SOURCE
 #include <math.h>
+#include <regex.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cjson/cJSON.h>
@@ -53,12 +56,51 @@ static int has_control(const uint8_t *p, size_t n)
     return 0;
 }
 
+/* 1 when every number outside the body's strings matches RFC 8259's grammar,
+   checked with a regular expression rather than wire.c's own scanner. */
+static int numbers_as_rfc(const char *text, size_t n)
+{
+    static regex_t re;
+    static int compiled;
+    if (!compiled) {
+        if (regcomp(&re, "^-?(0|[1-9][0-9]*)([.][0-9]+)?([eE][-+]?[0-9]+)?$", REG_EXTENDED))
+            abort();
+        compiled = 1;
+    }
+    int in_str = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (in_str) {
+            if (text[i] == '\\')
+                i++;
+            else if (text[i] == '"')
+                in_str = 0;
+            continue;
+        }
+        if (text[i] == '"') {
+            in_str = 1;
+            continue;
+        }
+        if (text[i] != '-' && (text[i] < '0' || text[i] > '9'))
+            continue;
+        size_t len = 0; /* the body is not NUL-terminated: no strspn */
+        while (i + len < n && text[i + len] && strchr("0123456789+-.eE", text[i + len]))
+            len++;
+        char *tok = strndup(text + i, len);
+        int ok = tok && regexec(&re, tok, 0, NULL, 0) == 0;
+        free(tok);
+        if (!ok)
+            return 0;
+        i += len - 1;
+    }
+    return 1;
+}
+
 /* The tree cJSON alone makes of a body the oracle applies to, or NULL. */
 static cJSON *oracle_tree(const uint8_t *data, size_t size)
 {
     const char *text = (const char *)data, *end = NULL;
     if (!size || !fz_utf8_ok(text, size) || has_control(data, size) ||
-        memmem(data, size, "\\u0000", 6))
+        memmem(data, size, "\\u0000", 6) || !numbers_as_rfc(text, size))
         return NULL;
     cJSON *t = cJSON_ParseWithLengthOpts(text, size, &end, 0);
     if (!t)
