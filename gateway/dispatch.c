@@ -188,7 +188,8 @@ static int type_ok(const cJSON *v, int t)
         const cJSON *e;
         cJSON_ArrayForEach(e, v)
         {
-            if ((t & 0xff) == A_STRS ? !cJSON_IsString(e) : !cJSON_IsObject(e))
+            /* Each element is held to A_STR's rule: str, not bin. */
+            if ((t & 0xff) == A_STRS ? !type_ok(e, A_STR) : !cJSON_IsObject(e))
                 return 0;
         }
         return 1;

@@ -644,6 +644,8 @@ static const row rows[] = {
     M("mp: fixext1 as op", "\x81" M_OP "\xd4\x01\x00", 400, "bad_request"),
     M("mp: op as bin", "\x81" M_OP "\xc4\x07" "observe", 400, "bad_request"),
     M("mp: target as bin", M_CLICK("\xc4\x08" "@counter"), 400, "bad_request"),
+    M("mp: a modifier as bin", "\x82" M_OP "\xa5" "click" M_ARGS "\x82\xa6" "target" "\xa8"
+      "@counter" "\xa9" "modifiers" "\x91\xc4\x05" "Shift", 400, "bad_request"),
     M("mp: timeout_ms NaN (float64)", M_OBS_ARG("\xaa" "timeout_ms",
       "\xcb\x7f\xf8\x00\x00\x00\x00\x00\x00"), 400, "bad_request"),
     M("mp: max_elements +Infinity (float32)", M_OBS_ARG("\xac" "max_elements",
