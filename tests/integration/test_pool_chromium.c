@@ -35,6 +35,25 @@
 static httpd *srv;
 static char run_dir[256];
 
+/* The pool the running test owns. The teardown frees it when an assertion
+   cuts the test short, so that a failed test's browsers and directories do
+   not fail the tests after it too. */
+static pool *owned;
+
+static void pool_done(pool *p)
+{
+    owned = NULL;
+    pool_free(p);
+}
+
+static int free_owned(void **state)
+{
+    (void)state;
+    if (owned)
+        pool_done(owned);
+    return 0;
+}
+
 static void base_config(pool_config *cfg)
 {
     pool_config_default(cfg);
@@ -141,6 +160,7 @@ static void test_twenty_leases_navigate_evaluate_isolated(void **state)
     cfg.ping_timeout_ms = 30000;
     pool *p;
     assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
 
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, N_LEASES);
@@ -196,7 +216,7 @@ static void test_twenty_leases_navigate_evaluate_isolated(void **state)
     cdp_reply_free(&r);
     assert_int_equal(pages, 1);
     pool_release(l);
-    pool_free(p);
+    pool_done(p);
 }
 
 /* ---- queue bounds ---- */
@@ -229,6 +249,7 @@ static void test_queue_is_bounded_fifo_and_times_out(void **state)
     cfg.queue_max = 1;
     pool *p;
     assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
     pool_lease *a, *b;
     assert_int_equal(pool_acquire(p, 5000, &a, NULL), 0);
     assert_int_equal(pool_acquire(p, 5000, &b, NULL), 0);
@@ -266,7 +287,7 @@ static void test_queue_is_bounded_fifo_and_times_out(void **state)
 
     pool_release(b);
     pool_release(waiting.l);
-    pool_free(p);
+    pool_done(p);
 }
 
 /* ---- a browser killed or frozen under its leases ---- */
@@ -319,6 +340,7 @@ static void browser_failure(int sig)
     cfg.ping_timeout_ms = 1500;
     pool *p;
     assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
     pool_lease *l[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(pool_acquire(p, 10000, &l[i], NULL), 0);
@@ -371,7 +393,7 @@ static void browser_failure(int sig)
     assert_int_equal(eval_str(fresh, "6*7", v, sizeof v), 0);
     assert_string_equal(v, "42");
     pool_release(fresh);
-    pool_free(p);
+    pool_done(p);
 }
 
 static void test_killed_browser_fails_its_leases_and_is_replaced(void **state)
@@ -403,6 +425,7 @@ static void test_browser_that_misses_one_check_is_kept(void **state)
     cfg.ping_misses = 4;
     pool *p;
     assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
     pool_lease *l;
     assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
     struct lost_flag lost = {0};
@@ -432,7 +455,7 @@ static void test_browser_that_misses_one_check_is_kept(void **state)
     assert_int_equal(atomic_load(&lost.n), 0);
     assert_false(pool_lease_lost(l));
     pool_release(l);
-    pool_free(p);
+    pool_done(p);
 }
 
 /* ---- recycling ---- */
@@ -446,6 +469,7 @@ static void test_browser_recycled_after_n_contexts(void **state)
     cfg.recycle_after = 3;
     pool *p;
     assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
     pid_t first;
     assert_int_equal(pool_guards(p, &first, 1), 1);
     pid_t old_tree[128];
@@ -469,7 +493,7 @@ static void test_browser_recycled_after_n_contexts(void **state)
     pool_release(l);
     pool_get_stats(p, &st);
     assert_int_equal(st.restarts, 0); /* recycling is not a crash */
-    pool_free(p);
+    pool_done(p);
 }
 
 /* ---- shutdown and owner death ---- */
@@ -482,6 +506,7 @@ static void test_shutdown_leaves_no_process_or_directory(void **state)
     cfg.browsers = 2;
     pool *p;
     assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
     pool_lease *l;
     assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
     char url[128];
@@ -489,7 +514,7 @@ static void test_shutdown_leaves_no_process_or_directory(void **state)
     pid_t procs[256];
     int n = pool_processes(p, procs, 256);
     assert_true(n >= 6);
-    pool_free(p); /* the lease dies with the pool */
+    pool_done(p); /* the lease dies with the pool */
     assert_int_equal(running_of(procs, n), 0);
     assert_int_equal(count_dirs("chromium-"), 0);
     assert_int_equal(count_dirs("owner-"), 0);
@@ -580,6 +605,7 @@ static void test_owner_killed_leaves_nothing_and_next_owner_starts_clean(void **
     cfg.browsers = 1;
     pool *p;
     assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
     assert_int_equal(count_dirs("chromium-"), 1);
     pool_lease *l;
     assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
@@ -587,7 +613,7 @@ static void test_owner_killed_leaves_nothing_and_next_owner_starts_clean(void **
     assert_int_equal(eval_str(l, "'ok'", v, sizeof v), 0);
     assert_string_equal(v, "ok");
     pool_release(l);
-    pool_free(p);
+    pool_done(p);
 }
 
 int main(int argc, char **argv)
@@ -607,15 +633,17 @@ int main(int argc, char **argv)
         return 1;
 
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_twenty_leases_navigate_evaluate_isolated),
-        cmocka_unit_test(test_queue_is_bounded_fifo_and_times_out),
-        cmocka_unit_test(test_killed_browser_fails_its_leases_and_is_replaced),
-        cmocka_unit_test(test_frozen_browser_fails_health_check_and_is_replaced),
-        cmocka_unit_test(test_browser_that_misses_one_check_is_kept),
-        cmocka_unit_test(test_browser_recycled_after_n_contexts),
-        cmocka_unit_test(test_shutdown_leaves_no_process_or_directory),
-        cmocka_unit_test(test_bad_binary_fails_cleanly),
-        cmocka_unit_test(test_owner_killed_leaves_nothing_and_next_owner_starts_clean),
+        cmocka_unit_test_teardown(test_twenty_leases_navigate_evaluate_isolated, free_owned),
+        cmocka_unit_test_teardown(test_queue_is_bounded_fifo_and_times_out, free_owned),
+        cmocka_unit_test_teardown(test_killed_browser_fails_its_leases_and_is_replaced, free_owned),
+        cmocka_unit_test_teardown(test_frozen_browser_fails_health_check_and_is_replaced,
+                                  free_owned),
+        cmocka_unit_test_teardown(test_browser_that_misses_one_check_is_kept, free_owned),
+        cmocka_unit_test_teardown(test_browser_recycled_after_n_contexts, free_owned),
+        cmocka_unit_test_teardown(test_shutdown_leaves_no_process_or_directory, free_owned),
+        cmocka_unit_test_teardown(test_bad_binary_fails_cleanly, free_owned),
+        cmocka_unit_test_teardown(test_owner_killed_leaves_nothing_and_next_owner_starts_clean,
+                                  free_owned),
     };
     if (getenv("RG_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
