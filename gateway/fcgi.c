@@ -50,33 +50,58 @@ static const char *reason(int status)
     }
 }
 
-/* Reads the body: at most max bytes kept; the rest is read and dropped. */
+#define BODY_FIRST 4096u /* first buffer when CONTENT_LENGTH is missing */
+
+/*
+ * Reads the body: at most max bytes kept; the rest is read and dropped.
+ * The buffer is sized from CONTENT_LENGTH (nginx always sends it) and grows
+ * by doubling only when the body runs past it, so a 300-byte command costs
+ * 300 bytes, not the body limit: a malloc of the limit (1 MiB) per request
+ * made glibc raise its mmap threshold past it and keep such blocks in every
+ * thread's arena, where the pages they touched stayed resident.
+ */
 static char *read_body(FCGX_Request *r, size_t max, size_t *len, int *too_large)
 {
     const char *cl = FCGX_GetParam("CONTENT_LENGTH", r->envp);
     long want = cl ? strtol(cl, NULL, 10) : 0;
     *len = 0;
     *too_large = want > 0 && (size_t)want > max;
-    char *buf = malloc(max + 1);
+    size_t first = BODY_FIRST < max ? BODY_FIRST : max;
+    /* A body declared too large keeps only its head (the reply's format
+       looks at whether there was one); the rest is drained. */
+    size_t cap = want > 0 && !*too_large ? (size_t)want : first;
+    size_t limit = *too_large ? cap : max;
+    char *buf = malloc(cap + 1);
     if (!buf)
         return NULL;
-    size_t total = 0;
+    size_t total = 0, drained = 0;
     char sink[8192];
     for (;;) {
-        int room = total < max ? (int)(max - total) : 0;
-        char *dst = room ? buf + total : sink;
-        int n = FCGX_GetStr(dst, room ? room : (int)sizeof sink, r->in);
+        if (total == cap && cap < limit) {
+            size_t grown = cap * 2 < limit ? cap * 2 : limit;
+            char *nb = realloc(buf, grown + 1);
+            if (!nb) {
+                free(buf);
+                return NULL;
+            }
+            buf = nb, cap = grown;
+        }
+        int room = total < cap ? (int)(cap - total) : 0;
+        int n = FCGX_GetStr(room ? buf + total : sink, room ? room : (int)sizeof sink, r->in);
         if (n <= 0)
             break;
-        if (!room)
-            *too_large = 1;
-        else
+        if (room) {
             total += (size_t)n;
-        if (total >= max && (size_t)want <= max)
-            break;
-        if (!room && total + sizeof sink > DRAIN_MAX)
-            break;
+            if (want > 0 && !*too_large && total >= (size_t)want)
+                break;
+        } else {
+            *too_large = 1;
+            drained += (size_t)n;
+            if (drained > DRAIN_MAX)
+                break;
+        }
     }
+    buf[total] = '\0';
     *len = total;
     return buf;
 }
