@@ -3,7 +3,8 @@
  * configuration), two refgate-server workers, real Redis and Chromium, all
  * started here. Every op of PROTOCOL.md at least once, JSON and msgpack
  * giving the same results, every error a client can provoke answered with
- * its code and status while the server keeps serving, idempotency keys,
+ * its code and status while the server keeps serving, the body limit
+ * enforced by a worker spoken to over FastCGI directly, idempotency keys,
  * the WebSocket (subscribe, then a click yields a snapshot event), a worker
  * killed with -9 whose session carries on through nginx on the other one
  * with its refs, and SIGTERM parking a worker's sessions for the other.
@@ -422,6 +423,79 @@ static void test_errors_from_outside(void **state)
     raw(sid, "application/json", huge, big, 413, "payload_too_large");
     free(huge);
     /* Still serving, and nothing changed. */
+    clicks_are(sid, "clicks=0");
+    close_session(sid);
+}
+
+/*
+ * A JSON command whose opening brace is followed by pad spaces: `total`
+ * bytes in all (caller frees).
+ */
+static char *padded_read(size_t total)
+{
+    static const char tail[] = "\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}";
+    char *b = malloc(total);
+    assert_non_null(b);
+    assert_true(total > sizeof tail);
+    b[0] = '{';
+    memset(b + 1, ' ', total - sizeof tail);
+    memcpy(b + total - (sizeof tail - 1), tail, sizeof tail - 1);
+    return b;
+}
+
+/* A padded read straight to a worker over FastCGI, with or without CONTENT_LENGTH. */
+static int fcgi_read(int port, const char *sid, size_t total, int with_length, http_resp *r)
+{
+    char uri[128], key[200], length[48];
+    snprintf(uri, sizeof uri, "DOCUMENT_URI=/v1/sessions/%s", sid);
+    snprintf(key, sizeof key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(st, 0));
+    snprintf(length, sizeof length, "CONTENT_LENGTH=%zu", total);
+    const char *ctype = "CONTENT_TYPE=application/json";
+    const char *cl = with_length ? length : NULL; /* NULL ends the list before it */
+    const char *params[] = {"REQUEST_METHOD=POST", uri, key, ctype, cl, NULL};
+    char *body = padded_read(total);
+    int rc = fcgi_request(port, params, body, total, r);
+    free(body);
+    return rc;
+}
+
+/*
+ * The worker reads bodies itself: nginx stands in front in production, but
+ * the body limit and a body sent without CONTENT_LENGTH are the worker's to
+ * get right (another proxy, or an nginx configured with a larger limit).
+ */
+static void test_worker_reads_bodies_without_nginx(void **state)
+{
+    (void)state;
+    char sid[64];
+    create("actions.html", sid);
+    cJSON *info = cmd_ok(sid, "{\"op\":\"session.info\"}");
+    int port = stack_fcgi_port(st, atoi(rstr(info, "worker") + 1));
+    cJSON_Delete(info);
+    const size_t limit = 1u << 20; /* the default REFGATE_MAX_BODY_BYTES */
+    /* Past the first 4 KiB buffer without a length; with one; exactly at the limit. */
+    const size_t fits[] = {20000, 20000, limit};
+    const int with_length[] = {0, 1, 0};
+    for (int i = 0; i < 3; i++) {
+        http_resp r;
+        assert_int_equal(fcgi_read(port, sid, fits[i], with_length[i], &r), 0);
+        if (r.status != 200 || !strstr(r.body.data, "\"value\":\"clicks=0\""))
+            fail_msg("%zu bytes (length %d): %d %.300s", fits[i], with_length[i], r.status,
+                     r.body.data ? r.body.data : "");
+        assert_non_null(strstr(r.content_type, "application/json"));
+        rg_buf_destroy(&r.body);
+    }
+    /* One byte over, declared or not: 413 payload_too_large. */
+    for (int i = 0; i < 2; i++) {
+        http_resp r;
+        assert_int_equal(fcgi_read(port, sid, limit + 1, i, &r), 0);
+        if (r.status != 413 || !strstr(r.body.data, "payload_too_large") ||
+            !strstr(r.body.data, "larger than 1048576 bytes"))
+            fail_msg("limit + 1 (length %d): %d %.300s", i, r.status,
+                     r.body.data ? r.body.data : "");
+        rg_buf_destroy(&r.body);
+    }
+    /* Still serving the session, through nginx, with nothing changed. */
     clicks_are(sid, "clicks=0");
     close_session(sid);
 }
@@ -1175,6 +1249,7 @@ int main(void)
         cmocka_unit_test(test_every_op),
         cmocka_unit_test(test_json_and_msgpack_agree),
         cmocka_unit_test(test_errors_from_outside),
+        cmocka_unit_test(test_worker_reads_bodies_without_nginx),
         cmocka_unit_test(test_idempotency_key),
         cmocka_unit_test(test_quota_rate_and_eval_permission),
         cmocka_unit_test(test_url_policy_navigations),

@@ -200,6 +200,112 @@ int http_request_on(int fd, const char *method, const char *path, const char *he
     return exchange(fd, method, path, headers, body, len, 1, resp);
 }
 
+/* ---- FastCGI ---- */
+
+enum { FCGI_BEGIN = 1, FCGI_END = 3, FCGI_PARAMS = 4, FCGI_STDIN = 5, FCGI_STDOUT = 6 };
+
+/* One record of request id 1: an 8-byte header, then the content. */
+static void fcgi_record(rg_buf *out, int type, const void *data, size_t len)
+{
+    unsigned char h[8] = {
+        1, (unsigned char)type, 0, 1, (unsigned char)(len >> 8), (unsigned char)len, 0, 0};
+    rg_buf_append(out, h, sizeof h);
+    if (len)
+        rg_buf_append(out, data, len);
+}
+
+/* A name or value length: one byte below 128, else four with the top bit set. */
+static void fcgi_length(rg_buf *out, size_t n)
+{
+    if (n < 128) {
+        unsigned char c = (unsigned char)n;
+        rg_buf_append(out, &c, 1);
+        return;
+    }
+    unsigned char c[4] = {(unsigned char)(0x80 | (n >> 24)), (unsigned char)(n >> 16),
+                          (unsigned char)(n >> 8), (unsigned char)n};
+    rg_buf_append(out, c, sizeof c);
+}
+
+static void fcgi_stream(rg_buf *out, int type, const char *data, size_t len)
+{
+    for (size_t off = 0; off < len; off += 65535)
+        fcgi_record(out, type, data + off, len - off < 65535 ? len - off : 65535);
+    fcgi_record(out, type, NULL, 0);
+}
+
+int fcgi_request(int port, const char *const *params, const void *body, size_t len, http_resp *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    resp->retry_after = -1;
+    rg_buf_init(&resp->body);
+    rg_buf req, pairs, in, out;
+    rg_buf_init(&req);
+    rg_buf_init(&pairs);
+    rg_buf_init(&in);
+    rg_buf_init(&out);
+    static const unsigned char responder[8] = {0, 1, 0, 0, 0, 0, 0, 0}; /* role 1, no keep-conn */
+    fcgi_record(&req, FCGI_BEGIN, responder, sizeof responder);
+    for (int i = 0; params && params[i]; i++) {
+        const char *eq = strchr(params[i], '=');
+        size_t nl = eq ? (size_t)(eq - params[i]) : strlen(params[i]);
+        const char *v = eq ? eq + 1 : "";
+        fcgi_length(&pairs, nl);
+        fcgi_length(&pairs, strlen(v));
+        rg_buf_append(&pairs, params[i], nl);
+        rg_buf_append(&pairs, v, strlen(v));
+    }
+    fcgi_stream(&req, FCGI_PARAMS, pairs.data, pairs.len);
+    fcgi_stream(&req, FCGI_STDIN, body, len);
+    int rc = -1;
+    int fd = dial(port);
+    if (fd < 0 || write_all(fd, req.data, req.len) < 0)
+        goto out;
+    /* Records until FCGI_END_REQUEST; FCGI_STDOUT's content is the reply. */
+    size_t pos = 0;
+    for (;;) {
+        if (in.len - pos < 8 && read_more(fd, &in, 8 - (in.len - pos), IO_TIMEOUT_MS) < 0)
+            goto out;
+        const unsigned char *h = (const unsigned char *)in.data + pos;
+        size_t clen = (size_t)h[4] << 8 | h[5], whole = 8 + clen + h[6];
+        int type = h[1];
+        if (in.len - pos < whole && read_more(fd, &in, whole - (in.len - pos), IO_TIMEOUT_MS) < 0)
+            goto out;
+        if (type == FCGI_STDOUT)
+            rg_buf_append(&out, in.data + pos + 8, clen);
+        pos += whole;
+        if (type == FCGI_END)
+            break;
+    }
+    char *end = out.data ? strstr(out.data, "\r\n\r\n") : NULL;
+    if (!end)
+        goto out;
+    *end = '\0';
+    /* header_value looks after a line break: put one in front of the head. */
+    rg_buf head;
+    rg_buf_init(&head);
+    rg_buf_printf(&head, "\r\n%s", out.data);
+    char v[128];
+    if (header_value(head.data, "Status", v, sizeof v))
+        resp->status = atoi(v);
+    if (header_value(head.data, "Content-Type", v, sizeof v))
+        snprintf(resp->content_type, sizeof resp->content_type, "%s", v);
+    if (header_value(head.data, "Retry-After", v, sizeof v))
+        resp->retry_after = atoi(v);
+    rg_buf_destroy(&head);
+    size_t head_len = (size_t)(end - out.data) + 4;
+    rg_buf_append(&resp->body, out.data + head_len, out.len - head_len);
+    rc = resp->status > 0 ? 0 : -1;
+out:
+    if (fd >= 0)
+        close(fd);
+    rg_buf_destroy(&req);
+    rg_buf_destroy(&pairs);
+    rg_buf_destroy(&in);
+    rg_buf_destroy(&out);
+    return rc;
+}
+
 /* ---- WebSocket ---- */
 
 struct wsc {

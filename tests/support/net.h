@@ -33,6 +33,19 @@ int http_connect(int port);
 int http_request_on(int fd, const char *method, const char *path, const char *headers,
                     const void *body, size_t len, http_resp *resp);
 
+/* ---- FastCGI (net.c), to talk to a worker without nginx in between ---- */
+
+/**
+ * One FastCGI responder request to 127.0.0.1:port: params is a
+ * NULL-terminated list of "NAME=value" entries (nothing is added: leave out
+ * CONTENT_LENGTH to send a body without one), body goes as FCGI_STDIN in
+ * records of up to 65,535 bytes. The reply's Status, Content-Type and
+ * Retry-After headers fill resp, the rest is its body. 0, or -1 when the
+ * connection or the reply failed (30 s timeout).
+ */
+int fcgi_request(int port, const char *const *params, const void *body, size_t len,
+                 http_resp *resp);
+
 /* ---- WebSocket client (net.c) ---- */
 
 typedef struct wsc wsc;
@@ -70,6 +83,8 @@ pid_t stack_worker_pid(const stack *s, int i);   /* worker i, from 1 */
 int stack_kill_worker(stack *s, int i, int sig);
 /** Starts worker i again (after a kill); 0 once it answers /healthz itself. */
 int stack_restart_worker(stack *s, int i);
+/** The FastCGI port of worker i (nginx's upstream for it). */
+int stack_fcgi_port(const stack *s, int i);
 /** The WebSocket port of worker i (nginx proxies /v1/sessions/{sid}/ws too). */
 int stack_ws_port(const stack *s, int i);
 const char *stack_dir(const stack *s);

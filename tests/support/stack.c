@@ -326,6 +326,11 @@ pid_t stack_worker_pid(const stack *s, int i)
     return i >= 1 && i <= s->n ? s->workers[i] : 0;
 }
 
+int stack_fcgi_port(const stack *s, int i)
+{
+    return s->fcgi_base + i;
+}
+
 int stack_ws_port(const stack *s, int i)
 {
     return s->ws_base + i;
