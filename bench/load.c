@@ -686,34 +686,87 @@ static int read_pstat(pid_t pid, struct pstat *p)
     return 0;
 }
 
-/* A process's resident memory from /proc/PID/status, in KiB: all of it,
-   its anonymous pages (heap, arenas, thread stacks) and its file pages (the
-   binary and the libraries, paged in as code paths first run). -1 if gone. */
-struct rss {
-    long all, anon, file;
-};
+/*
+ * A process's resident memory, in KiB, by part. From /proc/PID/status: all
+ * of it, its anonymous pages and its file pages (the binary and the
+ * libraries, paged in as code paths first run). From /proc/PID/smaps, the
+ * anonymous pages by the mapping that holds them: glibc's main heap
+ * ([heap]), the arenas other threads allocate from (mappings that start on
+ * a 64 MiB boundary, glibc's HEAP_MAX_SIZE), the thread stacks (read-write
+ * right above a guard page of at most 64 KiB, and the main [stack]), and the
+ * rest (mmapped blocks, the private pages of the libraries' data). -1 where
+ * the process is gone.
+ */
+enum mem_part { MEM_ALL, MEM_ANON, MEM_FILE, MEM_HEAP, MEM_ARENAS, MEM_STACKS, MEM_OTHER, MEM_N };
+static const char *const mem_names[MEM_N] = {"rss",    "anon",   "file", "heap",
+                                             "arenas", "stacks", "other"};
 
-static struct rss rss_read(pid_t pid)
+#define ARENA_ALIGN (64ul << 20)
+#define GUARD_MAX (64ul << 10)
+
+static void smaps_read(pid_t pid, long *m)
 {
-    struct rss r = {-1, -1, -1};
+    char path[64], line[512];
+    snprintf(path, sizeof path, "/proc/%d/smaps", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return;
+    for (int k = MEM_HEAP; k < MEM_N; k++)
+        m[k] = 0;
+    unsigned long prev_end = 0, prev_len = 0;
+    int prev_none = 0, kind = MEM_OTHER;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long lo, hi, inode;
+        char perms[8], name[256] = "";
+        long kib;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %lu %255s", &lo, &hi, perms, &inode, name) >= 4) {
+            int rw = perms[0] == 'r' && perms[1] == 'w';
+            if (!strcmp(name, "[heap]"))
+                kind = MEM_HEAP;
+            else if (!strcmp(name, "[stack]"))
+                kind = MEM_STACKS;
+            else if (inode || name[0])
+                kind = MEM_OTHER;
+            else if (rw && lo % ARENA_ALIGN == 0)
+                kind = MEM_ARENAS;
+            else if (rw && prev_none && prev_end == lo && prev_len <= GUARD_MAX)
+                kind = MEM_STACKS;
+            else
+                kind = MEM_OTHER;
+            prev_none = !strncmp(perms, "---", 3) && !inode && !name[0];
+            prev_end = hi, prev_len = hi - lo;
+        } else if (sscanf(line, "Anonymous: %ld kB", &kib) == 1) {
+            m[kind] += kib;
+        }
+    }
+    fclose(f);
+}
+
+static void mem_read(pid_t pid, long *m)
+{
     char path[64], line[256];
+    for (int k = 0; k < MEM_N; k++)
+        m[k] = -1;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "re");
     if (!f)
-        return r;
+        return;
     while (fgets(line, sizeof line, f)) {
-        sscanf(line, "VmRSS: %ld kB", &r.all);
-        sscanf(line, "RssAnon: %ld kB", &r.anon);
-        if (sscanf(line, "RssFile: %ld kB", &r.file) == 1)
+        sscanf(line, "VmRSS: %ld kB", &m[MEM_ALL]);
+        sscanf(line, "RssAnon: %ld kB", &m[MEM_ANON]);
+        if (sscanf(line, "RssFile: %ld kB", &m[MEM_FILE]) == 1)
             break;
     }
     fclose(f);
-    return r;
+    if (m[MEM_ALL] >= 0)
+        smaps_read(pid, m);
 }
 
 static long vm_rss_kib(pid_t pid)
 {
-    return rss_read(pid).all;
+    long m[MEM_N];
+    mem_read(pid, m);
+    return m[MEM_ALL];
 }
 
 /* The TCP sockets of this network namespace: inode, local and remote port, state. */
@@ -909,8 +962,7 @@ static void seen_add(pid_t pid, unsigned long long start)
 
 struct sample {
     int64_t t_ms;
-    long rss_kib[WORKERS_MAX + 1];
-    long anon_kib[WORKERS_MAX + 1], file_kib[WORKERS_MAX + 1]; /* the two parts of rss_kib */
+    long mem[WORKERS_MAX + 1][MEM_N]; /* RSS and its parts, KiB (mem_read) */
     int live[WORKERS_MAX + 1]; /* live sessions each worker owns, from Redis; -1: unknown */
     struct fdscan fd[WORKERS_MAX + 1];
     int chromium, zombies;
@@ -988,8 +1040,7 @@ static void take_sample(struct sample *s)
     s->t_ms = rg_now_ms();
     tcp_load();
     for (int i = 1; i <= workers.n; i++) {
-        struct rss r = rss_read(workers.pid[i]);
-        s->rss_kib[i] = r.all, s->anon_kib[i] = r.anon, s->file_kib[i] = r.file;
+        mem_read(workers.pid[i], s->mem[i]);
         fd_scan(workers.pid[i], workers.ports[i], &s->fd[i]);
     }
     live_sessions(s->live);
@@ -1167,9 +1218,9 @@ static double rss_slope(const struct sample *s, int n, int w, int64_t from, int 
     double sx = 0, sy = 0, sxx = 0, sxy = 0;
     int k = 0;
     for (int i = 0; i < n; i++) {
-        if (s[i].t_ms < from || s[i].rss_kib[w] <= 0 || (quiet && !s[i].quiet))
+        if (s[i].t_ms < from || s[i].mem[w][MEM_ALL] <= 0 || (quiet && !s[i].quiet))
             continue;
-        double x = (double)(s[i].t_ms - from) / 60000.0, y = (double)s[i].rss_kib[w];
+        double x = (double)(s[i].t_ms - from) / 60000.0, y = (double)s[i].mem[w][MEM_ALL];
         sx += x, sy += y, sxx += x * x, sxy += x * y;
         k++;
     }
@@ -1177,24 +1228,17 @@ static double rss_slope(const struct sample *s, int n, int w, int64_t from, int 
     return k >= 3 && den > 0 ? (k * sxy - sx * sy) / den : 0;
 }
 
-enum rss_part { RSS_ALL, RSS_ANON, RSS_FILE };
-
-static long rss_part(const struct sample *s, int w, enum rss_part part)
-{
-    return part == RSS_ANON ? s->anon_kib[w] : part == RSS_FILE ? s->file_kib[w] : s->rss_kib[w];
-}
-
 /* The median RSS (or one part of it) of worker w over the samples taken in
    [from, to): all of them (quiet 0) or the quiet points only (quiet 1). */
 static long median_rss(const struct sample *s, int n, int w, int64_t from, int64_t to, int quiet,
-                       enum rss_part part)
+                       enum mem_part part)
 {
     long v[4096];
     int k = 0;
     for (int i = 0; i < n && k < 4096; i++)
-        if (s[i].t_ms >= from && s[i].t_ms < to && rss_part(&s[i], w, part) > 0 &&
-            (!quiet || s[i].quiet))
-            v[k++] = rss_part(&s[i], w, part);
+        if (s[i].t_ms >= from && s[i].t_ms < to && s[i].mem[w][part] >= 0 &&
+            s[i].mem[w][MEM_ALL] > 0 && (!quiet || s[i].quiet))
+            v[k++] = s[i].mem[w][part];
     if (!k)
         return -1;
     qsort(v, (size_t)k, sizeof *v, cmp_long);
@@ -1203,7 +1247,7 @@ static long median_rss(const struct sample *s, int n, int w, int64_t from, int64
 
 /* The medians of the first and of the last quarter of [t_start, t_end]. */
 static void rss_quarters(const struct sample *s, int n, int w, int64_t t_start, int64_t t_end,
-                         int quiet, enum rss_part part, long *first_q, long *last_q)
+                         int quiet, enum mem_part part, long *first_q, long *last_q)
 {
     int64_t quarter = (t_end - t_start) / 4;
     *first_q = median_rss(s, n, w, t_start, t_start + quarter, quiet, part);
@@ -1258,16 +1302,20 @@ static void write_trace(const char *path, const struct sample *s, size_t n, int6
     for (int w = 1; w <= workers.n; w++)
         fprintf(f,
                 "\t%s_rss_kib\t%s_fds\t%s_fds_nginx\t%s_fds_redis\t%s_close_wait\t%s_live"
-                "\t%s_anon_kib\t%s_file_kib",
+                "\t%s_anon_kib\t%s_file_kib\t%s_heap_kib\t%s_arenas_kib\t%s_stacks_kib"
+                "\t%s_other_kib",
                 workers.name[w], workers.name[w], workers.name[w], workers.name[w], workers.name[w],
-                workers.name[w], workers.name[w], workers.name[w]);
+                workers.name[w], workers.name[w], workers.name[w], workers.name[w], workers.name[w],
+                workers.name[w], workers.name[w]);
     fprintf(f, "\tchromium\tzombies\tquiet\n");
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%.1f", (double)(s[i].t_ms - t0) / 1000.0);
         for (int w = 1; w <= workers.n; w++)
-            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d\t%ld\t%ld", s[i].rss_kib[w], s[i].fd[w].total,
-                    s[i].fd[w].nginx, s[i].fd[w].redis, s[i].fd[w].close_wait, s[i].live[w],
-                    s[i].anon_kib[w], s[i].file_kib[w]);
+            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld",
+                    s[i].mem[w][MEM_ALL], s[i].fd[w].total, s[i].fd[w].nginx, s[i].fd[w].redis,
+                    s[i].fd[w].close_wait, s[i].live[w], s[i].mem[w][MEM_ANON],
+                    s[i].mem[w][MEM_FILE], s[i].mem[w][MEM_HEAP], s[i].mem[w][MEM_ARENAS],
+                    s[i].mem[w][MEM_STACKS], s[i].mem[w][MEM_OTHER]);
         fprintf(f, "\t%d\t%d\t%d\n", s[i].chromium, s[i].zombies, s[i].quiet);
     }
     if (fclose(f) != 0)
@@ -1621,16 +1669,15 @@ int main(int argc, char **argv)
        else on every sample; the medians of all samples are reported too. */
     int by_quiet = quiet_every > 0;
     long q1[WORKERS_MAX + 1], q4[WORKERS_MAX + 1], b1[WORKERS_MAX + 1], b4[WORKERS_MAX + 1];
-    long a1[WORKERS_MAX + 1], a4[WORKERS_MAX + 1], f1[WORKERS_MAX + 1], f4[WORKERS_MAX + 1];
+    long part1[WORKERS_MAX + 1][MEM_N], part4[WORKERS_MAX + 1][MEM_N]; /* q1, q4 by part */
     double growth[WORKERS_MAX + 1], slope[WORKERS_MAX + 1];
     for (int w = 1; w <= workers.n; w++) {
-        rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, RSS_ALL, &q1[w], &q4[w]);
-        rss_quarters(samples, (int)n_samples, w, t_start, t_end, 0, RSS_ALL, &b1[w], &b4[w]);
-        /* Which part grew: pages of the heap, or code first run late. */
-        rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, RSS_ANON, &a1[w],
-                     &a4[w]);
-        rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, RSS_FILE, &f1[w],
-                     &f4[w]);
+        rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, MEM_ALL, &q1[w], &q4[w]);
+        rss_quarters(samples, (int)n_samples, w, t_start, t_end, 0, MEM_ALL, &b1[w], &b4[w]);
+        /* Which part grew: code first run late, or which allocator's pages. */
+        for (int k = 0; k < MEM_N; k++)
+            rss_quarters(samples, (int)n_samples, w, t_start, t_end, by_quiet, (enum mem_part)k,
+                         &part1[w][k], &part4[w][k]);
         growth[w] = q1[w] > 0 && q4[w] > 0 ? 100.0 * (double)(q4[w] - q1[w]) / (double)q1[w] : 0;
         slope[w] = rss_slope(samples, (int)n_samples, w, t_start, by_quiet);
         if (q1[w] > 0 && q4[w] > 0 && growth[w] > RSS_GROWTH_MAX_PCT &&
@@ -1649,7 +1696,7 @@ int main(int argc, char **argv)
             last.fd[w].redis > first.fd[w].redis + FD_SLACK)
             fail_reason("%s holds %d Redis connections while quiet (the pool keeps at most %d)",
                         workers.name[w], last.fd[w].redis, REDIS_POOL_IDLE_MAX);
-        if (last.rss_kib[w] < 0)
+        if (last.mem[w][MEM_ALL] < 0)
             fail_reason("%s (PID %d) is gone", workers.name[w], (int)workers.pid[w]);
     }
     if (orphans_run)
@@ -1699,8 +1746,8 @@ int main(int argc, char **argv)
             fmax = fds_own(&samples[i], w) > fmax ? fds_own(&samples[i], w) : fmax;
         printf("%-6s %8d %7.1f MiB %7.1f MiB %7.1f MiB %7.1f MiB %7.1f%% %10.1f %7.1f MiB "
                "%7.1f MiB %9d %7d %7d %4d -> %d\n",
-               workers.name[w], (int)workers.pid[w], first.rss_kib[w] / 1024.0,
-               last.rss_kib[w] / 1024.0, q1[w] / 1024.0, q4[w] / 1024.0, growth[w], slope[w],
+               workers.name[w], (int)workers.pid[w], first.mem[w][MEM_ALL] / 1024.0,
+               last.mem[w][MEM_ALL] / 1024.0, q1[w] / 1024.0, q4[w] / 1024.0, growth[w], slope[w],
                b1[w] / 1024.0, b4[w] / 1024.0, fds_own(&first, w), fds_own(&last, w), fmax,
                first.live[w], last.live[w]);
     }
@@ -1710,10 +1757,17 @@ int main(int argc, char **argv)
                "%d s)\n",
                by_quiet ? "over the quiet points" : "over all samples", quiet_points, quiet_missed,
                QUIET_DRAIN_MS / 1000);
-    for (int w = 1; w <= workers.n; w++)
-        printf("%s rss q1 -> q4 med by part: anon (heap, arenas, stacks) %ld -> %ld KiB (%+ld), "
-               "file (binary, libraries) %ld -> %ld KiB (%+ld)\n",
-               workers.name[w], a1[w], a4[w], a4[w] - a1[w], f1[w], f4[w], f4[w] - f1[w]);
+    for (int w = 1; w <= workers.n; w++) {
+        static const char *const lead[MEM_N] = {"", "", ", ", "; anon in ", ", ", ", ", ", "};
+        printf("%s rss q1 -> q4 med by part, KiB: ", workers.name[w]);
+        for (int k = MEM_ANON; k < MEM_N; k++)
+            printf("%s%s %ld -> %ld (%+ld)", lead[k], mem_names[k], part1[w][k], part4[w][k],
+                   part4[w][k] - part1[w][k]);
+        printf("\n");
+    }
+    if (workers.n)
+        printf("(anon: heap, arenas, thread stacks and the rest, by mapping from smaps; file: "
+               "the binary and the libraries)\n");
     if (workers.n)
         printf("(fds: open descriptors without the connections from nginx and to Redis; "
                "sessions: live sessions the worker owns at the first and the final sample; %ld "
@@ -1789,15 +1843,22 @@ int main(int argc, char **argv)
                "\"rss_slope_kib_per_min\":%.1f,\"rss_busy_q1_median_kib\":%ld,"
                "\"rss_busy_q4_median_kib\":%ld,\"rss_anon_q1_median_kib\":%ld,"
                "\"rss_anon_q4_median_kib\":%ld,\"rss_file_q1_median_kib\":%ld,"
-               "\"rss_file_q4_median_kib\":%ld,\"fds_start\":%d,\"fds_end\":%d,"
+               "\"rss_file_q4_median_kib\":%ld,\"rss_heap_q1_median_kib\":%ld,"
+               "\"rss_heap_q4_median_kib\":%ld,\"rss_arenas_q1_median_kib\":%ld,"
+               "\"rss_arenas_q4_median_kib\":%ld,\"rss_stacks_q1_median_kib\":%ld,"
+               "\"rss_stacks_q4_median_kib\":%ld,\"rss_other_q1_median_kib\":%ld,"
+               "\"rss_other_q4_median_kib\":%ld,\"fds_start\":%d,\"fds_end\":%d,"
                "\"fds_nginx_start\":%d,\"fds_nginx_end\":%d,\"fds_redis_start\":%d,"
                "\"fds_redis_end\":%d,\"close_wait_end\":%d,\"sessions_start\":%d,"
                "\"sessions_end\":%d}",
-               w > 1 ? "," : "", workers.name[w], (int)workers.pid[w], first.rss_kib[w],
-               last.rss_kib[w], q1[w], q4[w], growth[w], slope[w], b1[w], b4[w], a1[w], a4[w],
-               f1[w], f4[w], fds_own(&first, w), fds_own(&last, w), first.fd[w].nginx,
-               last.fd[w].nginx, first.fd[w].redis, last.fd[w].redis, last.fd[w].close_wait,
-               first.live[w], last.live[w]);
+               w > 1 ? "," : "", workers.name[w], (int)workers.pid[w], first.mem[w][MEM_ALL],
+               last.mem[w][MEM_ALL], q1[w], q4[w], growth[w], slope[w], b1[w], b4[w],
+               part1[w][MEM_ANON], part4[w][MEM_ANON], part1[w][MEM_FILE], part4[w][MEM_FILE],
+               part1[w][MEM_HEAP], part4[w][MEM_HEAP], part1[w][MEM_ARENAS], part4[w][MEM_ARENAS],
+               part1[w][MEM_STACKS], part4[w][MEM_STACKS], part1[w][MEM_OTHER], part4[w][MEM_OTHER],
+               fds_own(&first, w), fds_own(&last, w), first.fd[w].nginx, last.fd[w].nginx,
+               first.fd[w].redis, last.fd[w].redis, last.fd[w].close_wait, first.live[w],
+               last.live[w]);
     printf("],\"chromium_start\":%d,\"chromium_end\":%d,\"zombies_start\":%d,\"zombies_end\":%d,"
            "\"orphans_running\":%d,\"after_stop\":",
            first.chromium, last.chromium, first.zombies, last.zombies, orphans_run);
