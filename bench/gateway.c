@@ -130,9 +130,11 @@ static int call(const char *who, int *fd, const char *sid, const cJSON *cmd, cJS
     if (ms)
         *ms = (double)(rg_now_us() - t0) / 1000.0;
     rg_buf_destroy(&body);
-    if (rc < 0) {
+    if (rc < 0 || r.closed) { /* broken, or closed by nginx after this reply */
         close(*fd);
         *fd = http_connect(stack_port(st));
+    }
+    if (rc < 0) {
         rg_buf_destroy(&r.body);
         return -1;
     }

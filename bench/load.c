@@ -54,8 +54,6 @@
 #define SESSIONS_MAX 256
 #define DESCENDANTS_MAX 4096
 #define SEEN_MAX 65536
-/* A fresh connection before nginx's keepalive_requests (1000) closes it. */
-#define CONN_REQUESTS_MAX 500
 /* How long a transient error makes a driver wait when it names no time. */
 #define RETRY_DEFAULT_MS 200
 #define RETRY_MAX_MS 2000
@@ -137,7 +135,7 @@ struct errs {
 struct driver {
     int index;
     pthread_t thread;
-    int fd, fd_uses;
+    int fd;
     char sid[64];
     char worker[32]; /* where the session closed last lived: its successor goes there */
     long misplaced;  /* successors that did not land there within PLACE_TRIES */
@@ -233,13 +231,12 @@ static int peer_closed(int fd)
 
 static int conn(struct driver *d)
 {
-    if (d->fd >= 0 && (d->fd_uses >= CONN_REQUESTS_MAX || peer_closed(d->fd))) {
+    if (d->fd >= 0 && peer_closed(d->fd)) {
         close(d->fd);
         d->fd = -1;
     }
     if (d->fd < 0) {
         d->fd = http_connect(g.port);
-        d->fd_uses = 0;
     }
     return d->fd;
 }
@@ -314,7 +311,6 @@ static int send_cmd(struct driver *d, int op, const char *path, const cJSON *cmd
     if (fd >= 0)
         rc = http_request_on(fd, cmd ? "POST" : "DELETE", path, cmd ? g.post : g.auth, body.data,
                              body.len, &r);
-    d->fd_uses++;
     double ms = (double)(rg_now_us() - t0) / 1000.0;
     rg_buf_destroy(&body);
     if (rc < 0) {
@@ -327,6 +323,10 @@ static int send_cmd(struct driver *d, int op, const char *path, const cJSON *cmd
         rg_buf_destroy(&r.body);
         rg_sleep_ms(RETRY_DEFAULT_MS);
         return -1;
+    }
+    if (r.closed) { /* nginx's keepalive_requests ran out: the next command dials again */
+        close(d->fd);
+        d->fd = -1;
     }
     lat_add(&d->lat[op], ms);
     cJSON *v = decode_reply(&r);

@@ -132,11 +132,14 @@ static int exchange(int fd, const char *method, const char *path, const char *he
         snprintf(resp->content_type, sizeof resp->content_type, "%s", v);
     if (header_value(in.data, "Retry-After", v, sizeof v))
         resp->retry_after = atoi(v);
+    resp->closed = header_value(in.data, "Connection", v, sizeof v) && !strcasecmp(v, "close");
     long cl = header_value(in.data, "Content-Length", v, sizeof v) ? atol(v) : -1;
     int chunked = header_value(in.data, "Transfer-Encoding", v, sizeof v) &&
                   strstr(v, "chunked") != NULL;
     rg_buf_append(&resp->body, in.data + head_len, in.len - head_len);
     rg_buf_destroy(&in);
+    if (resp->status == 204 || resp->status == 304 || !strcmp(method, "HEAD"))
+        return 0; /* no body, whatever the headers say (RFC 9112, 6.3) */
     if (chunked) {
         /* Decode in place once the terminating chunk arrived. */
         rg_buf raw = resp->body;

@@ -17,6 +17,7 @@ typedef struct http_resp {
     int status;
     char content_type[128];
     int retry_after;         /* -1 when absent */
+    int closed;              /* the server sent Connection: close: dial again */
     rg_buf body;
 } http_resp;
 
@@ -29,7 +30,11 @@ int http_request(int port, const char *method, const char *path, const char *hea
                  const void *body, size_t len, http_resp *resp);
 /** A persistent connection for many requests (keep-alive), or -1. */
 int http_connect(int port);
-/** A request on a kept-alive connection fd (Connection: keep-alive). */
+/**
+ * A request on a kept-alive connection fd (Connection: keep-alive). When
+ * resp->closed is set the server ends the connection after this reply (as
+ * nginx does after keepalive_requests): close fd and connect again.
+ */
 int http_request_on(int fd, const char *method, const char *path, const char *headers,
                     const void *body, size_t len, http_resp *resp);
 
