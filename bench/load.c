@@ -695,11 +695,24 @@ static int read_pstat(pid_t pid, struct pstat *p)
  * a 64 MiB boundary, glibc's HEAP_MAX_SIZE), the thread stacks (read-write
  * right above a guard page of at most 64 KiB, and the main [stack]), and the
  * rest (mmapped blocks, the private pages of the libraries' data). -1 where
- * the process is gone.
+ * the process is gone. MEM_IN_USE and MEM_FREE are not RSS: the allocator's
+ * bytes handed out and kept free, asked of the worker at quiet points only
+ * (worker_heap).
  */
-enum mem_part { MEM_ALL, MEM_ANON, MEM_FILE, MEM_HEAP, MEM_ARENAS, MEM_STACKS, MEM_OTHER, MEM_N };
-static const char *const mem_names[MEM_N] = {"rss",    "anon",   "file", "heap",
-                                             "arenas", "stacks", "other"};
+enum mem_part {
+    MEM_ALL,
+    MEM_ANON,
+    MEM_FILE,
+    MEM_HEAP,
+    MEM_ARENAS,
+    MEM_STACKS,
+    MEM_OTHER,
+    MEM_IN_USE,
+    MEM_FREE,
+    MEM_N
+};
+static const char *const mem_names[MEM_N] = {"rss",    "anon",  "file",   "heap", "arenas",
+                                             "stacks", "other", "in_use", "free"};
 
 #define ARENA_ALIGN (64ul << 20)
 #define GUARD_MAX (64ul << 10)
@@ -711,7 +724,7 @@ static void smaps_read(pid_t pid, long *m)
     FILE *f = fopen(path, "re");
     if (!f)
         return;
-    for (int k = MEM_HEAP; k < MEM_N; k++)
+    for (int k = MEM_HEAP; k <= MEM_OTHER; k++)
         m[k] = 0;
     unsigned long prev_end = 0, prev_len = 0;
     int prev_none = 0, kind = MEM_OTHER;
@@ -1058,6 +1071,39 @@ static void take_sample(struct sample *s)
     }
 }
 
+/* An unlabelled metric of Prometheus text, or -1. */
+static long long metric_of(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ')
+            return strtoll(p + n + 1, NULL, 10);
+    return -1;
+}
+
+/*
+ * The allocator's bytes in use and free in each worker (its /metrics, asked
+ * over FastCGI on the worker's own port, so that nginx does not pick the
+ * worker), in KiB; left at -1 when a worker does not answer.
+ */
+static void worker_heap(struct sample *s)
+{
+    for (int i = 1; i <= workers.n; i++) {
+        if (workers.ports[i][0] <= 0 || s->mem[i][MEM_ALL] < 0)
+            continue;
+        const char *params[] = {"REQUEST_METHOD=GET", "DOCUMENT_URI=/metrics", NULL};
+        http_resp r;
+        if (fcgi_request(workers.ports[i][0], params, NULL, 0, &r) == 0 && r.status == 200 &&
+            r.body.data) {
+            long long used = metric_of(r.body.data, "refgate_heap_in_use_bytes");
+            long long spare = metric_of(r.body.data, "refgate_heap_free_bytes");
+            s->mem[i][MEM_IN_USE] = used >= 0 ? (long)(used / 1024) : -1;
+            s->mem[i][MEM_FREE] = spare >= 0 ? (long)(spare / 1024) : -1;
+        }
+        rg_buf_destroy(&r.body);
+    }
+}
+
 /*
  * A quiet point: lets each driver finish the loop it is in (for at most
  * QUIET_DRAIN_MS), waits wait_ms with no command in flight, which is longer
@@ -1085,6 +1131,7 @@ static void quiet_point(int sessions, int wait_ms, struct sample *out)
     pthread_mutex_unlock(&g.mu);
     rg_sleep_ms(wait_ms);
     take_sample(out);
+    worker_heap(out); /* after the sample: its request does not touch what was measured */
     out->quiet = drained;
     pthread_mutex_lock(&g.mu);
     g.pause = 0;
@@ -1303,19 +1350,20 @@ static void write_trace(const char *path, const struct sample *s, size_t n, int6
         fprintf(f,
                 "\t%s_rss_kib\t%s_fds\t%s_fds_nginx\t%s_fds_redis\t%s_close_wait\t%s_live"
                 "\t%s_anon_kib\t%s_file_kib\t%s_heap_kib\t%s_arenas_kib\t%s_stacks_kib"
-                "\t%s_other_kib",
+                "\t%s_other_kib\t%s_in_use_kib\t%s_free_kib",
                 workers.name[w], workers.name[w], workers.name[w], workers.name[w], workers.name[w],
                 workers.name[w], workers.name[w], workers.name[w], workers.name[w], workers.name[w],
-                workers.name[w], workers.name[w]);
+                workers.name[w], workers.name[w], workers.name[w], workers.name[w]);
     fprintf(f, "\tchromium\tzombies\tquiet\n");
     for (size_t i = 0; i < n; i++) {
         fprintf(f, "%.1f", (double)(s[i].t_ms - t0) / 1000.0);
         for (int w = 1; w <= workers.n; w++)
-            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld",
+            fprintf(f, "\t%ld\t%d\t%d\t%d\t%d\t%d\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld\t%ld",
                     s[i].mem[w][MEM_ALL], s[i].fd[w].total, s[i].fd[w].nginx, s[i].fd[w].redis,
                     s[i].fd[w].close_wait, s[i].live[w], s[i].mem[w][MEM_ANON],
                     s[i].mem[w][MEM_FILE], s[i].mem[w][MEM_HEAP], s[i].mem[w][MEM_ARENAS],
-                    s[i].mem[w][MEM_STACKS], s[i].mem[w][MEM_OTHER]);
+                    s[i].mem[w][MEM_STACKS], s[i].mem[w][MEM_OTHER], s[i].mem[w][MEM_IN_USE],
+                    s[i].mem[w][MEM_FREE]);
         fprintf(f, "\t%d\t%d\t%d\n", s[i].chromium, s[i].zombies, s[i].quiet);
     }
     if (fclose(f) != 0)
@@ -1536,6 +1584,7 @@ int main(int argc, char **argv)
     struct sample *samples = calloc(cap, sizeof *samples);
     struct sample first, last;
     take_sample(&first);
+    worker_heap(&first);
     first.quiet = quiet_every > 0;
     samples[n_samples++] = first;
     struct redis_info r0, r1;
@@ -1577,6 +1626,7 @@ int main(int argc, char **argv)
     int64_t t_end = rg_now_ms();
     rg_sleep_ms(quiet_ms);
     take_sample(&last);
+    worker_heap(&last);
     last.quiet = quiet_every > 0;
     quiet_points += last.quiet;
     if (n_samples == cap)
@@ -1758,16 +1808,21 @@ int main(int argc, char **argv)
                by_quiet ? "over the quiet points" : "over all samples", quiet_points, quiet_missed,
                QUIET_DRAIN_MS / 1000);
     for (int w = 1; w <= workers.n; w++) {
-        static const char *const lead[MEM_N] = {"", "", ", ", "; anon in ", ", ", ", ", ", "};
+        static const char *const lead[MEM_N] = {
+            "", "", ", ", "; anon in ", ", ", ", ", ", ", "; allocator's bytes ", ", "};
         printf("%s rss q1 -> q4 med by part, KiB: ", workers.name[w]);
         for (int k = MEM_ANON; k < MEM_N; k++)
-            printf("%s%s %ld -> %ld (%+ld)", lead[k], mem_names[k], part1[w][k], part4[w][k],
-                   part4[w][k] - part1[w][k]);
+            if (part1[w][k] >= 0 && part4[w][k] >= 0)
+                printf("%s%s %ld -> %ld (%+ld)", lead[k], mem_names[k], part1[w][k], part4[w][k],
+                       part4[w][k] - part1[w][k]);
+            else
+                printf("%s%s unknown", lead[k], mem_names[k]);
         printf("\n");
     }
     if (workers.n)
         printf("(anon: heap, arenas, thread stacks and the rest, by mapping from smaps; file: "
-               "the binary and the libraries)\n");
+               "the binary and the libraries; the allocator's bytes in use and free from the "
+               "worker's /metrics at the quiet points)\n");
     if (workers.n)
         printf("(fds: open descriptors without the connections from nginx and to Redis; "
                "sessions: live sessions the worker owns at the first and the final sample; %ld "
@@ -1847,7 +1902,9 @@ int main(int argc, char **argv)
                "\"rss_heap_q4_median_kib\":%ld,\"rss_arenas_q1_median_kib\":%ld,"
                "\"rss_arenas_q4_median_kib\":%ld,\"rss_stacks_q1_median_kib\":%ld,"
                "\"rss_stacks_q4_median_kib\":%ld,\"rss_other_q1_median_kib\":%ld,"
-               "\"rss_other_q4_median_kib\":%ld,\"fds_start\":%d,\"fds_end\":%d,"
+               "\"rss_other_q4_median_kib\":%ld,\"heap_in_use_q1_median_kib\":%ld,"
+               "\"heap_in_use_q4_median_kib\":%ld,\"heap_free_q1_median_kib\":%ld,"
+               "\"heap_free_q4_median_kib\":%ld,\"fds_start\":%d,\"fds_end\":%d,"
                "\"fds_nginx_start\":%d,\"fds_nginx_end\":%d,\"fds_redis_start\":%d,"
                "\"fds_redis_end\":%d,\"close_wait_end\":%d,\"sessions_start\":%d,"
                "\"sessions_end\":%d}",
@@ -1856,6 +1913,7 @@ int main(int argc, char **argv)
                part1[w][MEM_ANON], part4[w][MEM_ANON], part1[w][MEM_FILE], part4[w][MEM_FILE],
                part1[w][MEM_HEAP], part4[w][MEM_HEAP], part1[w][MEM_ARENAS], part4[w][MEM_ARENAS],
                part1[w][MEM_STACKS], part4[w][MEM_STACKS], part1[w][MEM_OTHER], part4[w][MEM_OTHER],
+               part1[w][MEM_IN_USE], part4[w][MEM_IN_USE], part1[w][MEM_FREE], part4[w][MEM_FREE],
                fds_own(&first, w), fds_own(&last, w), first.fd[w].nginx, last.fd[w].nginx,
                first.fd[w].redis, last.fd[w].redis, last.fd[w].close_wait, first.live[w],
                last.live[w]);

@@ -1,13 +1,16 @@
 /*
  * metrics.c - Prometheus text for one worker: commands by op and code,
  * latency histograms by op, HTTP responses by class, sessions, the pool,
- * Redis errors. Counters live in struct gw under its mutex.
+ * Redis errors, egress, and the worker's memory. Counters live in struct gw
+ * under its mutex.
  */
 #define _GNU_SOURCE
 #include "gw_int.h"
 
+#include <malloc.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 const int gw_buckets_ms[GW_BUCKETS] = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000,
                                        10000, 30000};
@@ -60,6 +63,36 @@ static void ops_text(const gw_metrics *m, rg_buf *out)
                       gw_op_name(op), (unsigned long long)total, gw_op_name(op),
                       m->latency_sum[op], gw_op_name(op), (unsigned long long)total);
     }
+}
+
+/*
+ * The worker's memory: its resident set (/proc/self/statm), and what glibc's
+ * allocator has handed out and holds free (mallinfo2, which walks every
+ * arena under its lock: fine for a scrape). In use flat while the resident
+ * set climbs is fragmentation; in use climbing is memory kept.
+ */
+static void memory_text(rg_buf *out)
+{
+    long size, pages = -1;
+    FILE *f = fopen("/proc/self/statm", "re");
+    if (f) {
+        if (fscanf(f, "%ld %ld", &size, &pages) != 2)
+            pages = -1;
+        fclose(f);
+    }
+    if (pages >= 0)
+        rg_buf_printf(out,
+                      "# TYPE process_resident_memory_bytes gauge\n"
+                      "process_resident_memory_bytes %lld\n",
+                      (long long)pages * sysconf(_SC_PAGESIZE));
+    struct mallinfo2 mi = mallinfo2();
+    rg_buf_printf(out,
+                  "# HELP refgate_heap_in_use_bytes Bytes the allocator has handed out.\n"
+                  "# TYPE refgate_heap_in_use_bytes gauge\nrefgate_heap_in_use_bytes %zu\n"
+                  "# HELP refgate_heap_free_bytes Free bytes the allocator keeps in its arenas "
+                  "(resident or not).\n"
+                  "# TYPE refgate_heap_free_bytes gauge\nrefgate_heap_free_bytes %zu\n",
+                  mi.uordblks + mi.hblkhd, mi.fordblks);
 }
 
 void gw_metrics_text(gw *g, rg_buf *out)
@@ -116,4 +149,5 @@ void gw_metrics_text(gw *g, rg_buf *out)
                       (unsigned long long)es.refused, (unsigned long long)es.failed,
                       (unsigned long long)es.over_limit, (unsigned long long)es.bytes_out,
                       (unsigned long long)es.bytes_in);
+    memory_text(out);
 }

@@ -1220,6 +1220,16 @@ static void test_revoked_key(void **state)
     assert_int_equal(status, 401);
 }
 
+/* The value of an unlabelled metric in Prometheus text, or -1 when absent. */
+static double metric_value(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}
+
 static void test_health_and_metrics(void **state)
 {
     (void)state;
@@ -1230,6 +1240,12 @@ static void test_health_and_metrics(void **state)
     assert_int_equal(http_request(stack_port(st), "GET", "/metrics", NULL, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body.data, "refgate_pool_browsers"));
+    /* The worker's memory: its resident set, and what its allocator hands out
+       and keeps (both 0 under AddressSanitizer, whose allocator mallinfo2
+       does not see: present is what holds in every build). */
+    assert_true(metric_value(r.body.data, "process_resident_memory_bytes") > 1 << 20);
+    assert_true(metric_value(r.body.data, "refgate_heap_in_use_bytes") >= 0);
+    assert_true(metric_value(r.body.data, "refgate_heap_free_bytes") >= 0);
     rg_buf_destroy(&r.body);
 }
 
