@@ -235,9 +235,8 @@ static int conn(struct driver *d)
         close(d->fd);
         d->fd = -1;
     }
-    if (d->fd < 0) {
+    if (d->fd < 0)
         d->fd = http_connect(g.port);
-    }
     return d->fd;
 }
 
@@ -1071,16 +1070,6 @@ static void take_sample(struct sample *s)
     }
 }
 
-/* An unlabelled metric of Prometheus text, or -1. */
-static long long metric_of(const char *text, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (!strncmp(p, name, n) && p[n] == ' ')
-            return strtoll(p + n + 1, NULL, 10);
-    return -1;
-}
-
 /*
  * The allocator's bytes in use and free in each worker (its /metrics, asked
  * over FastCGI on the worker's own port, so that nginx does not pick the
@@ -1095,8 +1084,8 @@ static void worker_heap(struct sample *s)
         http_resp r;
         if (fcgi_request(workers.ports[i][0], params, NULL, 0, &r) == 0 && r.status == 200 &&
             r.body.data) {
-            long long used = metric_of(r.body.data, "refgate_heap_in_use_bytes");
-            long long spare = metric_of(r.body.data, "refgate_heap_free_bytes");
+            double used = metric_value(r.body.data, "refgate_heap_in_use_bytes");
+            double spare = metric_value(r.body.data, "refgate_heap_free_bytes");
             s->mem[i][MEM_IN_USE] = used >= 0 ? (long)(used / 1024) : -1;
             s->mem[i][MEM_FREE] = spare >= 0 ? (long)(spare / 1024) : -1;
         }

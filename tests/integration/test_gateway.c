@@ -1220,16 +1220,6 @@ static void test_revoked_key(void **state)
     assert_int_equal(status, 401);
 }
 
-/* The value of an unlabelled metric in Prometheus text, or -1 when absent. */
-static double metric_value(const char *text, const char *name)
-{
-    size_t n = strlen(name);
-    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
-        if (!strncmp(p, name, n) && p[n] == ' ')
-            return strtod(p + n + 1, NULL);
-    return -1;
-}
-
 static void test_health_and_metrics(void **state)
 {
     (void)state;

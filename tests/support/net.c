@@ -203,6 +203,15 @@ int http_request_on(int fd, const char *method, const char *path, const char *he
     return exchange(fd, method, path, headers, body, len, 1, resp);
 }
 
+double metric_value(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}
+
 /* ---- FastCGI ---- */
 
 enum { FCGI_BEGIN = 1, FCGI_END = 3, FCGI_PARAMS = 4, FCGI_STDIN = 5, FCGI_STDOUT = 6 };

@@ -38,6 +38,9 @@ int http_connect(int port);
 int http_request_on(int fd, const char *method, const char *path, const char *headers,
                     const void *body, size_t len, http_resp *resp);
 
+/** The value of an unlabelled metric in Prometheus text (/metrics), or -1 when absent. */
+double metric_value(const char *text, const char *name);
+
 /* ---- FastCGI (net.c), to talk to a worker without nginx in between ---- */
 
 /**
