@@ -754,7 +754,8 @@ static void smaps_read(pid_t pid, long *m)
     fclose(f);
 }
 
-static void mem_read(pid_t pid, long *m)
+/* The three parts /proc/PID/status has (all, anon, file); the rest -1. */
+static void status_read(pid_t pid, long *m)
 {
     char path[64], line[256];
     for (int k = 0; k < MEM_N; k++)
@@ -770,14 +771,20 @@ static void mem_read(pid_t pid, long *m)
             break;
     }
     fclose(f);
+}
+
+static void mem_read(pid_t pid, long *m)
+{
+    status_read(pid, m);
     if (m[MEM_ALL] >= 0)
         smaps_read(pid, m);
 }
 
+/* RSS alone, for the warm-up's settling: no smaps walk. */
 static long vm_rss_kib(pid_t pid)
 {
     long m[MEM_N];
-    mem_read(pid, m);
+    status_read(pid, m);
     return m[MEM_ALL];
 }
 
