@@ -1239,6 +1239,67 @@ static void test_health_and_metrics(void **state)
     rg_buf_destroy(&r.body);
 }
 
+/* The first Chromium browser process (not a renderer) below pid, or 0. */
+static pid_t browser_below(pid_t pid)
+{
+    pid_t all[256];
+    int n = procs_descendants(pid, all, 256);
+    for (int i = 0; i < n; i++)
+        if (procs_cmdline_has(all[i], "--remote-debugging-pipe") &&
+            !procs_cmdline_has(all[i], "--type="))
+            return all[i];
+    return 0;
+}
+
+/*
+ * A worker runs without glibc's per-thread caches of freed memory, which
+ * made its memory in use climb for forty minutes of a soak (docs/soak.md):
+ * it starts itself again, under its own name, with
+ * glibc.malloc.tcache_count=0. Its browser
+ * starts with the environment the worker was given, and an operator's own
+ * tcache_count is kept as it is.
+ */
+static void test_worker_runs_without_thread_caches(void **state)
+{
+    (void)state;
+    char v[1024];
+    const char *given = getenv("GLIBC_TUNABLES");
+    pid_t w = stack_worker_pid(st, 1);
+    assert_int_equal(procs_getenv(w, "GLIBC_TUNABLES", v, sizeof v), 1);
+    assert_non_null(strstr(v, "glibc.malloc.tcache_count=0"));
+    /* ... by its own name, which ps, top and pgrep show. */
+    char path[64], comm[64] = "";
+    snprintf(path, sizeof path, "/proc/%d/comm", (int)w);
+    FILE *f = fopen(path, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(comm, sizeof comm, f));
+    fclose(f);
+    assert_string_equal(comm, "refgate-server\n");
+    pid_t b = browser_below(w);
+    assert_true(b > 0);
+    int has = procs_getenv(b, "GLIBC_TUNABLES", v, sizeof v);
+    assert_int_equal(has, given ? 1 : 0);
+    if (given)
+        assert_string_equal(v, given);
+    assert_int_equal(procs_getenv(b, "REFGATE_GLIBC_TUNABLES_WAS", v, sizeof v), 0);
+
+    const char *own[] = {"GLIBC_TUNABLES=glibc.malloc.tcache_count=3", NULL};
+    stack *s1 = stack_start(1, own);
+    assert_non_null(s1);
+    w = stack_worker_pid(s1, 1);
+    int wk = procs_getenv(w, "GLIBC_TUNABLES", v, sizeof v);
+    char bv[1024] = "", mark[1024];
+    b = browser_below(w);
+    int bk = b > 0 ? procs_getenv(b, "GLIBC_TUNABLES", bv, sizeof bv) : -1;
+    int marked = procs_getenv(w, "REFGATE_GLIBC_TUNABLES_WAS", mark, sizeof mark);
+    stack_stop(s1);
+    assert_int_equal(wk, 1);
+    assert_string_equal(v, "glibc.malloc.tcache_count=3");
+    assert_int_equal(marked, 0); /* started once: nothing to put back */
+    assert_int_equal(bk, 1);
+    assert_string_equal(bv, "glibc.malloc.tcache_count=3");
+}
+
 int main(void)
 {
     pages = httpd_start("tests/fixtures");
@@ -1252,6 +1313,7 @@ int main(void)
         snprintf(auth[i], sizeof auth[i], "Authorization: Bearer %s\r\n", stack_key(st, i));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_and_metrics),
+        cmocka_unit_test(test_worker_runs_without_thread_caches),
         cmocka_unit_test(test_every_op),
         cmocka_unit_test(test_json_and_msgpack_agree),
         cmocka_unit_test(test_errors_from_outside),

@@ -118,3 +118,44 @@ int procs_count_cmdline(const char *needle)
     closedir(d);
     return count;
 }
+
+/* Reads /proc/<pid>/<what> (NUL-separated strings) into buf; its length, or -1. */
+static ssize_t proc_strings(pid_t pid, const char *what, char *buf, size_t size)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t n = 0;
+    ssize_t r;
+    while (n < size - 1 && (r = read(fd, buf + n, size - 1 - n)) > 0)
+        n += (size_t)r;
+    close(fd);
+    buf[n] = '\0';
+    return (ssize_t)n;
+}
+
+int procs_cmdline_has(pid_t pid, const char *needle)
+{
+    char buf[8192];
+    ssize_t n = proc_strings(pid, "cmdline", buf, sizeof buf);
+    return n > 0 && memmem(buf, (size_t)n, needle, strlen(needle)) != NULL;
+}
+
+int procs_getenv(pid_t pid, const char *name, char *out, size_t len)
+{
+    enum { ENV_MAX = 256 * 1024 };
+    char *buf = malloc(ENV_MAX);
+    ssize_t n = buf ? proc_strings(pid, "environ", buf, ENV_MAX) : -1;
+    int found = n < 0 ? -1 : 0;
+    size_t nl = strlen(name);
+    for (ssize_t i = 0; found == 0 && i < n; i += (ssize_t)strlen(buf + i) + 1) {
+        if (!strncmp(buf + i, name, nl) && buf[i + (ssize_t)nl] == '=') {
+            snprintf(out, len, "%s", buf + i + nl + 1);
+            found = 1;
+        }
+    }
+    free(buf);
+    return found;
+}

@@ -35,6 +35,14 @@ int procs_running(pid_t pid);
 long procs_pss_kib(pid_t pid);
 /** Number of running (non-zombie) processes whose command line contains needle. */
 int procs_count_cmdline(const char *needle);
+/** 1 when pid's command line (its arguments joined) contains needle. */
+int procs_cmdline_has(pid_t pid, const char *needle);
+/**
+ * The variable name in the environment pid was started with (what execve
+ * gave it, not later changes): 1 and its value in out, 0 when it is not set,
+ * -1 when pid cannot be read.
+ */
+int procs_getenv(pid_t pid, const char *name, char *out, size_t len);
 
 /** A TCP port on 127.0.0.1 that was free a moment ago (redis.c), or -1. */
 int support_free_port(void);
