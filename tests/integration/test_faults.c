@@ -175,31 +175,14 @@ static void delete_session(const char *sid)
 
 /* ---- processes ---- */
 
-static int cmdline_has(pid_t pid, const char *needle)
-{
-    char path[64], buf[8192];
-    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    for (ssize_t i = 0; i < n; i++)
-        if (!buf[i])
-            buf[i] = ' ';
-    buf[n] = '\0';
-    return strstr(buf, needle) != NULL;
-}
-
 /* The Chromium browser processes (not renderers) of worker w. */
 static int browsers_of(int w, pid_t *out, int max)
 {
     pid_t all[512];
     int n = procs_descendants(stack_worker_pid(st, w), all, 512), k = 0;
     for (int i = 0; i < n && k < max; i++)
-        if (cmdline_has(all[i], "--remote-debugging-pipe") && !cmdline_has(all[i], "--type="))
+        if (procs_cmdline_has(all[i], "--remote-debugging-pipe") &&
+            !procs_cmdline_has(all[i], "--type="))
             out[k++] = all[i];
     return k;
 }
