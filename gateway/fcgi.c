@@ -10,6 +10,7 @@
 #include "gw_int.h"
 
 #include <fcgiapp.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,11 +61,12 @@ static const char *reason(int status)
  * made glibc raise its mmap threshold past it and keep such blocks in every
  * thread's arena, where the pages they touched stayed resident.
  */
-static char *read_body(FCGX_Request *r, size_t max, size_t *len, int *too_large)
+static char *read_body(FCGX_Request *r, size_t max, size_t *len, int *too_large, int *cut)
 {
     const char *cl = FCGX_GetParam("CONTENT_LENGTH", r->envp);
     long want = cl ? strtol(cl, NULL, 10) : 0;
     *len = 0;
+    *cut = 0;
     *too_large = want > 0 && (size_t)want > max;
     size_t first = BODY_FIRST < max ? BODY_FIRST : max;
     /* A body declared too large keeps only its head (the reply's format
@@ -97,8 +99,10 @@ static char *read_body(FCGX_Request *r, size_t max, size_t *len, int *too_large)
         } else {
             *too_large = 1;
             drained += (size_t)n;
-            if (drained > DRAIN_MAX)
+            if (drained > DRAIN_MAX) {
+                *cut = 1;
                 break;
+            }
         }
     }
     buf[total] = '\0';
@@ -106,11 +110,31 @@ static char *read_body(FCGX_Request *r, size_t max, size_t *len, int *too_large)
     return buf;
 }
 
+/*
+ * Ends r's connection with a reset, its unread input and all. libfcgi's own
+ * close shuts the write side and then reads until the client stops sending,
+ * which a client that never stops turns into a thread held for good (a
+ * 256 MiB body sent straight to a worker was read to its end). The
+ * descriptor is put on /dev/null rather than closed, so that its number
+ * stays taken until libfcgi closes it; libfcgi's shutdown of it then fails
+ * and it skips its reading.
+ */
+static void cut_connection(FCGX_Request *r)
+{
+    struct linger l = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(r->ipcFd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    int nul = open("/dev/null", O_RDWR | O_CLOEXEC);
+    if (nul >= 0) {
+        dup3(nul, r->ipcFd, O_CLOEXEC); /* closes the socket: the reset goes out */
+        close(nul);
+    }
+}
+
 static void serve_one(gw *g, FCGX_Request *r)
 {
     size_t len;
-    int too_large;
-    char *body = read_body(r, g->cfg.max_body, &len, &too_large);
+    int too_large, cut;
+    char *body = read_body(r, g->cfg.max_body, &len, &too_large, &cut);
     const char *uri = FCGX_GetParam("DOCUMENT_URI", r->envp);
     if (!uri)
         uri = FCGX_GetParam("SCRIPT_NAME", r->envp);
@@ -145,6 +169,11 @@ static void serve_one(gw *g, FCGX_Request *r)
     if (resp.body.len)
         FCGX_PutStr(resp.body.data, (int)resp.body.len, r->out);
     FCGX_FFlush(r->out); /* the reply leaves now; the checkpoint follows */
+    if (cut) { /* the reply's end records first: libfcgi writes them on close */
+        FCGX_FClose(r->err);
+        FCGX_FClose(r->out);
+        cut_connection(r);
+    }
     rg_buf_destroy(&resp.body);
     free(body);
     gw_after_run(g, &resp.after);

@@ -4,7 +4,8 @@
  * started here. Every op of PROTOCOL.md at least once, JSON and msgpack
  * giving the same results, every error a client can provoke answered with
  * its code and status while the server keeps serving, the body limit
- * enforced by a worker spoken to over FastCGI directly, idempotency keys,
+ * enforced by a worker spoken to over FastCGI directly (and a body that
+ * never ends cut off), idempotency keys,
  * the WebSocket (subscribe, then a click yields a snapshot event), a worker
  * killed with -9 whose session carries on through nginx on the other one
  * with its refs, and SIGTERM parking a worker's sessions for the other.
@@ -492,6 +493,29 @@ static void test_worker_reads_bodies_without_nginx(void **state)
         if (r.status != 413 || !strstr(r.body.data, "payload_too_large") ||
             !strstr(r.body.data, "larger than 1048576 bytes"))
             fail_msg("limit + 1 (length %d): %d %.300s", i, r.status,
+                     r.body.data ? r.body.data : "");
+        rg_buf_destroy(&r.body);
+    }
+    /* A body that does not end, declared or not: the worker drops at most
+       64 MiB past the limit, answers 413 and closes, rather than reading
+       for as long as the client sends. */
+    const size_t flood = 256u << 20, drain_max = 64u << 20;
+    for (int i = 0; i < 2; i++) {
+        char uri[128], key[200], length[48];
+        snprintf(uri, sizeof uri, "DOCUMENT_URI=/v1/sessions/%s", sid);
+        snprintf(key, sizeof key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(st, 0));
+        snprintf(length, sizeof length, "CONTENT_LENGTH=%zu", flood);
+        const char *params[] = {"REQUEST_METHOD=POST", uri, key, "CONTENT_TYPE=application/json",
+                                i ? length : NULL, NULL};
+        http_resp r;
+        size_t sent = 0;
+        int rc = fcgi_flood(port, params, flood, &sent, &r);
+        /* What the worker took, plus what the two sockets' buffers held. */
+        if (sent >= limit + drain_max + (16u << 20))
+            fail_msg("flood (length %d): the worker took %zu bytes", i, sent);
+        assert_true(sent > limit + drain_max - (1u << 20));
+        if (rc != 0 || r.status != 413 || !strstr(r.body.data, "payload_too_large"))
+            fail_msg("flood (length %d): rc %d, %d %.300s", i, rc, r.status,
                      r.body.data ? r.body.data : "");
         rg_buf_destroy(&r.body);
     }

@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <sys/random.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #define IO_TIMEOUT_MS 30000
@@ -246,18 +247,13 @@ static void fcgi_stream(rg_buf *out, int type, const char *data, size_t len)
     fcgi_record(out, type, NULL, 0);
 }
 
-int fcgi_request(int port, const char *const *params, const void *body, size_t len, http_resp *resp)
+/* BEGIN_REQUEST (responder, no kept connection) and the params into req. */
+static void fcgi_head(rg_buf *req, const char *const *params)
 {
-    memset(resp, 0, sizeof *resp);
-    resp->retry_after = -1;
-    rg_buf_init(&resp->body);
-    rg_buf req, pairs, in, out;
-    rg_buf_init(&req);
+    static const unsigned char responder[8] = {0, 1, 0, 0, 0, 0, 0, 0};
+    fcgi_record(req, FCGI_BEGIN, responder, sizeof responder);
+    rg_buf pairs;
     rg_buf_init(&pairs);
-    rg_buf_init(&in);
-    rg_buf_init(&out);
-    static const unsigned char responder[8] = {0, 1, 0, 0, 0, 0, 0, 0}; /* role 1, no keep-conn */
-    fcgi_record(&req, FCGI_BEGIN, responder, sizeof responder);
     for (int i = 0; params && params[i]; i++) {
         const char *eq = strchr(params[i], '=');
         size_t nl = eq ? (size_t)(eq - params[i]) : strlen(params[i]);
@@ -267,13 +263,17 @@ int fcgi_request(int port, const char *const *params, const void *body, size_t l
         rg_buf_append(&pairs, params[i], nl);
         rg_buf_append(&pairs, v, strlen(v));
     }
-    fcgi_stream(&req, FCGI_PARAMS, pairs.data, pairs.len);
-    fcgi_stream(&req, FCGI_STDIN, body, len);
+    fcgi_stream(req, FCGI_PARAMS, pairs.data, pairs.len);
+    rg_buf_destroy(&pairs);
+}
+
+/* Records until FCGI_END_REQUEST; FCGI_STDOUT's content is the reply. 0 or -1. */
+static int fcgi_reply(int fd, http_resp *resp)
+{
+    rg_buf in, out;
+    rg_buf_init(&in);
+    rg_buf_init(&out);
     int rc = -1;
-    int fd = dial(port);
-    if (fd < 0 || write_all(fd, req.data, req.len) < 0)
-        goto out;
-    /* Records until FCGI_END_REQUEST; FCGI_STDOUT's content is the reply. */
     size_t pos = 0;
     for (;;) {
         if (in.len - pos < 8 && read_more(fd, &in, 8 - (in.len - pos), IO_TIMEOUT_MS) < 0)
@@ -309,12 +309,65 @@ int fcgi_request(int port, const char *const *params, const void *body, size_t l
     rg_buf_append(&resp->body, out.data + head_len, out.len - head_len);
     rc = resp->status > 0 ? 0 : -1;
 out:
+    rg_buf_destroy(&in);
+    rg_buf_destroy(&out);
+    return rc;
+}
+
+static void resp_init(http_resp *resp)
+{
+    memset(resp, 0, sizeof *resp);
+    resp->retry_after = -1;
+    rg_buf_init(&resp->body);
+}
+
+int fcgi_request(int port, const char *const *params, const void *body, size_t len, http_resp *resp)
+{
+    resp_init(resp);
+    rg_buf req;
+    rg_buf_init(&req);
+    fcgi_head(&req, params);
+    fcgi_stream(&req, FCGI_STDIN, body, len);
+    int rc = -1, fd = dial(port);
+    if (fd >= 0 && write_all(fd, req.data, req.len) == 0)
+        rc = fcgi_reply(fd, resp);
     if (fd >= 0)
         close(fd);
     rg_buf_destroy(&req);
-    rg_buf_destroy(&pairs);
-    rg_buf_destroy(&in);
-    rg_buf_destroy(&out);
+    return rc;
+}
+
+int fcgi_flood(int port, const char *const *params, size_t len, size_t *sent, http_resp *resp)
+{
+    resp_init(resp);
+    *sent = 0;
+    rg_buf req;
+    rg_buf_init(&req);
+    fcgi_head(&req, params);
+    int rc = -1, fd = dial(port);
+    struct timeval tv = {IO_TIMEOUT_MS / 1000, 0};
+    if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0 ||
+        write_all(fd, req.data, req.len) < 0)
+        goto out;
+    static const char zeros[65535];
+    while (*sent < len) {
+        size_t n = len - *sent < sizeof zeros ? len - *sent : sizeof zeros;
+        rg_buf_reset(&req);
+        fcgi_record(&req, FCGI_STDIN, zeros, n);
+        if (write_all(fd, req.data, req.len) < 0)
+            break;
+        *sent += n;
+    }
+    if (*sent == len) {
+        rg_buf_reset(&req);
+        fcgi_record(&req, FCGI_STDIN, NULL, 0);
+        write_all(fd, req.data, req.len);
+    }
+    rc = fcgi_reply(fd, resp);
+out:
+    if (fd >= 0)
+        close(fd);
+    rg_buf_destroy(&req);
     return rc;
 }
 

@@ -53,6 +53,13 @@ double metric_value(const char *text, const char *name);
  */
 int fcgi_request(int port, const char *const *params, const void *body, size_t len,
                  http_resp *resp);
+/**
+ * The same request with a body of len zero bytes, streamed, that stops at
+ * the first write the worker no longer takes (a closed connection, or none
+ * for 30 s); *sent is the body bytes written before. Then reads the reply as
+ * fcgi_request does: 0 when one came.
+ */
+int fcgi_flood(int port, const char *const *params, size_t len, size_t *sent, http_resp *resp);
 
 /* ---- WebSocket client (net.c) ---- */
 
