@@ -51,8 +51,9 @@ static void *trim_main(void *arg)
  * the first and 2.4 MiB fourteen minutes later, while the rest of the memory
  * in use stayed between 2.5 and 3.2 MiB; soaks saw the worker's RSS rise
  * with them for forty minutes (docs/soak.md). Off, a freed chunk goes back
- * to its arena, where malloc_trim and the next thread can use it; a soak's
- * RSS stayed flat, and the worker's CPU per command did not change.
+ * to its arena, where malloc_trim and the next thread can use it; in soaks
+ * of 30 and 45 minutes the bytes in use stayed flat, and the worker's CPU
+ * per command did not change.
  *
  * Only GLIBC_TUNABLES sets the cache, and glibc reads it when a program
  * starts. So the worker adds glibc.malloc.tcache_count to it and executes
