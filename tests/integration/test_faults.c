@@ -178,13 +178,7 @@ static void delete_session(const char *sid)
 /* The Chromium browser processes (not renderers) of worker w. */
 static int browsers_of(int w, pid_t *out, int max)
 {
-    pid_t all[512];
-    int n = procs_descendants(stack_worker_pid(st, w), all, 512), k = 0;
-    for (int i = 0; i < n && k < max; i++)
-        if (procs_cmdline_has(all[i], "--remote-debugging-pipe") &&
-            !procs_cmdline_has(all[i], "--type="))
-            out[k++] = all[i];
-    return k;
+    return procs_browsers(stack_worker_pid(st, w), out, max);
 }
 
 /* ---- a command on another thread ---- */

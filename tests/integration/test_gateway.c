@@ -1266,13 +1266,8 @@ static void test_health_and_metrics(void **state)
 /* The first Chromium browser process (not a renderer) below pid, or 0. */
 static pid_t browser_below(pid_t pid)
 {
-    pid_t all[256];
-    int n = procs_descendants(pid, all, 256);
-    for (int i = 0; i < n; i++)
-        if (procs_cmdline_has(all[i], "--remote-debugging-pipe") &&
-            !procs_cmdline_has(all[i], "--type="))
-            return all[i];
-    return 0;
+    pid_t b;
+    return procs_browsers(pid, &b, 1) == 1 ? b : 0;
 }
 
 /*

@@ -159,3 +159,14 @@ int procs_getenv(pid_t pid, const char *name, char *out, size_t len)
     free(buf);
     return found;
 }
+
+int procs_browsers(pid_t root, pid_t *out, int max)
+{
+    pid_t all[512];
+    int n = procs_descendants(root, all, 512), k = 0;
+    for (int i = 0; i < n && k < max; i++)
+        if (procs_cmdline_has(all[i], "--remote-debugging-pipe") &&
+            !procs_cmdline_has(all[i], "--type="))
+            out[k++] = all[i];
+    return k;
+}

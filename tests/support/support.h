@@ -37,6 +37,8 @@ long procs_pss_kib(pid_t pid);
 int procs_count_cmdline(const char *needle);
 /** 1 when pid's command line (its arguments joined) contains needle. */
 int procs_cmdline_has(pid_t pid, const char *needle);
+/** The Chromium browser processes (not renderers or helpers) below root; the count. */
+int procs_browsers(pid_t root, pid_t *out, int max);
 /**
  * The variable name in the environment pid was started with (what execve
  * gave it, not later changes): 1 and its value in out, 0 when it is not set,
