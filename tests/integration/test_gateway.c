@@ -444,18 +444,32 @@ static char *padded_read(size_t total)
     return b;
 }
 
+/* The FastCGI params of a POST to the session sid with a body of total bytes. */
+struct fcgi_post {
+    char uri[128], key[200], length[48];
+    const char *params[6];
+};
+
+static void fcgi_post_params(struct fcgi_post *p, const char *sid, size_t total, int with_length)
+{
+    snprintf(p->uri, sizeof p->uri, "DOCUMENT_URI=/v1/sessions/%s", sid);
+    snprintf(p->key, sizeof p->key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(st, 0));
+    snprintf(p->length, sizeof p->length, "CONTENT_LENGTH=%zu", total);
+    p->params[0] = "REQUEST_METHOD=POST";
+    p->params[1] = p->uri;
+    p->params[2] = p->key;
+    p->params[3] = "CONTENT_TYPE=application/json";
+    p->params[4] = with_length ? p->length : NULL; /* NULL ends the list before it */
+    p->params[5] = NULL;
+}
+
 /* A padded read straight to a worker over FastCGI, with or without CONTENT_LENGTH. */
 static int fcgi_read(int port, const char *sid, size_t total, int with_length, http_resp *r)
 {
-    char uri[128], key[200], length[48];
-    snprintf(uri, sizeof uri, "DOCUMENT_URI=/v1/sessions/%s", sid);
-    snprintf(key, sizeof key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(st, 0));
-    snprintf(length, sizeof length, "CONTENT_LENGTH=%zu", total);
-    const char *ctype = "CONTENT_TYPE=application/json";
-    const char *cl = with_length ? length : NULL; /* NULL ends the list before it */
-    const char *params[] = {"REQUEST_METHOD=POST", uri, key, ctype, cl, NULL};
+    struct fcgi_post p;
+    fcgi_post_params(&p, sid, total, with_length);
     char *body = padded_read(total);
-    int rc = fcgi_request(port, params, body, total, r);
+    int rc = fcgi_request(port, p.params, body, total, r);
     free(body);
     return rc;
 }
@@ -501,15 +515,11 @@ static void test_worker_reads_bodies_without_nginx(void **state)
        for as long as the client sends. */
     const size_t flood = 256u << 20, drain_max = 64u << 20;
     for (int i = 0; i < 2; i++) {
-        char uri[128], key[200], length[48];
-        snprintf(uri, sizeof uri, "DOCUMENT_URI=/v1/sessions/%s", sid);
-        snprintf(key, sizeof key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(st, 0));
-        snprintf(length, sizeof length, "CONTENT_LENGTH=%zu", flood);
-        const char *params[] = {"REQUEST_METHOD=POST", uri, key, "CONTENT_TYPE=application/json",
-                                i ? length : NULL, NULL};
+        struct fcgi_post p;
+        fcgi_post_params(&p, sid, flood, i);
         http_resp r;
         size_t sent = 0;
-        int rc = fcgi_flood(port, params, flood, &sent, &r);
+        int rc = fcgi_flood(port, p.params, flood, &sent, &r);
         /* What the worker took, plus what the two sockets' buffers held. */
         if (sent >= limit + drain_max + (16u << 20))
             fail_msg("flood (length %d): the worker took %zu bytes", i, sent);

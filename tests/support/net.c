@@ -93,12 +93,18 @@ static const char *header_value(const char *head, const char *name, char *out, s
     return NULL;
 }
 
-static int exchange(int fd, const char *method, const char *path, const char *headers,
-                    const void *body, size_t len, int keep, http_resp *resp)
+/* An empty reply: no status yet, no Retry-After, an empty body. */
+static void resp_init(http_resp *resp)
 {
     memset(resp, 0, sizeof *resp);
     resp->retry_after = -1;
     rg_buf_init(&resp->body);
+}
+
+static int exchange(int fd, const char *method, const char *path, const char *headers,
+                    const void *body, size_t len, int keep, http_resp *resp)
+{
+    resp_init(resp);
     rg_buf req;
     rg_buf_init(&req);
     rg_buf_printf(&req, "%s %s HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: %s\r\n", method, path,
@@ -184,8 +190,7 @@ int http_request(int port, const char *method, const char *path, const char *hea
 {
     int fd = dial(port);
     if (fd < 0) {
-        memset(resp, 0, sizeof *resp);
-        rg_buf_init(&resp->body);
+        resp_init(resp);
         return -1;
     }
     int rc = exchange(fd, method, path, headers, body, len, 0, resp);
@@ -312,13 +317,6 @@ out:
     rg_buf_destroy(&in);
     rg_buf_destroy(&out);
     return rc;
-}
-
-static void resp_init(http_resp *resp)
-{
-    memset(resp, 0, sizeof *resp);
-    resp->retry_after = -1;
-    rg_buf_init(&resp->body);
 }
 
 int fcgi_request(int port, const char *const *params, const void *body, size_t len, http_resp *resp)
