@@ -61,9 +61,10 @@ static const cmd_spec cmds[] = {
     {"observe", "observe", NULL, 1, {NULL}, 0, CLI_OUT_OBSERVE,
      {{"--diff", NULL, "diff", VT_TRUE}, {"--format", NULL, "format", VT_STR},
       {"--viewport-only", NULL, "viewport_only", VT_TRUE}, {"--scope", NULL, "scope", VT_STR},
-      {"--max-elements", NULL, "max_elements", VT_INT}},
-     "observe [--diff] [--format text|elements|both] [--viewport-only] [--scope TARGET]\n"
-     "          [--max-elements N]"},
+      {"--max-elements", NULL, "max_elements", VT_INT}, {"--mode", NULL, "mode", VT_STR},
+      {"--depth", NULL, "depth", VT_INT}},
+     "observe [--diff] [--mode full|interactive] [--depth N] [--format text|elements|both]\n"
+     "          [--viewport-only] [--scope TARGET] [--max-elements N]"},
     {"click", "click", NULL, 1, {"target"}, 1, CLI_OUT_REF,
      {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}},
      "click TARGET [--nth N] [--button left|right|middle] [--count N]"},

@@ -105,7 +105,7 @@ static const opspec ops[] = {
     {"reload", op_history, OP_SESSION | OP_CHANGES | OP_NAV, {{"wait", A_STR}}},
     {"observe", op_observe, OP_SESSION,
      {{"format", A_STR}, {"diff", A_BOOL}, {"scope", A_STR}, {"max_elements", A_INT},
-      {"viewport_only", A_BOOL}}},
+      {"viewport_only", A_BOOL}, {"mode", A_STR}, {"depth", A_INT}}},
     {"click", op_action, OP_SESSION | OP_CHANGES,
      {TGT_REQ, {"button", A_STR}, {"click_count", A_INT}, {"modifiers", A_STRS}}},
     {"fill", op_action, OP_SESSION | OP_CHANGES, {TGT_REQ, {"value", A_STR | A_REQ}}},
@@ -509,6 +509,12 @@ static int op_observe(cmd *c)
     int max = arg_int(c, "max_elements", 0);
     if (has_arg(c, "max_elements") && max < 1)
         return fail(c, RG_EBADREQ, "args.max_elements must be at least 1");
+    const char *mode = arg_str(c, "mode");
+    if (mode && strcmp(mode, "full") && strcmp(mode, "interactive"))
+        return fail(c, RG_EBADREQ, "args.mode must be full or interactive");
+    int depth = arg_int(c, "depth", 0);
+    if (has_arg(c, "depth") && depth < 1)
+        return fail(c, RG_EBADREQ, "args.depth must be at least 1");
     char *css = NULL;
     const char *scope = arg_str(c, "scope");
     if (scope && scope_css(c, scope, &css) < 0)
@@ -517,6 +523,9 @@ static int op_observe(cmd *c)
                              .viewport_only = arg_bool(c, "viewport_only"),
                              .max_elements = (size_t)(max > 0 ? max : 0),
                              .diff = arg_bool(c, "diff"),
+                             .mode = mode && !strcmp(mode, "interactive") ? REG_MODE_INTERACTIVE
+                                                                           : REG_MODE_FULL,
+                             .depth = depth,
                              .no_selectors = !elements,
                              .timeout_ms = c->timeout_ms};
     reg_observation o;
@@ -543,6 +552,7 @@ static int op_observe(cmd *c)
     cJSON *counts = cJSON_AddObjectToObject(c->result, "counts");
     cJSON_AddNumberToObject(counts, "nodes", (double)o.n_nodes);
     cJSON_AddNumberToObject(counts, "refs", (double)o.n_refs);
+    cJSON_AddNumberToObject(counts, "text", (double)o.n_text);
     cJSON_AddNumberToObject(counts, "new", (double)o.n_new);
     cJSON_AddNumberToObject(counts, "moved", (double)o.n_moved);
     cJSON_AddNumberToObject(counts, "stable", (double)o.n_stable);

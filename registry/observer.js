@@ -29,7 +29,7 @@
  */
 (function () {
   'use strict';
-  var VERSION = 6;
+  var VERSION = 7;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 
@@ -186,7 +186,7 @@
   var INPUT_ROLES = {
     button: 'button', submit: 'button', reset: 'button', image: 'button', file: 'button',
     checkbox: 'checkbox', radio: 'radio', range: 'slider', number: 'spinbutton',
-    search: 'searchbox', color: 'ColorWell', date: 'Date', month: 'Date', week: 'Date',
+    search: 'searchbox', color: 'ColorWell', date: 'Date', month: 'DateTime', week: 'DateTime',
     time: 'InputTime', 'datetime-local': 'DateTime', hidden: 'none'
   };
 
@@ -764,6 +764,9 @@
       var kt = lower(k);
       if (kt === 'script' || kt === 'style' || kt === 'template' || kt === 'noscript') continue;
       if (kt === 'br') { out += '\n'; continue; }
+      /* Chromium leaves a figure out of an ancestor's name from content (a
+         link around a thumbnail figure and its caption is named by the caption) */
+      if (!ctx.inLabelledBy && roleOf(k) === 'figure') continue;
       if (!ctx.includeHidden && isHiddenForName(k)) {
         /* visibility:hidden parents can have visible children */
         var ks = style(k);
@@ -834,6 +837,19 @@
   var CONDITIONAL = { list: 1, listitem: 1, form: 1, region: 1, table: 1, menu: 1, menubar: 1,
     tablist: 1, tree: 1, radiogroup: 1, toolbar: 1, grid: 1, group: 0 };
   var QUIET_ROLE = { generic: 1, none: 1, presentation: 1 };
+  /*
+   * Roles that hold a page's text: in the full outline when something is
+   * inside them (text or elements), so that an agent reads a paragraph, a
+   * cell or an alert where it stands. Groups only when named (a fieldset by
+   * its legend).
+   */
+  var TEXT_ROLES = { paragraph: 1, blockquote: 1, cell: 1, gridcell: 1, columnheader: 1,
+    rowheader: 1, row: 1, alert: 1, status: 1, log: 1, timer: 1, marquee: 1, note: 1,
+    term: 1, definition: 1, figure: 1, caption: 1, article: 1, group: 1, tooltip: 1,
+    feed: 1, math: 1, code: 0 };
+  var TEXT_MAX = 1000;          /* characters of one text line or colon text */
+  var TEXT_TOTAL_MAX = 1000000; /* characters of text in one outline */
+  var NODES_MAX = 100000;       /* outline lines of one observe, text included */
   var VALUE_ROLES = { textbox: 1, searchbox: 1, combobox: 1, slider: 1, spinbutton: 1 };
   var SKIP_TAGS = { script: 1, style: 1, template: 1, head: 1, meta: 1, link: 1, title: 1,
     noscript: 1, base: 1, datalist: 1, param: 1, source: 1, track: 1 };
@@ -955,25 +971,79 @@
     var opts = parseOpts(optsJson);
     var max = opts.max_elements > 0 ? opts.max_elements | 0 : Infinity;
     var vpOnly = !!opts.viewport_only;
+    /* text: false is the interactive outline's walk, which shows no text */
+    var textOn = opts.text !== false;
     beginCall();
     var nodes = [], els = [], offs = [];
-    var truncated = false;
+    var truncated = false, textCut = false;
+    var nRefs = 0, textTotal = 0;
     var frameCounters = new Map();
     var W = window.innerWidth, H = window.innerHeight;
 
+    /* Elements that may get a ref count against max; structure and text
+       count against NODES_MAX only. */
+    var stopped = false; /* NODES_MAX reached: the walk ends */
+    function refable(el, ia) {
+      return ia || attr(el, 'data-testid') !== null;
+    }
     function push(el, role, depth, prole, sib, frame, ia, off, extra) {
-      if (nodes.length >= max) { truncated = true; return -1; }
+      var rf = !(extra && extra.nr) && refable(el, ia);
+      if ((rf && nRefs >= max) || nodes.length >= NODES_MAX) {
+        truncated = true;
+        if (nodes.length >= NODES_MAX) stopped = true;
+        return -1;
+      }
+      if (rf) nRefs++;
       var n = { d: depth, role: role, el: el, prole: prole, sib: sib, frame: frame, ia: ia, off: off };
       if (extra) n.extra = extra;
       nodes.push(n);
       return nodes.length - 1;
     }
 
+    /*
+     * Text, as Chromium's StaticText exposes it: the text nodes of rendered,
+     * visible elements, whitespace collapsed. Inline pieces join into one
+     * pending line; a block boundary or an outline node ends the line, an
+     * inline-block boundary is a space.
+     */
+    var pend = '', pendD = -1, pendEl = null;
+    function addText(s, d, el) {
+      if (pendD !== d) flushText();
+      if (pend === '') {
+        if (!/[^ \t\n\r\f]/.test(s)) return; /* leading white space */
+        pendD = d;
+        pendEl = el;
+      }
+      pend += s;
+    }
+    function softSpace() {
+      if (pend !== '') pend += ' ';
+    }
+    function flushText() {
+      if (pend !== '') {
+        var t = fold(pend);
+        if (t) {
+          if (textTotal + t.length > TEXT_TOTAL_MAX || nodes.length >= NODES_MAX) textCut = true;
+          else {
+            textTotal += t.length;
+            nodes.push({ d: pendD, text: clipText(t), el: pendEl });
+          }
+        }
+      }
+      pend = '';
+      pendD = -1;
+      pendEl = null;
+    }
+
     /* walk the children of a box parent; counter maps tag -> count for sib */
     function walkKids(parent, kids, depth, prole, frame, off, counter, hiddenVis) {
       for (var i = 0; i < kids.length; i++) {
-        if (truncated) return;
+        if (stopped) return;
         var k = kids[i];
+        if (k.nodeType === 3) {
+          if (textOn && !hiddenVis && !textCut && parent) addText(transformText(k.data, parent), depth, parent);
+          continue;
+        }
         if (k.nodeType !== 1) continue;
         walkEl(k, depth, prole, frame, off, counter, hiddenVis);
       }
@@ -1003,15 +1073,28 @@
         if (INTERACTIVE[role]) { include = true; ia = 1; }
         else if (role === 'heading' || LANDMARK[role]) include = true;
         else if (role === 'image') include = 'named';
-        else if (CONDITIONAL[role]) { include = true; cond = true; }
+        else if (CONDITIONAL[role] || (textOn && TEXT_ROLES[role])) { include = true; cond = true; }
         else if (!QUIET_ROLE[role] && isFocusable(el) && attr(el, 'tabindex') !== null &&
                  parseInt(attr(el, 'tabindex'), 10) >= 0 && role !== 'Iframe' && role !== 'SvgRoot') {
           include = true; ia = 1;
         }
       }
+      /* Past the ref cap an element is listed without a ref (nr): an agent
+         still reads it where it stands, and the registry stays capped. */
+      var extra = null;
+      if (include && nRefs >= max && refable(el, ia)) { extra = { nr: 1 }; ia = 0; truncated = true; }
+      /* where the element's box starts and ends the text around it */
+      var edge = 0; /* 0: inline, 1: a space (inline-block and the like), 2: a line break */
+      if (textOn && !contents) {
+        if (tag === 'br') edge = 1;
+        else if (disp !== 'inline' && disp !== 'inline flow') edge = disp.lastIndexOf('inline', 0) === 0 ? 1 : 2;
+      }
+      if (include) flushText();
+      else if (edge === 2) flushText();
+      else if (edge === 1) softSpace();
       var idx = -1, mark = nodes.length;
       if (include) {
-        idx = push(el, role, depth, prole, sib, frame, ia, off, null);
+        idx = push(el, role, depth, prole, sib, frame, ia, off, extra);
         if (idx < 0) return;
       }
       var childDepth = idx >= 0 ? depth + 1 : depth;
@@ -1023,12 +1106,13 @@
         var ctr = new Map();
         var listbox = role === 'listbox';
         var kids = el.querySelectorAll('option');
-        for (var i = 0; i < kids.length && !truncated; i++) {
+        for (var i = 0; i < kids.length && !stopped; i++) {
           var o = kids[i];
           if (style(o).display === 'none' && listbox) continue;
           if (o.hidden && !listbox) continue;
           var sb = ctr.get('option') || 0;
           ctr.set('option', sb + 1);
+          if (listbox && nRefs >= max) { truncated = true; break; }
           var oi = push(o, 'option', childDepth, childProle, sb, frame, listbox ? 1 : 0, off, null);
           if (oi < 0) break;
         }
@@ -1045,17 +1129,21 @@
           var noff = [off[0] + r.left + (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0),
                       off[1] + r.top + (parseFloat(cs.borderTopWidth) || 0) + (parseFloat(cs.paddingTop) || 0)];
           var body = doc.body || doc.documentElement;
-          walkKids(body, body.children, childDepth, childProle, fpath, noff, new Map(), false);
+          walkKids(body, body.childNodes, childDepth, childProle, fpath, noff, new Map(), false);
         }
       } else if (tag === 'input' || tag === 'textarea' || tag === 'img') {
         /* no DOM content worth walking */
       } else {
         if (el.shadowRoot) watch(el.shadowRoot, null);
-        var kids2 = el.shadowRoot ? el.shadowRoot.children :
-          tag === 'slot' ? slotKids(el) : el.children;
+        var kids2 = el.shadowRoot ? el.shadowRoot.childNodes :
+          tag === 'slot' ? slotKids(el) : tag === 'details' && !el.open ? closedDetailsKids(el) :
+          el.childNodes;
         var sd = s.contentVisibility === 'hidden';
         if (!sd) walkKids(el, kids2, childDepth, childProle, frame, off, contents ? counter : new Map(), invisible);
       }
+      if (include) flushText();
+      else if (edge === 2) flushText();
+      else if (edge === 1) softSpace();
       if (idx >= 0 && cond && nodes.length === mark + 1) {
         /* structure without anything inside: drop it */
         nodes.pop();
@@ -1063,10 +1151,9 @@
     }
 
     function slotKids(slot) {
-      var a = slot.assignedElements();
-      return a.length ? a : slot.children;
+      /* the elements as walkKidsOf sees them, with the text between them */
+      return slot.assignedElements().length ? slot.assignedNodes() : slot.childNodes;
     }
-
     var prof = opts._prof ? [performance.now()] : null;
     var root = document.body || document.documentElement;
     var startEls;
@@ -1080,8 +1167,9 @@
       startEls = [sc];
       walkKids(null, startEls, 0, proleOf(sc), '', [0, 0], null, false);
     } else if (root) {
-      walkKids(root, root.shadowRoot ? root.shadowRoot.children : root.children, 0, 'document', '', [0, 0], new Map(), false);
+      walkKids(root, root.shadowRoot ? root.shadowRoot.childNodes : root.childNodes, 0, 'document', '', [0, 0], new Map(), false);
     }
+    flushText();
 
     /* names and rects in separate passes: styles first, then layout once */
     var out = [], last = [];
@@ -1092,9 +1180,8 @@
     if (prof) prof.push(performance.now());
     var rects = new Array(nodes.length);
     for (var i = 0; i < nodes.length; i++) {
-      var el = nodes[i].el;
-      var r = el.getBoundingClientRect();
-      rects[i] = r;
+      if (nodes[i].text !== undefined && !vpOnly) continue;
+      rects[i] = nodes[i].el.getBoundingClientRect();
     }
     if (prof) prof.push(performance.now());
     var tn = 0, ts = 0, tsel = 0;
@@ -1102,6 +1189,13 @@
       var n = nodes[j];
       var e = n.el, rr = rects[j];
       var b;
+      if (n.text !== undefined) {
+        /* a text line: no ref, no identity; in the viewport with its element */
+        if (vpOnly && (rr.right <= 0 || rr.bottom <= 0 || rr.left >= W || rr.top >= H ||
+                       (rr.width === 0 && rr.height === 0))) continue;
+        out.push({ d: n.d, x: n.text });
+        continue;
+      }
       if (n.role === 'option' && !n.ia && rr.width === 0 && rr.height === 0) {
         var pr = e.closest('select');
         var prr = pr ? pr.getBoundingClientRect() : rr;
@@ -1118,6 +1212,7 @@
       if (prof) tn += performance.now() - t0;
       if (n.role === 'image' && !name) continue;
       if ((n.role === 'region' || n.role === 'form') && !name && lower(e) !== 'form') continue;
+      if (n.role === 'group' && !name) continue;
       var tag = lower(e);
       var testid = attr(e, 'data-testid');
       var id = e.id || null;
@@ -1136,10 +1231,17 @@
       if (VALUE_ROLES[n.role]) {
         var v = valueOf(e, n.role);
         if (v !== null) node.value = clip(v, 200);
+        /* a field's hint, when it is not already its name and nothing is typed */
+        var ph = attr(e, 'placeholder') || attr(e, 'aria-placeholder');
+        if (ph && !v && textOn) {
+          ph = fold(ph);
+          if (ph && ph !== name) node.ph = clip(ph, 200);
+        }
       }
       node.b = b;
       if (n.frame) node.frame = n.frame;
       if (n.ia) node.ia = 1;
+      if (n.extra && n.extra.nr) node.nr = 1;
       if (prof) t0 = performance.now();
       if (opts.sel !== false) node.sel = selectorsOf(e, n.role, node.name, testid, id);
       if (prof) tsel += performance.now() - t0;
@@ -1150,6 +1252,7 @@
       out.push(node);
     }
     fixDepths(out);
+    if (textOn) out = shapeText(out);
     endCall();
     if (prof) {
       prof.push(performance.now());
@@ -1159,7 +1262,7 @@
     }
     api.last = last;
     var json = JSON.stringify({
-      url: location.href, title: document.title, truncated: truncated,
+      url: location.href, title: document.title, truncated: truncated || textCut,
       count: out.length, nodes: out
     });
     remember(optsJson, json);
@@ -1232,6 +1335,55 @@
     return '{"same":true,' + cache.json.slice(1);
   }
 
+  /*
+   * The text lines' final shape, on the outline with its depths fixed: a
+   * line that repeats the name of the element it sits in (a link's or a
+   * heading's own text), or equals the name of the element just before or
+   * after it (a label beside its checkbox), goes; an element whose only
+   * children are text lines takes them after a colon ("tx").
+   */
+  function shapeText(out) {
+    var kept = [], up = [];
+    for (var i = 0; i < out.length; i++) {
+      var n = out[i];
+      if (n.x === undefined) {
+        up[n.d] = n;
+        up.length = n.d + 1;
+        kept.push(n);
+        continue;
+      }
+      var par = n.d > 0 ? up[n.d - 1] : null;
+      if (par && par.name && par.name.indexOf(n.x) >= 0) continue;
+      var prev = kept.length ? kept[kept.length - 1] : null;
+      if (prev && prev.d === n.d && prev.x === undefined && prev.name === n.x) continue;
+      var next = out[i + 1];
+      if (next && next.d === n.d && next.x === undefined && next.name === n.x) continue;
+      kept.push(n);
+    }
+    var res = [];
+    for (var k = 0; k < kept.length; k++) {
+      var e = kept[k];
+      res.push(e);
+      if (e.x !== undefined) continue;
+      var j = k + 1, parts = [];
+      while (j < kept.length && kept[j].d === e.d + 1 && kept[j].x !== undefined) parts.push(kept[j++].x);
+      if (parts.length && (j === kept.length || kept[j].d <= e.d)) {
+        e.tx = clipText(parts.join(' '));
+        k = j - 1;
+      }
+    }
+    return res;
+  }
+
+  /* long text is clipped (read returns all of it), never inside a surrogate pair */
+  function clipText(t) {
+    if (t.length <= TEXT_MAX) return t;
+    var cut = TEXT_MAX;
+    var c = t.charCodeAt(cut - 1);
+    if (c >= 0xd800 && c <= 0xdbff) cut--;
+    return t.slice(0, cut) + '\u2026';
+  }
+
   /* after dropping nodes, depths must stay a proper outline */
   function fixDepths(out) {
     var stack = []; /* original depths of the kept ancestors */
@@ -1239,7 +1391,7 @@
       var d = out[i].d;
       while (stack.length && stack[stack.length - 1] >= d) stack.pop();
       out[i].d = stack.length;
-      stack.push(d);
+      if (out[i].x === undefined) stack.push(d); /* a text line holds nothing */
     }
   }
 
@@ -1418,6 +1570,7 @@
     if (isFrameTag(pt)) return true;
     if (pt === 'input' || pt === 'textarea' || pt === 'img' || pt === 'select') return false;
     if (style(p).contentVisibility === 'hidden') return false;
+    if (pt === 'details' && !p.open && !p.shadowRoot && closedDetailsKids(p)[0] !== el) return false;
     return true;
   }
 
@@ -1484,7 +1637,14 @@
     }
     if (t === 'input' || t === 'textarea' || t === 'img' || t === 'select') return [];
     if (style(p).contentVisibility === 'hidden') return [];
+    if (t === 'details' && !p.open && !p.shadowRoot) return closedDetailsKids(p);
     return p.shadowRoot ? p.shadowRoot.children : t === 'slot' ? slotKidsOf(p) : p.children;
+  }
+  /* a closed <details> renders its first summary only */
+  function closedDetailsKids(el) {
+    for (var c = el.firstElementChild; c; c = c.nextElementSibling)
+      if (lower(c) === 'summary') return [c];
+    return [];
   }
   function slotKidsOf(slot) {
     var a = slot.assignedElements();

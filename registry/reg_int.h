@@ -29,7 +29,7 @@ struct reg_page {
     int loaded;
     char **prev_refs;   /* by page-side index of the previous observation */
     size_t n_prev;
-    char *prev_text;    /* last full outline, for diffs */
+    char *prev_text[2]; /* the last outline of each mode (REG_MODE_*), for diffs */
     uint64_t seq;
 };
 

@@ -79,7 +79,8 @@ void reg_page_free(reg_page *pg)
         return;
     reg_entries_free(pg->entries, pg->n_entries);
     free_prev(pg);
-    free(pg->prev_text);
+    free(pg->prev_text[0]);
+    free(pg->prev_text[1]);
     free(pg->key);
     free(pg);
 }
@@ -142,6 +143,21 @@ static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p
     {
         reg_node *nd = &o->nodes[i];
         nd->depth = jint(it, "d", 0);
+        nd->ref = "";
+        const char *x = jstr(it, "x");
+        if (x) {
+            /* a line of text: nothing but its place and its words */
+            nd->is_text = 1;
+            nd->text = x;
+            nd->role = "text"; /* never NULL: callers compare roles and names */
+            nd->name = nd->tag = "";
+            nd->index = -1;
+            o->n_text++;
+            i++;
+            continue;
+        }
+        nd->text = jstr(it, "tx");
+        nd->placeholder = jstr(it, "ph");
         nd->role = jstr(it, "role");
         nd->name = jstr(it, "name");
         nd->tag = jstr(it, "tag");
@@ -149,9 +165,9 @@ static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p
         nd->level = jint(it, "level", 0);
         nd->states = state_bits(cJSON_GetObjectItemCaseSensitive(it, "states"));
         nd->interactive = jint(it, "ia", 0) != 0;
+        nd->no_ref = jint(it, "nr", 0) != 0;
         nd->frame = jstr(it, "frame");
         nd->index = jint(it, "i", (int)i);
-        nd->ref = "";
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "b");
         for (int k = 0; k < 4 && cJSON_IsArray(b); k++) {
             const cJSON *bv = cJSON_GetArrayItem(b, k);
@@ -186,7 +202,8 @@ static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p
 
 static int wants_ref(const reg_node *nd)
 {
-    return nd->interactive || (nd->ident.testid && *nd->ident.testid);
+    return !nd->is_text && !nd->no_ref &&
+           (nd->interactive || (nd->ident.testid && *nd->ident.testid));
 }
 
 static int entry_by_ref_cmp(const void *a, const void *b)
@@ -544,9 +561,13 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
 
     rg_buf oj;
     rg_buf_init(&oj);
-    rg_buf_printf(&oj, "{\"viewport_only\":%s,\"max_elements\":%zu,\"sel\":%s,\"scope\":",
+    /* The interactive outline shows no text: the page need not collect it. */
+    rg_buf_printf(&oj,
+                  "{\"viewport_only\":%s,\"max_elements\":%zu,\"sel\":%s,\"text\":%s,"
+                  "\"scope\":",
                   opts->viewport_only ? "true" : "false", max,
-                  opts->no_selectors ? "false" : "true");
+                  opts->no_selectors ? "false" : "true",
+                  opts->mode == REG_MODE_INTERACTIVE ? "false" : "true");
     if (opts->scope_css)
         rg_buf_json_str(&oj, opts->scope_css, strlen(opts->scope_css));
     else
@@ -605,13 +626,17 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         goto fail;
     remember(pg, out);
     out->snapshot_id = ++pg->seq;
+    out->mode = opts->mode == REG_MODE_INTERACTIVE ? REG_MODE_INTERACTIVE : REG_MODE_FULL;
+    out->depth = opts->depth > 0 ? opts->depth : 0;
     char *full = reg_outline(out);
     if (!full) {
         rc = RG_ENOMEM;
         goto fail;
     }
+    /* A diff is against the previous outline of the same mode. */
+    char **prev = &pg->prev_text[out->mode];
     if (opts->diff) {
-        out->text = reg_text_diff(pg->prev_text ? pg->prev_text : "", full);
+        out->text = reg_text_diff(*prev ? *prev : "", full);
         if (!out->text) {
             free(full);
             rc = RG_ENOMEM;
@@ -620,8 +645,8 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
     } else {
         out->text = strdup(full);
     }
-    free(pg->prev_text);
-    pg->prev_text = full;
+    free(*prev);
+    *prev = full;
     return out->text ? 0 : RG_ENOMEM;
 fail:
     reg_entries_free(up, n_up);
@@ -704,12 +729,26 @@ static void put_indent(rg_buf *b, int depth)
         rg_buf_puts(b, "  ");
 }
 
-static void put_node(rg_buf *b, const reg_node *nd)
+/* Text after a colon or on a text line: as it is, one line. */
+static void put_text(rg_buf *b, const char *s)
+{
+    for (; *s; s++)
+        rg_buf_append(b, *s == '\n' || *s == '\r' || *s == '\t' ? " " : s, 1);
+}
+
+/* show_name: a row's name is its cells' text again, shown only when it has no cells */
+static void put_node(rg_buf *b, const reg_node *nd, int show_name)
 {
     put_indent(b, nd->depth);
+    if (nd->is_text) {
+        rg_buf_puts(b, "- text: ");
+        put_text(b, nd->text ? nd->text : "");
+        rg_buf_puts(b, "\n");
+        return;
+    }
     rg_buf_puts(b, "- ");
     rg_buf_puts(b, nd->role ? nd->role : "generic");
-    if (nd->name && *nd->name) {
+    if (show_name && nd->name && *nd->name) {
         rg_buf_puts(b, " ");
         put_quoted(b, nd->name);
     }
@@ -732,53 +771,156 @@ static void put_node(rg_buf *b, const reg_node *nd)
         put_quoted(b, nd->value);
         rg_buf_puts(b, "]");
     }
+    if (nd->placeholder && *nd->placeholder) {
+        rg_buf_puts(b, " [placeholder=");
+        put_quoted(b, nd->placeholder);
+        rg_buf_puts(b, "]");
+    }
     if (nd->ref && *nd->ref)
         rg_buf_printf(b, " [ref=%s]", nd->ref);
+    if (nd->text && *nd->text) {
+        rg_buf_puts(b, ": ");
+        put_text(b, nd->text);
+    }
     rg_buf_puts(b, "\n");
 }
 
 /* The options of a drop-down <select>: listed, but not acted on by ref. */
 static int dropdown_option(const reg_node *nd)
 {
-    return !nd->interactive && nd->role && !strcmp(nd->role, "option");
+    return !nd->is_text && !nd->interactive && nd->role && !strcmp(nd->role, "option");
+}
+
+static int role_is(const reg_node *nd, const char *role)
+{
+    return !nd->is_text && nd->role && !strcmp(nd->role, role);
+}
+
+static int landmark(const reg_node *nd)
+{
+    static const char *const roles[] = {"banner", "navigation", "main", "contentinfo",
+                                        "complementary", "search", "dialog", "alertdialog",
+                                        "region", "form", NULL};
+    for (int i = 0; roles[i]; i++)
+        if (role_is(nd, roles[i]))
+            return 1;
+    return 0;
+}
+
+/*
+ * The interactive outline: the nodes with refs, and the headings and
+ * landmarks that hold at least one of them (a heading holds the refs after
+ * it up to the next heading; a landmark those inside it), nested as the
+ * kept ones nest. Fills keep[] and rewrites depth[] for the kept nodes.
+ */
+static void interactive_only(const reg_observation *o, unsigned char *keep, int *depth)
+{
+    size_t n = o->n_nodes;
+    for (size_t i = 0; i < n; i++) {
+        const reg_node *nd = &o->nodes[i];
+        keep[i] = nd->ref && *nd->ref;
+        if (keep[i] || nd->is_text)
+            continue;
+        if (landmark(nd)) {
+            for (size_t j = i + 1; j < n && o->nodes[j].depth > nd->depth && !keep[i]; j++)
+                keep[i] = o->nodes[j].ref && *o->nodes[j].ref;
+        } else if (role_is(nd, "heading")) {
+            for (size_t j = i + 1; j < n && !role_is(&o->nodes[j], "heading") && !keep[i]; j++)
+                keep[i] = o->nodes[j].ref && *o->nodes[j].ref;
+        }
+    }
+    /* A kept node's depth is the number of its kept ancestors in the full
+       outline: a button after a heading stays beside it, not under it. */
+    int stack[256];
+    unsigned char kept[256];
+    int top = 0, n_kept = 0;
+    for (size_t i = 0; i < n; i++) {
+        int d = o->nodes[i].depth;
+        while (top > 0 && stack[top - 1] >= d)
+            n_kept -= kept[--top];
+        depth[i] = n_kept;
+        if (top < 256) {
+            stack[top] = d;
+            kept[top++] = keep[i];
+            n_kept += keep[i];
+        }
+    }
 }
 
 char *reg_outline(const reg_observation *o)
 {
     rg_buf b;
     rg_buf_init(&b);
+    size_t n = o->n_nodes;
+    unsigned char *keep = NULL;
+    int *depth = NULL;
+    if (o->mode == REG_MODE_INTERACTIVE) {
+        keep = calloc(n ? n : 1, 1);
+        depth = calloc(n ? n : 1, sizeof *depth);
+        if (!keep || !depth) {
+            free(keep);
+            free(depth);
+            return NULL;
+        }
+        interactive_only(o, keep, depth);
+    }
     rg_buf_puts(&b, "- document");
     if (o->title && *o->title) {
         rg_buf_puts(&b, " ");
         put_quoted(&b, o->title);
     }
     rg_buf_puts(&b, "\n");
-    for (size_t i = 0; i < o->n_nodes; i++) {
-        const reg_node *nd = &o->nodes[i];
-        if (dropdown_option(nd)) {
+    for (size_t i = 0; i < n; i++) {
+        if (keep && !keep[i])
+            continue;
+        reg_node nd = o->nodes[i];
+        if (depth)
+            nd.depth = depth[i];
+        if (o->depth > 0 && nd.depth >= o->depth) {
+            /* deeper than asked: one line says how much */
+            size_t folded = 0, j = i;
+            for (; j < n; j++) {
+                if (keep && !keep[j])
+                    continue;
+                if ((depth ? depth[j] : o->nodes[j].depth) < o->depth)
+                    break;
+                folded++;
+            }
+            put_indent(&b, o->depth);
+            rg_buf_printf(&b, "- ... (%zu more)\n", folded);
+            i = j - 1;
+            continue;
+        }
+        /* the next shown node, to know whether this one has children */
+        size_t nx = i + 1;
+        while (keep && nx < n && !keep[nx])
+            nx++;
+        int has_kids = nx < n && (depth ? depth[nx] : o->nodes[nx].depth) > nd.depth;
+        if (!keep && dropdown_option(&nd)) {
             /* A long drop-down (countries, years) would drown the outline:
                its first options and the selected ones, then a count. */
             size_t j = i;
-            while (j < o->n_nodes && dropdown_option(&o->nodes[j]) &&
-                   o->nodes[j].depth == nd->depth)
+            while (j < n && dropdown_option(&o->nodes[j]) && o->nodes[j].depth == nd.depth)
                 j++;
             if (j - i > REG_OUTLINE_OPTIONS_MAX) {
                 size_t shown = 0;
                 for (size_t k = i; k < j; k++) {
                     if (k - i < REG_OUTLINE_OPTIONS_HEAD ||
                         (o->nodes[k].states & REG_S_SELECTED)) {
-                        put_node(&b, &o->nodes[k]);
+                        put_node(&b, &o->nodes[k], 1);
                         shown++;
                     }
                 }
-                put_indent(&b, nd->depth);
+                put_indent(&b, nd.depth);
                 rg_buf_printf(&b, "- ... %zu more options\n", j - i - shown);
                 i = j - 1;
                 continue;
             }
         }
-        put_node(&b, nd);
+        put_node(&b, &nd, !(has_kids && role_is(&nd, "row")));
     }
+    free(keep);
+    free(depth);
     if (b.failed) {
         rg_buf_destroy(&b);
         return NULL;

@@ -24,6 +24,9 @@
 #define REG_SAME_SCORE 0.5 /* identity score below which elements differ */
 #define REG_OUTLINE_OPTIONS_MAX 10 /* longer drop-downs are summarized in the outline */
 #define REG_OUTLINE_OPTIONS_HEAD 5 /* options shown before the summary (and the selected) */
+#define REG_TEXT_MAX_CHARS 1000    /* a text line (or an element's text after its colon) is
+                                      clipped here, in UTF-16 units, with an ellipsis; keep
+                                      observer.js's TEXT_MAX equal */
 
 /* ---- identity ------------------------------------------------------------ */
 
@@ -214,13 +217,22 @@ void reg_page_free(reg_page *pg);
 
 enum reg_stability { REG_STABLE = 0, REG_NEW, REG_MOVED };
 
-/** One element as observe reports it. Borrowed from the observation. */
+/**
+ * One outline node as observe reports it: an element, or (is_text) a line of
+ * the page's text, which has only depth and text (role "text", name and tag
+ * ""): no ref, no identity, and it never enters the registry. Borrowed from
+ * the observation.
+ */
 typedef struct reg_node {
     int depth;
+    int is_text;
+    const char *text;     /* a text line's text; an element's text after the colon, or NULL */
+    const char *placeholder; /* a field's placeholder when it is not its name, or NULL */
     const char *role, *name, *tag, *value;
     int level;            /* heading level or 0 */
     unsigned states;      /* REG_S_* bits */
     int interactive;      /* has a ref */
+    int no_ref;           /* past the registry cap: listed, but given no ref */
     const char *ref;      /* "" when none */
     const char *previous_ref; /* moved elements whose ref changed, else NULL */
     int stability;
@@ -244,8 +256,15 @@ enum {
     REG_S_READONLY = 1 << 6,
 };
 
+enum reg_outline_mode {
+    REG_MODE_FULL = 0,    /* elements, structure and the page's text */
+    REG_MODE_INTERACTIVE, /* the elements with refs, under their headings and landmarks */
+};
+
 typedef struct reg_observe_opts {
     const char *scope_css; /* NULL: the whole page */
+    int mode;              /* REG_MODE_* */
+    int depth;             /* 0: all; else nesting deeper is folded into "- ... (N more)" */
     int viewport_only;
     size_t max_elements;   /* 0: the registry cap */
     int diff;              /* text holds only +/- lines against the previous observation */
@@ -266,6 +285,9 @@ typedef struct reg_observation {
     size_t n_unmatched;    /* registered entries this observation found no element for
                               (after a restore: the refs lost; n_stable + n_moved kept) */
     int reused;            /* the page answered from its unchanged-page cache */
+    int mode;              /* the outline's REG_MODE_* */
+    int depth;             /* the outline's folding depth, 0 for none */
+    size_t n_text;         /* text lines (they are nodes too, with is_text) */
     char *text;            /* the outline (or the diff) */
     uint64_t snapshot_id;
     void *priv;            /* the parsed page reply that the nodes borrow from */
@@ -286,8 +308,8 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
                 reg_observation *out);
 
 /**
- * Builds the outline text of an observation (PROTOCOL.md's format). Exposed
- * for tests; reg_observe calls it.
+ * Builds the outline text of an observation (PROTOCOL.md's format) in the
+ * observation's mode and depth. Exposed for tests; reg_observe calls it.
  */
 char *reg_outline(const reg_observation *o);
 

@@ -71,6 +71,19 @@ static const reg_node *by_name(const reg_observation *o, const char *role, const
     return NULL;
 }
 
+/* The outline has this line (without its indentation), or fails showing it. */
+static void has_line(const reg_observation *o, const char *line)
+{
+    const char *t = o->text;
+    size_t n = strlen(line);
+    while ((t = strstr(t, line))) {
+        if ((t == o->text || t[-1] == ' ') && (t[n] == '\n' || t[n] == 0))
+            return;
+        t += n;
+    }
+    fail_msg("no line \"%s\" in:\n%s", line, o->text);
+}
+
 static const char *ref_of(const reg_observation *o, const char *role, const char *name)
 {
     const reg_node *n = by_name(o, role, name);
@@ -345,6 +358,111 @@ static void test_scope_and_viewport_only(void **state)
     fx_close(&f);
 }
 
+/*
+ * The full outline reads the page: text after a colon, text lines beside
+ * elements, tables, a legend naming its group, alerts, field values and
+ * placeholders, image alt, screen-reader-only text; what Chromium hides
+ * stays out. Text never gets a ref nor enters the registry.
+ */
+static void test_outline_text(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/text.html", NULL);
+    reg_observation a;
+    observe(&f, &a, 0);
+    has_line(&a, "- heading \"Your cart\" [level=1]");
+    has_line(&a, "- checkbox \"Done\" (checked) [ref=@done]");
+    has_line(&a, "- text: Buy milk");
+    has_line(&a, "- listitem: Walk the dog");
+    has_line(&a, "- paragraph: Total 42.00 EUR");
+    has_line(&a, "- alert: Card declined, try another card");
+    has_line(&a, "- columnheader \"Item\"");
+    has_line(&a, "- cell \"1.20\"");
+    assert_non_null(strstr(a.text, "- group \"Shipping address\"\n"));
+    assert_null(strstr(a.text, "- text: Shipping address")); /* the name is not repeated */
+    assert_non_null(strstr(a.text, "- textbox \"Street\" [value=\"1 Main St\"] [ref=@e"));
+    has_line(&a, "- textbox \"Zip\" [placeholder=\"e.g. 10115\"] [ref=@zip]");
+    /* inline-block boundaries are spaces, as in Chromium's tree */
+    has_line(&a, "- paragraph: Find Studies Find Studies Menu");
+    assert_non_null(by_name(&a, "link", "Find Studies Find Studies Menu"));
+    assert_non_null(by_name(&a, "DateTime", "Month")); /* Chromium's role for month */
+    has_line(&a, "- image \"Company logo\"");
+    has_line(&a, "- text: Opens in a new window");
+    assert_non_null(by_name(&a, "DisclosureTriangle", "More"));
+    assert_null(strstr(a.text, "Secret details text"));
+    assert_null(strstr(a.text, "Hidden menu item"));
+    assert_null(strstr(a.text, "Decorative words"));
+    /* text lines: no refs, not in the registry */
+    size_t refs = 0;
+    for (size_t i = 0; i < a.n_nodes; i++) {
+        if (a.nodes[i].is_text)
+            assert_string_equal(a.nodes[i].ref, "");
+        refs += a.nodes[i].ref[0] != 0;
+    }
+    assert_true(a.n_text >= 2);
+    reg_entry *v;
+    size_t n;
+    assert_int_equal(f.store->ops->load(f.store, "t:s:p", &v, &n), 0);
+    assert_int_equal(n, refs);
+    reg_entries_free(v, n);
+
+    /* A change of text only shows in the diff; an unchanged page gives none. */
+    reg_observation d;
+    reg_observe_opts dopts = {.diff = 1};
+    assert_int_equal(reg_observe(f.pg, f.h, &dopts, &d), 0);
+    assert_string_equal(d.text, "");
+    reg_observation_free(&d);
+    js(&f, "document.getElementById('total').textContent = '43.50';"
+           "document.getElementById('status').textContent = 'Saved'");
+    assert_int_equal(reg_observe(f.pg, f.h, &dopts, &d), 0);
+    assert_non_null(strstr(d.text, "- ") && strstr(d.text, "paragraph: Total 42.00 EUR\n"));
+    assert_non_null(strstr(d.text, "paragraph: Total 43.50 EUR\n"));
+    assert_non_null(strstr(d.text, "+ ") && strstr(d.text, "status: Saved\n"));
+    reg_observation_free(&d);
+    reg_observation_free(&a);
+    fx_close(&f);
+}
+
+/* interactive keeps the refs under their headings and landmarks; depth folds. */
+static void test_outline_modes(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/text.html", NULL);
+    reg_observation full, ia, deep;
+    observe(&f, &full, 0);
+    reg_observe_opts o1 = {.mode = REG_MODE_INTERACTIVE};
+    assert_int_equal(reg_observe(f.pg, f.h, &o1, &ia), 0);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("%s\n", ia.text);
+    /* the same refs, none of the text */
+    assert_int_equal(ia.n_refs, full.n_refs);
+    assert_int_equal(ia.n_text, 0);
+    assert_null(strstr(ia.text, "- text:"));
+    assert_null(strstr(ia.text, "paragraph"));
+    assert_null(strstr(ia.text, "Buy milk"));
+    assert_non_null(strstr(ia.text, "- document \"Cart\"\n  - main\n    - heading \"Your cart\" "
+                                    "[level=1]\n    - checkbox \"Done\" (checked) [ref=@done]\n"));
+    assert_non_null(strstr(ia.text, "    - button \"Pay\" [ref=@pay]\n"));
+    for (size_t i = 0; i < full.n_nodes; i++)
+        if (full.nodes[i].ref[0])
+            assert_non_null(strstr(ia.text, full.nodes[i].ref));
+    assert_true(strlen(ia.text) < strlen(full.text) / 2);
+
+    reg_observe_opts o2 = {.depth = 2};
+    assert_int_equal(reg_observe(f.pg, f.h, &o2, &deep), 0);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("%s\n", deep.text);
+    assert_non_null(strstr(deep.text, "\n    - list\n      - ... ("));
+    assert_null(strstr(deep.text, "Buy milk"));
+    assert_null(strstr(deep.text, "\n        -")); /* nothing below depth 2 */
+    reg_observation_free(&full);
+    reg_observation_free(&ia);
+    reg_observation_free(&deep);
+    fx_close(&f);
+}
+
 static void test_cap_and_stale_threshold(void **state)
 {
     (void)state;
@@ -396,6 +514,8 @@ int main(void)
         cmocka_unit_test(test_unchanged_page_cache_sees_every_change),
         cmocka_unit_test(test_scope_and_viewport_only),
         cmocka_unit_test(test_cap_and_stale_threshold),
+        cmocka_unit_test(test_outline_text),
+        cmocka_unit_test(test_outline_modes),
     };
     if (getenv("RG_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RG_TEST_FILTER"));

@@ -800,6 +800,11 @@ static void test_parse_observe_and_screenshot(void **state)
     assert_int_equal(c.observe_elements, 0);
     assert_body(&c, "{\"op\":\"observe\"}");
     cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "observe", "-s", "s9", "--mode", "interactive", "--depth",
+                           "3"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"observe\",\"args\":{\"mode\":\"interactive\",\"depth\":3}}");
+    cli_call_destroy(&c);
 
     assert_int_equal(PARSE(&g, &c, err, "screenshot", "-o", "/tmp/x.png", "--full-page", "--format",
                            "jpeg", "--quality", "80"),
