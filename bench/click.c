@@ -43,7 +43,12 @@ int main(int argc, char **argv)
         fprintf(stderr, "click: cannot start\n");
         return 1;
     }
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l)};
+    /* The page's isolated world, as a session makes it (Runtime events follow its context). */
+    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
+    reg_world *world = NULL;
+    if (cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL) == 0 &&
+        reg_world_new(h.conn, h.session, 10000, &world) == 0)
+        h.world = world;
     reg_store *store = reg_store_mem_new();
     reg_page *pg;
     reg_page_new(store, "bench:click", NULL, &pg);
@@ -83,6 +88,7 @@ int main(int argc, char **argv)
     free(t);
     reg_page_free(pg);
     reg_store_free(store);
+    reg_world_free(world);
     pool_release(l);
     pool_free(p);
     httpd_stop(srv);

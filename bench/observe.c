@@ -112,7 +112,12 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         snprintf(r->error, sizeof r->error, "lease: %s", rg_err_code(rc));
         return rc;
     }
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l)};
+    /* The page's isolated world, as a session makes it (Runtime events follow its context). */
+    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
+    reg_world *world = NULL;
+    if (cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL) == 0 &&
+        reg_world_new(h.conn, h.session, 10000, &world) == 0)
+        h.world = world;
     reg_store *store = NULL;
     reg_page *pg = NULL;
     reg_observation a = {0}, b = {0}, c = {0};
@@ -171,6 +176,7 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
     reg_page_free(pg);
     if (store)
         reg_store_free(store);
+    reg_world_free(world);
     pool_release(l);
     return rc;
 }

@@ -1,13 +1,16 @@
 /*
  * pagejs.c - calls into the page-side script (registry/observer.js) over
- * Runtime.evaluate. The script is installed on demand: every call first
- * checks that the document has this build's script (a hash of its source),
- * so a navigation or a page that overwrote it costs one extra round trip,
- * not a wrong answer.
+ * Runtime.evaluate, in refgate's isolated world (world.c), never in the
+ * page's main world. Every call checks that the world has this build's
+ * script (a hash of its source) and installs it when not, so a document the
+ * install-on-new-document script did not reach costs one extra round trip,
+ * not a wrong answer; a call on a context that went away (a navigation)
+ * finds the world's new context and tries again.
  */
 #define _GNU_SOURCE
 #include "reg_int.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,24 +32,46 @@ int jint(const cJSON *o, const char *k, int def)
     return cJSON_IsNumber(v) ? (int)v->valuedouble : def;
 }
 
-/* A marker for the installed script: a hash of its source. */
-static const char *script_tag(void)
+/* A marker for the installed script, a hash of its source, and the installer. */
+static char script_hash[24];
+static char *installer;
+static pthread_once_t tag_once = PTHREAD_ONCE_INIT;
+
+static void make_tag(void)
 {
-    static char tag[24];
-    if (!tag[0])
-        snprintf(tag, sizeof tag, "%016llx",
-                 (unsigned long long)XXH3_64bits(reg_observer_js, strlen(reg_observer_js)));
-    return tag;
+    snprintf(script_hash, sizeof script_hash, "%016llx",
+             (unsigned long long)XXH3_64bits(reg_observer_js, strlen(reg_observer_js)));
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, reg_observer_js);
+    rg_buf_printf(&b, "\n;if(globalThis.__refgate)globalThis.__refgate.rgv=\"%s\";\"ok\"",
+                  script_hash);
+    if (b.failed)
+        abort(); /* a small fixed allocation at start */
+    installer = rg_buf_steal(&b);
 }
 
-/* Runtime.evaluate returning a string value; *value is owned by *reply. */
-static int eval_string(reg_page_handle h, const char *expr, int await_promise, int timeout_ms,
-                       cdp_reply *reply, const char **value)
+static const char *script_tag(void)
+{
+    pthread_once(&tag_once, make_tag);
+    return script_hash;
+}
+
+const char *reg_installer(void)
+{
+    pthread_once(&tag_once, make_tag);
+    return installer;
+}
+
+/* Runtime.evaluate in context ctx returning a string value; *value is owned by *reply. */
+static int eval_string(reg_page_handle h, int ctx, const char *expr, int await_promise,
+                       int timeout_ms, cdp_reply *reply, const char **value)
 {
     rg_buf q;
     rg_buf_init(&q);
-    rg_buf_printf(&q, "{\"returnByValue\":true,\"awaitPromise\":%s,\"expression\":",
-                  await_promise ? "true" : "false");
+    rg_buf_printf(&q, "{\"contextId\":%d,\"returnByValue\":true,\"awaitPromise\":%s,"
+                      "\"expression\":",
+                  ctx, await_promise ? "true" : "false");
     rg_buf_json_str(&q, expr, strlen(expr));
     rg_buf_puts(&q, "}");
     if (q.failed) {
@@ -76,6 +101,59 @@ static int eval_string(reg_page_handle h, const char *expr, int await_promise, i
     return 0;
 }
 
+/*
+ * The world's context in the main frame: the one the world's events named,
+ * else Page.createIsolatedWorld's answer, which is the world of that name
+ * if the document has it already (Chromium keeps one world per frame and
+ * name) and a new, empty one if not.
+ */
+static int world_ctx(reg_page_handle h, int timeout_ms, int *ctx, char *err, size_t errlen)
+{
+    *ctx = reg_world_ctx(h.world);
+    if (*ctx > 0)
+        return 0;
+    char frame[64];
+    int rc = 0;
+    if (h.world)
+        snprintf(frame, sizeof frame, "%s", reg_world_frame(h.world));
+    else if ((rc = reg_main_frame(h, timeout_ms, frame, sizeof frame)) < 0) {
+        snprintf(err, errlen, "the page's frame tree is not available (%s)", rg_err_code(rc));
+        return rc;
+    }
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"worldName\":\"" REG_WORLD_NAME "\",\"frameId\":");
+    rg_buf_json_str(&q, frame, strlen(frame));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    rc = q.failed ? RG_ENOMEM
+                  : cdp_call(h.conn, h.session, "Page.createIsolatedWorld", q.data, timeout_ms, &r);
+    rg_buf_destroy(&q);
+    if (rc == 0) {
+        *ctx = jint(r.result, "executionContextId", 0);
+        if (*ctx <= 0)
+            rc = RG_EINTERNAL;
+    }
+    if (rc < 0)
+        snprintf(err, errlen, "refgate's world could not be made in the page (%.120s)",
+                 rc == RG_ECDP || rc == RG_EINTERNAL ? r.error : rg_err_code(rc));
+    else
+        reg_world_set_ctx(h.world, *ctx);
+    if (!q.failed)
+        cdp_reply_free(&r);
+    return rc;
+}
+
+/*
+ * The call named a context that is no longer there: it never ran, so it is
+ * safe to send again. (A context destroyed while the call ran is another
+ * error, and is not retried: the call may have acted.)
+ */
+static int context_gone(int rc, const cdp_reply *r)
+{
+    return rc == RG_ECDP && strstr(r->error, "Cannot find context") != NULL;
+}
+
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen)
 {
@@ -90,27 +168,40 @@ int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_m
         rg_buf_destroy(&expr);
         return RG_ENOMEM;
     }
-    int rc = 0;
+    int rc = 0, ctx = 0, installed = 0;
     cdp_reply r = {0};
     const char *val = NULL;
-    for (int attempt = 0; attempt < 2; attempt++) {
-        rc = eval_string(h, expr.data, await_promise, timeout_ms, &r, &val);
+    for (int attempt = 0; attempt < 3; attempt++) {
+        cdp_reply_free(&r);
+        memset(&r, 0, sizeof r);
+        if ((rc = world_ctx(h, timeout_ms, &ctx, r.error, sizeof r.error)) < 0)
+            break;
+        rc = eval_string(h, ctx, expr.data, await_promise, timeout_ms, &r, &val);
+        if (context_gone(rc, &r) && attempt < 2) {
+            /* The context went with its document (a navigation): find the new one. */
+            reg_world_set_ctx(h.world, 0);
+            continue;
+        }
         if (rc < 0 || strcmp(val, NOT_INSTALLED) != 0)
             break;
-        /* Not installed in this document yet: install, then call again. */
+        if (installed) {
+            rc = RG_EINTERNAL;
+            snprintf(r.error, sizeof r.error, "the page-side script did not install");
+            break;
+        }
+        /* Not installed in this document's world yet: install, then call again. */
         cdp_reply_free(&r);
-        rg_buf inst;
-        rg_buf_init(&inst);
-        rg_buf_puts(&inst, reg_observer_js);
-        rg_buf_printf(&inst, "\n;if(globalThis.__refgate)globalThis.__refgate.rgv=\"%s\";\"ok\"",
-                      tag);
-        rc = inst.failed ? RG_ENOMEM : eval_string(h, inst.data, 0, timeout_ms, &r, &val);
-        rg_buf_destroy(&inst);
-        cdp_reply_free(&r);
+        memset(&r, 0, sizeof r);
+        rc = eval_string(h, ctx, reg_installer(), 0, timeout_ms, &r, &val);
+        installed = 1;
+        if (context_gone(rc, &r) && attempt < 2) {
+            reg_world_set_ctx(h.world, 0);
+            installed = 0;
+            continue;
+        }
         if (rc < 0)
             break;
-        rc = RG_EINTERNAL;
-        snprintf(r.error, sizeof r.error, "the page-side script did not install");
+        attempt--; /* the call itself is still to come, on this context */
     }
     rg_buf_destroy(&expr);
     if (rc < 0) {

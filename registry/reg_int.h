@@ -19,6 +19,18 @@
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen);
 
+/* The isolated world the page-side script lives in (world.c). */
+#define REG_WORLD_NAME "__refgate"
+
+/** The script that installs observer.js and marks it with this build's tag. */
+const char *reg_installer(void);
+/** The main frame's id (Page.getFrameTree) into out. */
+int reg_main_frame(reg_page_handle h, int timeout_ms, char *out, size_t outlen);
+/** The world's execution context in the main frame's document, 0 when unknown. */
+int reg_world_ctx(reg_world *w);
+void reg_world_set_ctx(reg_world *w, int ctx);
+const char *reg_world_frame(reg_world *w);
+
 /* A page's registry (see registry.c). */
 struct reg_page {
     reg_store *store;

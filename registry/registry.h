@@ -200,11 +200,31 @@ void reg_config_from_env(reg_config *cfg);
 
 /* ---- pages and observe ----------------------------------------------------- */
 
-/** A page to observe: a DevTools connection and the page's flattened session. */
+typedef struct reg_world reg_world;
+
+/**
+ * A page to observe: a DevTools connection, the page's flattened session,
+ * and the page's refgate world (reg_world_new), or NULL, in which case
+ * every call finds the world itself (Page.getFrameTree and
+ * Page.createIsolatedWorld: two more round trips; for tests and tools).
+ */
 typedef struct reg_page_handle {
     cdp_conn *conn;
     const char *session;
+    reg_world *world;
 } reg_page_handle;
+
+/**
+ * Sets up refgate's isolated world in a page, once, when the page is made:
+ * the observer (observer.js) is installed into every new document of the
+ * page in a JavaScript world of its own, out of the page's reach, and the
+ * world's execution context is followed through navigations (Runtime must
+ * be enabled on the session for that; without it every call finds the
+ * context again). session is copied. Returns 0, or the DevTools call's
+ * error. Free with reg_world_free after the page's last call.
+ */
+int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out);
+void reg_world_free(reg_world *w);
 
 typedef struct reg_page reg_page;
 

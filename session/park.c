@@ -128,6 +128,13 @@ int sess_apply_options(sess *s)
     int rc0 = enable_page(s);
     if (rc0 == 0)
         rc0 = call(s, "Runtime.enable", NULL, NULL);
+    /* The observer, installed once for the page in its own world. */
+    if (rc0 == 0) {
+        reg_world_free(s->world);
+        s->world = NULL;
+        rc0 = reg_world_new(pool_lease_conn(s->lease), pool_lease_session(s->lease),
+                            CALL_TIMEOUT_MS, &s->world);
+    }
     if (rc0 == 0)
         rc0 = sess_intercept(s);
     if (rc0 == 0)

@@ -43,6 +43,7 @@ struct sess {
     int sub;                       /* the page-event subscription, 0 when none */
     int popup_sub;                 /* the browser-level one that closes popups */
     int crash_sub;                 /* the browser-level one that sees the renderer crash */
+    reg_world *world;              /* the observer's isolated world in the page, with the lease */
     int64_t created_ms;
     int64_t last_full_ms;          /* last capture of cookies and storage */
     uint64_t last_ckpt;            /* hash of the URL, title and scroll last written */

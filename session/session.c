@@ -305,6 +305,8 @@ static void release_lease_local(sess *s)
     if (s->crash_sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->crash_sub);
     s->sub = s->popup_sub = s->crash_sub = 0;
+    reg_world_free(s->world);
+    s->world = NULL;
     sess_checks_drain(s);
     pool_release(s->lease);
     s->lease = NULL;
@@ -709,7 +711,7 @@ reg_page *sess_registry(sess *s)
 reg_page_handle sess_handle(sess *s)
 {
     reg_page_handle h = {s->lease ? pool_lease_conn(s->lease) : NULL,
-                         s->lease ? pool_lease_session(s->lease) : NULL};
+                         s->lease ? pool_lease_session(s->lease) : NULL, s->world};
     return h;
 }
 

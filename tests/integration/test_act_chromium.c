@@ -42,6 +42,7 @@ static int setup(void **state)
     assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
     f->h.conn = pool_lease_conn(f->l);
     f->h.session = pool_lease_session(f->l);
+    f->h.world = NULL; /* each call finds refgate's world itself */
     assert_int_equal(
         page_navigate(f->h.conn, f->h.session, httpd_url(srv, "/actions.html", url, sizeof url)),
         0);
@@ -101,6 +102,72 @@ static void click_ok(struct fx *f, const char *target, const char *expect_ref)
     if (expect_ref)
         assert_string_equal(r.ref, expect_ref);
     reg_action_result_free(&r);
+}
+
+/*
+ * A page that replaces Array.prototype.push, getBoundingClientRect,
+ * querySelectorAll, JSON and MutationObserver, and plants a forged
+ * __refgate, in its own world: the observer runs in refgate's isolated world
+ * (installed once for the page, as a session does it) and sees none of it.
+ * The outline is right, a click by ref lands, and a fill is read back.
+ */
+static void test_hostile_page_globals(void **state)
+{
+    (void)state;
+    pool_lease *l;
+    char url[256];
+    assert_int_equal(pool_acquire(pl, 20000, &l, NULL), 0);
+    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
+    reg_world *world = NULL;
+    assert_int_equal(cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL), 0);
+    assert_int_equal(reg_world_new(h.conn, h.session, 10000, &world), 0);
+    h.world = world;
+    assert_int_equal(
+        page_navigate(h.conn, h.session, httpd_url(srv, "/hostile-globals.html", url, sizeof url)),
+        0);
+    reg_store *store = reg_store_mem_new();
+    reg_page *pg;
+    assert_int_equal(reg_page_new(store, "t:s:hostile", NULL, &pg), 0);
+    reg_observation o;
+    assert_int_equal(reg_observe(pg, h, NULL, &o), 0);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("%s\n", o.text);
+    assert_non_null(strstr(o.text, "- heading \"Orders\" [level=1]\n"));
+    assert_non_null(strstr(o.text, "- paragraph: clicks=0\n"));
+    assert_non_null(strstr(o.text, "- button \"Place order\" [ref=@go]\n"));
+    assert_non_null(strstr(o.text, "- textbox \"Note\" [ref=@note]\n"));
+    assert_non_null(strstr(o.text, "- listitem: Second item\n"));
+    const reg_node *go = NULL;
+    for (size_t i = 0; i < o.n_nodes; i++)
+        if (!strcmp(o.nodes[i].ref, "@go"))
+            go = &o.nodes[i];
+    assert_non_null(go);
+    assert_true(go->bounds[0] >= 0 && go->bounds[1] >= 0 && go->bounds[2] > 1); /* real layout */
+    reg_observation_free(&o);
+
+    char err[256];
+    reg_action a = {.op = REG_OP_CLICK, .target = "@go", .timeout_ms = 2000};
+    reg_action_result r;
+    assert_int_equal(reg_act(pg, h, &a, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+    reg_action fa = {.op = REG_OP_FILL, .target = "@note", .value = "rush", .timeout_ms = 2000};
+    assert_int_equal(reg_act(pg, h, &fa, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+    reg_observe_opts dopts = {.diff = 1};
+    assert_int_equal(reg_observe(pg, h, &dopts, &o), 0);
+    assert_non_null(strstr(o.text, "+   - paragraph: clicks=1\n"));
+    assert_non_null(strstr(o.text, "[value=\"rush\"] [ref=@note]"));
+    reg_observation_free(&o);
+    char v[64];
+    assert_int_equal(page_eval(h.conn, h.session, "document.getElementById('note').value", v,
+                               sizeof v),
+                     0);
+    assert_string_equal(v, "rush");
+
+    reg_page_free(pg);
+    reg_store_free(store);
+    reg_world_free(world);
+    pool_release(l);
 }
 
 static void test_click_every_target_kind_once(void **state)
@@ -360,6 +427,7 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_hostile_page_globals),
         cmocka_unit_test_setup_teardown(test_click_every_target_kind_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fill_type_press_select_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gone_element_is_stale_and_nothing_is_clicked, setup,

@@ -686,7 +686,7 @@ static void test_pages_text_coverage(void **state)
         char key[160];
         snprintf(key, sizeof key, "t:s:%s", pages[pi]);
         assert_int_equal(reg_page_new(store, key, &cfg, &pg), 0);
-        reg_page_handle h = {pool_lease_conn(L), pool_lease_session(L)};
+        reg_page_handle h = {pool_lease_conn(L), pool_lease_session(L), NULL};
         reg_observe_opts opts = {.no_selectors = 1, .timeout_ms = 60000};
         reg_observation o;
         assert_int_equal(reg_observe(pg, h, &opts, &o), 0);

@@ -40,6 +40,7 @@ static void fx_open(struct fx *f, const char *path, const reg_config *cfg)
     assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
     f->h.conn = pool_lease_conn(f->l);
     f->h.session = pool_lease_session(f->l);
+    f->h.world = NULL; /* each call finds refgate's world itself */
     assert_int_equal(page_navigate(f->h.conn, f->h.session, httpd_url(srv, path, url, sizeof url)),
                      0);
     f->store = reg_store_mem_new();

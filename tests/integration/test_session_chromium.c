@@ -277,7 +277,7 @@ static void test_one_round_trip_per_observe(void **state)
     pool_lease *l;
     char url[256];
     assert_int_equal(pool_acquire(pl, 20000, &l, NULL), 0);
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l)};
+    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
     page_url("counter.html", url, sizeof url);
     assert_int_equal(page_navigate(h.conn, h.session, url), 0);
     reg_page *pg;

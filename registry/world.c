@@ -1,0 +1,143 @@
+/*
+ * world.c - refgate's isolated world in a page. The observer runs in an
+ * isolated JavaScript world of its own ("__refgate"), not in the page's main
+ * world: the page shares the DOM with it but none of its globals, so a page
+ * that replaces Array.prototype.push, JSON.stringify, MutationObserver or
+ * getBoundingClientRect changes nothing for refgate, and the page cannot
+ * reach or change the observer's state.
+ *
+ * The observer is installed once per page, when the page is made
+ * (reg_world_new): Page.addScriptToEvaluateOnNewDocument with the world's
+ * name runs it in every new document, and at once in the current one. The
+ * world's execution context in the main frame changes with every document;
+ * the Runtime events say which it is, so a call needs no extra round trip
+ * after a navigation. pagejs.c still checks and installs on demand (a world
+ * created by Page.createIsolatedWorld, a document the script did not reach),
+ * so a missed event costs a round trip, never a wrong answer.
+ *
+ * Threading: the events arrive on the DevTools reader thread; the context
+ * id is read and written atomically. A reg_world is freed by its owner after
+ * the page's lease, on the thread that owns the page.
+ */
+#define _GNU_SOURCE
+#include "reg_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct reg_world {
+    cdp_conn *conn;
+    char *session;
+    char frame[64]; /* the main frame's id */
+    int sub;
+    int ctx;        /* the world's execution context in the main frame's document, 0: unknown */
+};
+
+static void on_context(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    reg_world *w = ud;
+    (void)session_id;
+    if (!method) {
+        __atomic_store_n(&w->ctx, 0, __ATOMIC_SEQ_CST);
+        return;
+    }
+    if (!strcmp(method, "Runtime.executionContextCreated")) {
+        const cJSON *c = cJSON_GetObjectItemCaseSensitive(params, "context");
+        const char *name = jstr(c, "name");
+        const char *frame = jstr(cJSON_GetObjectItemCaseSensitive(c, "auxData"), "frameId");
+        int id = jint(c, "id", 0);
+        if (name && !strcmp(name, REG_WORLD_NAME) && frame && !strcmp(frame, w->frame) && id > 0)
+            __atomic_store_n(&w->ctx, id, __ATOMIC_SEQ_CST);
+    } else if (!strcmp(method, "Runtime.executionContextDestroyed")) {
+        int id = jint(params, "executionContextId", 0);
+        int cur = id;
+        __atomic_compare_exchange_n(&w->ctx, &cur, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+    } else if (!strcmp(method, "Runtime.executionContextsCleared")) {
+        __atomic_store_n(&w->ctx, 0, __ATOMIC_SEQ_CST);
+    }
+}
+
+int reg_main_frame(reg_page_handle h, int timeout_ms, char *out, size_t outlen)
+{
+    cdp_reply r;
+    int rc = cdp_call(h.conn, h.session, "Page.getFrameTree", NULL, timeout_ms, &r);
+    if (rc == 0) {
+        const cJSON *fr = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(r.result, "frameTree"), "frame");
+        const char *id = jstr(fr, "id");
+        if (id && strlen(id) < outlen)
+            snprintf(out, outlen, "%s", id);
+        else
+            rc = RG_EINTERNAL;
+    }
+    cdp_reply_free(&r);
+    return rc;
+}
+
+int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out)
+{
+    *out = NULL;
+    reg_world *w = calloc(1, sizeof *w);
+    if (!w || !(w->session = strdup(session))) {
+        free(w);
+        return RG_ENOMEM;
+    }
+    w->conn = conn;
+    reg_page_handle h = {conn, session, NULL};
+    int rc = reg_main_frame(h, timeout_ms, w->frame, sizeof w->frame);
+    if (rc == 0) {
+        int sub = cdp_subscribe(conn, session, "Runtime.executionContext", on_context, w);
+        if (sub < 0)
+            rc = sub;
+        else
+            w->sub = sub;
+    }
+    if (rc == 0) {
+        /* Every new document of the page gets the observer in the world,
+           and the current one at once. */
+        const char *src = reg_installer();
+        rg_buf q;
+        rg_buf_init(&q);
+        rg_buf_puts(&q, "{\"worldName\":\"" REG_WORLD_NAME "\",\"runImmediately\":true,"
+                        "\"source\":");
+        rg_buf_json_str(&q, src, strlen(src));
+        rg_buf_puts(&q, "}");
+        rc = q.failed ? RG_ENOMEM
+                      : cdp_call(conn, session, "Page.addScriptToEvaluateOnNewDocument", q.data,
+                                 timeout_ms, NULL);
+        rg_buf_destroy(&q);
+    }
+    if (rc < 0) {
+        reg_world_free(w);
+        return rc;
+    }
+    *out = w;
+    return 0;
+}
+
+void reg_world_free(reg_world *w)
+{
+    if (!w)
+        return;
+    if (w->sub)
+        cdp_unsubscribe(w->conn, w->sub);
+    free(w->session);
+    free(w);
+}
+
+int reg_world_ctx(reg_world *w)
+{
+    return w ? __atomic_load_n(&w->ctx, __ATOMIC_SEQ_CST) : 0;
+}
+
+void reg_world_set_ctx(reg_world *w, int ctx)
+{
+    if (w)
+        __atomic_store_n(&w->ctx, ctx, __ATOMIC_SEQ_CST);
+}
+
+const char *reg_world_frame(reg_world *w)
+{
+    return w ? w->frame : NULL;
+}
