@@ -1273,17 +1273,34 @@
    * The unchanged-page cache. Observing a page nobody touched gives the same
    * answer, so the last reply is kept and handed back, marked "same" (the
    * registry then knows every node kept its index), while nothing can have
-   * changed it: no DOM mutation (the document, every open shadow root and
-   * frame document walked), no input, change, focus, scroll, resize, load,
-   * transition or animation event, the same scroll position, viewport and
-   * focused element, the same options, and at most CACHE_MS old (CSSOM edits
-   * and the like raise no event).
+   * changed it:
+   *   - no DOM mutation (the document, every open shadow root and frame
+   *     document walked);
+   *   - no event that goes with a change a mutation does not show: input,
+   *     change, focus, scroll, resize, load (of an image or frame), the
+   *     pointer and keys (hover styles), toggle (a popover opened by
+   *     script), hashchange (:target), transitions and animations starting,
+   *     fonts loading;
+   *   - no animation running (animating(): script-driven ones fire no
+   *     event);
+   *   - the same style sheets: how many, and how many rules each readable
+   *     one has (insertRule and deleteRule are not mutations);
+   *   - the same scroll position, viewport and focused element, the same
+   *     values, checked and selected states of the listed fields (scripts
+   *     set them as properties), the same options.
+   * CACHE_MS is only a safety net for what none of that sees (a rule
+   * replaced in place); the tests show each of the above without it.
    */
-  var CACHE_MS = 2000;
-  var cache = { json: null, key: null, t: 0, dirty: true, sx: 0, sy: 0, w: 0, h: 0, active: null, forms: [] };
+  var CACHE_MS = 30000;
+  var cache = { json: null, key: null, t: 0, dirty: true, sx: 0, sy: 0, w: 0, h: 0, active: null,
+                forms: [], sheets: '' };
   var mo = null, watched = new WeakSet();
   var DIRTY_EVENTS = ['input', 'change', 'focusin', 'focusout', 'scroll', 'resize', 'load',
-                      'transitionend', 'animationstart', 'animationend', 'pageshow', 'popstate'];
+                      'transitionrun', 'transitionend', 'transitioncancel', 'animationstart',
+                      'animationiteration', 'animationend', 'animationcancel', 'pageshow',
+                      'popstate', 'hashchange', 'toggle', 'pointerdown', 'pointerup',
+                      'pointerover', 'pointerout', 'mouseover', 'mouseout', 'keydown', 'keyup',
+                      'submit', 'reset', 'invalid', 'fullscreenchange', 'visibilitychange'];
 
   function markDirty() { cache.dirty = true; }
 
@@ -1295,7 +1312,23 @@
     if (win) {
       for (var i = 0; i < DIRTY_EVENTS.length; i++)
         win.addEventListener(DIRTY_EVENTS[i], markDirty, true);
+      try {
+        if (win.document.fonts) win.document.fonts.addEventListener('loadingdone', markDirty);
+      } catch (e) { /* no font set: nothing to watch */ }
     }
+  }
+
+  /* The style sheets' shape: their count and rule counts (unreadable ones count -1). */
+  function sheetsKey(doc) {
+    var parts = [], list = doc.styleSheets;
+    for (var i = 0; i < list.length; i++) {
+      var n;
+      try { n = list[i].cssRules.length; } catch (e) { n = -1; }
+      parts[parts.length] = n + (list[i].disabled ? 'd' : '');
+    }
+    var ad = doc.adoptedStyleSheets || [];
+    for (var j = 0; j < ad.length; j++) parts[parts.length] = 'a' + ad[j].cssRules.length;
+    return parts.join(',');
   }
 
   function remember(key, json) {
@@ -1305,13 +1338,15 @@
     cache.sx = window.scrollX; cache.sy = window.scrollY;
     cache.w = window.innerWidth; cache.h = window.innerHeight;
     cache.active = document.activeElement;
+    cache.sheets = sheetsKey(document);
     /* Scripts set value, checked and selectedIndex as properties: no
        mutation, no event. Keep them to compare. */
     var forms = [];
     for (var i = 0; i < api.last.length; i++) {
       var e = api.last[i], t = lower(e);
       if (t === 'input' || t === 'textarea' || t === 'select' || t === 'option')
-        forms.push(e, e.value, e.checked, e.selectedIndex, e.selected);
+        forms[forms.length] = e, forms[forms.length] = e.value, forms[forms.length] = e.checked,
+        forms[forms.length] = e.selectedIndex, forms[forms.length] = e.selected;
     }
     cache.forms = forms;
   }
@@ -1321,7 +1356,8 @@
     if (cache.dirty || cache.json === null || cache.key !== key ||
         Date.now() - cache.t > CACHE_MS || window.scrollX !== cache.sx ||
         window.scrollY !== cache.sy || window.innerWidth !== cache.w ||
-        window.innerHeight !== cache.h || document.activeElement !== cache.active)
+        window.innerHeight !== cache.h || document.activeElement !== cache.active ||
+        animating(document) || sheetsKey(document) !== cache.sheets)
       return null;
     for (var i = 0; i < api.last.length; i++)
       if (!api.last[i].isConnected) return null;

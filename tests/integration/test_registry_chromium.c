@@ -326,6 +326,38 @@ static void test_unchanged_page_cache_sees_every_change(void **state)
     for (size_t i = 0; i < 6; i++)
         reg_observation_free(all[i]);
     fx_close(&f);
+
+    /* Changes that are neither mutations nor the events above: a popover
+       opened by script, a rule inserted into a style sheet, an animation
+       started by script. Each is seen at once (the cache's age limit is 30
+       s, so it is not what catches them). */
+    fx_open(&f, "/text.html", NULL);
+    reg_observation p;
+    static const struct {
+        const char *js, *expect;
+        int present;
+    } changes[] = {
+        {"document.getElementById('pop').showPopover()", "Popover words", 1},
+        {"document.styleSheets[0].insertRule('#styled { display: none }', 0)", "Styled words", 0},
+        {"document.getElementById('total').animate([{opacity: 1}, {opacity: 0.5}], 60000)",
+         "Total 42.00 EUR", 1},
+    };
+    for (size_t i = 0; i < sizeof changes / sizeof *changes; i++) {
+        observe(&f, &p, 0);
+        reg_observation_free(&p);
+        observe(&f, &p, 0);
+        assert_true(i == 2 || p.reused); /* untouched: the cache answers */
+        reg_observation_free(&p);
+        js(&f, changes[i].js);
+        observe(&f, &p, 0);
+        if (p.reused)
+            fail_msg("the cache missed: %s", changes[i].js);
+        if (!strstr(p.text, changes[i].expect) != !changes[i].present)
+            fail_msg("after %s, \"%s\" should be %s:\n%s", changes[i].js, changes[i].expect,
+                     changes[i].present ? "there" : "gone", p.text);
+        reg_observation_free(&p);
+    }
+    fx_close(&f);
 }
 
 /* scope limits observe to a subtree; viewport_only to what is on screen. */
@@ -394,6 +426,7 @@ static void test_outline_text(void **state)
     assert_null(strstr(a.text, "Secret details text"));
     assert_null(strstr(a.text, "Hidden menu item"));
     assert_null(strstr(a.text, "Decorative words"));
+    assert_null(strstr(a.text, "Popover words")); /* a closed popover */
     /* text lines: no refs, not in the registry */
     size_t refs = 0;
     for (size_t i = 0; i < a.n_nodes; i++) {
