@@ -847,6 +847,7 @@
     rowheader: 1, row: 1, alert: 1, status: 1, log: 1, timer: 1, marquee: 1, note: 1,
     term: 1, definition: 1, figure: 1, caption: 1, article: 1, group: 1, tooltip: 1,
     feed: 1, math: 1, code: 0 };
+  var NOT_SPACE = /[^ \t\n\r\f]/;
   var TEXT_MAX = 1000;          /* characters of one text line or colon text */
   var TEXT_TOTAL_MAX = 1000000; /* characters of text in one outline */
   var NODES_MAX = 100000;       /* outline lines of one observe, text included */
@@ -994,7 +995,8 @@
         return -1;
       }
       if (rf) nRefs++;
-      var n = { d: depth, role: role, el: el, prole: prole, sib: sib, frame: frame, ia: ia, off: off };
+      var n = { d: depth, role: role, el: el, prole: prole, sib: sib, frame: frame, ia: ia, off: off,
+                rf: rf };
       if (extra) n.extra = extra;
       nodes.push(n);
       return nodes.length - 1;
@@ -1010,7 +1012,7 @@
     function addText(s, d, el) {
       if (pendD !== d) flushText();
       if (pend === '') {
-        if (!/[^ \t\n\r\f]/.test(s)) return; /* leading white space */
+        if (!NOT_SPACE.test(s)) return; /* leading white space */
         pendD = d;
         pendEl = el;
       }
@@ -1035,16 +1037,31 @@
       pendEl = null;
     }
 
-    /* walk the children of a box parent; counter maps tag -> count for sib */
+    /* walk the children of a box parent; counter maps tag -> count for sib.
+       kids is a list, or a node whose child nodes are walked (sibling links
+       are cheaper than a live NodeList's indexing). */
     function walkKids(parent, kids, depth, prole, frame, off, counter, hiddenVis) {
-      for (var i = 0; i < kids.length; i++) {
-        if (stopped) return;
-        var k = kids[i];
-        if (k.nodeType === 3) {
-          if (textOn && !hiddenVis && !textCut && parent) addText(transformText(k.data, parent), depth, parent);
-          continue;
+      if (kids.nodeType !== undefined) {
+        for (var k = kids.firstChild; k !== null && !stopped; k = k.nextSibling)
+          walkKid(parent, k, depth, prole, frame, off, counter, hiddenVis);
+      } else {
+        for (var i = 0; i < kids.length && !stopped; i++)
+          walkKid(parent, kids[i], depth, prole, frame, off, counter, hiddenVis);
+      }
+    }
+
+    function walkKid(parent, k, depth, prole, frame, off, counter, hiddenVis) {
+      var t = k.nodeType;
+      if (t === 3) {
+        if (!textOn || hiddenVis || textCut || !parent) return;
+        var data = k.data;
+        /* white space between elements: at most a space, no style needed */
+        if (!NOT_SPACE.test(data)) {
+          if (pend !== '' && pendD === depth) softSpace();
+          return;
         }
-        if (k.nodeType !== 1) continue;
+        addText(transformText(data, parent), depth, parent);
+      } else if (t === 1) {
         walkEl(k, depth, prole, frame, off, counter, hiddenVis);
       }
     }
@@ -1129,15 +1146,15 @@
           var noff = [off[0] + r.left + (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0),
                       off[1] + r.top + (parseFloat(cs.borderTopWidth) || 0) + (parseFloat(cs.paddingTop) || 0)];
           var body = doc.body || doc.documentElement;
-          walkKids(body, body.childNodes, childDepth, childProle, fpath, noff, new Map(), false);
+          walkKids(body, body, childDepth, childProle, fpath, noff, new Map(), false);
         }
       } else if (tag === 'input' || tag === 'textarea' || tag === 'img') {
         /* no DOM content worth walking */
       } else {
         if (el.shadowRoot) watch(el.shadowRoot, null);
-        var kids2 = el.shadowRoot ? el.shadowRoot.childNodes :
+        var kids2 = el.shadowRoot ? el.shadowRoot :
           tag === 'slot' ? slotKids(el) : tag === 'details' && !el.open ? closedDetailsKids(el) :
-          el.childNodes;
+          el;
         var sd = s.contentVisibility === 'hidden';
         if (!sd) walkKids(el, kids2, childDepth, childProle, frame, off, contents ? counter : new Map(), invisible);
       }
@@ -1152,7 +1169,7 @@
 
     function slotKids(slot) {
       /* the elements as walkKidsOf sees them, with the text between them */
-      return slot.assignedElements().length ? slot.assignedNodes() : slot.childNodes;
+      return slot.assignedElements().length ? slot.assignedNodes() : slot;
     }
     var prof = opts._prof ? [performance.now()] : null;
     var root = document.body || document.documentElement;
@@ -1167,7 +1184,7 @@
       startEls = [sc];
       walkKids(null, startEls, 0, proleOf(sc), '', [0, 0], null, false);
     } else if (root) {
-      walkKids(root, root.shadowRoot ? root.shadowRoot.childNodes : root.childNodes, 0, 'document', '', [0, 0], new Map(), false);
+      walkKids(root, root.shadowRoot ? root.shadowRoot : root, 0, 'document', '', [0, 0], new Map(), false);
     }
     flushText();
 
@@ -1179,8 +1196,9 @@
     for (var pi = 0; pi < api.last.length; pi++) prevIdx.set(api.last[pi], pi);
     if (prof) prof.push(performance.now());
     var rects = new Array(nodes.length);
+    /* Bounds are for the registry (elements with refs) and viewport_only. */
     for (var i = 0; i < nodes.length; i++) {
-      if (nodes[i].text !== undefined && !vpOnly) continue;
+      if (!vpOnly && !nodes[i].rf) continue;
       rects[i] = nodes[i].el.getBoundingClientRect();
     }
     if (prof) prof.push(performance.now());
@@ -1196,7 +1214,9 @@
         out.push({ d: n.d, x: n.text });
         continue;
       }
-      if (n.role === 'option' && !n.ia && rr.width === 0 && rr.height === 0) {
+      if (!rr) {
+        b = null;
+      } else if (n.role === 'option' && !n.ia && rr.width === 0 && rr.height === 0) {
         var pr = e.closest('select');
         var prr = pr ? pr.getBoundingClientRect() : rr;
         b = [Math.round(prr.left + n.off[0]), Math.round(prr.top + n.off[1]), Math.round(prr.width), Math.round(prr.height)];
@@ -1213,18 +1233,26 @@
       if (n.role === 'image' && !name) continue;
       if ((n.role === 'region' || n.role === 'form') && !name && lower(e) !== 'form') continue;
       if (n.role === 'group' && !name) continue;
-      var tag = lower(e);
-      var testid = attr(e, 'data-testid');
-      var id = e.id || null;
       /* Absent signals are left out rather than sent as null: on a page of
          thousands of controls the reply is megabytes, and its transfer and
-         parsing cost as much as the walk. */
-      var node = { d: n.d, role: n.role, name: name, tag: tag, prole: n.prole, sib: n.sib };
-      if (testid !== null) node.testid = testid;
-      if (id !== null) node.id = id;
-      var al = attr(e, 'aria-label'), na = attr(e, 'name');
-      if (al !== null) node.aria = al;
-      if (na !== null) node.nattr = na;
+         parsing cost as much as the walk. A node without a ref (structure,
+         text holders, elements past the cap) needs no identity, bounds,
+         selectors or index: only what its outline line shows. */
+      var node = { d: n.d, role: n.role, name: name };
+      var tag, testid = null, id = null;
+      if (n.rf) {
+        tag = lower(e);
+        testid = attr(e, 'data-testid');
+        id = e.id || null;
+        node.tag = tag;
+        node.prole = n.prole;
+        node.sib = n.sib;
+        if (testid !== null) node.testid = testid;
+        if (id !== null) node.id = id;
+        var al = attr(e, 'aria-label'), na = attr(e, 'name');
+        if (al !== null) node.aria = al;
+        if (na !== null) node.nattr = na;
+      }
       var st = statesOf(e, n.role);
       if (st.length) node.states = st;
       if (n.role === 'heading') node.level = headingLevel(e);
@@ -1238,17 +1266,19 @@
           if (ph && ph !== name) node.ph = clip(ph, 200);
         }
       }
-      node.b = b;
-      if (n.frame) node.frame = n.frame;
-      if (n.ia) node.ia = 1;
       if (n.extra && n.extra.nr) node.nr = 1;
-      if (prof) t0 = performance.now();
-      if (opts.sel !== false) node.sel = selectorsOf(e, n.role, node.name, testid, id);
-      if (prof) tsel += performance.now() - t0;
-      node.i = last.length;
-      var pv = prevIdx.get(e);
-      if (pv !== undefined) node.p = pv;
-      last.push(e);
+      if (n.rf) {
+        node.b = b;
+        if (n.frame) node.frame = n.frame;
+        if (n.ia) node.ia = 1;
+        if (prof) t0 = performance.now();
+        if (opts.sel !== false) node.sel = selectorsOf(e, n.role, node.name, testid, id);
+        if (prof) tsel += performance.now() - t0;
+        node.i = last.length;
+        var pv = prevIdx.get(e);
+        if (pv !== undefined) node.p = pv;
+        last.push(e);
+      }
       out.push(node);
     }
     fixDepths(out);

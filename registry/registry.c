@@ -167,7 +167,7 @@ static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p
         nd->interactive = jint(it, "ia", 0) != 0;
         nd->no_ref = jint(it, "nr", 0) != 0;
         nd->frame = jstr(it, "frame");
-        nd->index = jint(it, "i", (int)i);
+        nd->index = jint(it, "i", -1); /* only nodes that may get a ref have one */
         const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "b");
         for (int k = 0; k < 4 && cJSON_IsArray(b); k++) {
             const cJSON *bv = cJSON_GetArrayItem(b, k);
