@@ -87,6 +87,13 @@ int rg_err_transient(int err);
 #define RG_POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
 #define RG_POOL_DISPOSE_TIMEOUT_MS 5000
 
+/*
+ * A tenant's limits, held across every worker through Redis (docs/protocol.md,
+ * "Tenant limits"; gateway/limits.c and session/quota.c say how).
+ */
+#define RG_QUOTA_GRACE_MS 15000   /* a create's quota reservation outlives its wait for a
+                                     browser context by this much */
+
 /* ---- time ---------------------------------------------------------------- */
 
 /** Milliseconds of CLOCK_MONOTONIC. */

@@ -301,11 +301,12 @@ static int op_create(cmd *c)
     }
     o.user_agent = arg_str(c, "user_agent") ? arg_str(c, "user_agent") : c->who->user_agent;
     o.locale = arg_str(c, "locale") ? arg_str(c, "locale") : c->who->locale;
-    size_t have = sess_count(c->g->sessions, c->who->tenant);
-    if (have >= (size_t)(c->who->max_sessions > 0 ? c->who->max_sessions : 0))
-        return fail(c, RG_EQUOTA,
-                    "the tenant has %zu sessions (live and parked), its quota is %d: close one",
-                    have, c->who->max_sessions);
+    /* The quota is reserved in Redis by sess_create before it does anything
+       else (one script that counts and adds together, so a burst cannot
+       overshoot it), and given back when the create fails. */
+    if (c->who->max_sessions <= 0)
+        return fail(c, RG_EQUOTA, "the tenant's quota is 0 sessions");
+    o.quota = c->who->max_sessions;
     o.timezone = arg_str(c, "timezone");
     const char *url = arg_str(c, "url");
     if (url && check_url(c, url) < 0)

@@ -117,4 +117,28 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c);
 int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capture *parked,
                  sess_restore_info *ri, char *err, size_t errlen);
 
+/* quota.c */
+
+/** rg:t:<tenant>:quota, the set of the tenant's sessions the quota counts. */
+void sess_quota_key(char *out, size_t len, const char *tenant);
+/** rg:{t:<tenant>:s:<sid>}:new, the marker of a create in progress. */
+void sess_new_key(char *out, size_t len, const char *tenant, const char *sid);
+/**
+ * Reserves one of tenant's max sessions for sid, for a create that takes at
+ * most ttl_ms (past it the reservation lapses and write_new refuses).
+ * 0; RG_EQUOTA with *have the tenant's sessions (creates in progress
+ * included); RG_EUNAVAIL. Nothing stays reserved after an error.
+ */
+int sess_quota_reserve(sess_mgr *m, const char *tenant, const char *sid, int max, int64_t ttl_ms,
+                       size_t *have);
+/**
+ * The create of sid is written (its marker consumed): its member is next
+ * looked at when the session's keys can first expire; best effort.
+ */
+void sess_quota_commit(sess_mgr *m, const char *tenant, const char *sid);
+/** Gives sid's reservation back at once (its create failed); best effort. */
+void sess_quota_release(sess_mgr *m, const char *tenant, const char *sid);
+/** How many sessions the quota counts for tenant, dead members dropped first. */
+int sess_quota_count(sess_mgr *m, const char *tenant, size_t *n);
+
 #endif

@@ -69,6 +69,18 @@ static rg_redis_script save_script = {
     "return 1\n",
     ""};
 
+/* KEYS meta lease new; ARGV reserved ttl me lease_ms field value...
+   Writes a new session (meta and lease). With reserved 1 only while the
+   create's quota marker is still there, and consumes it: 1, or 0 when it
+   lapsed (nothing written). */
+static rg_redis_script create_script = {
+    "if ARGV[1] == '1' and redis.call('DEL', KEYS[3]) == 0 then return 0 end\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])\n"
+    "return 1\n",
+    ""};
+
 /* KEYS lease; ARGV me. Lets go of a lease only if it is still ours. */
 static rg_redis_script release_script = {
     "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end\n"
@@ -809,43 +821,54 @@ static char *dup_opt(const char *s)
     return s && *s ? strdup(s) : NULL;
 }
 
-static int write_new(sess *s)
+/*
+ * Writes the new session's meta and lease. reserved: the create holds a
+ * quota reservation, whose marker this consumes in the same script, so the
+ * session exists from here on without a moment where its quota slot looks
+ * dead; a marker that lapsed (the create took too long) writes nothing:
+ * RG_ETIMEOUT.
+ */
+static int write_new(sess *s, int reserved)
 {
     sess_mgr *m = s->m;
-    char mk[256], lk[256], ik[256];
+    char mk[256], lk[256], nk[256], ik[256];
     key(mk, sizeof mk, s, "meta");
     key(lk, sizeof lk, s, "lease");
+    sess_new_key(nk, sizeof nk, s->tenant, s->id);
     index_key(ik, sizeof ik, s->tenant);
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
     char now[24], w[16], h[16], ttl[24], lease[24];
     snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
     snprintf(w, sizeof w, "%d", s->width);
     snprintf(h, sizeof h, "%d", s->height);
     snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
     snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
-    const char *hset[] = {"HSET", mk, "state", "live", "owner", m->worker, "url", "about:blank",
+    const char *args[] = {mk, lk, nk, reserved ? "1" : "0", ttl, m->worker, lease,
+                          "state", "live", "owner", m->worker, "url", "about:blank",
                           "title", "", "created", now, "last_used", now, "w", w, "h", h,
                           "ua", s->user_agent ? s->user_agent : "",
                           "locale", s->locale ? s->locale : "",
                           "tz", s->timezone ? s->timezone : "", "sx", "0", "sy", "0"};
-    redisAppendCommandArgv(c, (int)(sizeof hset / sizeof *hset), hset, NULL);
-    redisAppendCommand(c, "PEXPIRE %s %s", mk, ttl);
-    redisAppendCommand(c, "SET %s %s PX %s", lk, m->worker, lease);
-    redisAppendCommand(c, "ZADD %s %s %s", ik, now, s->id);
-    int failed = 0, bad = 0;
-    for (int i = 0; i < 4; i++) {
-        redisReply *rep = NULL;
-        if (redisGetReply(c, (void **)&rep) != REDIS_OK || !rep) {
-            failed = 1;
-            break;
-        }
-        bad |= rep->type == REDIS_REPLY_ERROR;
+    int nargs = (int)(sizeof args / sizeof *args) - 3;
+    redisContext *c = rg_redis_take(m->redis);
+    if (!c)
+        return RG_EUNAVAIL;
+    redisReply *rep = rg_redis_eval(c, &create_script, 3, nargs, args, NULL);
+    int failed = rep == NULL;
+    int rc = !rep                                  ? RG_EUNAVAIL
+             : rep->type != REDIS_REPLY_INTEGER    ? RG_EUNAVAIL
+             : rep->integer == 1                   ? 0
+                                                   : RG_ETIMEOUT;
+    if (rep && rep->type == REDIS_REPLY_ERROR)
+        rg_log(RG_LOG_ERROR, "session", "create of %s failed: %s", s->id, rep->str);
+    freeReplyObject(rep);
+    if (rc == 0) {
+        rep = redisCommand(c, "ZADD %s %s %s", ik, now, s->id);
+        failed = rep == NULL;
+        rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
         freeReplyObject(rep);
     }
     rg_redis_give(m->redis, c, failed);
-    return failed || bad ? RG_EUNAVAIL : 0;
+    return rc;
 }
 
 static void on_lost(void *ud, pool_lease *l)
@@ -1010,9 +1033,29 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     }
     char sid[SESS_ID_MAX];
     new_id(m, sid);
+    /* The quota first: nothing is done for a create that has no slot. */
+    int reserved = o && o->quota > 0;
+    if (reserved) {
+        size_t have = 0;
+        int64_t ttl = (int64_t)(timeout_ms > 0 ? timeout_ms : 0) + RG_QUOTA_GRACE_MS;
+        int qrc = sess_quota_reserve(m, tenant, sid, o->quota, ttl, &have);
+        if (qrc == RG_EQUOTA)
+            snprintf(err, errlen,
+                     "the tenant has %zu sessions (live, parked and being created), its quota "
+                     "is %d: close one",
+                     have, o->quota);
+        else if (qrc < 0)
+            snprintf(err, errlen, "Redis at %s is unavailable; nothing was created",
+                     rg_redis_where(m->redis));
+        if (qrc < 0)
+            return qrc;
+    }
     sess *s = sess_alloc(m, tenant, sid);
-    if (!s)
+    if (!s) {
+        if (reserved)
+            sess_quota_release(m, tenant, sid);
         return RG_ENOMEM;
+    }
     if (o) {
         if (o->width > 0)
             s->width = o->width;
@@ -1031,15 +1074,25 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
         snprintf(err, errlen, "out of memory");
     if (rc == 0 && (rc = sess_apply_options(s)) < 0)
         snprintf(err, errlen, "the browser refused the session's options (%s)", rg_err_code(rc));
-    if (rc == 0 && (rc = write_new(s)) < 0)
-        snprintf(err, errlen, "Redis at %s is unavailable; nothing was created",
-                 rg_redis_where(m->redis));
+    if (rc == 0) {
+        rc = write_new(s, reserved);
+        if (rc == RG_ETIMEOUT)
+            snprintf(err, errlen, "the session was not ready within %d ms; nothing was created",
+                     timeout_ms + RG_QUOTA_GRACE_MS);
+        else if (rc < 0)
+            snprintf(err, errlen, "Redis at %s is unavailable; nothing was created",
+                     rg_redis_where(m->redis));
+    }
     if (rc < 0) {
+        if (reserved)
+            sess_quota_release(m, tenant, sid);
         release_lease_local(s);
         sess_free_locals(s);
         free(s);
         return rc;
     }
+    if (reserved)
+        sess_quota_commit(m, tenant, sid);
     pthread_mutex_lock(&m->mu);
     s->live = 1;
     m->n_live++;
@@ -1320,23 +1373,32 @@ void sess_done(sess *s, int full)
 int sess_close(sess *s)
 {
     sess_mgr *m = s->m;
-    char mk[256], lk[256], pk[256], wk[256], ik[256];
+    char mk[256], lk[256], pk[256], wk[256], ik[256], qk[256];
     key(mk, sizeof mk, s, "meta");
     key(lk, sizeof lk, s, "lease");
     key(pk, sizeof pk, s, "park");
     key(wk, sizeof wk, s, "want");
     index_key(ik, sizeof ik, s->tenant);
+    sess_quota_key(qk, sizeof qk, s->tenant);
     redisContext *c = rg_redis_take(m->redis);
     if (!c)
         return RG_EUNAVAIL;
     redisReply *rep = redisCommand(c, "DEL %s %s %s %s", mk, lk, pk, wk);
+    int failed = rep == NULL;
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     if (rc == 0) {
-        rep = redisCommand(c, "ZREM %s %s", ik, s->id);
-        freeReplyObject(rep);
+        /* The quota slot comes free at once (were this lost, the slot would
+           still come back: its member is dropped once its meta is found gone). */
+        redisAppendCommand(c, "ZREM %s %s", ik, s->id);
+        redisAppendCommand(c, "ZREM %s %s", qk, s->id);
+        for (int i = 0; i < 2 && !failed; i++) {
+            rep = NULL;
+            failed = redisGetReply(c, (void **)&rep) != REDIS_OK || !rep;
+            freeReplyObject(rep);
+        }
     }
-    rg_redis_give(m->redis, c, rep == NULL);
+    rg_redis_give(m->redis, c, failed);
     if (rc < 0)
         return rc;
     m->store->ops->drop(m->store, s->page_key);
@@ -1474,14 +1536,8 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
 
 size_t sess_count(sess_mgr *m, const char *tenant)
 {
-    char ik[256];
-    index_key(ik, sizeof ik, tenant);
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
+    size_t n = 0;
+    if (!valid_name(tenant, SESS_TENANT_MAX) || sess_quota_count(m, tenant, &n) < 0)
         return 0;
-    redisReply *rep = redisCommand(c, "ZCARD %s", ik);
-    size_t n = rep && rep->type == REDIS_REPLY_INTEGER ? (size_t)rep->integer : 0;
-    rg_redis_give(m->redis, c, rep == NULL);
-    freeReplyObject(rep);
     return n;
 }

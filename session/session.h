@@ -13,7 +13,9 @@
  *   rg:{t:<tenant>:s:<sid>}:park       string msgpack: cookies, storage, url,
  *                                             viewport, scroll (the last capture)
  *   rg:{t:<tenant>:s:<sid>}:reg:main   the page's registry (registry/)
- *   rg:t:<tenant>:sessions             zset   sid -> created (listing, quotas)
+ *   rg:{t:<tenant>:s:<sid>}:new        string a create in progress (its quota reservation)
+ *   rg:t:<tenant>:sessions             zset   sid -> created (listing)
+ *   rg:t:<tenant>:quota                zset   sid -> next check (the quota's count; quota.c)
  * Every key of a session expires after the dormant TTL without use.
  *
  * Ownership: a worker owns a live session while the lease key holds its id.
@@ -125,6 +127,9 @@ typedef struct sess_options {
     const char *user_agent;   /* NULL: the browser's */
     const char *locale;       /* "de-DE" */
     const char *timezone;     /* "Europe/Berlin" */
+    int quota;                /* > 0: the tenant may have at most this many sessions
+                                 (live, parked and being created, across every worker);
+                                 0: no quota */
 } sess_options;
 
 /**
@@ -132,6 +137,11 @@ typedef struct sess_options {
  * least recently used idle session when the pool is full), its options
  * applied, its state in Redis. On success *out is held for the caller (as
  * after sess_open): run the first command (navigate), then sess_done.
+ * With o->quota, a slot of the tenant's quota is reserved in Redis before
+ * anything else (one atomic script) and given back if the create fails:
+ * RG_EQUOTA when the tenant already has o->quota sessions; a create that
+ * outlives timeout_ms + RG_QUOTA_GRACE_MS fails with RG_ETIMEOUT, leaving
+ * nothing behind.
  */
 int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int timeout_ms,
                 sess **out, char *err, size_t errlen);
@@ -244,7 +254,11 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
 
 /** The tenant's session ids (caller frees each and the array). RG_EUNAVAIL. */
 int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n);
-/** How many sessions (live and parked) the tenant has; 0 when Redis cannot say. */
+/**
+ * How many sessions the tenant's quota counts (live, parked and being
+ * created), sessions whose keys expired dropped first; 0 when Redis cannot
+ * say.
+ */
 size_t sess_count(sess_mgr *m, const char *tenant);
 
 typedef struct sess_stats {
