@@ -91,6 +91,13 @@ int rg_err_transient(int err);
  * A tenant's limits, held across every worker through Redis (docs/protocol.md,
  * "Tenant limits"; gateway/limits.c and session/quota.c say how).
  */
+#define RG_ADMIT_WAIT_MS 2000     /* a command waits this long for a concurrency slot */
+#define RG_CONC_QUEUE_MAX 1024    /* commands of one tenant waiting for a slot, all workers */
+#define RG_CONC_LEASE_MS 5000     /* a dead worker's slots come back this long after it died */
+#define RG_CONC_SYNC_MS 50        /* a worker holding slots checks for waiters elsewhere */
+#define RG_CONC_POLL_MS 10        /* a waiting command asks Redis whether it got a slot */
+#define RG_CONC_LINGER_MS 20      /* an idle slot is kept this long for the tenant's next
+                                     command on the same worker; REFGATE_CONC_LINGER_MS */
 #define RG_QUOTA_GRACE_MS 15000   /* a create's quota reservation outlives its wait for a
                                      browser context by this much */
 

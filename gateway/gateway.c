@@ -1,7 +1,7 @@
 /*
  * gateway.c - a worker's pieces, started and stopped in order: Redis
  * connections, the registry store, the browser pool, the session manager,
- * the tenant cache, the WebSocket thread.
+ * the tenant cache, the concurrency limits' thread, the WebSocket thread.
  */
 #define _GNU_SOURCE
 #include "gw_int.h"
@@ -119,6 +119,10 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
         rc = RG_ENOMEM;
         goto fail;
     }
+    if ((rc = gw_limits_new(g, &g->limits)) < 0) {
+        snprintf(err, errlen, "cannot start the concurrency limits");
+        goto fail;
+    }
     if (cfg->ws_listen && *cfg->ws_listen && (rc = gw_ws_start(g, err, errlen)) < 0)
         goto fail;
     *out = g;
@@ -133,6 +137,7 @@ void gw_free(gw *g)
     if (!g)
         return;
     gw_ws_stop(g);
+    gw_limits_free(g->limits); /* after the last command: its slots go back at once */
     if (g->sessions) {
         int failed = sess_park_all(g->sessions);
         if (failed)

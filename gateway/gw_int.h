@@ -38,6 +38,7 @@ void gw_metrics_count(gw *g, int op, int rc, double ms);
 /* ---- the gateway ---- */
 
 struct gw_ws;
+typedef struct gw_limits gw_limits;
 
 struct gw {
     gw_config cfg;
@@ -47,6 +48,7 @@ struct gw {
     reg_store *store;
     sess_mgr *sessions;
     tenant_cache *tenants;
+    gw_limits *limits;
     pthread_mutex_t mu;
     gw_metrics m;
     int stopping;
@@ -81,9 +83,22 @@ int gw_ws_wants(gw *g, const char *tid, const char *sid, const char *kind);
 
 /** The tenant's token bucket in Redis: 0, RG_ERATE (with the wait), RG_EUNAVAIL. */
 int gw_rate_check(gw *g, const char *tid, double rate, int *retry_after_ms);
-/** Takes one of the tenant's concurrent-command places on this worker, or RG_ERATE. */
+/**
+ * The tenant-wide concurrency limit of a worker: its thread (lease renewal,
+ * idle slots given back) starts here. Needs g->redis and g->worker.
+ */
+int gw_limits_new(gw *g, gw_limits **out);
+/** Gives this worker's slots back and stops the thread; no gw_enter may run. */
+void gw_limits_free(gw_limits *l);
+/**
+ * Takes one of the tenant's max_concurrent slots, counted across every
+ * worker, waiting in the tenant's queue (oldest first) up to
+ * RG_ADMIT_WAIT_MS. 0; RG_ERATE (waited too long, or the tenant holds
+ * three quarters of this worker's threads) or RG_EUNAVAIL (Redis), with
+ * *retry_after_ms. Any thread; every 0 needs one gw_leave.
+ */
 int gw_enter(gw *g, const char *tid, int max_concurrent, int *retry_after_ms);
-/** Gives the place back (to the tenant's first waiter, if any). */
+/** Gives the slot back (to the tenant's next command); never waits for Redis. */
 void gw_leave(gw *g, const char *tid);
 
 /* ---- URL policy (urlpolicy.c) ---- */

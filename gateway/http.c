@@ -291,8 +291,13 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
         goto log;
     }
     if ((rc = gw_enter(g, t.id, t.max_concurrent, &retry)) < 0) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "the tenant already runs %d commands at once", t.max_concurrent);
+        char msg[160];
+        if (rc == RG_ERATE)
+            snprintf(msg, sizeof msg,
+                     "the tenant already runs %d commands at once (on all workers together)",
+                     t.max_concurrent);
+        else
+            snprintf(msg, sizeof msg, "Redis is unavailable; try again");
         respond_error(resp, f, rc, msg, 0, retry);
         goto log;
     }
