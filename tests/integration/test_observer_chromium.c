@@ -466,6 +466,19 @@ static int page_list(char names[][128], int max)
     return n;
 }
 
+/* Chromium's tree for a corpus page (pages-ax/NAME.ax.json for NAME.html); caller frees. */
+static cJSON *page_ax(const char *page)
+{
+    char path[512];
+    snprintf(path, sizeof path, CORPUS "/pages-ax/%.*s.ax.json", (int)(strlen(page) - 5), page);
+    char *text = slurp(path, NULL);
+    assert_non_null(text);
+    cJSON *ax = cJSON_Parse(text);
+    free(text);
+    assert_non_null(ax);
+    return ax;
+}
+
 static void test_pages_against_chromium_ax(void **state)
 {
     (void)state;
@@ -480,14 +493,8 @@ static void test_pages_against_chromium_ax(void **state)
     for (int pi = 0; pi < np; pi++) {
         if (only && !strstr(pages[pi], only))
             continue;
-        char axp[512], url[512];
-        snprintf(axp, sizeof axp, CORPUS "/pages-ax/%.*s.ax.json",
-                 (int)(strlen(pages[pi]) - 5), pages[pi]);
-        char *axs = slurp(axp, NULL);
-        assert_non_null(axs);
-        cJSON *ax = cJSON_Parse(axs);
-        free(axs);
-        assert_non_null(ax);
+        char url[512];
+        cJSON *ax = page_ax(pages[pi]);
         struct bag theirs = {0}, ours = {0};
         const cJSON *nd;
         cJSON_ArrayForEach(nd, cJSON_GetObjectItem(ax, "nodes"))
@@ -499,7 +506,7 @@ static void test_pages_against_chromium_ax(void **state)
         cJSON_Delete(ax);
 
         char path[256];
-        snprintf(path, sizeof path, "/%s", pages[pi]);
+        snprintf(path, sizeof path, "/%.127s", pages[pi]);
         int64_t t0 = rg_now_ms();
         assert_int_equal(navigate(httpd_url(pages_srv, path, url, sizeof url), 15000), 0);
         int64_t t_load = rg_now_ms() - t0;
@@ -531,11 +538,11 @@ static void test_pages_against_chromium_ax(void **state)
         }
         if (prec < worst_p) {
             worst_p = prec;
-            snprintf(worst_pn, sizeof worst_pn, "%s", pages[pi]);
+            snprintf(worst_pn, sizeof worst_pn, "%.127s", pages[pi]);
         }
         if (rec < worst_r) {
             worst_r = rec;
-            snprintf(worst_rn, sizeof worst_rn, "%s", pages[pi]);
+            snprintf(worst_rn, sizeof worst_rn, "%.127s", pages[pi]);
         }
         t_common += common;
         t_ours += ours.n;
@@ -658,14 +665,8 @@ static void test_pages_text_coverage(void **state)
     for (int pi = 0; pi < np; pi++) {
         if (only && !strstr(pages[pi], only))
             continue;
-        char axp[512], url[512];
-        snprintf(axp, sizeof axp, CORPUS "/pages-ax/%.*s.ax.json",
-                 (int)(strlen(pages[pi]) - 5), pages[pi]);
-        char *axs = slurp(axp, NULL);
-        assert_non_null(axs);
-        cJSON *ax = cJSON_Parse(axs);
-        free(axs);
-        assert_non_null(ax);
+        char url[512];
+        cJSON *ax = page_ax(pages[pi]);
         struct words theirs = {0}, ours = {0};
         const cJSON *nd;
         cJSON_ArrayForEach(nd, cJSON_GetObjectItem(ax, "nodes"))
@@ -678,13 +679,13 @@ static void test_pages_text_coverage(void **state)
         words_uniq(&theirs);
 
         char path[256];
-        snprintf(path, sizeof path, "/%s", pages[pi]);
+        snprintf(path, sizeof path, "/%.127s", pages[pi]);
         assert_int_equal(navigate(httpd_url(pages_srv, path, url, sizeof url), 15000), 0);
         reg_config cfg;
         reg_config_default(&cfg);
         reg_page *pg = NULL;
         char key[160];
-        snprintf(key, sizeof key, "t:s:%s", pages[pi]);
+        snprintf(key, sizeof key, "t:s:%.127s", pages[pi]);
         assert_int_equal(reg_page_new(store, key, &cfg, &pg), 0);
         reg_page_handle h = {pool_lease_conn(L), pool_lease_session(L), NULL};
         reg_observe_opts opts = {.no_selectors = 1, .timeout_ms = 60000};
@@ -707,7 +708,7 @@ static void test_pages_text_coverage(void **state)
             printf("%s\n", o.text);
         if (cov < worst) {
             worst = cov;
-            snprintf(worst_n, sizeof worst_n, "%s", pages[pi]);
+            snprintf(worst_n, sizeof worst_n, "%.127s", pages[pi]);
         }
         t_theirs += theirs.n;
         t_found += found;
