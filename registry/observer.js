@@ -84,8 +84,13 @@
     return s;
   }
 
+  var FOLD_RE = /[ \t\n\r\f\u00a0]+/g;
   function fold(s) {
-    return s.replace(/[ \t\n\r\f\u00a0]+/g, ' ').replace(/^ +| +$/g, '');
+    var r = s.replace(FOLD_RE, ' ');
+    var a = 0, b = r.length;
+    while (a < b && r.charCodeAt(a) === 32) a++;
+    while (b > a && r.charCodeAt(b - 1) === 32) b--;
+    return a === 0 && b === r.length ? r : r.slice(a, b);
   }
   function clip(s, n) {
     return s.length > n ? s.slice(0, n) : s;
@@ -1228,7 +1233,9 @@
         if (b[2] === 0 && b[3] === 0) continue;
       }
       var t0 = prof ? performance.now() : 0;
-      var name = obsName(e, n.role);
+      /* A text holder's content is its outline text: its name would say it
+         again (and cost a walk of its subtree), so only an author's name counts. */
+      var name = !n.rf && AUTHOR_NAME_ROLES[n.role] ? authorName(e) : obsName(e, n.role);
       if (prof) tn += performance.now() - t0;
       if (n.role === 'image' && !name) continue;
       if ((n.role === 'region' || n.role === 'form') && !name && lower(e) !== 'form') continue;
@@ -1290,11 +1297,11 @@
       for (var q = 1; q < prof.length; q++) ph.push(Math.round(prof[q] - prof[q - 1]));
       return JSON.stringify({ walk_rects_rest: ph, names: Math.round(tn), sel: Math.round(tsel), count: out.length });
     }
-    api.last = last;
     var json = JSON.stringify({
       url: location.href, title: document.title, truncated: truncated || textCut,
       count: out.length, nodes: out
     });
+    api.last = last;
     remember(optsJson, json);
     return json;
   }
@@ -1664,6 +1671,27 @@
   /* the name observe gives el for that role */
   function obsName(el, role) {
     return clip(role === 'option' ? optionNameFast(el) : nameOf(el), 200);
+  }
+
+  /*
+   * Outline roles whose name, when they have no ref, is worth only what an
+   * author wrote: text holders whose name Chromium takes from their content
+   * (cells, rows, terms: the outline shows that content as their text), and
+   * structure that takes no name from its content or from the host
+   * language (paragraphs, lists, landmarks). Headings, images, groups,
+   * tables and figures keep the whole computation.
+   */
+  var AUTHOR_NAME_ROLES = { cell: 1, gridcell: 1, columnheader: 1, rowheader: 1, row: 1,
+    term: 1, tooltip: 1, paragraph: 1, list: 1, listitem: 1, blockquote: 1, alert: 1,
+    status: 1, log: 1, timer: 1, marquee: 1, note: 1, definition: 1, article: 1, feed: 1,
+    banner: 1, navigation: 1, main: 1, contentinfo: 1, complementary: 1, search: 1,
+    menu: 1, menubar: 1, tablist: 1, tree: 1, toolbar: 1, radiogroup: 1, grid: 1 };
+
+  /* The name an author gave el (aria-labelledby, aria-label, title), or "". */
+  function authorName(el) {
+    if (!hasAttr(el, 'aria-labelledby') && !hasAttr(el, 'aria-label') && !hasAttr(el, 'title'))
+      return '';
+    return obsName(el, '');
   }
 
   /* the parent role observe gives el */

@@ -410,8 +410,8 @@ static void test_outline_text(void **state)
     has_line(&a, "- listitem: Walk the dog");
     has_line(&a, "- paragraph: Total 42.00 EUR");
     has_line(&a, "- alert: Card declined, try another card");
-    has_line(&a, "- columnheader \"Item\"");
-    has_line(&a, "- cell \"1.20\"");
+    has_line(&a, "- columnheader: Item");
+    has_line(&a, "- cell: 1.20");
     assert_non_null(strstr(a.text, "- group \"Shipping address\"\n"));
     assert_null(strstr(a.text, "- text: Shipping address")); /* the name is not repeated */
     assert_non_null(strstr(a.text, "- textbox \"Street\" [value=\"1 Main St\"] [ref=@e"));
