@@ -9,34 +9,55 @@
  *
  * For each page, `runs` times: lease a fresh context, set a 1280x720
  * viewport (Playwright's default), navigate and wait for the load event, then
- * time reg_observe twice on a new registry:
+ * time reg_observe in the default mode on a new registry:
  *   first   the first observe after load (installs the observer, gives every
  *           element a new ref, builds the outline)
  *   second  again on the unchanged page (every element matched to its ref;
  *           the page answers from its unchanged-page cache when nothing
  *           could have changed, see registry/observer.js)
  *   later   again, LATER_MS (2.5 s) after the second on the still untouched
- *           page: the page-side cache holds for 2 s at most, and an agent
- *           that thinks between two observations gets this figure (not
- *           with --quick)
- * The registry's cap is raised to 20,000 so no page is truncated (the
- * truncated flag says if one was anyway).
+ *           page, what an agent that thinks between two observations gets:
+ *           the page-side cache answers while nothing could have changed
+ *           the page (no mutation, input, style sheet change or running
+ *           animation; 30 s at most, CACHE_MS), so on a quiet page this is
+ *           a cache hit, like second (not with --quick)
+ * and then once more in the `interactive` mode (REG_MODE_INTERACTIVE: the
+ * elements with refs under their headings and landmarks, no text), timed and
+ * reported, with no Playwright figure to compare to:
+ *   interactive  right after the others on the same page and registry: the
+ *           page walks it afresh (its options differ, so the unchanged-page
+ *           cache does not answer), every element already has its ref
+ * The default outline is the `full` one (REG_MODE_FULL): elements, structure
+ * and the page's text. The registry's cap is raised to 20,000 so no page is
+ * truncated (the truncated flag says if one was anyway).
  *
  * Prints one JSON object on stdout: per page the median, min and max of
- * both, the outline's size in bytes and tokens (bytes / 4), its lines, the
- * nodes and refs. Runs: 5, or 1 with --quick. Before the pages, one run on a
- * small page (httpd's fixture page for /warmup) warms the browser up and is
- * not counted (the peer does the same). Measures; asserts nothing.
+ * each timing, the full outline's size in bytes and tokens (bytes / 4), its
+ * lines, the nodes, the text lines among them (text_lines) and the refs, and
+ * the interactive outline's interactive_bytes, interactive_lines and
+ * interactive_ms (median, min, max). Runs: 5, or 1 with --quick. Before the
+ * pages, one run on a small page (httpd's fixture page for /warmup) warms the
+ * browser up and is not counted (the peer does the same). Measures; asserts
+ * nothing.
  *
- * Usage: observe [--quick] [--runs N] [--pages DIR] [--corpus DIR] [PAGE...]
+ * With --snap DIR, the last run's outlines of each page are written to
+ * DIR/refgate/<page>.txt (full) and DIR/refgate-interactive/<page>.txt, with
+ * <page> the file name without .html ("controls" for the controls page), and
+ * the JSON names the full one (snap); bench/report.mjs measures the text
+ * coverage from them.
+ *
+ * Usage: observe [--quick] [--runs N] [--pages DIR] [--corpus DIR] [--snap DIR]
+ *                [PAGE...]
  *   PAGE is "controls" or a file name in the corpus; default: all of them.
  *   Run from the repository root (the directories' defaults are relative).
  */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "pool/pool.h"
@@ -47,17 +68,19 @@
 #define MAX_RUNS 50
 #define MAX_PAGES 256
 #define REGISTRY_MAX 20000
-/* The wait before the third observe: past the observer's 2 s cache (CACHE_MS). */
+/* The wait before the third observe: an agent's pause between two observations. */
 #define LATER_MS 2500
 
 /* LATER_MS, or 0 with --quick: no third observe. */
 static int later_wait_ms = LATER_MS;
 
 struct result {
-    double first[MAX_RUNS], second[MAX_RUNS], later[MAX_RUNS];
+    double first[MAX_RUNS], second[MAX_RUNS], later[MAX_RUNS], inter[MAX_RUNS];
     int runs;
-    size_t bytes, lines, nodes, refs;
+    size_t bytes, lines, nodes, refs, text_lines;
+    size_t inter_bytes, inter_lines, inter_refs;
     int truncated;
+    char *full_text, *inter_text; /* the last run's outlines, for --snap */
     char error[160];
 };
 
@@ -99,12 +122,20 @@ static size_t count_lines(const char *s)
     return n;
 }
 
+/* Puts a copy of s in *slot, freeing what was there; NULL when out of memory. */
+static void keep_text(char **slot, const char *s)
+{
+    free(*slot);
+    *slot = strdup(s);
+}
+
 /*
- * One run: a fresh context, the page loaded, two observes timed. Returns 0,
- * or a negative RG_E* with a sentence in r->error.
+ * One run: a fresh context, the page loaded, the default observes timed,
+ * then the interactive one. Returns 0, or a negative RG_E* with a sentence in
+ * r->error.
  */
 static int run_once(pool *p, const char *url, const reg_config *rcfg, struct result *r,
-                    double *first, double *second, double *later)
+                    double *first, double *second, double *later, double *inter)
 {
     pool_lease *l;
     int rc = pool_acquire(p, 30000, &l, NULL);
@@ -120,8 +151,8 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         h.world = world;
     reg_store *store = NULL;
     reg_page *pg = NULL;
-    reg_observation a = {0}, b = {0}, c = {0};
-    int have_a = 0, have_b = 0, have_c = 0;
+    reg_observation a = {0}, b = {0}, c = {0}, d = {0};
+    int have_a = 0, have_b = 0, have_c = 0, have_d = 0;
     rc = cdp_call(h.conn, h.session, "Emulation.setDeviceMetricsOverride",
                   "{\"width\":1280,\"height\":720,\"deviceScaleFactor\":1,\"mobile\":false}", 10000,
                   NULL);
@@ -153,6 +184,14 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         *later = (rg_now_us() - t0) / 1000.0;
         have_c = rc == 0;
     }
+    reg_observe_opts iopts = opts;
+    iopts.mode = REG_MODE_INTERACTIVE;
+    if (rc == 0) {
+        int64_t t0 = rg_now_us();
+        rc = reg_observe(pg, h, &iopts, &d);
+        *inter = (rg_now_us() - t0) / 1000.0;
+        have_d = rc == 0;
+    }
     if (rc < 0 && !r->error[0])
         snprintf(r->error, sizeof r->error, "observe: %s", rg_err_code(rc));
     if (rc == 0) {
@@ -160,7 +199,16 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         r->lines = count_lines(a.text);
         r->nodes = a.n_nodes;
         r->refs = a.n_refs;
-        r->truncated = a.truncated || b.truncated;
+        r->text_lines = a.n_text;
+        r->truncated = a.truncated || b.truncated || d.truncated;
+        r->inter_bytes = strlen(d.text);
+        r->inter_lines = count_lines(d.text);
+        r->inter_refs = d.n_refs;
+        keep_text(&r->full_text, a.text);
+        keep_text(&r->inter_text, d.text);
+        if (a.mode != REG_MODE_FULL || d.mode != REG_MODE_INTERACTIVE || d.n_text)
+            fprintf(stderr, "observe: %s: unexpected modes (full %d, interactive %d, %zu text)\n",
+                    url, a.mode, d.mode, d.n_text);
         if (b.n_stable != b.n_refs || strlen(b.text) != r->bytes)
             fprintf(stderr, "observe: %s: second observe differs (%zu of %zu refs stable)\n", url,
                     b.n_stable, b.n_refs);
@@ -173,6 +221,8 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         reg_observation_free(&b);
     if (have_c)
         reg_observation_free(&c);
+    if (have_d)
+        reg_observation_free(&d);
     reg_page_free(pg);
     if (store)
         reg_store_free(store);
@@ -185,17 +235,78 @@ static void measure(pool *p, const char *url, int runs, const reg_config *rcfg, 
 {
     memset(r, 0, sizeof *r);
     for (int i = 0; i < runs; i++) {
-        double f = 0, s = 0, l = 0;
-        if (run_once(p, url, rcfg, r, &f, &s, &l) < 0)
+        double f = 0, s = 0, l = 0, t = 0;
+        if (run_once(p, url, rcfg, r, &f, &s, &l, &t) < 0)
             return;
         r->first[r->runs] = f;
         r->second[r->runs] = s;
         r->later[r->runs] = l;
+        r->inter[r->runs] = t;
         r->runs++;
     }
 }
 
-static void print_result(const char *name, const struct result *r)
+/* mkdir -p; 0 or -1 with errno. */
+static int make_dirs(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *s = buf + 1; *s; s++)
+        if (*s == '/') {
+            *s = 0;
+            if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+                return -1;
+            *s = '/';
+        }
+    return mkdir(buf, 0755) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* The page's name in snapshot file names: the file name without .html. */
+static void page_base(const char *name, char *out, size_t size)
+{
+    size_t len = strlen(name);
+    if (len > 5 && !strcmp(name + len - 5, ".html"))
+        len -= 5;
+    snprintf(out, size, "%.*s", (int)len, name);
+}
+
+/* Writes text to DIR/SIDE/BASE.txt, the path to path; 0 or -1 (said on stderr). */
+static int write_snap(const char *dir, const char *side, const char *base, const char *text,
+                      char *path, size_t size)
+{
+    char sub[4096];
+    snprintf(sub, sizeof sub, "%s/%s", dir, side);
+    snprintf(path, size, "%s/%s.txt", sub, base);
+    FILE *f = NULL;
+    if (make_dirs(sub) < 0 || !(f = fopen(path, "w"))) {
+        fprintf(stderr, "observe: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    size_t len = strlen(text);
+    int ok = fwrite(text, 1, len, f) == len;
+    if (fclose(f) != 0 || !ok) {
+        fprintf(stderr, "observe: %s: write failed\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* Prints s as a JSON string (the paths written here: no control characters). */
+static void print_json_str(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            putchar('\\');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void print_result(const char *name, const struct result *r, const char *snap)
 {
     printf("\"%s\":{", name);
     if (r->error[0] || !r->runs) {
@@ -211,9 +322,19 @@ static void print_result(const char *name, const struct result *r)
         printf("\"later_ms\":%.2f,\"later_min\":%.2f,\"later_max\":%.2f,", median(r->later, n),
                vmin(r->later, n), vmax(r->later, n));
     printf("\"min\":%.2f,\"max\":%.2f,\"runs\":%d,\"bytes\":%zu,\"tokens\":%zu,\"lines\":%zu,"
-           "\"nodes\":%zu,\"refs\":%zu,\"truncated\":%s}",
+           "\"nodes\":%zu,\"text_lines\":%zu,\"refs\":%zu,\"truncated\":%s,",
            vmin(r->first, n), vmax(r->first, n), n, r->bytes, r->bytes / 4, r->lines, r->nodes,
-           r->refs, r->truncated ? "true" : "false");
+           r->text_lines, r->refs, r->truncated ? "true" : "false");
+    printf("\"interactive_ms\":%.2f,\"interactive_min\":%.2f,\"interactive_max\":%.2f,"
+           "\"interactive_bytes\":%zu,\"interactive_tokens\":%zu,\"interactive_lines\":%zu,"
+           "\"interactive_refs\":%zu",
+           median(r->inter, n), vmin(r->inter, n), vmax(r->inter, n), r->inter_bytes,
+           r->inter_bytes / 4, r->inter_lines, r->inter_refs);
+    if (snap) {
+        printf(",\"snap\":");
+        print_json_str(snap);
+    }
+    printf("}");
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -241,7 +362,8 @@ static int list_pages(const char *dir, char **out, int max)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: observe [--quick] [--runs N] [--pages DIR] [--corpus DIR] [PAGE...]\n");
+    fprintf(stderr, "usage: observe [--quick] [--runs N] [--pages DIR] [--corpus DIR] [--snap DIR] "
+                    "[PAGE...]\n");
     exit(2);
 }
 
@@ -249,6 +371,7 @@ int main(int argc, char **argv)
 {
     int runs = 5;
     const char *pages_dir = "bench/pages", *corpus_dir = "../shared/corpus/pages";
+    const char *snap_dir = NULL;
     char *names[MAX_PAGES];
     int n_names = 0;
     for (int i = 1; i < argc; i++) {
@@ -261,6 +384,8 @@ int main(int argc, char **argv)
             pages_dir = argv[++i];
         else if (!strcmp(argv[i], "--corpus") && i + 1 < argc)
             corpus_dir = argv[++i];
+        else if (!strcmp(argv[i], "--snap") && i + 1 < argc)
+            snap_dir = argv[++i];
         else if (argv[i][0] == '-')
             usage();
         else if (n_names < MAX_PAGES)
@@ -324,7 +449,9 @@ int main(int argc, char **argv)
     struct result warm;
     memset(&warm, 0, sizeof warm);
     double f, s;
-    run_once(p, httpd_url(own, "/warmup", url, sizeof url), &rcfg, &warm, &f, &s, &s);
+    run_once(p, httpd_url(own, "/warmup", url, sizeof url), &rcfg, &warm, &f, &s, &s, &s);
+    free(warm.full_text);
+    free(warm.inter_text);
 
     for (int i = 0; i < n_names; i++) {
         int is_controls = !strcmp(names[i], "controls");
@@ -336,9 +463,26 @@ int main(int argc, char **argv)
         if (res[i].error[0])
             fprintf(stderr, "observe: %s: %s\n", names[i], res[i].error);
         else
-            fprintf(stderr, "observe: %s: first %.1f ms, second %.1f ms, %zu bytes (%lld ms)\n",
+            fprintf(stderr,
+                    "observe: %s: first %.1f ms, second %.1f ms, %zu bytes, interactive %.1f ms, "
+                    "%zu bytes (%lld ms)\n",
                     names[i], median(res[i].first, res[i].runs), median(res[i].second, res[i].runs),
-                    res[i].bytes, (long long)(rg_now_ms() - t0));
+                    res[i].bytes, median(res[i].inter, res[i].runs), res[i].inter_bytes,
+                    (long long)(rg_now_ms() - t0));
+    }
+    /* The snapshot files, and their paths for the JSON (NULL: none written). */
+    char **snaps = calloc((size_t)n_names, sizeof *snaps);
+    if (!snaps)
+        return 1;
+    for (int i = 0; snap_dir && i < n_names; i++) {
+        char base[512], path[4800];
+        if (res[i].error[0] || !res[i].full_text || !res[i].inter_text)
+            continue;
+        page_base(names[i], base, sizeof base);
+        if (write_snap(snap_dir, "refgate-interactive", base, res[i].inter_text, path,
+                       sizeof path) == 0 &&
+            write_snap(snap_dir, "refgate", base, res[i].full_text, path, sizeof path) == 0)
+            snaps[i] = strdup(path);
     }
     pool_free(p);
     rmdir(run_dir);
@@ -348,7 +492,7 @@ int main(int argc, char **argv)
     printf("{\"chromium\":\"%s\",\"runs\":%d,\"registry_max\":%d,", product, runs, REGISTRY_MAX);
     for (int i = 0; i < n_names; i++)
         if (!strcmp(names[i], "controls")) {
-            print_result("controls", &res[i]);
+            print_result("controls", &res[i], snaps[i]);
             printf(",");
         }
     printf("\"pages\":{");
@@ -357,11 +501,16 @@ int main(int argc, char **argv)
         if (strcmp(names[i], "controls")) {
             if (k++)
                 printf(",");
-            print_result(names[i], &res[i]);
+            print_result(names[i], &res[i], snaps[i]);
         }
     printf("}}\n");
-    for (int i = 0; i < n_names; i++)
+    for (int i = 0; i < n_names; i++) {
         free(names[i]);
+        free(snaps[i]);
+        free(res[i].full_text);
+        free(res[i].inter_text);
+    }
+    free(snaps);
     free(res);
     return 0;
 }

@@ -13,9 +13,11 @@
 #   parallel  bench/peer/parallel.mjs: Playwright, one context per session
 #   mcp       bench/peer/mcp.mjs: @playwright/mcp over stdio: the agent loop,
 #             browser_click, and (full run) browser_snapshot on every page
-#   observe   bench/observe.c, bench/peer/observe.mjs: observe against
+#   observe   bench/observe.c, bench/peer/observe.mjs: observe (the full
+#             outline, and its size in the interactive mode) against
 #             page.ariaSnapshot({mode:'ai'}) on bench/pages/controls.html and
-#             the corpus pages (../shared/corpus/pages)
+#             the corpus pages (../shared/corpus/pages); the snapshots in
+#             BUILD/bench-out/snap, for the text coverage
 #   click     bench/click.c, bench/peer/click.mjs: click by ref in-process
 #   park      bench/park.c: park and restore, Redis bytes per parked session
 #
@@ -76,10 +78,12 @@ step gateway-refgate "$build/bench/gateway" $quick
 step parallel-playwright node "$here/peer/parallel.mjs" $quick
 # shellcheck disable=SC2086 # $pages is a word list
 step mcp node "$here/peer/mcp.mjs" $quick $pages
+# Both write their snapshots to $out/snap/<side>/<page>.txt; report.mjs measures the
+# text coverage of both from them, with one tokenizer.
 # shellcheck disable=SC2086
-step observe-refgate "$build/bench/observe" $quick $pages
+step observe-refgate "$build/bench/observe" $quick --snap "$out/snap" $pages
 # shellcheck disable=SC2086
-step observe-playwright node "$here/peer/observe.mjs" $quick $pages
+step observe-playwright node "$here/peer/observe.mjs" $quick --snap "$out/snap" $pages
 step click-refgate "$build/bench/click" $quick
 step click-playwright node "$here/peer/click.mjs" $quick
 step park-refgate "$build/bench/park" $quick

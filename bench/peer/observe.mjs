@@ -19,8 +19,9 @@
 // snapshots timed with process.hrtime.bigint():
 //   first   the first snapshot after load (injects Playwright's script)
 //   second  again on the unchanged page
-//   later   again 2.5 s after the second (refgate's page-side cache holds
-//           for 2 s at most; Playwright has none), not with --quick
+//   later   again 2.5 s after the second (refgate's page-side cache still
+//           answers then on an untouched page; Playwright has none), not
+//           with --quick
 // Before the pages, one run on a small page (/warmup, the fixture page
 // refgate's httpd serves) warms the browser up and is not counted (observe.c
 // does the same).
@@ -33,13 +34,21 @@
 // first_max, second_ms, second_min, second_max, bytes, tokens (bytes / 4),
 // lines and refs.
 //
+// With --snap DIR, the last run's first snapshot of each page is written to
+// DIR/playwright/<page>.txt, <page> the file name without .html ("controls"
+// for the controls page), as observe.c writes refgate's outlines beside it,
+// and the JSON names it (snap); bench/report.mjs measures the text coverage
+// of both sides from these files, with one tokenizer.
+//
 // Usage: node bench/peer/observe.mjs [--quick] [--runs N] [--pages DIR]
-//            [--corpus DIR] [PAGE...]
+//            [--corpus DIR] [--snap DIR] [PAGE...]
 //   PAGE is "controls" or a file name in the corpus; default: all of them.
 //   Runs: 5, or 1 with --quick. Run from the repository root.
 
 import { chromium } from 'playwright-core';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
     log as logger, median, msSince, pageNames, round, runMain, startServer, urlOf,
@@ -62,6 +71,7 @@ let runs = 5;
 let later = true; // the third snapshot, 2.5 s after the second (not with --quick)
 let pagesDir = 'bench/pages';
 let corpusDir = '../shared/corpus/pages';
+let snapDir; // --snap: where the snapshots go (undefined: not written)
 let names = [];
 {
     const argv = process.argv.slice(2);
@@ -74,6 +84,7 @@ let names = [];
         else if (a === '--runs') runs = Number(argv[++i]);
         else if (a === '--pages') pagesDir = argv[++i];
         else if (a === '--corpus') corpusDir = argv[++i];
+        else if (a === '--snap') snapDir = argv[++i];
         else if (a.startsWith('-')) throw new Error(`unknown option ${a}`);
         else names.push(a);
     }
@@ -131,7 +142,7 @@ async function runOnce(browser, url) {
     }
 }
 
-async function measure(browser, url) {
+async function measure(browser, url, name) {
     const first = [], second = [], thirds = [];
     let text = '';
     for (let i = 0; i < runs; i++) {
@@ -141,7 +152,18 @@ async function measure(browser, url) {
         if (r.later !== undefined) thirds.push(r.later);
         text = r.text;
     }
-    return summary(first, second, thirds, text);
+    const result = summary(first, second, thirds, text);
+    if (snapDir) result.snap = writeSnap(name, text);
+    return result;
+}
+
+/** Writes a page's snapshot to <snapDir>/playwright/<page>.txt; returns the path. */
+function writeSnap(name, text) {
+    const dir = join(snapDir, 'playwright');
+    mkdirSync(dir, { recursive: true });
+    const path = join(dir, `${name.replace(/\.html$/, '')}.txt`);
+    writeFileSync(path, text);
+    return path;
 }
 
 // ---- main ----
@@ -161,7 +183,7 @@ async function main(work) {
             const t0 = process.hrtime.bigint();
             let r;
             try {
-                r = await measure(browser, urlOf(server, name));
+                r = await measure(browser, urlOf(server, name), name);
                 log(`${name}: first ${r.first_ms} ms, second ${r.second_ms} ms, ${r.bytes} bytes`,
                     `(${Math.round(msSince(t0))} ms)`);
             } catch (err) {
