@@ -221,7 +221,7 @@ struct call {
     char body[1024];
     /* the outcome */
     int status, retry_after;
-    char code[32], session[64], value[64];
+    char code[32], session[64], value[64], message[160];
 };
 
 static const char *err_code(const cJSON *reply)
@@ -243,7 +243,7 @@ static void run_call(struct call *c)
 {
     http_resp r;
     c->status = -1;
-    c->code[0] = c->session[0] = c->value[0] = '\0';
+    c->code[0] = c->session[0] = c->value[0] = c->message[0] = '\0';
     if (http_request(stack_port(st), c->method, c->path, c->hdr, c->body, strlen(c->body), &r) <
         0) {
         rg_buf_destroy(&r.body);
@@ -255,6 +255,10 @@ static void run_call(struct call *c)
     char err[128];
     if (r.body.data && wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) == 0) {
         snprintf(c->code, sizeof c->code, "%s", err_code(v));
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(v, "error"), "message");
+        if (cJSON_IsString(msg))
+            snprintf(c->message, sizeof c->message, "%s", msg->valuestring);
         snprintf(c->session, sizeof c->session, "%s", rstr(v, "session"));
         const cJSON *val = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "result"), "value");
@@ -458,6 +462,16 @@ static void wait_no_creates(const char *tid)
     }
 }
 
+/* A test that failed half way may have left a worker killed: start it again. */
+static int workers_up(void **state)
+{
+    (void)state;
+    for (int i = 1; i <= 2; i++)
+        if (stack_worker_pid(st, i) <= 0 && stack_restart_worker(st, i) < 0)
+            return -1;
+    return 0;
+}
+
 /* ---- the session quota ---- */
 
 /* Several rounds of 20 to 30 creates at once against a quota of 5: exactly the room left. */
@@ -494,17 +508,36 @@ static void test_quota_rounds_and_closes(void **state)
 
 /*
  * Sessions whose keys expire give their slots back. On a stack of its own
- * whose dormant TTL is 10 s: five sessions fill the quota, are parked, and
- * once their keys have expired (as a forgotten session's do after
- * REFGATE_DORMANT_TTL_S) a burst makes five again.
+ * whose dormant TTL is 10 s (short_ttl_up, short_ttl_down): five sessions
+ * fill the quota, are parked, and once their keys have expired (as a
+ * forgotten session's do after REFGATE_DORMANT_TTL_S) a burst makes five
+ * again.
  */
-static void test_quota_after_expiry(void **state)
+static stack *main_stack;
+
+static int short_ttl_up(void **state)
 {
     (void)state;
     static const char *const env[] = {"REFGATE_DORMANT_TTL_S=10", NULL};
-    stack *main_stack = st;
-    st = stack_start(2, env);
-    assert_non_null(st);
+    stack *s = stack_start(2, env);
+    if (!s)
+        return -1;
+    main_stack = st;
+    st = s;
+    return 0;
+}
+
+static int short_ttl_down(void **state)
+{
+    (void)state;
+    stack_stop(st);
+    st = main_stack;
+    return 0;
+}
+
+static void test_quota_after_expiry(void **state)
+{
+    (void)state;
     char hdr[256];
     make_tenant("quotaexp", 5, 64, 100000, hdr, sizeof hdr);
     assert_int_equal(create_burst(hdr, 20), 5);
@@ -524,8 +557,6 @@ static void test_quota_after_expiry(void **state)
     }
     assert_int_equal(create_burst(hdr, 20), 5);
     close_all(hdr);
-    stack_stop(st);
-    st = main_stack;
 }
 
 /*
@@ -625,8 +656,8 @@ static void test_quota_worker_killed_mid_create(void **state)
     assert_true(dead >= 1);
     /* Each request got a session, a refusal, or the dead worker's error. */
     for (int i = 0; i < 30; i++)
-        assert_true(c[i].status == 200 || !strcmp(c[i].code, "quota_exceeded") ||
-                    c[i].status >= 500);
+        if (c[i].status != 200 && strcmp(c[i].code, "quota_exceeded") && c[i].status < 500)
+            fail_msg("create %d: %d %s: %s", i, c[i].status, c[i].code, c[i].message);
     assert_int_equal(stack_restart_worker(st, 1), 0);
     /* The dead create's reservation lapses (its timeout + RG_QUOTA_GRACE_MS). */
     wait_no_creates("quotakill");
@@ -830,7 +861,7 @@ static void test_idempotency_keys_under_a_burst(void **state)
                 sid = c[i].session;
             assert_string_equal(c[i].session, sid);
         } else if (c[i].status != 409 || strcmp(c[i].code, "conflict")) {
-            fail_msg("create %d: %d %s", i, c[i].status, c[i].code);
+            fail_msg("create %d: %d %s: %s", i, c[i].status, c[i].code, c[i].message);
         }
     }
     assert_non_null(sid);
@@ -862,10 +893,25 @@ static void test_idempotency_keys_under_a_burst(void **state)
     close_all(hdr);
 }
 
+/* n GETs of /v1/sessions at once for the tenant of hdr. */
+static void list_burst(struct call *c, int n, const char *hdr)
+{
+    for (int i = 0; i < n; i++) {
+        memset(&c[i], 0, sizeof c[i]);
+        c[i].method = "GET";
+        snprintf(c[i].path, sizeof c[i].path, "/v1/sessions");
+        c[i].hdr = hdr;
+    }
+    burst(c, n);
+}
+
 /*
- * The rate limit: a bucket of one token that refills every 100 s, so no
- * token comes back during the burst: of 30 requests at once on two workers
- * exactly one passes; the others are rate_limited with Retry-After.
+ * The rate limit. A bucket of one token that refills every 100 s, so no
+ * token comes back during a burst: of 30 requests at once on two workers
+ * exactly one passes, the others are rate_limited with Retry-After. And a
+ * bucket of 400 tokens (a worker takes 20 at a time): 50 requests at once
+ * all pass (when each of a burst's first requests took a batch of its own,
+ * 50 could take 1,000 tokens and some were refused).
  */
 static void test_rate_limit_under_a_burst(void **state)
 {
@@ -874,19 +920,18 @@ static void test_rate_limit_under_a_burst(void **state)
     make_tenant("ratelow", 5, 64, 0.01, hdr, sizeof hdr);
     struct call c[BURST_MAX];
     for (int round = 0; round < 2; round++) {
-        for (int i = 0; i < 30; i++) {
-            memset(&c[i], 0, sizeof c[i]);
-            c[i].method = "GET";
-            snprintf(c[i].path, sizeof c[i].path, "/v1/sessions");
-            c[i].hdr = hdr;
-        }
-        burst(c, 30);
+        list_burst(c, 30, hdr);
         assert_int_equal(count(c, 30, 200, NULL), round == 0 ? 1 : 0);
         assert_int_equal(count(c, 30, 429, "rate_limited"), round == 0 ? 29 : 30);
         for (int i = 0; i < 30; i++)
             if (c[i].status == 429)
                 assert_true(c[i].retry_after >= 1);
     }
+    make_tenant("rate400", 5, 64, 400, hdr, sizeof hdr);
+    list_burst(c, 50, hdr);
+    for (int i = 0; i < 50; i++)
+        if (c[i].status != 200)
+            fail_msg("request %d: %d %s: %s", i, c[i].status, c[i].code, c[i].message);
 }
 
 struct key_job {
@@ -997,15 +1042,15 @@ int main(void)
         return 1;
     }
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_quota_rounds_and_closes),
-        cmocka_unit_test(test_quota_after_expiry),
-        cmocka_unit_test(test_quota_set_lost),
-        cmocka_unit_test(test_quota_worker_killed_mid_create),
-        cmocka_unit_test(test_concurrency_is_tenant_wide),
-        cmocka_unit_test(test_concurrency_slots_of_a_dead_worker),
-        cmocka_unit_test(test_idempotency_keys_under_a_burst),
-        cmocka_unit_test(test_rate_limit_under_a_burst),
-        cmocka_unit_test(test_api_keys_under_a_burst),
+        cmocka_unit_test_setup(test_quota_rounds_and_closes, workers_up),
+        cmocka_unit_test_setup_teardown(test_quota_after_expiry, short_ttl_up, short_ttl_down),
+        cmocka_unit_test_setup(test_quota_set_lost, workers_up),
+        cmocka_unit_test_setup(test_quota_worker_killed_mid_create, workers_up),
+        cmocka_unit_test_setup(test_concurrency_is_tenant_wide, workers_up),
+        cmocka_unit_test_setup(test_concurrency_slots_of_a_dead_worker, workers_up),
+        cmocka_unit_test_setup(test_idempotency_keys_under_a_burst, workers_up),
+        cmocka_unit_test_setup(test_rate_limit_under_a_burst, workers_up),
+        cmocka_unit_test_setup(test_api_keys_under_a_burst, workers_up),
     };
     if (getenv("RG_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
