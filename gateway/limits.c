@@ -597,11 +597,19 @@ void gw_limits_free(gw_limits *l)
     if (l->started)
         pthread_join(l->th, NULL);
     /* No command runs any more: give every slot back, so another worker
-       need not wait for the lease (a rolling restart). */
+       need not wait for the lease (a rolling restart). Not past the first
+       failed call: with Redis away each would wait its timeout, and the
+       leases lapse anyway. */
     pthread_mutex_lock(&l->mu);
-    for (size_t i = 0; i < l->n_slots; i++)
-        if (l->slots[i]->held && !l->slots[i]->syncing)
-            sync_slot(l, l->slots[i], 0);
+    for (size_t i = 0; i < l->n_slots; i++) {
+        struct slot *s = l->slots[i];
+        if (!s->held || s->syncing)
+            continue;
+        int64_t before = s->synced_ms;
+        sync_slot(l, s, 0);
+        if (s->synced_ms == before)
+            break;
+    }
     pthread_mutex_unlock(&l->mu);
     for (size_t i = 0; i < l->n_slots; i++)
         free(l->slots[i]);
