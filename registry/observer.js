@@ -40,6 +40,7 @@
   var nthCache = null;    /* Map parent -> Map child -> ":nth-of-type(k)" or "" */
   var activeEl = null;
   var pseudoSel;          /* selector of elements that may have ::before/::after text, null: any */
+  var pseudoMemo = { key: null, sel: null }; /* pseudoSel across calls, by sheetsKey */
   var pathCache = null;
   var labelIndex = null;  /* Map control -> [label] for the main document */
 
@@ -422,7 +423,13 @@
 
   function mayHavePseudo(el) {
     if (el.ownerDocument !== document || el.getRootNode() !== document) return true;
-    if (pseudoSel === undefined) pseudoSel = buildPseudoSel();
+    if (pseudoSel === undefined) {
+      /* Scanning every style rule costs milliseconds on a large site's CSS:
+         keep the answer while the sheets keep their shape. */
+      var key = sheetsKey(document);
+      if (pseudoMemo.key !== key) pseudoMemo = { key: key, sel: buildPseudoSel() };
+      pseudoSel = pseudoMemo.sel;
+    }
     if (pseudoSel === null) return true;
     if (pseudoSel === '') return false;
     try { return el.matches(pseudoSel); } catch (e) { return true; }
