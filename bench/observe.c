@@ -3,7 +3,7 @@
  * Playwright's AI snapshot (bench/peer/observe.mjs) on the same pages.
  *
  * Pages: bench/pages/controls.html (5,000 controls) and every page of
- * ../shared/corpus/pages/, each served over loopback by tests/support/httpd.
+ * tests/corpus/pages/, each served over loopback by tests/support/httpd.
  * One pool with one browser; remote hosts fail at once
  * (--host-resolver-rules), so the corpus pages load without waiting on DNS.
  *
@@ -370,7 +370,7 @@ static void usage(void)
 int main(int argc, char **argv)
 {
     int runs = 5;
-    const char *pages_dir = "bench/pages", *corpus_dir = "../shared/corpus/pages";
+    const char *pages_dir = "bench/pages", *corpus_dir = "tests/corpus/pages";
     const char *snap_dir = NULL;
     char *names[MAX_PAGES];
     int n_names = 0;

@@ -14,7 +14,7 @@
 //
 // Text coverage (issue 19): for each corpus page, the distinct words of the
 // StaticText nodes of Chromium's accessibility tree in
-// ../shared/corpus/pages-ax/<page>.ax.json, and the share of them found in
+// tests/corpus/pages-ax/<page>.ax.json, and the share of them found in
 // each side's snapshot: refgate's default (full) outline and Playwright's ai
 // snapshot, read from the files observe.c and observe.mjs saved
 // (DIR/snap/<side>/<page>.txt, else the path in their JSON's `snap`). One
@@ -165,7 +165,7 @@ const mcpPage = (n) => mcp?.default?.pages?.[n];
 // ---- text coverage ----
 
 /** Chromium's trees of the corpus pages, beside the pages. */
-const AX_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'shared', 'corpus', 'pages-ax');
+const AX_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'tests', 'corpus', 'pages-ax');
 /** The distinct words of a text: lowercased runs of 3 or more Unicode letters or digits. */
 const wordsOf = (text) => new Set(text.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []);
 const pageBase = (n) => n.replace(/\.html$/, '');
@@ -310,7 +310,7 @@ function outlineTable() {
               `Playwright; ✗ marks a ratio above its target (full bytes ${FULL_BYTES_MAX}, interactive bytes ` +
               `${INTER_BYTES_MAX}, first observe ${r2(FIRST_MAX)}; the targets hold for the median over the corpus ` +
               'pages and for the 5,000-control page\'s first observe). Coverage: of the distinct words of the page\'s ' +
-              "StaticText nodes in Chromium's tree (../shared/corpus/pages-ax; lowercased runs of 3 or more " +
+              "StaticText nodes in Chromium's tree (tests/corpus/pages-ax; lowercased runs of 3 or more " +
               'letters or digits), the share found in the snapshot, by the same tokenizer; ✗ marks refgate below ' +
               `${100 * COVER_PAGE_MIN}% on a page (the test suite's bar: ${100 * COVER_ALL_MIN}% overall, ` +
               `${100 * COVER_PAGE_MIN}% per page). Playwright's snapshot also carries link URLs (/url:), whose ` +

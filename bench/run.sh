@@ -16,7 +16,7 @@
 #   observe   bench/observe.c, bench/peer/observe.mjs: observe (the full
 #             outline, and its size in the interactive mode) against
 #             page.ariaSnapshot({mode:'ai'}) on bench/pages/controls.html and
-#             the corpus pages (../shared/corpus/pages); the snapshots in
+#             the corpus pages (tests/corpus/pages); the snapshots in
 #             BUILD/bench-out/snap, for the text coverage
 #   click     bench/click.c, bench/peer/click.mjs: click by ref in-process
 #   park      bench/park.c: park and restore, Redis bytes per parked session

@@ -18,7 +18,7 @@
 
 /* ---- errors -------------------------------------------------------------
  * Functions return int: 0 on success, a negative rg_err on failure. Each
- * value maps onto one code of PROTOCOL.md (rg_err_code) with its HTTP status
+ * value maps onto one code of docs/protocol.md (rg_err_code) with its HTTP status
  * and kind. RG_ECDP and RG_EPROTO are internal detail that the gateway
  * reports as `internal` unless a layer above knows better.
  */

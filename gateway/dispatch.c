@@ -1,5 +1,5 @@
 /*
- * dispatch.c - one command map, as PROTOCOL.md says: the map and its args
+ * dispatch.c - one command map, as docs/protocol.md says: the map and its args
  * checked against the op's table (unknown keys and wrong types are
  * bad_request), the session taken for the command (restored when parked,
  * taken over from another worker), the op run, the reply map built, the
@@ -623,7 +623,7 @@ static cJSON *copy_or(const cJSON *raw, const char *k, cJSON *def)
     return def;
 }
 
-/* The page's inspect answer in PROTOCOL.md's shape. */
+/* The page's inspect answer in docs/protocol.md's shape. */
 static cJSON *inspect_shape(const cJSON *raw)
 {
     cJSON *o = cJSON_CreateObject();

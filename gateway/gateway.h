@@ -1,5 +1,5 @@
 /*
- * gateway.h - refgate-server: PROTOCOL.md over FastCGI (behind nginx) and
+ * gateway.h - refgate-server: docs/protocol.md over FastCGI (behind nginx) and
  * WebSocket, on top of sessions (session/), refs (registry/), the browser
  * pool (pool/) and tenants (tenant/).
  *

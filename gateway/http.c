@@ -1,5 +1,5 @@
 /*
- * http.c - the HTTP side of PROTOCOL.md as one function: routes, the API
+ * http.c - the HTTP side of docs/protocol.md as one function: routes, the API
  * key, the body's format (msgpack, or JSON answered in JSON), the body
  * limit, Retry-After, /healthz, /metrics, and one JSON log line per request.
  */
@@ -235,7 +235,7 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
         goto log;
     }
     if (!kind) {
-        respond_error(resp, f, RG_ENOTFOUND, "no such endpoint; see PROTOCOL.md", 0, 0);
+        respond_error(resp, f, RG_ENOTFOUND, "no such endpoint; see docs/protocol.md", 0, 0);
         goto log;
     }
     if (kind == 3) {

@@ -1,6 +1,6 @@
 /*
  * ident.c - identity signals, ref generation and the weighted identity
- * comparison (PROTOCOL.md, "Stable refs"). Pure functions; any thread.
+ * comparison (docs/protocol.md, "Stable refs"). Pure functions; any thread.
  */
 #define _GNU_SOURCE
 #include "registry.h"

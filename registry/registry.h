@@ -1,7 +1,7 @@
 /*
  * registry.h - element identity, stable refs, the per-page element registry
  * and its store, target strings, and observe (the page-side observer run over
- * DevTools). The rules are PROTOCOL.md's "Targets" and "Stable refs".
+ * DevTools). The rules are docs/protocol.md's "Targets" and "Stable refs".
  *
  * Dependencies: cdp/ (through a page handle: a connection and a flattened
  * session id) and common/. registry/ knows nothing about HTTP or msgpack, and
@@ -91,7 +91,7 @@ typedef struct reg_target {
 } reg_target;
 
 /**
- * Parses a target string of PROTOCOL.md. Returns 0, or RG_EBADREQ with a
+ * Parses a target string of docs/protocol.md. Returns 0, or RG_EBADREQ with a
  * sentence in err (errlen bytes) saying what is wrong. Empty values,
  * unknown prefixes, bad refs and malformed role filters are errors.
  */
@@ -328,7 +328,7 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
                 reg_observation *out);
 
 /**
- * Builds the outline text of an observation (PROTOCOL.md's format) in the
+ * Builds the outline text of an observation (docs/protocol.md's format) in the
  * observation's mode and depth. Exposed for tests; reg_observe calls it.
  */
 char *reg_outline(const reg_observation *o);
@@ -385,7 +385,7 @@ enum reg_op {
 /* Modifier bits as DevTools numbers them. */
 enum { REG_MOD_ALT = 1, REG_MOD_CTRL = 2, REG_MOD_META = 4, REG_MOD_SHIFT = 8 };
 
-/** One action (PROTOCOL.md, "Operations"). Strings are borrowed. */
+/** One action (docs/protocol.md, "Operations"). Strings are borrowed. */
 typedef struct reg_action {
     int op;
     const char *target;     /* NULL: the focused element (type, press) or the page */

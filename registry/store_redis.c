@@ -3,7 +3,7 @@
  * gateway: any worker can read a page's registry, and a worker's death loses
  * nothing.
  *
- * Data model (DESIGN.md): for a page key "{t:<tenant>:s:<sid>}:<page>"
+ * Data model (docs/architecture.md): for a page key "{t:<tenant>:s:<sid>}:<page>"
  *   rg:{t:<tenant>:s:<sid>}:reg:<page>   hash  ref -> msgpack(entry)
  *   rg:{t:<tenant>:s:<sid>}:seen:<page>  zset  ref -> last seen (ms)
  *   rg:{t:<tenant>:s:<sid>}:regz:<page>  string the compact form of a parked page

@@ -1,5 +1,5 @@
 /*
- * target.c - parses target strings (PROTOCOL.md, "Targets"). Input is
+ * target.c - parses target strings (docs/protocol.md, "Targets"). Input is
  * untrusted: every error is an RG_EBADREQ with a sentence a person can act
  * on, and nothing is read past n bytes. Any thread.
  */

@@ -1,7 +1,7 @@
 #!/bin/sh
 # nginx-conf.sh - renders nginx/nginx.conf.in, refgate's only nginx template,
 # into OUTDIR/nginx.conf plus OUTDIR/errors/, the bodies of the errors nginx
-# answers itself (PROTOCOL.md reply maps, as JSON and as msgpack).
+# answers itself (docs/protocol.md reply maps, as JSON and as msgpack).
 #
 #   scripts/nginx-conf.sh [options] OUTDIR            local: workers on loopback ports
 #   scripts/nginx-conf.sh --docker [options] OUTDIR   docker-compose.yml: workers by name
@@ -163,7 +163,7 @@ trap - EXIT
 
 # ---- error bodies ----------------------------------------------------------
 # Each is { ok: false, error: { code, kind, message [, retry_after_ms] }, ms: 0.0 }
-# as PROTOCOL.md's reply map (no id: nginx has not read the command).
+# as docs/protocol.md's reply map (no id: nginx has not read the command).
 
 mp_byte() { # one byte, from its decimal value
     # shellcheck disable=SC2059

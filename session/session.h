@@ -4,7 +4,7 @@
  * and a set of Redis keys that let any worker rebuild it after a park, a
  * crash or the death of the worker that held it.
  *
- * Redis data model (DESIGN.md), all keys of a session under one hash tag:
+ * Redis data model (docs/architecture.md), all keys of a session under one hash tag:
  *   rg:{t:<tenant>:s:<sid>}:meta       hash   state (live/parked), owner, url,
  *                                             title, scroll, options, times
  *   rg:{t:<tenant>:s:<sid>}:lease      string the owning worker's id, with a TTL

@@ -2,7 +2,7 @@
 // loopback page server, and a client for Playwright's MCP server over stdio.
 //
 // The page server serves /own/<file> from bench/pages and /corpus/<file> from
-// ../shared/corpus/pages with the same bytes and Content-Type as refgate's
+// tests/corpus/pages with the same bytes and Content-Type as refgate's
 // test httpd (tests/support/httpd.c), and /warmup as the small page that
 // httpd gives a path it has no file for.
 
@@ -123,7 +123,7 @@ export function pssKiB(pids) {
 
 // ---- the page server ----
 
-export function startServer(pagesDir = 'bench/pages', corpusDir = '../shared/corpus/pages') {
+export function startServer(pagesDir = 'bench/pages', corpusDir = 'tests/corpus/pages') {
     const roots = { own: resolve(pagesDir), corpus: resolve(corpusDir) };
     const server = createServer((req, res) => {
         const m = /^\/(own|corpus)\/([^/?]+\.html)(\?.*)?$/.exec(req.url);

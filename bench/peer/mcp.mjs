@@ -42,7 +42,7 @@ import {
 const log = logger('mcp.mjs');
 
 let loops = 10, clicks = 50, runs = 3, snapshots = true, nosettle = true;
-let corpusDir = '../shared/corpus/pages';
+let corpusDir = 'tests/corpus/pages';
 const args = [];
 {
     const argv = process.argv.slice(2);

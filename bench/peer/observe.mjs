@@ -8,7 +8,7 @@
 // depth, boxes }), without depth and boxes for a plain browser_snapshot.
 //
 // Pages: bench/pages/controls.html (5,000 controls) and every page of
-// ../shared/corpus/pages/, served over loopback by a small static server in
+// tests/corpus/pages/, served over loopback by a small static server in
 // this process (same bytes, same Content-Type as refgate's test httpd).
 // Chromium: Debian's binary with the flags of bench/peer/floor.mjs, plus the
 // --host-resolver-rules refgate's observe.c gives its pool, so remote hosts
@@ -70,7 +70,7 @@ const LATER_MS = 2500;
 let runs = 5;
 let later = true; // the third snapshot, 2.5 s after the second (not with --quick)
 let pagesDir = 'bench/pages';
-let corpusDir = '../shared/corpus/pages';
+let corpusDir = 'tests/corpus/pages';
 let snapDir; // --snap: where the snapshots go (undefined: not written)
 let names = [];
 {

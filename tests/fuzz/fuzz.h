@@ -60,7 +60,7 @@ void fz_round_trips(const cJSON *t);
  * Runs gw_check_command on t for every kind of caller (HTTP and WebSocket,
  * with and without eval, with and without a session id) and checks what a
  * client would see: only bad_request or forbidden, a UTF-8 message, the
- * route rules of PROTOCOL.md on success, and an error reply that encodes and
+ * route rules of docs/protocol.md on success, and an error reply that encodes and
  * decodes again. Aborts otherwise.
  */
 void fz_check_command(const cJSON *t);

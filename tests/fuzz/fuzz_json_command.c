@@ -11,7 +11,7 @@
  *     is UTF-8 without control bytes or \u0000, whose numbers are written as
  *     RFC 8259 says (cJSON also takes 01 and 1.), and whose tree is within
  *     the contract (depth, unique keys, finite numbers) decodes, to that tree;
- *   - the command checks answer as PROTOCOL.md says (fuzz.h).
+ *   - the command checks answer as docs/protocol.md says (fuzz.h).
  */
 #define _GNU_SOURCE
 #include <math.h>

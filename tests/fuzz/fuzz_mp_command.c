@@ -11,7 +11,7 @@
  *     whatever the pre-scan refused;
  *   - a decoded tree keeps wire.h's promises and survives msgpack and JSON
  *     round trips (fuzz.h);
- *   - the command checks answer as PROTOCOL.md says (fuzz.h).
+ *   - the command checks answer as docs/protocol.md says (fuzz.h).
  */
 #include <stddef.h>
 #include <stdint.h>

@@ -5,7 +5,7 @@
  * Properties beyond "no crash, leak or undefined behaviour":
  *   - a refusal is RG_EBADREQ with a sentence, and leaves nothing allocated
  *     in the reg_target;
- *   - what is accepted is what PROTOCOL.md describes: a ref is exactly
+ *   - what is accepted is what docs/protocol.md describes: a ref is exactly
  *     @[a-z0-9]{1,12} with an optional ~N (N from 1, no leading zero), every
  *     other target starts with one of the documented prefixes and its value
  *     is the rest of the string, unchanged;
@@ -23,7 +23,7 @@
 #include "registry/registry.h"
 #include "tests/fuzz/fuzz.h"
 
-#define TARGET_MAX 4096 /* PROTOCOL.md does not say; registry/target.c refuses more */
+#define TARGET_MAX 4096 /* docs/protocol.md does not say; registry/target.c refuses more */
 
 struct prefix {
     const char *text;
@@ -31,7 +31,7 @@ struct prefix {
     int substring;
 };
 
-/* PROTOCOL.md's prefixes, and the ~ (substring) forms the registry offers. */
+/* docs/protocol.md's prefixes, and the ~ (substring) forms the registry offers. */
 static const struct prefix prefixes[] = {
     {"css:", REG_T_CSS, 0},
     {"xpath:", REG_T_XPATH, 0},

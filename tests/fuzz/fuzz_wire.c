@@ -1,7 +1,7 @@
 /*
  * fuzz_wire.c - the checks that the request targets (fuzz_mp_command,
  * fuzz_json_command) share; see fuzz.h. The command rules come from
- * PROTOCOL.md, not from dispatch.c's table, so that the two are compared.
+ * docs/protocol.md, not from dispatch.c's table, so that the two are compared.
  */
 #define _GNU_SOURCE
 #include "fuzz.h"
@@ -148,7 +148,7 @@ void fz_round_trips(const cJSON *t)
 /* ---- commands ------------------------------------------------------------ */
 
 /*
- * The ops of PROTOCOL.md and the args each takes (every op also takes
+ * The ops of docs/protocol.md and the args each takes (every op also takes
  * timeout_ms; ops that take a target also take nth), with their types:
  * s string, i integer, b boolean, m map, S array of strings, M array of maps.
  */
@@ -227,7 +227,7 @@ static int type_is(const cJSON *v, char type)
     }
 }
 
-/* What PROTOCOL.md says about a command map gw_check_command accepted. */
+/* What docs/protocol.md says about a command map gw_check_command accepted. */
 static void check_accepted(const cJSON *t, const gw_caller *who, const char *sid)
 {
     FZ_CHECK(cJSON_IsObject(t), "a command that is not a map was accepted");

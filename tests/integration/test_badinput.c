@@ -2,7 +2,7 @@
  * test_badinput.c - what a hostile client can send, as a table: each row is
  * one raw HTTP request through nginx (method, path, header lines, body bytes
  * with their length, so NUL bytes and binary msgpack are possible) and the
- * HTTP status and protocol error code PROTOCOL.md gives it. Every answer
+ * HTTP status and protocol error code docs/protocol.md gives it. Every answer
  * must be a reply map in msgpack or JSON (never an HTML page, never a 500),
  * and after every row the session the rows aim at is exactly as it was and
  * both workers still run. Then the same for WebSocket frames, and at the

@@ -1,7 +1,7 @@
 /*
  * test_gateway.c - refgate as a user meets it: real nginx (the shipped
  * configuration), two refgate-server workers, real Redis and Chromium, all
- * started here. Every op of PROTOCOL.md at least once, JSON and msgpack
+ * started here. Every op of docs/protocol.md at least once, JSON and msgpack
  * giving the same results, every error a client can provoke answered with
  * its code and status while the server keeps serving, the body limit
  * enforced by a worker spoken to over FastCGI directly (and a body that

@@ -8,7 +8,7 @@
  *   today (no hand edits, no drift) and passes `nginx -t` with the compose
  *   service names resolving (a private mount namespace with its own
  *   /etc/hosts, so the committed file itself is checked);
- * - the bodies of nginx's own errors are PROTOCOL.md reply maps, in JSON and
+ * - the bodies of nginx's own errors are docs/protocol.md reply maps, in JSON and
  *   in msgpack;
  * - a real nginx in front of two fake workers (libfcgi, and a socket that
  *   answers WebSocket upgrades) keeps a session's HTTP commands and its

@@ -1,6 +1,6 @@
 /*
  * test_observer_chromium.c - registry/observer.js against real Chromium and
- * the shared corpus (../shared/corpus, from the repository root):
+ * the shared corpus (tests/corpus, from the repository root):
  *
  *  - accname/cases.jsonl: every case where the suite and Chromium agree must
  *    give Chromium's name (and role) through __refgate.describe;
@@ -41,7 +41,7 @@
 #include "registry/registry.h"
 #include "tests/support/support.h"
 
-#define CORPUS "../shared/corpus"
+#define CORPUS "tests/corpus"
 
 static pool *P;
 static pool_lease *L;

@@ -5,7 +5,7 @@
  * (tests/fixtures/react/install.sh, run in this test's setup); the pages
  * load their UMD builds and use React.createElement, with no build step.
  *
- * Covers issue 19's "A React page" (PROTOCOL.md 1.1, "The outline carries
+ * Covers issue 19's "A React page" (docs/protocol.md 1.1, "The outline carries
  * the page's text"):
  * - a todo list whose every render replaces the items' nodes: each item's
  *   text is in the outline within the same listitem as its checkbox;

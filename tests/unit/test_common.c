@@ -12,7 +12,7 @@
 
 #include "common/rg.h"
 
-/* The table of PROTOCOL.md, row by row: code, HTTP status, kind. */
+/* The table of docs/protocol.md, row by row: code, HTTP status, kind. */
 static void test_error_table_matches_protocol(void **state)
 {
     (void)state;
