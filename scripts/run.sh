@@ -5,8 +5,9 @@
 # answers through nginx, makes an API key for the development tenant `dev`,
 # prints how to use it, and supervises: Ctrl-C (INT) or TERM stops nginx,
 # then the workers (they park their sessions), then Redis, by the PIDs it
-# recorded, and exits 0. When one of them dies on its own, the rest are
-# stopped and it exits 1.
+# recorded, and exits 0. A worker that dies is started again, with a
+# growing pause, and left down after 5 exits within a minute; when nginx or
+# Redis dies on its own, the rest are stopped and it exits 1.
 #
 #   scripts/run.sh                 the above (the Makefile builds first)
 #   scripts/run.sh --config-only   only render $RUN/nginx/nginx.conf for this
@@ -221,9 +222,11 @@ stop_group() {
 }
 
 stopping=0
+pause_pid="" # the pause before a worker's restart, if one is running
 stop_all() {
     [ "$stopping" -eq 0 ] || return 0
     stopping=1
+    [ -z "$pause_pid" ] || kill "$pause_pid" 2>/dev/null || true
     # Nothing may cut the stopping short: not a failed command, not a second
     # Ctrl-C, not a terminal or pipe that went away (SIGHUP, SIGPIPE).
     set +e
@@ -262,6 +265,7 @@ find_dead() { # $dead: the index of a service that is gone, or ""
     local i
     dead=""
     for i in "${!names[@]}"; do
+        [ "${pids[$i]}" != 0 ] || continue # a worker given up on
         if ! alive "${pids[$i]}"; then
             dead=$i
             return 0
@@ -368,17 +372,21 @@ else
 fi
 
 # ---- workers --------------------------------------------------------------------------
+start_worker() { # I: starts worker wI in the background; its PID in $!
+    local id=w$1
+    # REFGATE_WORKER_INDEX/REFGATE_WORKERS: the worker's place behind nginx's
+    # hash, so the ids of the sessions it creates hash back to it.
+    REFGATE_WORKER_ID=$id REFGATE_WORKER_INDEX=$1 REFGATE_WORKERS=$workers \
+        REFGATE_FCGI_LISTEN=127.0.0.1:$((fcgi_base + $1)) \
+        REFGATE_WS_LISTEN=127.0.0.1:$((ws_base + $1)) \
+        REFGATE_RUN_DIR=$RUN/worker-$id \
+        setsid "$server" </dev/null >>"$LOGS/worker-$id.log" 2>&1 3>&- &
+}
 for ((i = 1; i <= workers; i++)); do
     id=w$i
     mkdir -p "$RUN/worker-$id"
     rotate "$LOGS/worker-$id.log"
-    # REFGATE_WORKER_INDEX/REFGATE_WORKERS: the worker's place behind nginx's
-    # hash, so the ids of the sessions it creates hash back to it.
-    REFGATE_WORKER_ID=$id REFGATE_WORKER_INDEX=$i REFGATE_WORKERS=$workers \
-        REFGATE_FCGI_LISTEN=127.0.0.1:$((fcgi_base + i)) \
-        REFGATE_WS_LISTEN=127.0.0.1:$((ws_base + i)) \
-        REFGATE_RUN_DIR=$RUN/worker-$id \
-        setsid "$server" </dev/null >>"$LOGS/worker-$id.log" 2>&1 3>&- &
+    start_worker "$i"
     record "$id" $! "$RUN/worker-$id.pid" "$LOGS/worker-$id.log"
 done
 
@@ -474,11 +482,62 @@ Ctrl-C stops everything.
 EOT
 
 # ---- supervision --------------------------------------------------------------------
+# A worker that exits is started again after a pause that doubles with each
+# exit (1 s, 2 s, 4 s ... at most 30 s); its sessions are restorable by any
+# worker meanwhile, and nginx sends its share to the others. A worker that
+# exits RESTART_MAX times within RESTART_WINDOW_S is left down, and said so:
+# the others go on serving. nginx and Redis are what everything stands on:
+# if one of them exits, the rest are stopped and this script exits 1.
+RESTART_MAX=5
+RESTART_WINDOW_S=60
+declare -A exits_at=() # index -> the SECONDS of its recent exits, space-separated
+watched() { # the PIDs wait -n watches: every service not given up on
+    watch=()
+    local j
+    for j in "${!pids[@]}"; do
+        [ "${pids[$j]}" = 0 ] || watch+=("${pids[$j]}")
+    done
+}
+restart_worker() { # INDEX: after a worker's exit, start it again or give up on it
+    local i=$1 recent="" t n delay
+    for t in ${exits_at[$i]:-}; do
+        [ $((SECONDS - t)) -ge "$RESTART_WINDOW_S" ] || recent="$recent $t"
+    done
+    recent="$recent $SECONDS"
+    exits_at[$i]=$recent
+    n=$(wc -w <<<"$recent")
+    if [ "$n" -ge "$RESTART_MAX" ]; then
+        warn "${names[$i]} exited $n times within ${RESTART_WINDOW_S}s: not starting it again;" \
+            "the other workers go on serving (see ${logs[$i]})"
+        pids[i]=0
+        rm -f "${pidfiles[$i]}"
+        return 0
+    fi
+    delay=$((1 << (n - 1)))
+    [ "$delay" -le 30 ] || delay=30
+    warn "starting ${names[$i]} again in ${delay}s (exit $n within ${RESTART_WINDOW_S}s)"
+    # In the background, so that a signal's trap runs at once (stop_all ends it).
+    sleep "$delay" 3>&- &
+    pause_pid=$!
+    wait "$pause_pid" 2>/dev/null || true
+    pause_pid=""
+    [ "$stopping" -eq 0 ] || return 0
+    start_worker "${names[$i]#w}"
+    pids[i]=$!
+    printf '%s\n' "$!" >"${pidfiles[$i]}"
+    say "${names[$i]} is running again (PID $!)"
+}
+
 # wait -n returns when one of them exits, or at once when a trapped signal
 # arrives (the trap then stops everything and exits 0).
 while :; do
+    watched
+    if [ "${#watch[@]}" -eq 0 ]; then
+        sleep 1
+        continue
+    fi
     gone=""
-    if wait -n -p gone "${pids[@]}" 2>/dev/null; then st=0; else st=$?; fi
+    if wait -n -p gone "${watch[@]}" 2>/dev/null; then st=0; else st=$?; fi
     i=""
     if [ -n "$gone" ]; then
         for j in "${!pids[@]}"; do [ "${pids[$j]}" != "$gone" ] || i=$j; done
@@ -489,6 +548,14 @@ while :; do
     fi
     if [ -n "$i" ]; then
         exit_desc "$i" "$st"
+        case ${names[$i]} in
+        w[0-9]*)
+            warn "$desc"
+            show_log "${logs[$i]}"
+            restart_worker "$i"
+            continue
+            ;;
+        esac
         warn "$desc unexpectedly; stopping the rest"
         show_log "${logs[$i]}"
         stop_all

@@ -88,6 +88,8 @@ typedef struct stack stack;
  * a fresh directory. Creates tenant "acme" (and "other") with keys. Waits
  * until /healthz answers 200 through nginx. NULL on failure (logs say why).
  */
+/** The refgate-server built with this test binary (its build's), or REFGATE_SERVER_BIN. */
+const char *stack_server_bin(void);
 stack *stack_start(int workers, const char *const *env);
 void stack_stop(stack *s);
 int stack_port(const stack *s);          /* nginx */

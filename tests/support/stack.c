@@ -87,7 +87,7 @@ static int healthy(int port)
 
 /* The server built with this binary: ../refgate-server from its directory
    (build/tests, build/asan/tests, build/bench), or REFGATE_SERVER_BIN. */
-static const char *server_bin(void)
+const char *stack_server_bin(void)
 {
     static char path[512];
     const char *env = getenv("REFGATE_SERVER_BIN");
@@ -133,7 +133,7 @@ static pid_t start_worker(stack *s, int i)
     for (int k = 0; s->env && s->env[k] && n < 31; k++)
         env[n++] = s->env[k];
     env[n] = NULL;
-    const char *argv[] = {server_bin(), NULL};
+    const char *argv[] = {stack_server_bin(), NULL};
     return spawn(argv, env, log);
 }
 
