@@ -34,9 +34,13 @@ static rg_redis_script claim_script = {
     "return {'ok', prev, redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[3]) or ''}\n",
     ""};
 
-/* KEYS lease want meta; ARGV me lease_ms. -1: no longer ours; 1: asked to
-   park; 0. A lease that expired while Redis was away (its clock ran on) is
-   taken back when nobody else claimed the session meanwhile. */
+/* KEYS lease want meta park; ARGV me lease_ms ttl. -1: no longer ours; 1:
+   asked to park; 0. A lease that expired while Redis was away (its clock ran
+   on) is taken back when nobody else claimed the session meanwhile. A live
+   session's meta and checkpoint live on while it is live: only commands that
+   change the page write a checkpoint, so one only read from would otherwise
+   lose them after the dormant TTL (and with them its listing and its quota
+   slot) while it still runs here. */
 static rg_redis_script beat_script = {
     "local v = redis.call('GET', KEYS[1])\n"
     "if not v then\n"
@@ -44,6 +48,8 @@ static rg_redis_script beat_script = {
     "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
     "elseif v ~= ARGV[1] then return -1\n"
     "else redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
+    "redis.call('PEXPIRE', KEYS[3], ARGV[3])\n"
+    "redis.call('PEXPIRE', KEYS[4], ARGV[3])\n"
     "return redis.call('EXISTS', KEYS[2])\n",
     ""};
 
@@ -545,15 +551,17 @@ static void beat(sess_mgr *m)
     }
     int *res = calloc((size_t)k, sizeof *res);
     redisContext *c = res ? rg_redis_take(m->redis) : NULL;
-    char lease_ms[24];
+    char lease_ms[24], ttl[24];
     snprintf(lease_ms, sizeof lease_ms, "%d", m->cfg.lease_ms);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
     for (int i = 0; c && i < k; i++) {
-        char lk[256], wk[256], mk[256];
+        char lk[256], wk[256], mk[256], pk[256];
         key(lk, sizeof lk, v[i], "lease");
         key(wk, sizeof wk, v[i], "want");
         key(mk, sizeof mk, v[i], "meta");
-        const char *args[] = {lk, wk, mk, m->worker, lease_ms};
-        redisReply *rep = rg_redis_eval(c, &beat_script, 3, 2, args, NULL);
+        key(pk, sizeof pk, v[i], "park");
+        const char *args[] = {lk, wk, mk, pk, m->worker, lease_ms, ttl};
+        redisReply *rep = rg_redis_eval(c, &beat_script, 4, 3, args, NULL);
         if (!rep) {
             rg_redis_give(m->redis, c, 1);
             c = NULL;

@@ -560,6 +560,36 @@ static void test_quota_after_expiry(void **state)
 }
 
 /*
+ * A live session that is only read from (no checkpoint: reads write none)
+ * lives on past the dormant TTL: it stays in the listing and in session.info,
+ * and keeps its quota slot. Before the heartbeat renewed its meta, the meta
+ * expired after the TTL while the session still ran, and the quota gave its
+ * slot to another.
+ */
+static void test_read_only_session_lives_on(void **state)
+{
+    (void)state;
+    char hdr[256];
+    make_tenant("readonly", 1, 64, 100000, hdr, sizeof hdr);
+    assert_int_equal(create_burst(hdr, 3), 1);
+    char sids[2][64];
+    assert_int_equal(list_sessions(hdr, sids, 2), 1);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%.63s", sids[0]);
+    /* past the 10 s TTL, reading only */
+    int64_t end = rg_now_ms() + 13000;
+    while (rg_now_ms() < end) {
+        cJSON_Delete(request("POST", path, hdr, "{\"op\":\"read\"}", 200));
+        rg_sleep_ms(500);
+    }
+    cJSON *info = request("POST", path, hdr, "{\"op\":\"session.info\"}", 200);
+    cJSON_Delete(info);
+    assert_int_equal(list_sessions(hdr, NULL, 0), 1);
+    assert_int_equal(create_burst(hdr, 3), 0); /* its slot is still taken */
+    close_all(hdr);
+}
+
+/*
  * The quota's set lost from Redis (or from before it existed) is rebuilt
  * from the sessions that exist: the listing's entries, each checked.
  */
@@ -1044,6 +1074,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_quota_rounds_and_closes, workers_up),
         cmocka_unit_test_setup_teardown(test_quota_after_expiry, short_ttl_up, short_ttl_down),
+        cmocka_unit_test_setup_teardown(test_read_only_session_lives_on, short_ttl_up,
+                                        short_ttl_down),
         cmocka_unit_test_setup(test_quota_set_lost, workers_up),
         cmocka_unit_test_setup(test_quota_worker_killed_mid_create, workers_up),
         cmocka_unit_test_setup(test_concurrency_is_tenant_wide, workers_up),
