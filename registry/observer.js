@@ -41,6 +41,7 @@
   var activeEl = null;
   var pseudoSel;          /* selector of elements that may have ::before/::after text, null: any */
   var pseudoMemo = { key: null, sel: null }; /* pseudoSel across calls, by sheetsKey */
+  var sheetsNow = null;   /* sheetsKey(document) during an observe, else null */
   var pathCache = null;
   var labelIndex = null;  /* Map control -> [label] for the main document */
 
@@ -426,7 +427,7 @@
     if (pseudoSel === undefined) {
       /* Scanning every style rule costs milliseconds on a large site's CSS:
          keep the answer while the sheets keep their shape. */
-      var key = sheetsKey(document);
+      var key = sheetsNow !== null ? sheetsNow : sheetsKey(document);
       if (pseudoMemo.key !== key) pseudoMemo = { key: key, sel: buildPseudoSel() };
       pseudoSel = pseudoMemo.sel;
     }
@@ -858,7 +859,7 @@
   var TEXT_ROLES = { paragraph: 1, blockquote: 1, cell: 1, gridcell: 1, columnheader: 1,
     rowheader: 1, row: 1, alert: 1, status: 1, log: 1, timer: 1, marquee: 1, note: 1,
     term: 1, definition: 1, figure: 1, caption: 1, article: 1, group: 1, tooltip: 1,
-    feed: 1, math: 1, code: 0 };
+    feed: 1, math: 1 };
   var NOT_SPACE = /[^ \t\n\r\f]/;
   var TEXT_MAX = 1000;          /* characters of one text line or colon text */
   var TEXT_TOTAL_MAX = 1000000; /* characters of text in one outline */
@@ -978,7 +979,13 @@
     return o;
   }
 
+  /* The sheets' shape is taken once per observe: the cache and the pseudo memo compare it. */
   function observe(optsJson) {
+    sheetsNow = sheetsKey(document);
+    try { return observeOnce(optsJson); } finally { sheetsNow = null; }
+  }
+
+  function observeOnce(optsJson) {
     var hit = cachedObserve(optsJson);
     if (hit) return hit;
     var opts = parseOpts(optsJson);
@@ -1141,7 +1148,6 @@
           if (o.hidden && !listbox) continue;
           var sb = ctr.get('option') || 0;
           ctr.set('option', sb + 1);
-          if (listbox && nRefs >= max) { truncated = true; break; }
           var oi = push(o, 'option', childDepth, childProle, sb, frame, listbox ? 1 : 0, off, null);
           if (oi < 0) break;
         }
@@ -1368,10 +1374,10 @@
     for (var i = 0; i < list.length; i++) {
       var n;
       try { n = list[i].cssRules.length; } catch (e) { n = -1; }
-      parts[parts.length] = n + (list[i].disabled ? 'd' : '');
+      parts.push(n + (list[i].disabled ? 'd' : ''));
     }
     var ad = doc.adoptedStyleSheets || [];
-    for (var j = 0; j < ad.length; j++) parts[parts.length] = 'a' + ad[j].cssRules.length;
+    for (var j = 0; j < ad.length; j++) parts.push('a' + ad[j].cssRules.length);
     return parts.join(',');
   }
 
@@ -1382,15 +1388,14 @@
     cache.sx = window.scrollX; cache.sy = window.scrollY;
     cache.w = window.innerWidth; cache.h = window.innerHeight;
     cache.active = document.activeElement;
-    cache.sheets = sheetsKey(document);
+    cache.sheets = sheetsNow !== null ? sheetsNow : sheetsKey(document);
     /* Scripts set value, checked and selectedIndex as properties: no
        mutation, no event. Keep them to compare. */
     var forms = [];
     for (var i = 0; i < api.last.length; i++) {
       var e = api.last[i], t = lower(e);
       if (t === 'input' || t === 'textarea' || t === 'select' || t === 'option')
-        forms[forms.length] = e, forms[forms.length] = e.value, forms[forms.length] = e.checked,
-        forms[forms.length] = e.selectedIndex, forms[forms.length] = e.selected;
+        forms.push(e, e.value, e.checked, e.selectedIndex, e.selected);
     }
     cache.forms = forms;
   }
@@ -1401,7 +1406,7 @@
         Date.now() - cache.t > CACHE_MS || window.scrollX !== cache.sx ||
         window.scrollY !== cache.sy || window.innerWidth !== cache.w ||
         window.innerHeight !== cache.h || document.activeElement !== cache.active ||
-        animating(document) || sheetsKey(document) !== cache.sheets)
+        animating(document) || sheetsNow !== cache.sheets)
       return null;
     for (var i = 0; i < api.last.length; i++)
       if (!api.last[i].isConnected) return null;

@@ -168,40 +168,42 @@ int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_m
         rg_buf_destroy(&expr);
         return RG_ENOMEM;
     }
+    /*
+     * At most: a context gone with its document, the script missing from
+     * the new one (installed, then the call again), and the call: four
+     * round trips. A context gone during the install costs one more try.
+     */
     int rc = 0, ctx = 0, installed = 0;
     cdp_reply r = {0};
     const char *val = NULL;
-    for (int attempt = 0; attempt < 3; attempt++) {
+    for (int tries = 0; tries < 4; tries++) {
         cdp_reply_free(&r);
         memset(&r, 0, sizeof r);
         if ((rc = world_ctx(h, timeout_ms, &ctx, r.error, sizeof r.error)) < 0)
             break;
-        rc = eval_string(h, ctx, expr.data, await_promise, timeout_ms, &r, &val);
-        if (context_gone(rc, &r) && attempt < 2) {
+        const char *what = installed == 1 ? reg_installer() : expr.data;
+        rc = eval_string(h, ctx, what, installed != 1 && await_promise, timeout_ms, &r, &val);
+        if (context_gone(rc, &r)) {
             /* The context went with its document (a navigation): find the new one. */
             reg_world_set_ctx(h.world, 0);
-            continue;
-        }
-        if (rc < 0 || strcmp(val, NOT_INSTALLED) != 0)
-            break;
-        if (installed) {
-            rc = RG_EINTERNAL;
-            snprintf(r.error, sizeof r.error, "the page-side script did not install");
-            break;
-        }
-        /* Not installed in this document's world yet: install, then call again. */
-        cdp_reply_free(&r);
-        memset(&r, 0, sizeof r);
-        rc = eval_string(h, ctx, reg_installer(), 0, timeout_ms, &r, &val);
-        installed = 1;
-        if (context_gone(rc, &r) && attempt < 2) {
-            reg_world_set_ctx(h.world, 0);
-            installed = 0;
+            if (installed == 1)
+                installed = 0;
             continue;
         }
         if (rc < 0)
             break;
-        attempt--; /* the call itself is still to come, on this context */
+        if (installed == 1) { /* installed: now the call itself */
+            installed = 2;
+            continue;
+        }
+        if (strcmp(val, NOT_INSTALLED) != 0)
+            break;
+        if (installed == 2) {
+            rc = RG_EINTERNAL;
+            snprintf(r.error, sizeof r.error, "the page-side script did not install");
+            break;
+        }
+        installed = 1; /* not in this document's world yet: install it next */
     }
     rg_buf_destroy(&expr);
     if (rc < 0) {

@@ -220,7 +220,7 @@ typedef struct reg_page_handle {
  * page in a JavaScript world of its own, out of the page's reach, and the
  * world's execution context is followed through navigations (Runtime must
  * be enabled on the session for that; without it every call finds the
- * context again). session is copied. Returns 0, or the DevTools call's
+ * context again). session is borrowed for the call. Returns 0, or the DevTools call's
  * error. Free with reg_world_free after the page's last call.
  */
 int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out);

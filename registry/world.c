@@ -28,7 +28,6 @@
 
 struct reg_world {
     cdp_conn *conn;
-    char *session;
     char frame[64]; /* the main frame's id */
     int sub;
     int ctx;        /* the world's execution context in the main frame's document, 0: unknown */
@@ -79,10 +78,8 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
 {
     *out = NULL;
     reg_world *w = calloc(1, sizeof *w);
-    if (!w || !(w->session = strdup(session))) {
-        free(w);
+    if (!w)
         return RG_ENOMEM;
-    }
     w->conn = conn;
     reg_page_handle h = {conn, session, NULL};
     int rc = reg_main_frame(h, timeout_ms, w->frame, sizeof w->frame);
@@ -122,7 +119,6 @@ void reg_world_free(reg_world *w)
         return;
     if (w->sub)
         cdp_unsubscribe(w->conn, w->sub);
-    free(w->session);
     free(w);
 }
 
