@@ -765,6 +765,8 @@ static int op_action(cmd *c)
         reg_action_result_free(&r);
         return c->rc = rc;
     }
+    if (r.has_scroll)
+        sess_note_scroll(c->s, r.sx, r.sy);
     c->result = action_result(a.op, &r);
     reg_action_result_free(&r);
     return 0;

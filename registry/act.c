@@ -312,7 +312,7 @@ int reg_resolve(reg_page *pg, reg_page_handle h, const reg_target *t, int has_nt
  * deadline; a detached element fails at once.
  */
 static int wait_actionable(reg_page_handle h, int i, const char *opts, int64_t deadline,
-                           double box[4], char *err, size_t errlen)
+                           double box[6], char *err, size_t errlen)
 {
     char last[160] = "";
     for (;;) {
@@ -322,8 +322,8 @@ static int wait_actionable(reg_page_handle h, int i, const char *opts, int64_t d
             return rc;
         const char *st = jstr(js, "state");
         if (st && !strcmp(st, "ok")) {
-            const char *k[] = {"x", "y", "w", "h"};
-            for (int j = 0; j < 4; j++) {
+            const char *k[] = {"x", "y", "w", "h", "sx", "sy"};
+            for (int j = 0; j < 6; j++) {
                 const cJSON *v = cJSON_GetObjectItemCaseSensitive(js, k[j]);
                 box[j] = cJSON_IsNumber(v) ? v->valuedouble : 0;
             }
@@ -560,7 +560,7 @@ static int screenshot(reg_page_handle h, const reg_action *a, int index, int64_t
     int rc = 0;
     double w = 0, hgt = 0;
     if (index >= 0) {
-        double box[4];
+        double box[6];
         rc = wait_actionable(h, index, "{\"scroll\":true}", deadline, box, err, errlen);
         cJSON *js = NULL;
         if (rc == 0)
@@ -692,7 +692,7 @@ static int set_checked(reg_page *pg, reg_page_handle h, const reg_action *a, int
         }
         if (attempt == 1)
             break;
-        double box[4];
+        double box[6];
         rc = wait_actionable(h, index, "{\"scroll\":true,\"enabled\":true,\"hit\":true}", deadline,
                              box, err, errlen);
         if (rc == 0)
@@ -808,7 +808,7 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         out->healed_via = res.healed_via;
     }
     int i = res.index;
-    double box[4];
+    double box[6];
     cJSON *js = NULL;
     switch (a->op) {
     case REG_OP_CLICK:
@@ -828,6 +828,9 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         out->has_point = 1;
         out->x = box[0];
         out->y = box[1];
+        out->has_scroll = 1;
+        out->sx = box[4];
+        out->sy = box[5];
         if (a->op == REG_OP_HOVER)
             rc = mouse(h, "mouseMoved", box[0], box[1], "none", 0, 0);
         else

@@ -2605,7 +2605,9 @@
           if (!hitOk(el, hit) && !(b !== el && hitOk(b, hit)))
             return J({ state: 'covered', by: shortDesc(hit) });
         }
-        return J({ state: 'ok', x: round2(p.x), y: round2(p.y), w: round2(r2[2]), h: round2(r2[3]) });
+        /* the page's scroll as the pointer will find it: the session's checkpoint takes it from here */
+        return J({ state: 'ok', x: round2(p.x), y: round2(p.y), w: round2(r2[2]), h: round2(r2[3]),
+                   sx: Math.round(window.scrollX), sy: Math.round(window.scrollY) });
       })();
     }
   }

@@ -47,6 +47,15 @@ struct sess {
     int64_t created_ms;
     int64_t last_full_ms;          /* last capture of cookies and storage */
     uint64_t last_ckpt;            /* hash of the URL, title and scroll last written */
+    /* What the last checkpoint wrote, while no event says the page moved on. */
+    unsigned page_gen;             /* atomic: bumped by navigations and title changes */
+    unsigned ckpt_gen;             /* page_gen when ckpt_* were captured */
+    int ckpt_valid;
+    char *ckpt_url, *ckpt_title, *ckpt_origin;
+    double ckpt_sx, ckpt_sy;
+    int has_hint;                  /* the command reported the scroll (sess_note_scroll) */
+    double hint_sx, hint_sy;
+    int info_sub;                  /* Target.targetInfoChanged: the title or URL changed */
     int lost;                      /* atomic: the browser died under the lease */
     int checks;                    /* URL checks in flight (guarded by m->mu) */
 };

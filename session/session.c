@@ -186,8 +186,19 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
     return s;
 }
 
+/* What the last checkpoint wrote is no longer known (a new lease, a restore, a drop). */
+static void forget_ckpt(sess *s)
+{
+    free(s->ckpt_url);
+    free(s->ckpt_title);
+    free(s->ckpt_origin);
+    s->ckpt_url = s->ckpt_title = s->ckpt_origin = NULL;
+    s->ckpt_valid = 0;
+}
+
 static void sess_free_locals(sess *s)
 {
+    forget_ckpt(s);
     reg_page_free(s->reg);
     s->reg = NULL;
     free(s->user_agent);
@@ -308,7 +319,6 @@ static int release_lease(sess *s)
     return rc;
 }
 
-/* Forgets the local context of s (the browser died, or another worker took over). */
 /*
  * Gives the lease back, after the callbacks that point at s: the
  * browser-level subscription outlives the context, and a check in flight
@@ -322,7 +332,9 @@ static void release_lease_local(sess *s)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->popup_sub);
     if (s->crash_sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), s->crash_sub);
-    s->sub = s->popup_sub = s->crash_sub = 0;
+    if (s->info_sub && s->lease)
+        cdp_unsubscribe(pool_lease_conn(s->lease), s->info_sub);
+    s->sub = s->popup_sub = s->crash_sub = s->info_sub = 0;
     reg_world_free(s->world);
     s->world = NULL;
     sess_checks_drain(s);
@@ -332,6 +344,7 @@ static void release_lease_local(sess *s)
     s->egress = NULL;
 }
 
+/* Forgets the local context of s (the browser died, or another worker took over). */
 static void drop_local(sess *s)
 {
     release_lease_local(s);
@@ -339,6 +352,7 @@ static void drop_local(sess *s)
     s->reg = NULL;
     s->page_enabled = 0;
     s->last_ckpt = 0;
+    forget_ckpt(s);
     __atomic_store_n(&s->lost, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&s->m->mu);
     if (s->live) {
@@ -937,10 +951,14 @@ static void on_page_event(void *ud, const char *session_id, const char *method,
         cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
         cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
         cJSON_AddBoolToObject(d, "dismissed", 1);
+    } else if (!strcmp(method, "Page.navigatedWithinDocument")) {
+        /* A fragment or history.pushState: the URL the checkpoint holds moved. */
+        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
     } else if (!strcmp(method, "Page.frameNavigated")) {
         const cJSON *fr = cJSON_GetObjectItemCaseSensitive(params, "frame");
         if (cJSON_GetObjectItemCaseSensitive(fr, "parentId"))
             return; /* an iframe */
+        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
         kind = "navigation";
         d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "url", jstr_of(fr, "url"));
@@ -1015,9 +1033,22 @@ static void on_crash(void *ud, const char *session_id, const char *method, const
     __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
 }
 
+/* The page's title or URL changed (browser level, for every target): a checkpoint must ask. */
+static void on_info(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess *s = ud;
+    (void)session_id;
+    if (!method)
+        return;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
+    if (!strcmp(jstr_of(ti, "targetId"), pool_lease_target(s->lease)))
+        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
+}
+
 /* Registers the lost-browser callback and the registry page of a fresh lease. */
 int sess_bind_lease(sess *s)
 {
+    forget_ckpt(s);
     pool_lease_on_lost(s->lease, on_lost, s);
     int sub = cdp_subscribe(pool_lease_conn(s->lease), pool_lease_session(s->lease), NULL,
                             on_page_event, s);
@@ -1026,6 +1057,8 @@ int sess_bind_lease(sess *s)
     s->popup_sub = sub > 0 ? sub : 0;
     sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetCrashed", on_crash, s);
     s->crash_sub = sub > 0 ? sub : 0;
+    sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetInfoChanged", on_info, s);
+    s->info_sub = sub > 0 ? sub : 0;
     reg_page_free(s->reg);
     s->reg = NULL;
     return reg_page_new(s->m->store, s->page_key, &s->m->cfg.reg, &s->reg);
@@ -1337,6 +1370,55 @@ static uint64_t checkpoint_hash(const sess_capture *c)
     return h ? h : 1;
 }
 
+void sess_note_scroll(sess *s, double sx, double sy)
+{
+    s->has_hint = 1;
+    s->hint_sx = sx;
+    s->hint_sy = sy;
+}
+
+/*
+ * The light checkpoint without a call into the page: no navigation or title
+ * change since the last capture (the events are read first: one that lands
+ * during the capture makes the next checkpoint ask again), and the command
+ * saw the scroll. 1 when c was filled from what is known.
+ */
+static int known_capture(sess *s, unsigned gen, sess_capture *c)
+{
+    if (!s->ckpt_valid || !s->has_hint || gen != s->ckpt_gen)
+        return 0;
+    c->url = strdup(s->ckpt_url);
+    c->title = strdup(s->ckpt_title);
+    c->origin = strdup(s->ckpt_origin);
+    c->sx = s->hint_sx;
+    c->sy = s->hint_sy;
+    if (c->url && c->title && c->origin)
+        return 1;
+    sess_capture_free(c);
+    memset(c, 0, sizeof *c);
+    return 0;
+}
+
+/* Keeps what the checkpoint wrote, for known_capture. */
+static void keep_ckpt(sess *s, unsigned gen, const sess_capture *c)
+{
+    char *u = strdup(c->url), *t = strdup(c->title), *o = strdup(c->origin);
+    forget_ckpt(s);
+    if (!u || !t || !o) {
+        free(u);
+        free(t);
+        free(o);
+        return;
+    }
+    s->ckpt_url = u;
+    s->ckpt_title = t;
+    s->ckpt_origin = o;
+    s->ckpt_sx = c->sx;
+    s->ckpt_sy = c->sy;
+    s->ckpt_gen = gen;
+    s->ckpt_valid = 1;
+}
+
 void sess_done(sess *s, int full)
 {
     sess_mgr *m = s->m;
@@ -1347,7 +1429,9 @@ void sess_done(sess *s, int full)
         sess_capture c = {0};
         char *blob = NULL;
         size_t len = 0;
-        int rc = sess_capture_page(s, full, &c);
+        unsigned gen = __atomic_load_n(&s->page_gen, __ATOMIC_SEQ_CST);
+        int known = !full && known_capture(s, gen, &c);
+        int rc = known ? 0 : sess_capture_page(s, full, &c);
         if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&
             len > m->cfg.park_max_bytes) {
             free(blob);
@@ -1363,6 +1447,12 @@ void sess_done(sess *s, int full)
                     s->last_full_ms = now;
             }
         }
+        if (rc < 0)
+            forget_ckpt(s);
+        else if (!known)
+            keep_ckpt(s, gen, &c);
+        else
+            s->ckpt_sx = c.sx, s->ckpt_sy = c.sy;
         if (rc == RG_ECONFLICT) {
             rg_log(RG_LOG_WARN, "session", "%s: another worker owns it now", s->id);
             drop_local(s);
@@ -1370,6 +1460,7 @@ void sess_done(sess *s, int full)
         free(blob);
         sess_capture_free(&c);
     }
+    s->has_hint = 0;
     pthread_mutex_lock(&m->mu);
     s->last_used_ms = rg_now_ms();
     unhold_locked(m, s);

@@ -177,8 +177,21 @@ int sess_claim(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms,
  * session used and lets the next command in. full < 0: the command changed
  * nothing a checkpoint holds (observe, read, inspect...): no checkpoint.
  * s may have been parked or closed by the command.
+ *
+ * A light checkpoint (full == 0) asks the page for its URL, title and
+ * scroll only when it cannot know them: when no navigation or title change
+ * was seen since the last one (DevTools events) and the command reported
+ * the scroll (sess_note_scroll), it writes from what it knows, and writes
+ * nothing when nothing moved.
  */
 void sess_done(sess *s, int full);
+
+/**
+ * The page's scroll as the command's last page call saw it (a click's
+ * actionability check): sess_done takes it instead of asking the page. For
+ * the holder, between sess_claim and sess_done.
+ */
+void sess_note_scroll(sess *s, double sx, double sy);
 
 const char *sess_id(const sess *s);
 const char *sess_worker(const sess_mgr *m);

@@ -70,6 +70,13 @@ static const char after_html[] =
     "<section><p>moved</p><span><button onclick=\"window.clicked='cancel'\">Cancel</button>"
     "</span></section><a href=#help>Help</a></main>";
 
+/* A button far below the fold, one that renames the page and moves its URL, one at the top. */
+static const char ckpt_html[] =
+    "<!doctype html><title>Before</title>"
+    "<button onclick=\"document.title='Renamed';history.pushState(null,'','#renamed')\">"
+    "Rename</button><button>Top</button>"
+    "<div style=height:4000px></div><button>Down</button><div style=height:2000px></div>";
+
 static void write_page(const char *name, const char *html)
 {
     char path[512];
@@ -158,6 +165,18 @@ static void state_of(const char *sid, char *state)
     assert_int_equal(sess_get_info(mgr, TENANT, sid, &in), 0);
     strcpy(state, in.state);
     sess_info_free(&in);
+}
+
+/* One field of the session's meta in Redis (what a restore starts from), into out. */
+static void meta_field(const char *sid, const char *field, char *out, size_t len)
+{
+    redisContext *c = rg_redis_take(rr);
+    assert_non_null(c);
+    redisReply *r = redisCommand(c, "HGET rg:{t:%s:s:%s}:meta %s", TENANT, sid, field);
+    assert_non_null(r);
+    snprintf(out, len, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
+    freeReplyObject(r);
+    rg_redis_give(rr, c, 0);
 }
 
 /* ---- the child worker ---- */
@@ -268,6 +287,65 @@ static pid_t run_child(const char *mode, char *line1, size_t n1, char *line2, si
 }
 
 /* ---- tests ---- */
+
+/*
+ * A click as the gateway runs it: the action, the scroll it saw handed to
+ * the session, the light checkpoint. What the checkpoint wrote must be the
+ * page's URL, title and scroll after it, even though it need not ask the page.
+ */
+static void click_and_done(const char *sid, const char *ref, char *scroll_y, size_t len)
+{
+    sess *s = open_s(mgr, sid, NULL);
+    reg_action a = {.op = REG_OP_CLICK, .target = ref, .timeout_ms = 3000};
+    reg_action_result r = {0};
+    char err[256];
+    assert_int_equal(reg_act(sess_registry(s), sess_handle(s), &a, &r, err, sizeof err), 0);
+    assert_true(r.has_scroll);
+    sess_note_scroll(s, r.sx, r.sy);
+    reg_action_result_free(&r);
+    eval_in(s, "String(Math.round(scrollY))", scroll_y, len);
+    sess_done(s, 0);
+}
+
+static void test_light_checkpoint_follows_the_page(void **state)
+{
+    (void)state;
+    write_page("ckpt.html", ckpt_html);
+    sess *s = create(mgr, "ckpt.html");
+    char sid[64], rename[REG_REF_MAX], top[REG_REF_MAX], down[REG_REF_MAX];
+    snprintf(sid, sizeof sid, "%s", sess_id(s));
+    reg_observation o;
+    observe(s, &o);
+    ref_of(&o, "button", "Rename", rename);
+    ref_of(&o, "button", "Top", top);
+    ref_of(&o, "button", "Down", down);
+    reg_observation_free(&o);
+    sess_done(s, 0);
+    char v[256], y[32];
+    meta_field(sid, "title", v, sizeof v);
+    assert_string_equal(v, "Before");
+
+    /* The click scrolled the page to reach its target: the checkpoint has the new scroll. */
+    click_and_done(sid, down, y, sizeof y);
+    assert_true(atoi(y) > 1000);
+    meta_field(sid, "sy", v, sizeof v);
+    assert_string_equal(v, y);
+
+    /* A click that renames the page and moves its URL, then one that changes neither:
+       the checkpoint has the page's title, URL and scroll, not what it held before. */
+    click_and_done(sid, rename, y, sizeof y);
+    click_and_done(sid, top, y, sizeof y);
+    meta_field(sid, "title", v, sizeof v);
+    assert_string_equal(v, "Renamed");
+    meta_field(sid, "url", v, sizeof v);
+    assert_non_null(strstr(v, "/ckpt.html#renamed"));
+    meta_field(sid, "sy", v, sizeof v);
+    assert_string_equal(v, y);
+
+    s = open_s(mgr, sid, NULL);
+    sess_close(s);
+    sess_done(s, 0);
+}
 
 /* An observation is one Redis round trip, whatever the number of elements
    (no session is live meanwhile, so no heartbeat runs). */
@@ -720,6 +798,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_idle_sessions_park_themselves),
         cmocka_unit_test(test_live_session_of_another_worker_moves_here),
         cmocka_unit_test(test_other_tenant_not_found),
+        cmocka_unit_test(test_light_checkpoint_follows_the_page),
     };
     if (getenv("RG_TEST_FILTER"))
         cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
