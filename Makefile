@@ -147,10 +147,16 @@ $(SERVER): $(call obj,gateway/main.c) $(LIBS_REFGATE)
 $(CLI): $(call obj,$(CLI_SRC)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
 
-# The observer's JavaScript is embedded with .incbin: rebuild when it changes.
-$(BUILD)/registry/observer_js.o: registry/observer_js.S registry/observer.js
+# The observer's JavaScript: its sections joined in name order, then embedded
+# with .incbin (found through the assembler's include path); rebuilt when a
+# section changes.
+OBSERVER_PARTS := $(sort $(wildcard registry/observer/*.js))
+$(BUILD)/registry/observer.js: $(OBSERVER_PARTS)
 	@mkdir -p $(dir $@)
-	$(CC) $(SANFLAGS) -c $< -o $@
+	cat $(OBSERVER_PARTS) > $@.tmp && mv $@.tmp $@
+$(BUILD)/registry/observer_js.o: registry/observer_js.S $(BUILD)/registry/observer.js
+	@mkdir -p $(dir $@)
+	$(CC) $(SANFLAGS) -Wa,-I$(BUILD) -c $< -o $@
 
 $(BUILD)/tests/%.o: tests/unit/%.c
 	@mkdir -p $(dir $@)

@@ -14,7 +14,7 @@
  *           element a new ref, builds the outline)
  *   second  again on the unchanged page (every element matched to its ref;
  *           the page answers from its unchanged-page cache when nothing
- *           could have changed, see registry/observer.js)
+ *           could have changed, see registry/observer/)
  *   later   again, LATER_MS (2.5 s) after the second on the still untouched
  *           page, what an agent that thinks between two observations gets:
  *           the page-side cache answers while nothing could have changed

@@ -1,7 +1,7 @@
 /*
  * act.c - resolving targets to elements and acting on them: real input
  * events through DevTools (Input.dispatchMouseEvent / dispatchKeyEvent /
- * insertText) after the page-side script (registry/observer.js) has found
+ * insertText) after the page-side script (registry/observer/) has found
  * the element and checked it is attached, visible, stable, enabled and hit
  * at its centre. A ref whose element is gone is healed only when exactly
  * one element matches it confidently; otherwise nothing is done (stale_ref).

@@ -1,6 +1,8 @@
 /*
- * observer_js.S - embeds registry/observer.js into the binary at build time,
- * NUL-terminated, as reg_observer_js (see registry/registry.h).
+ * observer_js.S - embeds the observer into the binary at build time,
+ * NUL-terminated, as reg_observer_js (see registry/registry.h): the file
+ * is BUILD/registry/observer.js, joined from registry/observer/*.js by the
+ * Makefile, found through the assembler's include path (-I BUILD).
  */
     .section .rodata
     .global reg_observer_js

@@ -1,5 +1,5 @@
 /*
- * pagejs.c - calls into the page-side script (registry/observer.js) over
+ * pagejs.c - calls into the page-side script (registry/observer/) over
  * Runtime.evaluate, in refgate's isolated world (world.c), never in the
  * page's main world. Every call checks that the world has this build's
  * script (a hash of its source) and installs it when not, so a document the

@@ -9,7 +9,7 @@
 
 /**
  * Evaluates call in the page, where `g` is the installed page-side script
- * (registry/observer.js; installed first when the document does not have
+ * (registry/observer/; installed first when the document does not have
  * it). call must evaluate to a JSON string (or, with await_promise, a
  * promise of one). On success *out is the parsed object (caller owns).
  * A reply {"error": "..."} is RG_EBADREQ with the message in err; DevTools

@@ -26,7 +26,7 @@
 #define REG_OUTLINE_OPTIONS_HEAD 5 /* options shown before the summary (and the selected) */
 #define REG_TEXT_MAX_CHARS 1000    /* a text line (or an element's text after its colon) is
                                       clipped here, in UTF-16 units, with an ellipsis; keep
-                                      observer.js's TEXT_MAX equal */
+                                      the observer's TEXT_MAX (registry/observer/50-observe.js) equal */
 
 /* ---- identity ------------------------------------------------------------ */
 
@@ -440,7 +440,7 @@ void reg_action_result_free(reg_action_result *r);
 int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out,
             char *err, size_t errlen);
 
-/** The page-side observer script (registry/observer.js, embedded at build time). */
+/** The page-side observer script (registry/observer/, embedded at build time). */
 extern const char reg_observer_js[];
 
 #endif

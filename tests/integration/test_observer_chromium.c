@@ -1,5 +1,5 @@
 /*
- * test_observer_chromium.c - registry/observer.js against real Chromium and
+ * test_observer_chromium.c - registry/observer/ against real Chromium and
  * the shared corpus (tests/corpus, from the repository root):
  *
  *  - accname/cases.jsonl: every case where the suite and Chromium agree must

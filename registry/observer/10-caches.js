@@ -1,0 +1,74 @@
+  /* ---- per-call caches --------------------------------------------------- */
+
+  var styleCache = null; /* Map element -> CSSStyleDeclaration */
+  var pseudoCache = null; /* Map element -> [before, after] text */
+  var nthCache = null;    /* Map parent -> Map child -> ":nth-of-type(k)" or "" */
+  var activeEl = null;
+  var pseudoSel;          /* selector of elements that may have ::before/::after text, null: any */
+  var pseudoMemo = { key: null, sel: null }; /* pseudoSel across calls, by sheetsKey */
+  var sheetsNow = null;   /* sheetsKey(document) during an observe, else null */
+  var pathCache = null;
+  var labelIndex = null;  /* Map control -> [label] for the main document */
+
+  /* el.labels builds a live list per element: one pass over the labels instead */
+  function labelsOf(el) {
+    if (!styleCache || el.ownerDocument !== document || el.getRootNode() !== document) return el.labels;
+    if (labelIndex === null) {
+      labelIndex = new Map();
+      var all = document.getElementsByTagName('label');
+      for (var i = 0; i < all.length; i++) {
+        var c = all[i].control;
+        if (!c) continue;
+        var l = labelIndex.get(c);
+        if (l) l.push(all[i]); else labelIndex.set(c, [all[i]]);
+      }
+    }
+    return labelIndex.get(el) || null;
+  }
+
+  function beginCall() {
+    styleCache = new Map();
+    pseudoCache = new Map();
+    nthCache = new Map();
+    activeEl = deepActive(document);
+    pseudoSel = undefined;
+    pathCache = new Map();
+    labelIndex = null;
+    roleCache = new Map();
+    reachMemo = null;
+  }
+  function endCall() {
+    styleCache = pseudoCache = nthCache = roleCache = pathCache = labelIndex = null;
+    activeEl = null;
+  }
+  function style(el) {
+    var s = styleCache ? styleCache.get(el) : undefined;
+    if (s === undefined) {
+      var w = el.ownerDocument.defaultView || window;
+      s = w.getComputedStyle(el);
+      if (styleCache) styleCache.set(el, s);
+    }
+    return s;
+  }
+
+  var FOLD_RE = /[ \t\n\r\f\u00a0]+/g;
+  function fold(s) {
+    var r = s.replace(FOLD_RE, ' ');
+    var a = 0, b = r.length;
+    while (a < b && r.charCodeAt(a) === 32) a++;
+    while (b > a && r.charCodeAt(b - 1) === 32) b--;
+    return a === 0 && b === r.length ? r : r.slice(a, b);
+  }
+  function clip(s, n) {
+    return s.length > n ? s.slice(0, n) : s;
+  }
+  function lower(el) {
+    return el.localName || '';
+  }
+  function attr(el, n) {
+    return el.getAttribute(n);
+  }
+  function hasAttr(el, n) {
+    return el.hasAttribute(n);
+  }
+

@@ -1,0 +1,704 @@
+  /* ---- observe ----------------------------------------------------------- */
+
+  var INTERACTIVE = {
+    button: 1, link: 1, textbox: 1, searchbox: 1, checkbox: 1, radio: 1, combobox: 1,
+    listbox: 1, option: 1, menuitem: 1, menuitemcheckbox: 1, menuitemradio: 1, tab: 1,
+    switch: 1, slider: 1, spinbutton: 1, treeitem: 1, DisclosureTriangle: 1,
+    /* date, time and colour inputs, in Chromium's own role names */
+    Date: 1, DateTime: 1, InputTime: 1, ColorWell: 1
+  };
+  var LANDMARK = {
+    banner: 1, navigation: 1, main: 1, contentinfo: 1, complementary: 1, search: 1,
+    dialog: 1, alertdialog: 1
+  };
+  var CONDITIONAL = { list: 1, listitem: 1, form: 1, region: 1, table: 1, menu: 1, menubar: 1,
+    tablist: 1, tree: 1, radiogroup: 1, toolbar: 1, grid: 1, group: 0 };
+  var QUIET_ROLE = { generic: 1, none: 1, presentation: 1 };
+  /*
+   * Roles that hold a page's text: in the full outline when something is
+   * inside them (text or elements), so that an agent reads a paragraph, a
+   * cell or an alert where it stands. Groups only when named (a fieldset by
+   * its legend).
+   */
+  var TEXT_ROLES = { paragraph: 1, blockquote: 1, cell: 1, gridcell: 1, columnheader: 1,
+    rowheader: 1, row: 1, alert: 1, status: 1, log: 1, timer: 1, marquee: 1, note: 1,
+    term: 1, definition: 1, figure: 1, caption: 1, article: 1, group: 1, tooltip: 1,
+    feed: 1, math: 1 };
+  var NOT_SPACE = /[^ \t\n\r\f]/;
+  var TEXT_MAX = 1000;          /* characters of one text line or colon text */
+  var TEXT_TOTAL_MAX = 1000000; /* characters of text in one outline */
+  var NODES_MAX = 100000;       /* outline lines of one observe, text included */
+  var VALUE_ROLES = { textbox: 1, searchbox: 1, combobox: 1, slider: 1, spinbutton: 1 };
+  var SKIP_TAGS = { script: 1, style: 1, template: 1, head: 1, meta: 1, link: 1, title: 1,
+    noscript: 1, base: 1, datalist: 1, param: 1, source: 1, track: 1 };
+
+  function statesOf(el, role) {
+    var st = [];
+    var tag = lower(el);
+    var ac = attr(el, 'aria-checked');
+    if ((tag === 'input' && (el.type === 'checkbox' || el.type === 'radio') && el.checked) || ac === 'true')
+      st.push('checked');
+    if (el.disabled || attr(el, 'aria-disabled') === 'true' ||
+        (FORM_TAGS[tag] && safeMatches(el, ':disabled')))
+      st.push('disabled');
+    var ae = attr(el, 'aria-expanded');
+    if (ae === 'true' || (role === 'DisclosureTriangle' && el.parentElement && el.parentElement.open))
+      st.push('expanded');
+    if (activeEl === el || (el.ownerDocument !== document && deepActive(el.ownerDocument) === el))
+      st.push('focused');
+    if ((tag === 'option' && el.selected) || attr(el, 'aria-selected') === 'true') st.push('selected');
+    if (el.required || attr(el, 'aria-required') === 'true') st.push('required');
+    if (((tag === 'input' || tag === 'textarea') && el.readOnly) || attr(el, 'aria-readonly') === 'true')
+      st.push('readonly');
+    return st;
+  }
+  var FORM_TAGS = { input: 1, button: 1, select: 1, textarea: 1, option: 1, optgroup: 1, fieldset: 1 };
+  function safeMatches(el, s) {
+    try { return el.matches(s); } catch (e) { return false; }
+  }
+  function deepActive(doc) {
+    var a = doc.activeElement;
+    while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    return a;
+  }
+
+  function cssPath(el) {
+    var c = pathCache ? pathCache.get(el) : undefined;
+    if (c === undefined) {
+      c = cssPathRaw(el);
+      if (pathCache) pathCache.set(el, c);
+    }
+    return c;
+  }
+  function cssPathRaw(el) {
+    var tag0 = lower(el);
+    if (tag0 === 'html' || tag0 === 'body') return tag0;
+    var p0 = el.parentElement;
+    if (p0) return cssPath(p0) + ' > ' + CSS.escape(tag0) + nthOf(p0, el);
+    var parts = [];
+    for (var e = el; e && e.nodeType === 1; e = e.parentElement) {
+      var tag = lower(e);
+      if (tag === 'html') { parts.unshift('html'); break; }
+      if (tag === 'body') { parts.unshift('body'); break; }
+      var p = e.parentElement;
+      var seg = CSS.escape(tag);
+      if (p) {
+        seg += nthOf(p, e);
+      } else {
+        var rn = e.parentNode;
+        if (rn && rn.nodeType === 11) {
+          parts.unshift(seg);
+          if (rn.host) { var hp = cssPath(rn.host); return hp + ' ' + parts.join(' > '); }
+          break;
+        }
+      }
+      parts.unshift(seg);
+    }
+    return parts.join(' > ');
+  }
+
+  function nthOf(p, e) {
+    var m = nthCache ? nthCache.get(p) : undefined;
+    if (m === undefined) {
+      m = new Map();
+      var counts = new Map(), idx = new Map();
+      for (var c = p.firstElementChild; c; c = c.nextElementSibling) {
+        var k = (counts.get(c.localName) || 0) + 1;
+        counts.set(c.localName, k);
+        idx.set(c, k);
+      }
+      idx.forEach(function (k, c) {
+        m.set(c, counts.get(c.localName) > 1 ? ':nth-of-type(' + k + ')' : '');
+      });
+      if (nthCache) nthCache.set(p, m);
+    }
+    var r = m.get(e);
+    return r === undefined ? '' : r;
+  }
+
+  function quoteSel(s) {
+    return '"' + s.replace(/\\/g, '\\\\').replace(/"/g, '\\"') + '"';
+  }
+
+  function selectorsOf(el, role, name, testid, id, rootDoc) {
+    var out = [];
+    /* every selector is a target as it stands: CSS ones carry css: */
+    if (testid) out.push('css:[data-testid=' + quoteSel(testid) + ']');
+    if (name && !QUIET_ROLE[role]) out.push('role:' + role + '[name=' + quoteSel(name) + ']');
+    if (id) out.push('css:#' + CSS.escape(id));
+    if (name && name.length <= 60 && (role === 'link' || role === 'button' || role === 'tab' ||
+        role === 'menuitem' || role === 'option' || role === 'DisclosureTriangle')) {
+      var raw = el.textContent || '';
+      if (raw.length < 400 && fold(raw) === name) out.push('text:' + name);
+    }
+    out.push('css:' + cssPath(el));
+    return out;
+  }
+
+  function parseOpts(s) {
+    var o = {};
+    if (typeof s === 'string' && s) {
+      try { o = JSON.parse(s) || {}; } catch (e) { o = {}; }
+    } else if (s && typeof s === 'object') o = s;
+    return o;
+  }
+
+  /* The sheets' shape is taken once per observe: the cache and the pseudo memo compare it. */
+  function observe(optsJson) {
+    sheetsNow = sheetsKey(document);
+    try { return observeOnce(optsJson); } finally { sheetsNow = null; }
+  }
+
+  function observeOnce(optsJson) {
+    var hit = cachedObserve(optsJson);
+    if (hit) return hit;
+    var opts = parseOpts(optsJson);
+    var max = opts.max_elements > 0 ? opts.max_elements | 0 : Infinity;
+    var vpOnly = !!opts.viewport_only;
+    /* text: false is the interactive outline's walk, which shows no text */
+    var textOn = opts.text !== false;
+    beginCall();
+    var nodes = [], els = [], offs = [];
+    var truncated = false, textCut = false;
+    var nRefs = 0, textTotal = 0;
+    var frameCounters = new Map();
+    var W = window.innerWidth, H = window.innerHeight;
+
+    /* Elements that may get a ref count against max; structure and text
+       count against NODES_MAX only. */
+    var stopped = false; /* NODES_MAX reached: the walk ends */
+    function refable(el, ia) {
+      return ia || attr(el, 'data-testid') !== null;
+    }
+    function push(el, role, depth, prole, sib, frame, ia, off, extra) {
+      var rf = !(extra && extra.nr) && refable(el, ia);
+      if ((rf && nRefs >= max) || nodes.length >= NODES_MAX) {
+        truncated = true;
+        if (nodes.length >= NODES_MAX) stopped = true;
+        return -1;
+      }
+      if (rf) nRefs++;
+      var n = { d: depth, role: role, el: el, prole: prole, sib: sib, frame: frame, ia: ia, off: off,
+                rf: rf };
+      if (extra) n.extra = extra;
+      nodes.push(n);
+      return nodes.length - 1;
+    }
+
+    /*
+     * Text, as Chromium's StaticText exposes it: the text nodes of rendered,
+     * visible elements, whitespace collapsed. Inline pieces join into one
+     * pending line; a block boundary or an outline node ends the line, an
+     * inline-block boundary is a space.
+     */
+    var pend = '', pendD = -1, pendEl = null;
+    function addText(s, d, el) {
+      if (pendD !== d) flushText();
+      if (pend === '') {
+        if (!NOT_SPACE.test(s)) return; /* leading white space */
+        pendD = d;
+        pendEl = el;
+      }
+      pend += s;
+    }
+    function softSpace() {
+      if (pend !== '') pend += ' ';
+    }
+    function flushText() {
+      if (pend !== '') {
+        var t = fold(pend);
+        if (t) {
+          if (textTotal + t.length > TEXT_TOTAL_MAX || nodes.length >= NODES_MAX) textCut = true;
+          else {
+            textTotal += t.length;
+            nodes.push({ d: pendD, text: clipText(t), el: pendEl });
+          }
+        }
+      }
+      pend = '';
+      pendD = -1;
+      pendEl = null;
+    }
+
+    /* walk the children of a box parent; counter maps tag -> count for sib.
+       kids is a list, or a node whose child nodes are walked (sibling links
+       are cheaper than a live NodeList's indexing). */
+    function walkKids(parent, kids, depth, prole, frame, off, counter, hiddenVis) {
+      if (kids.nodeType !== undefined) {
+        for (var k = kids.firstChild; k !== null && !stopped; k = k.nextSibling)
+          walkKid(parent, k, depth, prole, frame, off, counter, hiddenVis);
+      } else {
+        for (var i = 0; i < kids.length && !stopped; i++)
+          walkKid(parent, kids[i], depth, prole, frame, off, counter, hiddenVis);
+      }
+    }
+
+    function walkKid(parent, k, depth, prole, frame, off, counter, hiddenVis) {
+      var t = k.nodeType;
+      if (t === 3) {
+        if (!textOn || hiddenVis || textCut || !parent) return;
+        var data = k.data;
+        /* white space between elements: at most a space, no style needed */
+        if (!NOT_SPACE.test(data)) {
+          if (pend !== '' && pendD === depth) softSpace();
+          return;
+        }
+        addText(transformText(data, parent), depth, parent);
+      } else if (t === 1) {
+        walkEl(k, depth, prole, frame, off, counter, hiddenVis);
+      }
+    }
+
+    function walkEl(el, depth, prole, frame, off, counter, hiddenVis) {
+      var tag = lower(el);
+      if (SKIP_TAGS[tag]) return;
+      if (el.namespaceURI && el.namespaceURI !== 'http://www.w3.org/1999/xhtml' &&
+          el.namespaceURI !== 'http://www.w3.org/2000/svg') return;
+      var s = style(el);
+      var disp = s.display;
+      if (disp === 'none') return;
+      if (attr(el, 'aria-hidden') === 'true') return;
+      if (el.inert) return;
+      var contents = disp === 'contents';
+      var sib = 0;
+      if (counter) {
+        sib = counter.get(tag) || 0;
+        counter.set(tag, sib + 1);
+      }
+      var vis = s.visibility;
+      var invisible = vis === 'hidden' || vis === 'collapse';
+      var role = invisible ? 'none' : roleOf(el);
+      var ia = 0, include = false, cond = false;
+      if (!invisible) {
+        if (INTERACTIVE[role]) { include = true; ia = 1; }
+        else if (role === 'heading' || LANDMARK[role]) include = true;
+        else if (role === 'image') include = 'named';
+        else if (CONDITIONAL[role] || (textOn && TEXT_ROLES[role])) { include = true; cond = true; }
+        else if (!QUIET_ROLE[role] && isFocusable(el) && attr(el, 'tabindex') !== null &&
+                 parseInt(attr(el, 'tabindex'), 10) >= 0 && role !== 'Iframe' && role !== 'SvgRoot') {
+          include = true; ia = 1;
+        }
+      }
+      /* Past the ref cap an element is listed without a ref (nr): an agent
+         still reads it where it stands, and the registry stays capped. */
+      var extra = null;
+      if (include && nRefs >= max && refable(el, ia)) { extra = { nr: 1 }; ia = 0; truncated = true; }
+      /* where the element's box starts and ends the text around it */
+      var edge = 0; /* 0: inline, 1: a space (inline-block and the like), 2: a line break */
+      if (textOn && !contents) {
+        if (tag === 'br') edge = 1;
+        else if (disp !== 'inline' && disp !== 'inline flow') edge = disp.lastIndexOf('inline', 0) === 0 ? 1 : 2;
+      }
+      if (include) flushText();
+      else if (edge === 2) flushText();
+      else if (edge === 1) softSpace();
+      var idx = -1, mark = nodes.length;
+      if (include) {
+        idx = push(el, role, depth, prole, sib, frame, ia, off, extra);
+        if (idx < 0) return;
+      }
+      var childDepth = idx >= 0 ? depth + 1 : depth;
+      var childProle = QUIET_ROLE[role] ? prole : role;
+      if (role === 'combobox' && tag === 'select') childProle = 'MenuListPopup';
+
+      if (tag === 'select') {
+        /* options live in the select's popup or list, not in layout */
+        var ctr = new Map();
+        var listbox = role === 'listbox';
+        var kids = el.querySelectorAll('option');
+        for (var i = 0; i < kids.length && !stopped; i++) {
+          var o = kids[i];
+          if (style(o).display === 'none' && listbox) continue;
+          if (o.hidden && !listbox) continue;
+          var sb = ctr.get('option') || 0;
+          ctr.set('option', sb + 1);
+          var oi = push(o, 'option', childDepth, childProle, sb, frame, listbox ? 1 : 0, off, null);
+          if (oi < 0) break;
+        }
+      } else if (tag === 'iframe' || tag === 'frame') {
+        var doc = null;
+        try { doc = el.contentDocument; } catch (e) { doc = null; }
+        if (doc && doc.documentElement) {
+          watch(doc, doc.defaultView);
+          var n = frameCounters.get(frame) || 0;
+          frameCounters.set(frame, n + 1);
+          var fpath = frame === '' ? String(n) : frame + '.' + n;
+          var r = el.getBoundingClientRect();
+          var cs = style(el);
+          var noff = [off[0] + r.left + (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0),
+                      off[1] + r.top + (parseFloat(cs.borderTopWidth) || 0) + (parseFloat(cs.paddingTop) || 0)];
+          var body = doc.body || doc.documentElement;
+          walkKids(body, body, childDepth, childProle, fpath, noff, new Map(), false);
+        }
+      } else if (tag === 'input' || tag === 'textarea' || tag === 'img') {
+        /* no DOM content worth walking */
+      } else {
+        if (el.shadowRoot) watch(el.shadowRoot, null);
+        var kids2 = el.shadowRoot ? el.shadowRoot :
+          tag === 'slot' ? slotKids(el) : tag === 'details' && !el.open ? closedDetailsKids(el) :
+          el;
+        var sd = s.contentVisibility === 'hidden';
+        if (!sd) walkKids(el, kids2, childDepth, childProle, frame, off, contents ? counter : new Map(), invisible);
+      }
+      if (include) flushText();
+      else if (edge === 2) flushText();
+      else if (edge === 1) softSpace();
+      if (idx >= 0 && cond && nodes.length === mark + 1) {
+        /* structure without anything inside: drop it */
+        nodes.pop();
+      }
+    }
+
+    function slotKids(slot) {
+      /* the elements as walkKidsOf sees them, with the text between them */
+      return slot.assignedElements().length ? slot.assignedNodes() : slot;
+    }
+    var prof = opts._prof ? [performance.now()] : null;
+    var root = document.body || document.documentElement;
+    var startEls;
+    if (opts.scope) {
+      var sc = null;
+      try { sc = document.querySelector(opts.scope); } catch (e) { sc = null; }
+      if (!sc) {
+        endCall();
+        return JSON.stringify({ error: 'scope', url: location.href, title: document.title });
+      }
+      startEls = [sc];
+      walkKids(null, startEls, 0, proleOf(sc), '', [0, 0], null, false);
+    } else if (root) {
+      walkKids(root, root.shadowRoot ? root.shadowRoot : root, 0, 'document', '', [0, 0], new Map(), false);
+    }
+    flushText();
+
+    /* names and rects in separate passes: styles first, then layout once */
+    var out = [], last = [];
+    /* The index each element had in the previous observe: the registry keeps
+       the ref of the same DOM node whatever else changed about it. */
+    var prevIdx = new Map();
+    for (var pi = 0; pi < api.last.length; pi++) prevIdx.set(api.last[pi], pi);
+    if (prof) prof.push(performance.now());
+    var rects = new Array(nodes.length);
+    /* Bounds are for the registry (elements with refs) and viewport_only. */
+    for (var i = 0; i < nodes.length; i++) {
+      if (!vpOnly && !nodes[i].rf) continue;
+      rects[i] = nodes[i].el.getBoundingClientRect();
+    }
+    if (prof) prof.push(performance.now());
+    var tn = 0, ts = 0, tsel = 0;
+    for (var j = 0; j < nodes.length; j++) {
+      var n = nodes[j];
+      var e = n.el, rr = rects[j];
+      var b;
+      if (n.text !== undefined) {
+        /* a text line: no ref, no identity; in the viewport with its element */
+        if (vpOnly && (rr.right <= 0 || rr.bottom <= 0 || rr.left >= W || rr.top >= H ||
+                       (rr.width === 0 && rr.height === 0))) continue;
+        out.push({ d: n.d, x: n.text });
+        continue;
+      }
+      if (!rr) {
+        b = null;
+      } else if (n.role === 'option' && !n.ia && rr.width === 0 && rr.height === 0) {
+        var pr = e.closest('select');
+        var prr = pr ? pr.getBoundingClientRect() : rr;
+        b = [Math.round(prr.left + n.off[0]), Math.round(prr.top + n.off[1]), Math.round(prr.width), Math.round(prr.height)];
+      } else {
+        b = [Math.round(rr.left + n.off[0]), Math.round(rr.top + n.off[1]), Math.round(rr.width), Math.round(rr.height)];
+      }
+      if (vpOnly) {
+        if (b[0] + b[2] <= 0 || b[1] + b[3] <= 0 || b[0] >= W || b[1] >= H) continue;
+        if (b[2] === 0 && b[3] === 0) continue;
+      }
+      var t0 = prof ? performance.now() : 0;
+      /* A text holder's content is its outline text: its name would say it
+         again (and cost a walk of its subtree), so only an author's name counts. */
+      var name = !n.rf && AUTHOR_NAME_ROLES[n.role] ? authorName(e) : obsName(e, n.role);
+      if (prof) tn += performance.now() - t0;
+      if (n.role === 'image' && !name) continue;
+      if ((n.role === 'region' || n.role === 'form') && !name && lower(e) !== 'form') continue;
+      if (n.role === 'group' && !name) continue;
+      /* Absent signals are left out rather than sent as null: on a page of
+         thousands of controls the reply is megabytes, and its transfer and
+         parsing cost as much as the walk. A node without a ref (structure,
+         text holders, elements past the cap) needs no identity, bounds,
+         selectors or index: only what its outline line shows. */
+      var node = { d: n.d, role: n.role, name: name };
+      var tag, testid = null, id = null;
+      if (n.rf) {
+        tag = lower(e);
+        testid = attr(e, 'data-testid');
+        id = e.id || null;
+        node.tag = tag;
+        node.prole = n.prole;
+        node.sib = n.sib;
+        if (testid !== null) node.testid = testid;
+        if (id !== null) node.id = id;
+        var al = attr(e, 'aria-label'), na = attr(e, 'name');
+        if (al !== null) node.aria = al;
+        if (na !== null) node.nattr = na;
+      }
+      var st = statesOf(e, n.role);
+      if (st.length) node.states = st;
+      if (n.role === 'heading') node.level = headingLevel(e);
+      if (VALUE_ROLES[n.role]) {
+        var v = valueOf(e, n.role);
+        if (v !== null) node.value = clip(v, 200);
+        /* a field's hint, when it is not already its name and nothing is typed */
+        var ph = attr(e, 'placeholder') || attr(e, 'aria-placeholder');
+        if (ph && !v && textOn) {
+          ph = fold(ph);
+          if (ph && ph !== name) node.ph = clip(ph, 200);
+        }
+      }
+      if (n.extra && n.extra.nr) node.nr = 1;
+      if (n.rf) {
+        node.b = b;
+        if (n.frame) node.frame = n.frame;
+        if (n.ia) node.ia = 1;
+        if (prof) t0 = performance.now();
+        if (opts.sel !== false) node.sel = selectorsOf(e, n.role, node.name, testid, id);
+        if (prof) tsel += performance.now() - t0;
+        node.i = last.length;
+        var pv = prevIdx.get(e);
+        if (pv !== undefined) node.p = pv;
+        last.push(e);
+      }
+      out.push(node);
+    }
+    fixDepths(out);
+    if (textOn) out = shapeText(out);
+    endCall();
+    if (prof) {
+      prof.push(performance.now());
+      var ph = [];
+      for (var q = 1; q < prof.length; q++) ph.push(Math.round(prof[q] - prof[q - 1]));
+      return JSON.stringify({ walk_rects_rest: ph, names: Math.round(tn), sel: Math.round(tsel), count: out.length });
+    }
+    var json = JSON.stringify({
+      url: location.href, title: document.title, truncated: truncated || textCut,
+      count: out.length, nodes: out
+    });
+    api.last = last;
+    remember(optsJson, json);
+    return json;
+  }
+
+  /*
+   * The unchanged-page cache. Observing a page nobody touched gives the same
+   * answer, so the last reply is kept and handed back, marked "same" (the
+   * registry then knows every node kept its index), while nothing can have
+   * changed it:
+   *   - no DOM mutation (the document, every open shadow root and frame
+   *     document walked);
+   *   - no event that goes with a change a mutation does not show: input,
+   *     change, focus, scroll, resize, load (of an image or frame), the
+   *     pointer and keys (hover styles), toggle (a popover opened by
+   *     script), hashchange (:target), transitions and animations starting,
+   *     fonts loading;
+   *   - no animation running (animating(): script-driven ones fire no
+   *     event);
+   *   - the same style sheets: how many, and how many rules each readable
+   *     one has (insertRule and deleteRule are not mutations);
+   *   - the same scroll position, viewport and focused element, the same
+   *     values, checked and selected states of the listed fields (scripts
+   *     set them as properties), the same options.
+   * CACHE_MS is only a safety net for what none of that sees (a rule
+   * replaced in place); the tests show each of the above without it.
+   */
+  var CACHE_MS = 30000;
+  var cache = { json: null, key: null, t: 0, dirty: true, sx: 0, sy: 0, w: 0, h: 0, active: null,
+                forms: [], sheets: '' };
+  var mo = null, watched = new WeakSet();
+  var DIRTY_EVENTS = ['input', 'change', 'focusin', 'focusout', 'scroll', 'resize', 'load',
+                      'transitionrun', 'transitionend', 'transitioncancel', 'animationstart',
+                      'animationiteration', 'animationend', 'animationcancel', 'pageshow',
+                      'popstate', 'hashchange', 'toggle', 'pointerdown', 'pointerup',
+                      'pointerover', 'pointerout', 'mouseover', 'mouseout', 'keydown', 'keyup',
+                      'submit', 'reset', 'invalid', 'fullscreenchange', 'visibilitychange'];
+
+  function markDirty() { cache.dirty = true; }
+
+  function watch(root, win) {
+    if (watched.has(root)) return;
+    watched.add(root);
+    if (!mo) mo = new MutationObserver(markDirty);
+    mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
+    if (win) {
+      for (var i = 0; i < DIRTY_EVENTS.length; i++)
+        win.addEventListener(DIRTY_EVENTS[i], markDirty, true);
+      try {
+        if (win.document.fonts) win.document.fonts.addEventListener('loadingdone', markDirty);
+      } catch (e) { /* no font set: nothing to watch */ }
+    }
+  }
+
+  /* The style sheets' shape: their count and rule counts (unreadable ones count -1). */
+  function sheetsKey(doc) {
+    var parts = [], list = doc.styleSheets;
+    for (var i = 0; i < list.length; i++) {
+      var n;
+      try { n = list[i].cssRules.length; } catch (e) { n = -1; }
+      parts.push(n + (list[i].disabled ? 'd' : ''));
+    }
+    var ad = doc.adoptedStyleSheets || [];
+    for (var j = 0; j < ad.length; j++) parts.push('a' + ad[j].cssRules.length);
+    return parts.join(',');
+  }
+
+  function remember(key, json) {
+    watch(document, window);
+    if (mo) mo.takeRecords(); /* nothing can run during the walk: these predate it */
+    cache.json = json; cache.key = key; cache.t = Date.now(); cache.dirty = false;
+    cache.sx = window.scrollX; cache.sy = window.scrollY;
+    cache.w = window.innerWidth; cache.h = window.innerHeight;
+    cache.active = document.activeElement;
+    cache.sheets = sheetsNow !== null ? sheetsNow : sheetsKey(document);
+    /* Scripts set value, checked and selectedIndex as properties: no
+       mutation, no event. Keep them to compare. */
+    var forms = [];
+    for (var i = 0; i < api.last.length; i++) {
+      var e = api.last[i], t = lower(e);
+      if (t === 'input' || t === 'textarea' || t === 'select' || t === 'option')
+        forms.push(e, e.value, e.checked, e.selectedIndex, e.selected);
+    }
+    cache.forms = forms;
+  }
+
+  function cachedObserve(key) {
+    if (mo && mo.takeRecords().length) cache.dirty = true;
+    if (cache.dirty || cache.json === null || cache.key !== key ||
+        Date.now() - cache.t > CACHE_MS || window.scrollX !== cache.sx ||
+        window.scrollY !== cache.sy || window.innerWidth !== cache.w ||
+        window.innerHeight !== cache.h || document.activeElement !== cache.active ||
+        animating(document) || sheetsNow !== cache.sheets)
+      return null;
+    for (var i = 0; i < api.last.length; i++)
+      if (!api.last[i].isConnected) return null;
+    var f = cache.forms;
+    for (var j = 0; j < f.length; j += 5) {
+      var e = f[j];
+      if (e.value !== f[j + 1] || e.checked !== f[j + 2] || e.selectedIndex !== f[j + 3] ||
+          e.selected !== f[j + 4])
+        return null;
+    }
+    return '{"same":true,' + cache.json.slice(1);
+  }
+
+  /*
+   * The text lines' final shape, on the outline with its depths fixed: a
+   * line that repeats the name of the element it sits in (a link's or a
+   * heading's own text), or equals the name of the element just before or
+   * after it (a label beside its checkbox), goes; an element whose only
+   * children are text lines takes them after a colon ("tx").
+   */
+  function shapeText(out) {
+    var kept = [], up = [];
+    for (var i = 0; i < out.length; i++) {
+      var n = out[i];
+      if (n.x === undefined) {
+        up[n.d] = n;
+        up.length = n.d + 1;
+        kept.push(n);
+        continue;
+      }
+      var par = n.d > 0 ? up[n.d - 1] : null;
+      if (par && par.name && par.name.indexOf(n.x) >= 0) continue;
+      var prev = kept.length ? kept[kept.length - 1] : null;
+      if (prev && prev.d === n.d && prev.x === undefined && prev.name === n.x) continue;
+      var next = out[i + 1];
+      if (next && next.d === n.d && next.x === undefined && next.name === n.x) continue;
+      kept.push(n);
+    }
+    var res = [];
+    for (var k = 0; k < kept.length; k++) {
+      var e = kept[k];
+      res.push(e);
+      if (e.x !== undefined) continue;
+      var j = k + 1, parts = [];
+      while (j < kept.length && kept[j].d === e.d + 1 && kept[j].x !== undefined) parts.push(kept[j++].x);
+      if (parts.length && (j === kept.length || kept[j].d <= e.d)) {
+        e.tx = clipText(parts.join(' '));
+        k = j - 1;
+      }
+    }
+    return res;
+  }
+
+  /* long text is clipped (read returns all of it), never inside a surrogate pair */
+  function clipText(t) {
+    if (t.length <= TEXT_MAX) return t;
+    var cut = TEXT_MAX;
+    var c = t.charCodeAt(cut - 1);
+    if (c >= 0xd800 && c <= 0xdbff) cut--;
+    return t.slice(0, cut) + '\u2026';
+  }
+
+  /* after dropping nodes, depths must stay a proper outline */
+  function fixDepths(out) {
+    var stack = []; /* original depths of the kept ancestors */
+    for (var i = 0; i < out.length; i++) {
+      var d = out[i].d;
+      while (stack.length && stack[stack.length - 1] >= d) stack.pop();
+      out[i].d = stack.length;
+      if (out[i].x === undefined) stack.push(d); /* a text line holds nothing */
+    }
+  }
+
+  function optionNameFast(o) {
+    if (lower(o) !== 'option') return nameOf(o); /* role=option on another element */
+    var al = attr(o, 'aria-label');
+    if (al && al.trim()) return fold(al);
+    if (hasAttr(o, 'aria-labelledby')) return nameOf(o);
+    return optionText(o);
+  }
+
+  function headingLevel(e) {
+    var al = parseInt(attr(e, 'aria-level'), 10);
+    if (al > 0) return al;
+    var m = /^h([1-6])$/.exec(lower(e));
+    return m ? +m[1] : 2;
+  }
+
+  function valueOf(e, role) {
+    var tag = lower(e);
+    if (tag === 'select') {
+      var o = e.options[e.selectedIndex];
+      return o ? optionText(o) : '';
+    }
+    if (tag === 'input' || tag === 'textarea') {
+      if (e.type === 'password') return '';
+      return String(e.value);
+    }
+    var vt = attr(e, 'aria-valuetext');
+    if (vt !== null) return vt;
+    var vn = attr(e, 'aria-valuenow');
+    if (vn !== null) return vn;
+    if (e.isContentEditable) return fold(e.textContent || '');
+    return null;
+  }
+
+  function proleOf(el) {
+    for (var p = parentEl(el); p; p = parentEl(p)) {
+      var r = roleOf(p);
+      if (!QUIET_ROLE[r]) return r;
+    }
+    return 'document';
+  }
+
+  function describe(selector) {
+    var el = null;
+    try { el = document.querySelector(selector); } catch (e) { el = null; }
+    if (!el) return 'null';
+    beginCall();
+    try {
+      if (isHiddenDeep(el) && lower(el) !== 'option') return JSON.stringify({ role: 'none', name: '', description: '' });
+      var role = roleOf(el);
+      var name = nameOf(el);
+      var desc = descriptionOf(el);
+      if (role === 'image' && lower(el) === 'img' && !name && attr(el, 'alt') === '') role = 'none';
+      return JSON.stringify({ role: role, name: name, description: desc });
+    } finally {
+      endCall();
+    }
+  }
+

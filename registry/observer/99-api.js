@@ -1,0 +1,22 @@
+  var api = {
+    version: VERSION,
+    describe: describe,
+    observe: observe,
+    last: [],
+    role: function (el) { beginCall(); try { return roleOf(el); } finally { endCall(); } },
+    name: function (el) { beginCall(); try { return nameOf(el); } finally { endCall(); } },
+    resolve: guarded(resolve),
+    identity: guarded(identity),
+    inspect: guarded(inspect),
+    actionable: actionableSafe,
+    fill: guarded(fill),
+    select: guarded(select),
+    checked: guarded(checked),
+    read: guarded(read),
+    scroll: guarded(scroll),
+    focus: guarded(focus),
+    waitCheck: guarded(waitCheck)
+  };
+  Object.defineProperty(G, '__refgate', { value: api, configurable: true, writable: true, enumerable: false });
+  return true;
+})();
