@@ -405,6 +405,54 @@ static const struct key named_keys[] = {
     {"Meta", "MetaLeft", 91, NULL},
 };
 
+/*
+ * The US keyboard's key for a printable ASCII character c: its code
+ * ("KeyA", "Digit1", "Minus") and Windows virtual key code; 0 when c has no
+ * key there. A shifted symbol ('!', '{') is its base key's code, as a
+ * keyboard sends it; the caller sends no Shift event, as Playwright does.
+ */
+static int ascii_key(char c, char code[16], int *vk)
+{
+    static const struct {
+        char base, shifted;
+        const char *code;
+        int vk;
+    } punct[] = {{'-', '_', "Minus", 189},       {'=', '+', "Equal", 187},
+                 {'[', '{', "BracketLeft", 219}, {']', '}', "BracketRight", 221},
+                 {'\\', '|', "Backslash", 220},  {';', ':', "Semicolon", 186},
+                 {'\'', '"', "Quote", 222},      {',', '<', "Comma", 188},
+                 {'.', '>', "Period", 190},      {'/', '?', "Slash", 191},
+                 {'`', '~', "Backquote", 192}};
+    static const char digit_shift[] = ")!@#$%^&*(";
+    if (c >= 'a' && c <= 'z')
+        c = (char)(c - 32);
+    if (c >= 'A' && c <= 'Z') {
+        snprintf(code, 16, "Key%c", c);
+        *vk = c;
+        return 1;
+    }
+    const char *d = c ? strchr(digit_shift, c) : NULL;
+    if (d)
+        c = (char)('0' + (d - digit_shift));
+    if (c >= '0' && c <= '9') {
+        snprintf(code, 16, "Digit%c", c);
+        *vk = c;
+        return 1;
+    }
+    if (c == ' ') {
+        snprintf(code, 16, "Space");
+        *vk = 32;
+        return 1;
+    }
+    for (size_t i = 0; i < sizeof punct / sizeof punct[0]; i++)
+        if (c == punct[i].base || c == punct[i].shifted) {
+            snprintf(code, 16, "%s", punct[i].code);
+            *vk = punct[i].vk;
+            return 1;
+        }
+    return 0;
+}
+
 static int key_event(reg_page_handle h, const char *type, const char *key, const char *code,
                      int vk, const char *text, unsigned mods)
 {
@@ -467,15 +515,11 @@ static int press(reg_page_handle h, const char *spec, char *err, size_t errlen)
     if (!k.key && strlen(keyname) == 1 && keyname[0] > 32 && keyname[0] < 127) {
         char c = keyname[0];
         char up = (char)(c >= 'a' && c <= 'z' ? c - 32 : c);
-        if ((up >= 'A' && up <= 'Z'))
-            snprintf(code, sizeof code, "Key%c", up);
-        else if (c >= '0' && c <= '9')
-            snprintf(code, sizeof code, "Digit%c", c);
-        else
-            snprintf(code, sizeof code, "%s", "");
+        int vk = 0;
+        if (!ascii_key(c, code, &vk))
+            code[0] = '\0';
         snprintf(text, sizeof text, "%c", (mods & REG_MOD_SHIFT) && c >= 'a' && c <= 'z' ? up : c);
-        k = (struct key){keyname, code, (up >= 'A' && up <= 'Z') || (c >= '0' && c <= '9') ? up : 0,
-                         text};
+        k = (struct key){keyname, code, vk, text};
     }
     if (!k.key) {
         snprintf(err, errlen, "unknown key \"%s\"", keyname);
@@ -511,32 +555,72 @@ static int press(reg_page_handle h, const char *spec, char *err, size_t errlen)
     return rc;
 }
 
-static int insert_text(reg_page_handle h, const char *text, int delay_ms)
+static int insert_text(reg_page_handle h, const char *text)
 {
-    if (delay_ms <= 0) {
-        rg_buf q;
-        rg_buf_init(&q);
-        rg_buf_puts(&q, "{\"text\":");
-        rg_buf_json_str(&q, text, strlen(text));
-        rg_buf_puts(&q, "}");
-        int rc = q.failed ? RG_ENOMEM
-                          : cdp_call(h.conn, h.session, "Input.insertText", q.data, JS_TIMEOUT_MS,
-                                     NULL);
-        rg_buf_destroy(&q);
-        return rc;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"text\":");
+    rg_buf_json_str(&q, text, strlen(text));
+    rg_buf_puts(&q, "}");
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(h.conn, h.session, "Input.insertText", q.data, JS_TIMEOUT_MS,
+                                 NULL);
+    rg_buf_destroy(&q);
+    return rc;
+}
+
+/*
+ * One character as a person types it: a character with a key on the US
+ * keyboard is that key pressed and released (keydown, keypress, the input,
+ * keyup); a line break is Enter and a tab is Tab. Any other code point
+ * (accents, other scripts, emoji) has no key: it is inserted as an input
+ * method would, with beforeinput and input but no key events.
+ */
+static int type_char(reg_page_handle h, const char *one)
+{
+    char code[16], key[2] = {one[0], 0};
+    int vk = 0;
+    const char *text = key;
+    if (one[1] == '\0' && (one[0] == '\n' || one[0] == '\r')) {
+        snprintf(code, sizeof code, "Enter");
+        snprintf(key, sizeof key, "%s", "");
+        vk = 13;
+        text = "\r";
+    } else if (one[1] == '\0' && one[0] == '\t') {
+        snprintf(code, sizeof code, "Tab");
+        vk = 9;
+        text = NULL;
+    } else if (one[1] != '\0' || !ascii_key(one[0], code, &vk)) {
+        return insert_text(h, one);
     }
-    /* One code point at a time, with the delay between them. */
+    const char *name = vk == 13 ? "Enter" : vk == 9 ? "Tab" : key;
+    int rc = key_event(h, text ? "keyDown" : "rawKeyDown", name, code, vk, text, 0);
+    if (rc == 0)
+        rc = key_event(h, "keyUp", name, code, vk, NULL, 0);
+    return rc;
+}
+
+/* type: one code point at a time, delay_ms between them, until the deadline. */
+static int type_text(reg_page_handle h, const char *text, int delay_ms, int64_t deadline,
+                     char *err, size_t errlen)
+{
     const unsigned char *p = (const unsigned char *)text;
+    size_t typed = 0;
     while (*p) {
+        if (rg_now_ms() >= deadline) {
+            snprintf(err, errlen, "typed %zu characters before timeout_ms ran out", typed);
+            return RG_ETIMEOUT;
+        }
         size_t n = *p < 0x80 ? 1 : *p < 0xE0 ? 2 : *p < 0xF0 ? 3 : 4;
         char one[8] = {0};
         for (size_t i = 0; i < n && p[i]; i++)
             one[i] = (char)p[i];
-        int rc = insert_text(h, one, 0);
+        int rc = type_char(h, one);
         if (rc < 0)
             return rc;
+        typed++;
         p += strlen(one);
-        if (*p)
+        if (*p && delay_ms > 0)
             rg_sleep_ms(delay_ms);
     }
     return 0;
@@ -861,7 +945,8 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
             js = NULL;
         }
         if (rc == 0)
-            rc = a->op == REG_OP_TYPE ? insert_text(h, a->text ? a->text : "", a->delay_ms)
+            rc = a->op == REG_OP_TYPE ? type_text(h, a->text ? a->text : "", a->delay_ms,
+                                                  deadline, err, errlen)
                                       : press(h, a->key, err, errlen);
         break;
     case REG_OP_SELECT: {

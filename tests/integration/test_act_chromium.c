@@ -188,6 +188,61 @@ static void test_click_every_target_kind_once(void **state)
     assert_string_equal(js(f, "String(window.far)"), "1");
 }
 
+/*
+ * type presses a key per character, so a field that listens only for
+ * keydown sees what is typed; a character with no key on the keyboard is
+ * inserted with input events only; a line break is Enter.
+ */
+static void test_type_sends_key_events(void **state)
+{
+    struct fx *f = *state;
+    char url[256];
+    assert_int_equal(
+        page_navigate(f->h.conn, f->h.session, httpd_url(srv, "/keys.html", url, sizeof url)), 0);
+    reg_observation_free(&f->o);
+    assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
+    reg_action_result r;
+    reg_action t = {.op = REG_OP_TYPE, .target = "label:Search", .text = "Hi 5!"};
+    assert_int_equal(act(f, &t, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "s.value"), "Hi 5!");
+    assert_string_equal(js(f, "hits.textContent"), "Hi 5!");
+    assert_string_equal(js(f, "keylog.slice(0, 5).join('|')"),
+                        "keydown H KeyH|keypress H KeyH|beforeinput H|input H|keyup H KeyH");
+    assert_string_equal(js(f, "keylog.filter(e => e.startsWith('keydown')).join('|')"),
+                        "keydown H KeyH|keydown i KeyI|keydown   Space|keydown 5 Digit5|"
+                        "keydown ! Digit1");
+
+    /* No key for it: inserted, with input events and no key events. */
+    assert_string_equal(js(f, "keylog.length = 0, 'ok'"), "ok");
+    t.text = "\xc3\xa9";
+    t.target = NULL; /* into what has focus */
+    assert_int_equal(act(f, &t, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "s.value"), "Hi 5!\xc3\xa9");
+    assert_string_equal(js(f, "keylog.join('|')"), "beforeinput \xc3\xa9|input \xc3\xa9");
+
+    /* A line break is Enter: the form submits. */
+    t.text = "\n";
+    assert_int_equal(act(f, &t, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(window.submitted)"), "1");
+    assert_string_equal(js(f, "keylog.filter(e => e.startsWith('key')).join('|')"),
+                        "keydown Enter Enter|keypress Enter Enter|keyup Enter Enter");
+
+    /* Typing is bounded by timeout_ms: a text too long to type in time stops part way. */
+    static char lots[20001];
+    memset(lots, 'a', sizeof lots - 1);
+    t.text = lots;
+    t.timeout_ms = 300;
+    char err[256];
+    assert_int_equal(reg_act(f->pg, f->h, &t, &r, err, sizeof err), RG_ETIMEOUT);
+    reg_action_result_free(&r);
+    assert_non_null(strstr(err, "characters before timeout_ms ran out"));
+    int typed = atoi(js(f, "String(s.value.length - 6)"));
+    assert_true(typed > 0 && typed < 20000);
+}
+
 static void test_fill_type_press_select_check(void **state)
 {
     struct fx *f = *state;
@@ -430,6 +485,7 @@ int main(void)
         cmocka_unit_test(test_hostile_page_globals),
         cmocka_unit_test_setup_teardown(test_click_every_target_kind_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fill_type_press_select_check, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_type_sends_key_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gone_element_is_stale_and_nothing_is_clicked, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ref_heals_by_testid, setup, teardown),
