@@ -8,6 +8,7 @@
  *            path, command map, how to print the reply)
  *   admin.c  `admin ...`: tenants and keys, straight to Redis through tenant/
  *   out.c    printing replies and errors, exit statuses
+ *   mcp.c    `mcp`: an MCP server on stdio, its tools as gateway calls
  *   main.c   main: environment, running the call
  *
  * The program is single-threaded. Strings taken from argv are borrowed for
@@ -195,7 +196,7 @@ typedef struct cli_call {
 } cli_call;
 
 /** What cli_parse found. */
-enum { CLI_CMD_GATEWAY = 0, CLI_CMD_ADMIN = 1, CLI_CMD_HELP = 2 };
+enum { CLI_CMD_GATEWAY = 0, CLI_CMD_ADMIN = 1, CLI_CMD_HELP = 2, CLI_CMD_MCP = 3 };
 
 /** Defaults, then REFGATE_URL, REFGATE_KEY, REFGATE_SESSION when set and not empty. */
 void cli_global_init(cli_global *g);
@@ -302,5 +303,14 @@ int cli_print_json(FILE *f, const cJSON *v);
  * failure to print or write.
  */
 int cli_print_reply(const cli_call *c, int json, const cJSON *reply, FILE *out, FILE *errf);
+
+/* ---- mcp (mcp.c) ---------------------------------------------------------- */
+
+/**
+ * `refgate-cli mcp [--session SID] [--on-exit park|close]`: serves MCP on
+ * stdin and stdout until the end of input. argv holds the words after
+ * "mcp". Returns the exit status.
+ */
+int cli_mcp_main(const cli_global *g, int argc, char **argv);
 
 #endif

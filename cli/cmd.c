@@ -472,9 +472,9 @@ int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, 
             pos[npos++] = argv[i++];
         } else if (!strcmp(w, "help")) {
             rc = CLI_CMD_HELP;
-        } else if (!strcmp(w, "admin")) {
-            *admin_at = i + 1;
-            rc = CLI_CMD_ADMIN;
+        } else if (!strcmp(w, "admin") || !strcmp(w, "mcp")) {
+            *admin_at = i + 1; /* the subcommand's own words start here */
+            rc = !strcmp(w, "admin") ? CLI_CMD_ADMIN : CLI_CMD_MCP;
         } else if (!(spec = find_command(argc, argv, &i, err, errlen))) {
             rc = RG_EBADREQ;
         }
@@ -530,6 +530,10 @@ void cli_print_help(FILE *f)
           "element's ref; read and eval the value (strings raw, others as JSON); inspect,\n"
           "info and list JSON; screenshot writes the image to FILE (- for stdout);\n"
           "call prints the whole reply as JSON.\n"
+          "\nMCP server (for agent hosts; JSON-RPC on stdin and stdout):\n"
+          "  mcp [--session SID] [--on-exit park|close]   tools as the Playwright MCP server\n"
+          "        names them; a session is made at the first call (or SID attached),\n"
+          "        then closed at exit (an attached one parked) unless --on-exit says\n"
           "\nAdmin commands (straight to Redis; no gateway needed):\n"
           "  admin tenant create NAME [--max-sessions N] [--max-concurrent N] [--rate N]\n"
           "        [--allow-private] [--allow-eval] [--allow-host H]... [--deny-host H]...\n"

@@ -83,6 +83,8 @@ int main(int argc, char **argv)
         cli_print_help(stdout);
         return finish(CLI_EXIT_OK);
     }
+    if (kind == CLI_CMD_MCP)
+        return finish(cli_mcp_main(&g, argc - 1 - admin_at, argv + 1 + admin_at));
     if (kind == CLI_CMD_ADMIN) {
         cli_admin a;
         int rc = cli_admin_parse(argc - 1 - admin_at, argv + 1 + admin_at, &g, &a, err, sizeof err);

@@ -1,0 +1,294 @@
+/*
+ * test_mcp.c - `refgate-cli mcp`, the MCP server on stdio, against a whole
+ * stack (nginx, a worker, Chromium, Redis) started here:
+ *
+ *   - an agent-style task driven by the official MCP TypeScript SDK client
+ *     (tests/mcp/agent.mjs; tests/mcp/install.sh installs the pinned SDK):
+ *     tools, navigate, snapshot, typing into a search box that reacts to
+ *     keydown only, clicks, a screenshot, errors, close;
+ *   - protocol conformance, line by line on the server's own pipes:
+ *     version negotiation, tools/list schemas, notifications unanswered,
+ *     malformed JSON, a wrong jsonrpc, an unknown method and tool, missing
+ *     arguments and an oversized message each refused with the right
+ *     JSON-RPC error, and the server still serving afterwards.
+ */
+#define _GNU_SOURCE
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cjson/cJSON.h>
+
+#include "tests/support/net.h"
+#include "tests/support/support.h"
+
+#define APP "tests/mcp/app"
+
+static stack *st;
+static httpd *app;
+static char cli[512], gw_url[64];
+
+/* BUILD/refgate-cli, beside this test's BUILD/tests/. */
+static void find_cli(void)
+{
+    ssize_t n = readlink("/proc/self/exe", cli, sizeof cli - 32);
+    assert_true(n > 0);
+    cli[n] = '\0';
+    for (int i = 0; i < 2; i++)
+        *strrchr(cli, '/') = '\0';
+    strcat(cli, "/refgate-cli");
+}
+
+static void test_agent_task_through_the_sdk_client(void **state)
+{
+    (void)state;
+    char url[256], cmd[1200];
+    httpd_url(app, "", url, sizeof url);
+    snprintf(cmd, sizeof cmd,
+             "REFGATE_URL='%s' REFGATE_KEY='%s' node tests/mcp/agent.mjs '%s' '%s' 2>&1", gw_url,
+             stack_key(st, 0), cli, url);
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    char line[4096], last[4096] = "";
+    while (fgets(line, sizeof line, p)) {
+        fputs(line, stdout); /* each step of the task, for the log */
+        snprintf(last, sizeof last, "%s", line);
+    }
+    int status = pclose(p);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_string_equal(last, "done\n");
+}
+
+/* ---- conformance: the server on pipes of our own ---- */
+
+struct server {
+    pid_t pid;
+    FILE *in, *out;
+};
+
+static void server_start(struct server *s)
+{
+    int to[2], from[2];
+    assert_int_equal(pipe(to), 0);
+    assert_int_equal(pipe(from), 0);
+    s->pid = fork();
+    assert_true(s->pid >= 0);
+    if (s->pid == 0) {
+        dup2(to[0], 0);
+        dup2(from[1], 1);
+        close(to[0]);
+        close(to[1]);
+        close(from[0]);
+        close(from[1]);
+        setenv("REFGATE_URL", gw_url, 1);
+        setenv("REFGATE_KEY", stack_key(st, 0), 1);
+        execl(cli, cli, "mcp", (char *)NULL);
+        _exit(127);
+    }
+    close(to[0]);
+    close(from[1]);
+    s->in = fdopen(to[1], "w");
+    s->out = fdopen(from[0], "r");
+    assert_non_null(s->in);
+    assert_non_null(s->out);
+}
+
+static void send_line(struct server *s, const char *line)
+{
+    assert_true(fputs(line, s->in) >= 0 && fputc('\n', s->in) != EOF && fflush(s->in) == 0);
+}
+
+/* The server's next line, parsed (caller frees). */
+static cJSON *next_reply(struct server *s)
+{
+    static char buf[1 << 20];
+    assert_non_null(fgets(buf, sizeof buf, s->out));
+    cJSON *r = cJSON_Parse(buf);
+    if (!r)
+        fail_msg("the server wrote a line that is not JSON: %.200s", buf);
+    return r;
+}
+
+/* The next reply must be the error code for id (a number, or -1 for null). */
+static void expect_error(struct server *s, int id, int code)
+{
+    cJSON *r = next_reply(s);
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(r, "id");
+    const cJSON *c = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "error"),
+                                                      "code");
+    char *txt = cJSON_PrintUnformatted(r);
+    if (!cJSON_IsNumber(c) || c->valueint != code ||
+        (id < 0 ? !cJSON_IsNull(rid) : !cJSON_IsNumber(rid) || rid->valueint != id))
+        fail_msg("wanted error %d for id %d, got %s", code, id, txt);
+    free(txt);
+    cJSON_Delete(r);
+}
+
+/* The next reply must be the result for id; returns it (caller frees the reply). */
+static cJSON *expect_result(struct server *s, int id, const cJSON **result)
+{
+    cJSON *r = next_reply(s);
+    const cJSON *rid = cJSON_GetObjectItemCaseSensitive(r, "id");
+    *result = cJSON_GetObjectItemCaseSensitive(r, "result");
+    char *txt = cJSON_PrintUnformatted(r);
+    if (!cJSON_IsNumber(rid) || rid->valueint != id || !cJSON_IsObject(*result))
+        fail_msg("wanted the result for id %d, got %.300s", id, txt);
+    free(txt);
+    return r;
+}
+
+static const char *rstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+static void test_protocol_conformance(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s);
+    const cJSON *res;
+    cJSON *r;
+
+    /* A version it speaks is echoed; one it does not gets its newest. */
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+                  "{\"protocolVersion\":\"2024-11-05\",\"capabilities\":{},"
+                  "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+    r = expect_result(&s, 1, &res);
+    assert_string_equal(rstr(res, "protocolVersion"), "2024-11-05");
+    assert_non_null(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(res, "capabilities"), "tools"));
+    cJSON_Delete(r);
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":"
+                  "{\"protocolVersion\":\"1999-01-01\",\"capabilities\":{}}}");
+    r = expect_result(&s, 2, &res);
+    assert_string_equal(rstr(res, "protocolVersion"), "2025-06-18");
+    cJSON_Delete(r);
+
+    /* Notifications get no reply: the next line answers the ping after them. */
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}");
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\","
+                  "\"params\":{\"requestId\":1}}");
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"ping\"}");
+    cJSON_Delete(expect_result(&s, 3, &res));
+
+    /* Every tool has a name, a description and an object schema. */
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":4,\"method\":\"tools/list\"}");
+    r = expect_result(&s, 4, &res);
+    const cJSON *tools = cJSON_GetObjectItemCaseSensitive(res, "tools"), *t;
+    assert_true(cJSON_GetArraySize(tools) >= 10);
+    cJSON_ArrayForEach(t, tools)
+    {
+        const cJSON *schema = cJSON_GetObjectItemCaseSensitive(t, "inputSchema");
+        assert_true(strncmp(rstr(t, "name"), "browser_", 8) == 0);
+        assert_true(strlen(rstr(t, "description")) > 0);
+        assert_string_equal(rstr(schema, "type"), "object");
+        assert_true(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(schema, "properties")));
+    }
+    cJSON_Delete(r);
+
+    /* What is refused, and how. */
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":5,\"method\":");
+    expect_error(&s, -1, -32700);
+    send_line(&s, "{\"jsonrpc\":\"1.0\",\"id\":6,\"method\":\"ping\"}");
+    expect_error(&s, 6, -32600);
+    send_line(&s, "[{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}]");
+    expect_error(&s, -1, -32600);
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"resources/read\"}");
+    expect_error(&s, 8, -32601);
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"browser_teleport\",\"arguments\":{}}}");
+    expect_error(&s, 9, -32602);
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":10,\"method\":\"tools/call\","
+                  "\"params\":{\"name\":\"browser_navigate\",\"arguments\":{}}}");
+    expect_error(&s, 10, -32602);
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":11,\"method\":\"tools/call\",\"params\":"
+                  "{\"name\":\"browser_select_option\",\"arguments\":{\"target\":\"@x\","
+                  "\"values\":\"red\"}}}");
+    expect_error(&s, 11, -32602);
+    size_t big = 9u * 1024 * 1024;
+    char *huge = malloc(big + 64);
+    assert_non_null(huge);
+    int n = snprintf(huge, 64, "{\"jsonrpc\":\"2.0\",\"id\":12,\"method\":\"ping\",\"x\":\"");
+    memset(huge + n, 'a', big);
+    strcpy(huge + n + big, "\"}");
+    send_line(&s, huge);
+    free(huge);
+    expect_error(&s, -1, -32600);
+
+    /* Still serving: a tool call makes the session and answers with the page. */
+    char url[256], line[600];
+    httpd_url(app, "/index.html", url, sizeof url);
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"browser_navigate\",\"arguments\":{\"url\":\"%s\"}}}",
+             url);
+    send_line(&s, line);
+    r = expect_result(&s, 13, &res);
+    assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")));
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res, "content"), 0);
+    assert_string_equal(rstr(c0, "type"), "text");
+    assert_non_null(strstr(rstr(c0, "text"), "heading \"Fruit shop\""));
+    cJSON_Delete(r);
+
+    /* A refused command is a tool result with isError, carrying refgate's code. */
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":14,\"method\":\"tools/call\",\"params\":"
+                  "{\"name\":\"browser_navigate\",\"arguments\":{\"url\":\"ftp://x/\"}}}");
+    r = expect_result(&s, 14, &res);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")));
+    c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res, "content"), 0);
+    assert_non_null(strstr(rstr(c0, "text"), "error "));
+    cJSON_Delete(r);
+
+    /* At the end of input the session it made is closed and the server exits 0. */
+    fclose(s.in);
+    int status;
+    assert_int_equal(waitpid(s.pid, &status, 0), s.pid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_null(fgets(line, sizeof line, s.out));
+    fclose(s.out);
+}
+
+int main(void)
+{
+    /* The MCP SDK from npm at the pinned version, installed when missing. */
+    int rc = system("sh tests/mcp/install.sh");
+    if (rc != 0) {
+        fprintf(stderr, "test_mcp: tests/mcp/install.sh failed (status %d): the MCP SDK client "
+                        "is not installed\n",
+                rc);
+        return 1;
+    }
+    find_cli();
+    app = httpd_start(APP);
+    st = app ? stack_start(1, NULL) : NULL;
+    if (!st) {
+        fprintf(stderr, "test_mcp: cannot start the stack\n");
+        httpd_stop(app);
+        return 1;
+    }
+    snprintf(gw_url, sizeof gw_url, "http://127.0.0.1:%d", stack_port(st));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_agent_task_through_the_sdk_client),
+        cmocka_unit_test(test_protocol_conformance),
+    };
+    if (getenv("RG_TEST_FILTER"))
+        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
+    rc = cmocka_run_group_tests_name("mcp", tests, NULL, NULL);
+    stack_stop(st);
+    httpd_stop(app);
+    return rc;
+}

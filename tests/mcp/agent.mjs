@@ -1,0 +1,92 @@
+// agent.mjs CLI APP_URL - an agent-style task through refgate's MCP server,
+// driven by the official MCP TypeScript SDK client (tests/mcp/package.json
+// pins it) over stdio: the client starts `CLI mcp` itself, as an agent host
+// does. REFGATE_URL and REFGATE_KEY pass through to it.
+//
+// The task, on tests/mcp/app: list the tools; navigate to the shop; find the
+// search box in the snapshot; type into it (the page reacts to keydown
+// only); click the result that appeared; add it to the cart; take a
+// screenshot; call a tool that does not exist; close. Every step checks what
+// an agent would read in the answer, and prints one line; the first failed
+// check exits with status 1 and says what was wrong.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+
+const [cli, appUrl] = process.argv.slice(2);
+
+function fail(msg) {
+  console.log('FAIL ' + msg);
+  process.exit(1);
+}
+function check(cond, msg, detail) {
+  if (!cond) fail(msg + (detail ? '\n' + detail : ''));
+  console.log('ok ' + msg);
+}
+const textOf = (r) => r.content.filter((c) => c.type === 'text').map((c) => c.text).join('\n');
+// The ref of the first line with this role and name in an outline.
+function refOf(text, role, name) {
+  const re = new RegExp('- ' + role + ' "' + name + '"[^\\n]*\\[ref=(@[\\w-]+)\\]');
+  const m = re.exec(text);
+  if (!m) fail(`no ${role} "${name}" with a ref in:\n${text}`);
+  return m[1];
+}
+
+const transport = new StdioClientTransport({
+  command: cli,
+  args: ['mcp'],
+  env: { REFGATE_URL: process.env.REFGATE_URL, REFGATE_KEY: process.env.REFGATE_KEY, PATH: process.env.PATH },
+  stderr: 'inherit',
+});
+const client = new Client({ name: 'refgate-test-agent', version: '1.0.0' });
+await client.connect(transport);
+check(client.getServerVersion()?.name === 'refgate', 'initialize: the server is refgate');
+
+const { tools } = await client.listTools();
+const names = tools.map((t) => t.name);
+for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_take_screenshot', 'browser_park'])
+  check(names.includes(t), `tools/list has ${t}`);
+check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
+
+let r = await client.callTool({ name: 'browser_navigate', arguments: { url: appUrl + '/index.html' } });
+check(!r.isError && textOf(r).includes('Fruit shop'), 'navigate answers with the page outline');
+const box = refOf(textOf(r), 'textbox', 'Search');
+
+r = await client.callTool({ name: 'browser_type', arguments: { element: 'Search box', target: box, text: 'ba' } });
+check(!r.isError && /link "Banana"/.test(textOf(r)), 'typing into the keydown-driven search shows Banana in the changes');
+r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+check(!/link "Apple"/.test(textOf(r)) && /textbox "Search"[^\n]*\[value="ba"\]/.test(textOf(r)),
+  'the snapshot has the typed value and only the matching results', textOf(r));
+const banana = refOf(textOf(r), 'link', 'Banana');
+
+r = await client.callTool({ name: 'browser_click', arguments: { element: 'Banana', target: banana } });
+check(!r.isError, 'click the result');
+r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+check(/Page Title: Banana/.test(textOf(r)) && textOf(r).includes('Price: 1.50 EUR'), 'the item page shows its name and price');
+const add = refOf(textOf(r), 'button', 'Add to cart');
+r = await client.callTool({ name: 'browser_click', arguments: { target: add } });
+check(!r.isError && textOf(r).includes('In the cart: 1'), 'the click answers with the change it made');
+
+r = await client.callTool({ name: 'browser_take_screenshot', arguments: {} });
+const img = r.content.find((c) => c.type === 'image');
+check(!r.isError && img && img.mimeType === 'image/png' &&
+  Buffer.from(img.data, 'base64').subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
+  'the screenshot is a PNG image');
+
+r = await client.callTool({ name: 'browser_click', arguments: { target: '@nosuchref' } });
+check(r.isError && /stale_ref|no_match/.test(textOf(r)), 'a ref that is not there is a tool error with its code');
+
+let refused = false;
+try {
+  await client.callTool({ name: 'browser_teleport', arguments: {} });
+} catch (e) {
+  refused = /unknown tool/.test(String(e.message));
+}
+check(refused, 'an unknown tool is refused with an error');
+
+r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+check(!r.isError && /Page Title: Banana/.test(textOf(r)), 'the server still serves after the errors');
+
+r = await client.callTool({ name: 'browser_close', arguments: {} });
+check(!r.isError && /is closed/.test(textOf(r)), 'close the session');
+await client.close();
+console.log('done');
