@@ -765,8 +765,8 @@ static int op_action(cmd *c)
         reg_action_result_free(&r);
         return c->rc = rc;
     }
-    if (r.has_scroll)
-        sess_note_scroll(c->s, r.sx, r.sy);
+    /* The last action's scroll, or none: a key press may have scrolled since a click. */
+    sess_note_scroll(c->s, r.has_scroll, r.sx, r.sy);
     c->result = action_result(a.op, &r);
     reg_action_result_free(&r);
     return 0;
@@ -1071,8 +1071,10 @@ static cJSON *run_in_session(cmd *parent, const cJSON *step, int *ok)
             fail(&c, RG_EBADREQ, "act steps take op and args only");
         else if ((o = prepare(&c, step, NULL)) && (o->flags & OP_NOT_IN_ACT))
             fail(&c, RG_EBADREQ, "%s cannot be an act step", c.op);
-        else if (o)
+        else if (o) {
+            sess_note_scroll(c.s, 0, 0, 0); /* a step that does not say may scroll (eval) */
             o->run(&c);
+        }
     }
     if (c.rc == 0 && o && (o->flags & OP_CHANGES))
         parent->changed = 1;

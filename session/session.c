@@ -1370,9 +1370,9 @@ static uint64_t checkpoint_hash(const sess_capture *c)
     return h ? h : 1;
 }
 
-void sess_note_scroll(sess *s, double sx, double sy)
+void sess_note_scroll(sess *s, int known, double sx, double sy)
 {
-    s->has_hint = 1;
+    s->has_hint = known;
     s->hint_sx = sx;
     s->hint_sy = sy;
 }

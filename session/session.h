@@ -187,11 +187,13 @@ int sess_claim(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms,
 void sess_done(sess *s, int full);
 
 /**
- * The page's scroll as the command's last page call saw it (a click's
- * actionability check): sess_done takes it instead of asking the page. For
- * the holder, between sess_claim and sess_done.
+ * After each action of a command: the page's scroll as the action's last
+ * page call saw it (known: a click's or hover's actionability check), or
+ * known 0 when the action did not say (a key press may have scrolled).
+ * sess_done takes a known scroll instead of asking the page. For the
+ * holder, between sess_claim and sess_done.
  */
-void sess_note_scroll(sess *s, double sx, double sy);
+void sess_note_scroll(sess *s, int known, double sx, double sy);
 
 const char *sess_id(const sess *s);
 const char *sess_worker(const sess_mgr *m);

@@ -301,7 +301,7 @@ static void click_and_done(const char *sid, const char *ref, char *scroll_y, siz
     char err[256];
     assert_int_equal(reg_act(sess_registry(s), sess_handle(s), &a, &r, err, sizeof err), 0);
     assert_true(r.has_scroll);
-    sess_note_scroll(s, r.sx, r.sy);
+    sess_note_scroll(s, 1, r.sx, r.sy);
     reg_action_result_free(&r);
     eval_in(s, "String(Math.round(scrollY))", scroll_y, len);
     sess_done(s, 0);
