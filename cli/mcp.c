@@ -243,12 +243,18 @@ static cJSON *target_args(const cJSON *a)
     return args;
 }
 
-static void t_navigate(mcp *m, const cJSON *a, result *r)
+/* op with one string argument taken from the tool's own, then the outline (or its diff). */
+static void one_arg(mcp *m, result *r, const char *op, const cJSON *a, const char *key, int diff)
 {
     cJSON *args = cJSON_CreateObject();
-    cJSON_AddStringToObject(args, "url", str_of(a, "url"));
-    if (run_only(m, r, "navigate", args) == 0)
-        outline(m, r, 0);
+    cJSON_AddStringToObject(args, key, str_of(a, key));
+    if (run_only(m, r, op, args) == 0)
+        outline(m, r, diff);
+}
+
+static void t_navigate(mcp *m, const cJSON *a, result *r)
+{
+    one_arg(m, r, "navigate", a, "url", 0);
 }
 
 static void t_back(mcp *m, const cJSON *a, result *r)
@@ -305,10 +311,7 @@ static void t_type(mcp *m, const cJSON *a, result *r)
 
 static void t_press(mcp *m, const cJSON *a, result *r)
 {
-    cJSON *args = cJSON_CreateObject();
-    cJSON_AddStringToObject(args, "key", str_of(a, "key"));
-    if (run_only(m, r, "press", args) == 0)
-        outline(m, r, 1);
+    one_arg(m, r, "press", a, "key", 1);
 }
 
 static void t_select(mcp *m, const cJSON *a, result *r)
