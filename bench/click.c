@@ -18,13 +18,8 @@
 #include "pool/pool.h"
 #include "registry/registry.h"
 #include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
@@ -80,11 +75,10 @@ int main(int argc, char **argv)
     char count[32] = "";
     page_eval(h.conn, h.session, "document.getElementById('count').textContent", count,
               sizeof count);
-    qsort(t, (size_t)clicks, sizeof *t, cmp_double);
+    double p50 = stats_rank(t, (size_t)clicks, 0.5), p99 = stats_rank(t, (size_t)clicks, 0.99);
     printf("{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,\"p50_ms\":%.3f,"
            "\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}\n",
-           ref, clicks, count[0] ? count : "0", failed, t[clicks / 2], t[(int)(clicks * 0.99)],
-           t[0], t[clicks - 1]);
+           ref, clicks, count[0] ? count : "0", failed, p50, p99, t[0], t[clicks - 1]);
     free(t);
     reg_page_free(pg);
     reg_store_free(store);

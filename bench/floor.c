@@ -20,19 +20,12 @@
 
 #include "pool/pool.h"
 #include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double pct(double *v, int n, double p)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int i = (int)(p * (n - 1) + 0.5);
-    return v[i];
+    return stats_rank_round(v, (size_t)n, p);
 }
 
 static void config(pool_config *cfg, const char *run_dir)

@@ -60,6 +60,8 @@
 #include "tenant/tenant.h"
 #include "tests/support/net.h"
 #include "tests/support/page.h"
+#include "tests/support/stack.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define WORKERS 2
@@ -83,20 +85,10 @@ static int quick;
 
 /* ---- statistics ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The p-quantile (0..1) of n values, nearest rank; sorts v. 0 for n = 0. */
 static double pct(double *v, int n, double p)
 {
-    if (n <= 0)
-        return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int k = (int)(p * n);
-    return v[k < n ? k : n - 1];
+    return n > 0 ? stats_rank(v, (size_t)n, p) : 0;
 }
 
 /* min, median (nearest rank, as pct) and max of n values as a JSON member; sorts v. */

@@ -48,6 +48,8 @@
 
 #include "gateway/wire.h"
 #include "tests/support/net.h"
+#include "tests/support/stack.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define WORKERS_MAX 8
@@ -1240,28 +1242,6 @@ static void redis_info(rg_redis *r, struct redis_info *out)
 
 /* ---- report ------------------------------------------------------------------ */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static int cmp_long(const void *a, const void *b)
-{
-    long x = *(const long *)a, y = *(const long *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The p-quantile (0..1) of v sorted in place, by nearest rank; 0 for none. */
-static double quantile(double *v, size_t n, double p)
-{
-    if (!n)
-        return 0;
-    qsort(v, n, sizeof *v, cmp_double);
-    size_t k = (size_t)(p * (double)n);
-    return v[k < n ? k : n - 1];
-}
-
 /* The least-squares slope of worker w's RSS over the samples from `from` on, in KiB/min. */
 static double rss_slope(const struct sample *s, int n, int w, int64_t from, int quiet)
 {
@@ -1289,10 +1269,7 @@ static long median_rss(const struct sample *s, int n, int w, int64_t from, int64
         if (s[i].t_ms >= from && s[i].t_ms < to && s[i].mem[w][part] >= 0 &&
             s[i].mem[w][MEM_ALL] > 0 && (!quiet || s[i].quiet))
             v[k++] = s[i].mem[w][part];
-    if (!k)
-        return -1;
-    qsort(v, (size_t)k, sizeof *v, cmp_long);
-    return v[k / 2];
+    return stats_median_long(v, (size_t)k);
 }
 
 /* The medians of the first and of the last quarter of [t_start, t_end]. */
@@ -1775,8 +1752,8 @@ int main(int argc, char **argv)
     printf("%-16s %9s %8s %10s %10s\n", "op", "commands", "errors", "p50 ms", "p99 ms");
     double p50[OP_N], p99[OP_N];
     for (int o = 0; o < OP_N; o++) {
-        p50[o] = quantile(all[o].v, all[o].n, 0.50);
-        p99[o] = quantile(all[o].v, all[o].n, 0.99);
+        p50[o] = stats_rank(all[o].v, all[o].n, 0.50);
+        p99[o] = stats_rank(all[o].v, all[o].n, 0.99);
         printf("%-16s %9ld %8ld %10.1f %10.1f\n", op_names[o], commands[o], failed[o], p50[o],
                p99[o]);
     }

@@ -63,6 +63,7 @@
 #include "pool/pool.h"
 #include "registry/registry.h"
 #include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define MAX_RUNS 50
@@ -84,34 +85,19 @@ struct result {
     char error[160];
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(const double *v, int n)
 {
-    double s[MAX_RUNS];
-    memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    return stats_median(v, (size_t)n);
 }
 
 static double vmin(const double *v, int n)
 {
-    double m = v[0];
-    for (int i = 1; i < n; i++)
-        m = v[i] < m ? v[i] : m;
-    return m;
+    return stats_min(v, (size_t)n);
 }
 
 static double vmax(const double *v, int n)
 {
-    double m = v[0];
-    for (int i = 1; i < n; i++)
-        m = v[i] > m ? v[i] : m;
-    return m;
+    return stats_max(v, (size_t)n);
 }
 
 static size_t count_lines(const char *s)
@@ -337,11 +323,6 @@ static void print_result(const char *name, const struct result *r, const char *s
     printf("}");
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Every *.html of dir, sorted; returns how many (at most max). */
 static int list_pages(const char *dir, char **out, int max)
 {
@@ -356,7 +337,7 @@ static int list_pages(const char *dir, char **out, int max)
             out[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(out, (size_t)n, sizeof *out, cmp_str);
+    qsort(out, (size_t)n, sizeof *out, stats_cmp_str);
     return n;
 }
 

@@ -36,6 +36,7 @@
 
 #include "gateway/wire.h"
 #include "tests/support/net.h"
+#include "tests/support/stack.h"
 #include "tests/support/support.h"
 
 #define IO_TIMEOUT_MS 60000

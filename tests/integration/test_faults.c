@@ -30,6 +30,7 @@
 
 #include "gateway/wire.h"
 #include "tests/support/net.h"
+#include "tests/support/stack.h"
 #include "tests/support/support.h"
 
 static stack *st;

@@ -32,6 +32,7 @@
 #include "gateway/wire.h"
 #include "tenant/tenant.h"
 #include "tests/support/net.h"
+#include "tests/support/stack.h"
 #include "tests/support/support.h"
 
 static stack *st;

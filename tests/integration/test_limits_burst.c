@@ -42,6 +42,7 @@
 #include "session/session.h"
 #include "tenant/tenant.h"
 #include "tests/support/net.h"
+#include "tests/support/stack.h"
 #include "tests/support/support.h"
 
 #define BURST_MAX 50

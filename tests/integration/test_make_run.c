@@ -38,6 +38,7 @@
 
 #include "common/rg.h"
 #include "tests/support/net.h"
+#include "tests/support/stack.h"
 #include "tests/support/support.h"
 
 #define WORKERS 2

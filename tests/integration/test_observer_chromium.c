@@ -39,6 +39,7 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define CORPUS "tests/corpus"
@@ -396,11 +397,6 @@ static void bag_add(struct bag *b, const char *role, const char *name)
     b->n++;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void bag_free(struct bag *b)
 {
     for (int i = 0; i < b->n; i++)
@@ -431,8 +427,8 @@ static void bag_show_missing(const char *what, struct bag *a, struct bag *b, int
 
 static int bag_common(struct bag *a, struct bag *b)
 {
-    qsort(a->k, (size_t)a->n, sizeof *a->k, cmp_str);
-    qsort(b->k, (size_t)b->n, sizeof *b->k, cmp_str);
+    qsort(a->k, (size_t)a->n, sizeof *a->k, stats_cmp_str);
+    qsort(b->k, (size_t)b->n, sizeof *b->k, stats_cmp_str);
     int i = 0, j = 0, m = 0;
     while (i < a->n && j < b->n) {
         int c = strcmp(a->k[i], b->k[j]);
@@ -621,7 +617,7 @@ static void words_add_text(struct words *set, const char *s)
 /* Sorts and removes duplicates. */
 static void words_uniq(struct words *set)
 {
-    qsort(set->w, set->n, sizeof *set->w, cmp_str);
+    qsort(set->w, set->n, sizeof *set->w, stats_cmp_str);
     size_t k = 0;
     for (size_t i = 0; i < set->n; i++) {
         if (k && !strcmp(set->w[k - 1], set->w[i]))
@@ -641,7 +637,7 @@ static void words_free(struct words *set)
 
 static int words_has(const struct words *set, const char *w)
 {
-    return set->n && bsearch(&w, set->w, set->n, sizeof *set->w, cmp_str) != NULL;
+    return set->n && bsearch(&w, set->w, set->n, sizeof *set->w, stats_cmp_str) != NULL;
 }
 
 /*

@@ -31,6 +31,7 @@
 
 #include "gateway/wire.h"
 #include "tests/support/net.h"
+#include "tests/support/stack.h"
 #include "tests/support/support.h"
 
 #define FIXTURES "tests/fixtures/react"

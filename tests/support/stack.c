@@ -5,7 +5,7 @@
  * process started here and stopped by its PID.
  */
 #define _GNU_SOURCE
-#include "net.h"
+#include "stack.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "support.h"
 #include "tenant/tenant.h"
 
