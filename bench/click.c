@@ -17,6 +17,7 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/stats.h"
 #include "tests/support/support.h"
@@ -24,32 +25,25 @@
 int main(int argc, char **argv)
 {
     int clicks = argc > 1 && !strcmp(argv[1], "--quick") ? 30 : 200;
-    char run_dir[64], url[256], ref[REG_REF_MAX] = "", err[256];
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-click-%d", (int)getpid());
-    httpd *srv = httpd_start("bench/pages");
-    pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
-    pool *p;
+    char url[256], ref[REG_REF_MAX] = "", err[256];
+    fx_browser chrome;
     pool_lease *l;
-    if (!srv || pool_new(&cfg, &p) < 0 || pool_acquire(p, 30000, &l, NULL) < 0) {
+    if (fx_browser_start(&chrome, "click", "bench-click", "bench/pages") < 0 ||
+        pool_acquire(chrome.pool, 30000, &l, NULL) < 0) {
         fprintf(stderr, "click: cannot start\n");
         return 1;
     }
-    /* The page's isolated world, as a session makes it (Runtime events follow its context). */
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
-    reg_world *world = NULL;
-    if (cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL) == 0 &&
-        reg_world_new(h.conn, h.session, 10000, &world) == 0)
-        h.world = world;
+    /* The page's isolated world, as a session makes it. */
+    reg_page_handle h;
+    reg_world *world;
+    page_handle(l, &h, &world);
     reg_store *store = reg_store_mem_new();
     reg_page *pg;
     reg_page_new(store, "bench:click", NULL, &pg);
     reg_observation o;
     reg_observe_opts opts = {.no_selectors = 1};
-    if (page_navigate(h.conn, h.session, httpd_url(srv, "/click.html", url, sizeof url)) < 0 ||
+    if (page_navigate(h.conn, h.session, httpd_url(chrome.pages, "/click.html", url, sizeof url)) <
+            0 ||
         reg_observe(pg, h, &opts, &o) < 0) {
         fprintf(stderr, "click: cannot load or observe the page\n");
         return 1;
@@ -84,8 +78,6 @@ int main(int argc, char **argv)
     reg_store_free(store);
     reg_world_free(world);
     pool_release(l);
-    pool_free(p);
-    httpd_stop(srv);
-    rmdir(run_dir);
+    fx_browser_stop(&chrome);
     return 0;
 }

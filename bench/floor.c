@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "pool/pool.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/stats.h"
 #include "tests/support/support.h"
@@ -28,12 +29,9 @@ static double pct(double *v, int n, double p)
     return stats_rank_round(v, (size_t)n, p);
 }
 
-static void config(pool_config *cfg, const char *run_dir)
+static void config(pool_config *cfg, char *run_dir, size_t len)
 {
-    pool_config_default(cfg);
-    pool_config_from_env(cfg);
-    cfg->run_dir = run_dir;
-    cfg->browsers = 1;
+    fx_pool_config(cfg, "bench", run_dir, len);
     cfg->contexts_per_browser = 64;
     cfg->recycle_after = 0;
 }
@@ -85,9 +83,8 @@ int main(int argc, char **argv)
     int n_counts = quick ? 1 : 3;
     int n_cold = quick ? 1 : 3;
     char run_dir[64];
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-%d", (int)getpid());
     pool_config cfg;
-    config(&cfg, run_dir);
+    config(&cfg, run_dir, sizeof run_dir);
 
     /* Cold start. */
     double cold[3];

@@ -62,6 +62,7 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/stats.h"
 #include "tests/support/support.h"
@@ -129,12 +130,10 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         snprintf(r->error, sizeof r->error, "lease: %s", rg_err_code(rc));
         return rc;
     }
-    /* The page's isolated world, as a session makes it (Runtime events follow its context). */
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
-    reg_world *world = NULL;
-    if (cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL) == 0 &&
-        reg_world_new(h.conn, h.session, 10000, &world) == 0)
-        h.world = world;
+    /* The page's isolated world, as a session makes it. */
+    reg_page_handle h;
+    reg_world *world;
+    page_handle(l, &h, &world);
     reg_store *store = NULL;
     reg_page *pg = NULL;
     reg_observation a = {0}, b = {0}, c = {0}, d = {0};
@@ -395,12 +394,8 @@ int main(int argc, char **argv)
         return 1;
     }
     char run_dir[64];
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-obs-%d", (int)getpid());
     pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
+    fx_pool_config(&cfg, "bench-obs", run_dir, sizeof run_dir);
     cfg.recycle_after = 0;
     static const char *const extra[] = {"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
                                         NULL};

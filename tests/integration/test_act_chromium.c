@@ -20,12 +20,11 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
 
-static httpd *srv;
-static pool *pl;
-static char run_dir[256];
+static fx_browser chrome;
 
 struct fx {
     pool_lease *l;
@@ -39,13 +38,13 @@ static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
     char url[256];
-    assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &f->l, NULL), 0);
     f->h.conn = pool_lease_conn(f->l);
     f->h.session = pool_lease_session(f->l);
     f->h.world = NULL; /* each call finds refgate's world itself */
-    assert_int_equal(
-        page_navigate(f->h.conn, f->h.session, httpd_url(srv, "/actions.html", url, sizeof url)),
-        0);
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(chrome.pages, "/actions.html", url, sizeof url)),
+                     0);
     f->store = reg_store_mem_new();
     assert_int_equal(reg_page_new(f->store, "t:s:p", NULL, &f->pg), 0);
     assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
@@ -116,14 +115,13 @@ static void test_hostile_page_globals(void **state)
     (void)state;
     pool_lease *l;
     char url[256];
-    assert_int_equal(pool_acquire(pl, 20000, &l, NULL), 0);
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
-    reg_world *world = NULL;
-    assert_int_equal(cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL), 0);
-    assert_int_equal(reg_world_new(h.conn, h.session, 10000, &world), 0);
-    h.world = world;
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &l, NULL), 0);
+    reg_page_handle h;
+    reg_world *world;
+    assert_int_equal(page_handle(l, &h, &world), 0);
     assert_int_equal(
-        page_navigate(h.conn, h.session, httpd_url(srv, "/hostile-globals.html", url, sizeof url)),
+        page_navigate(h.conn, h.session,
+                      httpd_url(chrome.pages, "/hostile-globals.html", url, sizeof url)),
         0);
     reg_store *store = reg_store_mem_new();
     reg_page *pg;
@@ -315,7 +313,7 @@ static void test_modal_dialog_and_inert(void **state)
     struct fx *f = *state;
     char url[256], err[256];
     assert_int_equal(page_navigate(f->h.conn, f->h.session,
-                                   httpd_url(srv, "/act-modal.html", url, sizeof url)),
+                                   httpd_url(chrome.pages, "/act-modal.html", url, sizeof url)),
                      0);
     reg_action a = {.op = REG_OP_CLICK, .target = "css:#behind", .timeout_ms = 300};
     reg_action_result r;
@@ -334,7 +332,7 @@ static void test_moving_element_is_unstable(void **state)
     struct fx *f = *state;
     char url[256], err[256];
     assert_int_equal(page_navigate(f->h.conn, f->h.session,
-                                   httpd_url(srv, "/act-moving.html", url, sizeof url)),
+                                   httpd_url(chrome.pages, "/act-moving.html", url, sizeof url)),
                      0);
     reg_action a = {.op = REG_OP_CLICK, .target = "css:#moving", .timeout_ms = 400};
     reg_action_result r;
@@ -362,7 +360,7 @@ static void test_shadow_and_iframe_click_and_fill(void **state)
     /* A page with a same-origin iframe. */
     char url[256];
     assert_int_equal(page_navigate(f->h.conn, f->h.session,
-                                   httpd_url(srv, "/shadow.html", url, sizeof url)),
+                                   httpd_url(chrome.pages, "/shadow.html", url, sizeof url)),
                      0);
     for (int i = 0; i < 100; i++) {
         if (!strcmp(js(f, "String(!!inner.contentDocument.querySelector('button'))"), "true"))
@@ -415,17 +413,8 @@ static void test_inspect_read_screenshot_wait(void **state)
 
 int main(void)
 {
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-act-%d", (int)getpid());
-    srv = httpd_start("tests/fixtures");
-    pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
-    if (!srv || pool_new(&cfg, &pl) < 0) {
-        fprintf(stderr, "test_act_chromium: cannot start the fixture server or the pool\n");
+    if (fx_browser_start(&chrome, "test_act_chromium", "test-act", "tests/fixtures") < 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_page_globals),
         cmocka_unit_test_setup_teardown(test_click_every_target_kind_once, setup, teardown),
@@ -441,11 +430,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shadow_and_iframe_click_and_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inspect_read_screenshot_wait, setup, teardown),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("act_chromium", tests, NULL, NULL);
-    pool_free(pl);
-    httpd_stop(srv);
-    rmdir(run_dir);
+    int rc = FX_RUN("act_chromium", tests, NULL, NULL);
+    fx_browser_stop(&chrome);
     return rc;
 }

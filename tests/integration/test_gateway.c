@@ -31,13 +31,10 @@
 
 #include "gateway/wire.h"
 #include "tenant/tenant.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/stack.h"
-#include "tests/support/support.h"
 
-static stack *st;
-static httpd *pages;
-static char auth[2][128];
+static fx_stack gw;
 
 /* ---- helpers ---- */
 
@@ -45,9 +42,9 @@ static char auth[2][128];
 static cJSON *post_json(const char *path, const char *body, int other, int *status)
 {
     char h[256];
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", auth[other]);
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", gw.auth[other]);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, strlen(body), &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, h, body, strlen(body), &r), 0);
     *status = r.status;
     cJSON *v = NULL;
     char err[128];
@@ -65,9 +62,9 @@ static cJSON *post_mp(const char *path, const cJSON *m, int *status)
     rg_buf_init(&b);
     assert_int_equal(wire_mp_encode(m, &b), 0);
     char h[256];
-    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", auth[0]);
+    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", gw.auth[0]);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, b.data, b.len, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, h, b.data, b.len, &r), 0);
     rg_buf_destroy(&b);
     *status = r.status;
     assert_non_null(strstr(r.content_type, "application/msgpack"));
@@ -129,7 +126,7 @@ static void page_url(const char *name, char *out, size_t len)
 {
     char p[96];
     snprintf(p, sizeof p, "/%s", name);
-    httpd_url(pages, p, out, len);
+    httpd_url(gw.pages, p, out, len);
 }
 
 /* Creates a session on the page; it stays on the worker that created it. */
@@ -162,8 +159,8 @@ static void close_session(const char *sid)
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     http_resp r;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &r), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, h, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
 }
@@ -280,8 +277,8 @@ static void test_every_op(void **state)
     /* The list has it; close forgets it. */
     http_resp hr;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
-    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &hr), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", h, NULL, 0, &hr), 0);
     assert_int_equal(hr.status, 200);
     assert_non_null(strstr(hr.body.data, sid));
     rg_buf_destroy(&hr.body);
@@ -352,9 +349,9 @@ static void raw(const char *sid, const char *ctype, const void *body, size_t len
 {
     char path[96], h[300];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sContent-Type: %s\r\nAccept: application/json\r\n", auth[0], ctype);
+    snprintf(h, sizeof h, "%sContent-Type: %s\r\nAccept: application/json\r\n", gw.auth[0], ctype);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, len, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, h, body, len, &r), 0);
     if (r.status != want_status || !strstr(r.body.data ? r.body.data : "", want_code))
         fail_msg("%s body of %zu bytes -> %d %.300s; wanted %d %s", ctype, len, r.status,
                  r.body.data ? r.body.data : "", want_status, want_code);
@@ -399,13 +396,13 @@ static void test_errors_from_outside(void **state)
     cJSON_Delete(r);
     /* Keys: none, wrong, another tenant's session (never says which). */
     http_resp hr;
-    assert_int_equal(http_request(stack_port(st), "POST", path,
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path,
                                   "Content-Type: application/json\r\n", "{\"op\":\"observe\"}", 16,
                                   &hr),
                      0);
     assert_int_equal(hr.status, 401);
     rg_buf_destroy(&hr.body);
-    assert_int_equal(http_request(stack_port(st), "POST", path,
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path,
                                   "Authorization: Bearer rgk_wrong\r\n"
                                   "Content-Type: application/json\r\n",
                                   "{\"op\":\"observe\"}", 16, &hr),
@@ -454,7 +451,7 @@ struct fcgi_post {
 static void fcgi_post_params(struct fcgi_post *p, const char *sid, size_t total, int with_length)
 {
     snprintf(p->uri, sizeof p->uri, "DOCUMENT_URI=/v1/sessions/%s", sid);
-    snprintf(p->key, sizeof p->key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(st, 0));
+    snprintf(p->key, sizeof p->key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(gw.st, 0));
     snprintf(p->length, sizeof p->length, "CONTENT_LENGTH=%zu", total);
     p->params[0] = "REQUEST_METHOD=POST";
     p->params[1] = p->uri;
@@ -486,7 +483,7 @@ static void test_worker_reads_bodies_without_nginx(void **state)
     char sid[64];
     create("actions.html", sid);
     cJSON *info = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    int port = stack_fcgi_port(st, atoi(rstr(info, "worker") + 1));
+    int port = stack_fcgi_port(gw.st, atoi(rstr(info, "worker") + 1));
     cJSON_Delete(info);
     const size_t limit = 1u << 20; /* the default REFGATE_MAX_BODY_BYTES */
     /* Past the first 4 KiB buffer without a length; with one; exactly at the limit. */
@@ -560,7 +557,7 @@ static void test_websocket_snapshot_event(void **state)
     cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}"));
     snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
     int status;
-    wsc *w = wsc_open(stack_port(st), path, auth[0], &status);
+    wsc *w = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
     if (!w)
         fail_msg("WebSocket through nginx: HTTP %d", status);
     const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\","
@@ -631,7 +628,7 @@ static void test_websocket_snapshot_event(void **state)
     assert_true(popup);
     clicks_are(sid, "clicks=1");
     /* A second subscriber: one event of the session carries one seq for both. */
-    wsc *w2 = wsc_open(stack_port(st), path, auth[0], &status);
+    wsc *w2 = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
     assert_non_null(w2);
     const char *sub2 = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\"]}}";
     assert_int_equal(wsc_send(w2, sub2, strlen(sub2), 1), 0);
@@ -671,7 +668,7 @@ static void test_websocket_snapshot_event(void **state)
     wsc_close(w);
     /* Without a key: refused with a reply saying why. */
     snprintf(h, sizeof h, "Authorization: Bearer rgk_wrong\r\n");
-    w = wsc_open(stack_port(st), path, h, &status);
+    w = wsc_open(stack_port(gw.st), path, h, &status);
     assert_non_null(w);
     rg_buf_init(&in);
     assert_int_equal(wsc_recv(w, &in, 10000), 2);
@@ -702,7 +699,7 @@ static void test_kill_9_worker_session_carries_on(void **state)
     int owner = atoi(rstr(r, "worker") + 1);
     cJSON_Delete(r);
     assert_true(owner == 1 || owner == 2);
-    stack_kill_worker(st, owner, SIGKILL);
+    stack_kill_worker(gw.st, owner, SIGKILL);
     /* The page reloads from the checkpoint (a fresh load: the counter is 0),
        and the ref from before still clicks the same button. */
     r = cmd_ok(sid, body);
@@ -711,7 +708,7 @@ static void test_kill_9_worker_session_carries_on(void **state)
     r = cmd_ok(sid, "{\"op\":\"session.info\"}");
     assert_int_equal(atoi(rstr(r, "worker") + 1), 3 - owner);
     cJSON_Delete(r);
-    assert_int_equal(stack_restart_worker(st, owner), 0);
+    assert_int_equal(stack_restart_worker(gw.st, owner), 0);
     close_session(sid);
 }
 
@@ -725,7 +722,7 @@ static void test_sigterm_parks_for_the_other_worker(void **state)
     cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
     int owner = atoi(rstr(r, "worker") + 1);
     cJSON_Delete(r);
-    assert_int_equal(stack_kill_worker(st, owner, SIGTERM), 0); /* exits 0 */
+    assert_int_equal(stack_kill_worker(gw.st, owner, SIGTERM), 0); /* exits 0 */
     r = cmd_ok(sid, "{\"op\":\"session.info\"}");
     assert_string_equal(rstr(r, "state"), "parked");
     cJSON_Delete(r);
@@ -735,7 +732,7 @@ static void test_sigterm_parks_for_the_other_worker(void **state)
     cJSON_Delete(r);
     cJSON_Delete(cmd_ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
     clicks_are(sid, "clicks=1");
-    assert_int_equal(stack_restart_worker(st, owner), 0);
+    assert_int_equal(stack_restart_worker(gw.st, owner), 0);
     close_session(sid);
 }
 
@@ -745,7 +742,7 @@ static void make_tenant(const char *name, double rate, int max_sessions, int all
 {
     rg_redis_config rc;
     rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
+    rc.url = stack_redis_url(gw.st);
     rg_redis *r;
     char err[256], key[TENANT_KEY_SIZE];
     assert_int_equal(rg_redis_new(&rc, &r, err, sizeof err), 0);
@@ -775,8 +772,8 @@ static void test_quota_rate_and_eval_permission(void **state)
     /* Quota: one session, the second create is refused for good. */
     make_tenant("quota1", 1000, 1, 1, 0, NULL, hdr, sizeof hdr);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", hdr, body, strlen(body),
-                                  &r), 0);
+    assert_int_equal(
+        http_request(stack_port(gw.st), "POST", "/v1/sessions", hdr, body, strlen(body), &r), 0);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body.data, "\"session\":\"s"));
     /* 135 random bits: "s" and 27 characters. */
@@ -785,8 +782,8 @@ static void test_quota_rate_and_eval_permission(void **state)
     char sid[64];
     snprintf(sid, sizeof sid, "%.28s", p);
     rg_buf_destroy(&r.body);
-    assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", hdr, body, strlen(body),
-                                  &r), 0);
+    assert_int_equal(
+        http_request(stack_port(gw.st), "POST", "/v1/sessions", hdr, body, strlen(body), &r), 0);
     assert_int_equal(r.status, 429);
     assert_non_null(strstr(r.body.data, "quota_exceeded"));
     assert_non_null(strstr(r.body.data, "permanent"));
@@ -795,18 +792,19 @@ static void test_quota_rate_and_eval_permission(void **state)
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     const char *ev = "{\"op\":\"eval\",\"args\":{\"expression\":\"1\"}}";
-    assert_int_equal(http_request(stack_port(st), "POST", path, hdr, ev, strlen(ev), &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, hdr, ev, strlen(ev), &r), 0);
     assert_int_equal(r.status, 403);
     assert_non_null(strstr(r.body.data, "forbidden"));
     rg_buf_destroy(&r.body);
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
     /* Rate: 2 a second; a burst past it is rate_limited with Retry-After. */
     make_tenant("slow2", 2, 10, 1, 0, NULL, hdr, sizeof hdr);
     int limited = 0, retry = -1;
     for (int i = 0; i < 10 && !limited; i++) {
-        assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+        assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &r),
+                         0);
         if (r.status == 429) {
             limited = 1;
             retry = r.retry_after;
@@ -821,8 +819,8 @@ static void test_quota_rate_and_eval_permission(void **state)
     /* Another tenant is not limited by it. */
     http_resp ok;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
-    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &ok), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", h, NULL, 0, &ok), 0);
     assert_int_equal(ok.status, 200);
     rg_buf_destroy(&ok.body);
 }
@@ -831,7 +829,7 @@ static void test_quota_rate_and_eval_permission(void **state)
 static int post_raw(const char *path, const char *hdr, const char *body, cJSON **out)
 {
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, hdr, body, strlen(body), &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, hdr, body, strlen(body), &r), 0);
     int status = r.status;
     if (out) {
         char err[64];
@@ -882,7 +880,7 @@ static void test_url_policy_navigations(void **state)
                      403);
     cJSON_Delete(r);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -903,7 +901,7 @@ static void test_url_policy_inside_the_page(void **state)
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
     cJSON_Delete(r);
-    int port = httpd_port(pages);
+    int port = httpd_port(gw.pages);
     /* A redirect from the allowed page to the refused name. */
     snprintf(body, sizeof body,
              "{\"op\":\"navigate\",\"args\":{\"url\":\"http://127.0.0.1:%d/redirect?to="
@@ -913,8 +911,8 @@ static void test_url_policy_inside_the_page(void **state)
     if (status != 403 || strcmp(err_code(r), "blocked_url"))
         fail_msg("redirect -> %d %s", status, cJSON_PrintUnformatted(r));
     cJSON_Delete(r);
-    assert_int_equal(httpd_count(pages, "/redirect?to="), 1);
-    assert_int_equal(httpd_count(pages, "/never-reached.html"), 0);
+    assert_int_equal(httpd_count(gw.pages, "/redirect?to="), 1);
+    assert_int_equal(httpd_count(gw.pages, "/never-reached.html"), 0);
     /* From the page: fetch, image, iframe and form post to the refused name. */
     page_url("form.html", url, sizeof url);
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
@@ -934,7 +932,7 @@ static void test_url_policy_inside_the_page(void **state)
         fail_msg("eval -> %d %s", status, cJSON_PrintUnformatted(r));
     assert_string_equal(rstr(r, "value"), "blocked");
     cJSON_Delete(r);
-    assert_int_equal(httpd_count(pages, "/probe-"), 0); /* nothing reached the server */
+    assert_int_equal(httpd_count(gw.pages, "/probe-"), 0); /* nothing reached the server */
     /* The control: the allowed address is reached. */
     snprintf(body, sizeof body,
              "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
@@ -943,9 +941,9 @@ static void test_url_policy_inside_the_page(void **state)
     assert_int_equal(post_raw(path, hdr, body, &r), 200);
     assert_string_equal(rstr(r, "value"), "reached");
     cJSON_Delete(r);
-    assert_int_equal(httpd_count(pages, "/probe-ok"), 1);
+    assert_int_equal(httpd_count(gw.pages, "/probe-ok"), 1);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -973,7 +971,7 @@ static void allowed_one_service(const char *name, int port, char *hdr, char *pat
 static void test_url_policy_one_local_service(void **state)
 {
     (void)state;
-    int port = httpd_port(pages);
+    int port = httpd_port(gw.pages);
     httpd *decoy = httpd_start(NULL);
     assert_non_null(decoy);
     int rport = httpd_port(decoy);
@@ -1036,7 +1034,7 @@ static void test_url_policy_one_local_service(void **state)
     rg_buf_destroy(&js);
     /* Nothing reached the decoy, nor the allowed server under another name. */
     assert_int_equal(httpd_requests(decoy), 0);
-    assert_int_equal(httpd_count(pages, "/probe-l"), 0);
+    assert_int_equal(httpd_count(gw.pages, "/probe-l"), 0);
     httpd_stop(decoy);
     /* The allowed service itself is reachable. */
     snprintf(body, sizeof body,
@@ -1047,7 +1045,7 @@ static void test_url_policy_one_local_service(void **state)
     assert_string_equal(rstr(r, "value"), "reached");
     cJSON_Delete(r);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -1058,7 +1056,7 @@ static void test_url_policy_one_local_service(void **state)
 static void test_url_policy_websocket_and_service_worker(void **state)
 {
     (void)state;
-    int port = httpd_port(pages);
+    int port = httpd_port(gw.pages);
     httpd *decoy = httpd_start(NULL);
     assert_non_null(decoy);
     int rport = httpd_port(decoy);
@@ -1093,18 +1091,19 @@ static void test_url_policy_websocket_and_service_worker(void **state)
     assert_string_equal(rstr(r, "value"), "sw1,sw2");
     cJSON_Delete(r);
     /* The controls reached the allowed server: the checks are not vacuous. */
-    for (int i = 0; i < 50 && (httpd_count(pages, "/ws-ok") < 1 || httpd_count(pages, "/sw-ok") < 1);
+    for (int i = 0;
+         i < 50 && (httpd_count(gw.pages, "/ws-ok") < 1 || httpd_count(gw.pages, "/sw-ok") < 1);
          i++)
         rg_sleep_ms(100);
-    assert_int_equal(httpd_count(pages, "/ws-ok"), 1);
-    assert_int_equal(httpd_count(pages, "/sw-ok"), 1);
+    assert_int_equal(httpd_count(gw.pages, "/ws-ok"), 1);
+    assert_int_equal(httpd_count(gw.pages, "/sw-ok"), 1);
     assert_int_equal(httpd_requests(decoy), 0);
     char dgram[512];
     assert_true(recv(ufd, dgram, sizeof dgram, 0) < 0 && errno == EAGAIN);
     close(ufd);
     httpd_stop(decoy);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -1142,8 +1141,8 @@ static void test_other_tenants_session_for_every_op(void **state)
     }
     http_resp d;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[1]);
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &d), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[1]);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, h, NULL, 0, &d), 0);
     assert_int_equal(d.status, 404);
     rg_buf_destroy(&d.body);
     /* The owner's session is untouched: still live, never clicked. */
@@ -1183,7 +1182,7 @@ static void test_concurrency_limit(void **state)
     make_tenant("onebyone", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
     rg_redis_config rc;
     rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
+    rc.url = stack_redis_url(gw.st);
     rg_redis *rr;
     char err[128];
     assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
@@ -1219,7 +1218,7 @@ static void test_concurrency_limit(void **state)
     assert_int_equal(c[1].status, 429);
     assert_string_equal(c[1].code, "rate_limited");
     http_resp d;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &d), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &d), 0);
     assert_int_equal(d.status, 200);
     rg_buf_destroy(&d.body);
 }
@@ -1231,7 +1230,7 @@ static void test_revoked_key(void **state)
     char hdr[256];
     make_tenant("revoked", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
     const char *key = strstr(hdr, "Bearer ") + 7;
@@ -1239,7 +1238,7 @@ static void test_revoked_key(void **state)
     snprintf(k, sizeof k, "%.*s", (int)strcspn(key, "\r"), key);
     rg_redis_config rc;
     rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
+    rc.url = stack_redis_url(gw.st);
     rg_redis *rr;
     char err[128];
     assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
@@ -1248,7 +1247,8 @@ static void test_revoked_key(void **state)
     int status = 200;
     for (int i = 0; i < 100 && status == 200; i++) {
         rg_sleep_ms(100);
-        assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+        assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &r),
+                         0);
         status = r.status;
         rg_buf_destroy(&r.body);
     }
@@ -1259,10 +1259,10 @@ static void test_health_and_metrics(void **state)
 {
     (void)state;
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "GET", "/healthz", NULL, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/healthz", NULL, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
-    assert_int_equal(http_request(stack_port(st), "GET", "/metrics", NULL, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/metrics", NULL, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body.data, "refgate_pool_browsers"));
     /* The worker's memory: its resident set, and what its allocator hands out
@@ -1294,7 +1294,7 @@ static void test_worker_runs_without_thread_caches(void **state)
     (void)state;
     char v[1024];
     const char *given = getenv("GLIBC_TUNABLES");
-    pid_t w = stack_worker_pid(st, 1);
+    pid_t w = stack_worker_pid(gw.st, 1);
     assert_int_equal(procs_getenv(w, "GLIBC_TUNABLES", v, sizeof v), 1);
     assert_non_null(strstr(v, "glibc.malloc.tcache_count=0"));
     /* ... by its own name, which ps, top and pgrep show. */
@@ -1332,15 +1332,8 @@ static void test_worker_runs_without_thread_caches(void **state)
 
 int main(void)
 {
-    pages = httpd_start("tests/fixtures");
-    st = pages ? stack_start(2, NULL) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_gateway: cannot start the stack\n");
-        httpd_stop(pages);
+    if (fx_stack_start(&gw, "test_gateway", "tests/fixtures", 2, NULL) < 0)
         return 1;
-    }
-    for (int i = 0; i < 2; i++)
-        snprintf(auth[i], sizeof auth[i], "Authorization: Bearer %s\r\n", stack_key(st, i));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_and_metrics),
         cmocka_unit_test(test_worker_runs_without_thread_caches),
@@ -1361,10 +1354,7 @@ int main(void)
         cmocka_unit_test(test_kill_9_worker_session_carries_on),
         cmocka_unit_test(test_sigterm_parks_for_the_other_worker),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("gateway", tests, NULL, NULL);
-    stack_stop(st);
-    httpd_stop(pages);
+    int rc = FX_RUN("gateway", tests, NULL, NULL);
+    fx_stack_stop(&gw);
     return rc;
 }

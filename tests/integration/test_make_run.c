@@ -37,9 +37,8 @@
 #include <unistd.h>
 
 #include "common/rg.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/stack.h"
-#include "tests/support/support.h"
 
 #define WORKERS 2
 #define UP_WAIT_MS 120000  /* the first start installs nothing; a cold Chromium is slow */
@@ -359,7 +358,5 @@ int main(void)
         cmocka_unit_test(test_worker_killed_under_make_run),
         cmocka_unit_test(test_sigterm_leaves_nothing),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    return cmocka_run_group_tests_name("make_run", tests, group_setup, group_teardown);
+    return FX_RUN("make_run", tests, group_setup, group_teardown);
 }

@@ -39,6 +39,7 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/stats.h"
 #include "tests/support/support.h"
 
@@ -812,10 +813,7 @@ static int group_setup(void **state)
 {
     (void)state;
     pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
+    fx_pool_config(&cfg, "obs", run_dir, sizeof run_dir);
     /* Every remote host unreachable at once, as when the corpus was taken:
      * pages load in a moment instead of waiting on DNS. */
     static const char *const extra[] = {
@@ -846,16 +844,13 @@ static int group_teardown(void **state)
 
 int main(void)
 {
-    if (access("/usr/lib/chromium/chromium", X_OK) < 0 && !getenv("REFGATE_CHROMIUM")) {
-        fprintf(stderr, "test_observer_chromium: Chromium is not installed (make deps)\n");
+    if (fx_need_chromium("test_observer_chromium") < 0)
         return 1;
-    }
     if (access(CORPUS "/accname/cases.jsonl", R_OK) < 0) {
         fprintf(stderr, "test_observer_chromium: run from the repository root (%s)\n", CORPUS);
         return 1;
     }
     verbose = getenv("RG_OBS_VERBOSE") != NULL;
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-obs-%d", (int)getpid());
     snprintf(case_dir, sizeof case_dir, "/tmp/refgate-obs-cases-%d", (int)getpid());
     mkdir(case_dir, 0700);
     cases_srv = httpd_start(case_dir);
@@ -870,9 +865,7 @@ int main(void)
         cmocka_unit_test(test_pages_text_coverage),
         cmocka_unit_test(test_observe_speed),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("observer_chromium", tests, group_setup, group_teardown);
+    int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
     httpd_stop(cases_srv);
     httpd_stop(pages_srv);
     rmdir(case_dir);

@@ -30,17 +30,14 @@
 #include <string.h>
 
 #include "gateway/wire.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/stack.h"
-#include "tests/support/support.h"
 
 #define FIXTURES "tests/fixtures/react"
 #define WS_WAIT_MS 5000 /* a WebSocket reply or event that has not come by then never will */
 #define NEW_TODO "placeholder:What needs to be done?"
 
-static stack *st;
-static httpd *pages;
-static char auth[160];
+static fx_stack gw;
 
 static const char *const items[3] = {"Buy milk", "Walk dog", "Pay rent"};
 
@@ -50,9 +47,9 @@ static const char *const items[3] = {"Buy milk", "Walk dog", "Pay rent"};
 static cJSON *post_json(const char *path, const char *body, int *status)
 {
     char h[256];
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", auth);
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", gw.auth[0]);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, strlen(body), &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, h, body, strlen(body), &r), 0);
     *status = r.status;
     cJSON *v = NULL;
     char err[128];
@@ -93,7 +90,7 @@ static void create(const char *page, const char *rendered, char *sid)
 {
     char url[256], p[96], body[512];
     snprintf(p, sizeof p, "/%s", page);
-    httpd_url(pages, p, url, sizeof url);
+    httpd_url(gw.pages, p, url, sizeof url);
     snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
     int status;
     cJSON *r = post_json("/v1/sessions", body, &status);
@@ -119,9 +116,9 @@ static void close_session(const char *sid)
 {
     char path[96], h[200];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, h, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
 }
@@ -398,7 +395,7 @@ static wsc *ws_subscribe(const char *sid)
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
     int status = 0;
-    wsc *w = wsc_open(stack_port(st), path, auth, &status);
+    wsc *w = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
     if (!w)
         fail_msg("WebSocket through nginx: HTTP %d", status);
     const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\"]}}";
@@ -673,23 +670,14 @@ int main(void)
                 rc);
         return 1;
     }
-    pages = httpd_start(FIXTURES);
-    st = pages ? stack_start(1, NULL) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_outline_react: cannot start the stack\n");
-        httpd_stop(pages);
+    if (fx_stack_start(&gw, "test_outline_react", FIXTURES, 1, NULL) < 0)
         return 1;
-    }
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", stack_key(st, 0));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_todo_text_beside_checkbox),
         cmocka_unit_test(test_todo_toggle_in_diff_and_event),
         cmocka_unit_test(test_counter_digits_in_snapshot_event),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    rc = cmocka_run_group_tests_name("outline_react", tests, NULL, NULL);
-    stack_stop(st);
-    httpd_stop(pages);
+    rc = FX_RUN("outline_react", tests, NULL, NULL);
+    fx_stack_stop(&gw);
     return rc;
 }

@@ -20,12 +20,11 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
 
-static httpd *srv;
-static pool *pl;
-static char run_dir[256];
+static fx_browser chrome;
 
 struct fx {
     pool_lease *l;
@@ -37,12 +36,12 @@ struct fx {
 static void fx_open(struct fx *f, const char *path, const reg_config *cfg)
 {
     char url[256];
-    assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &f->l, NULL), 0);
     f->h.conn = pool_lease_conn(f->l);
     f->h.session = pool_lease_session(f->l);
     f->h.world = NULL; /* each call finds refgate's world itself */
-    assert_int_equal(page_navigate(f->h.conn, f->h.session, httpd_url(srv, path, url, sizeof url)),
-                     0);
+    assert_int_equal(
+        page_navigate(f->h.conn, f->h.session, httpd_url(chrome.pages, path, url, sizeof url)), 0);
     f->store = reg_store_mem_new();
     assert_int_equal(reg_page_new(f->store, "t:s:p", cfg, &f->pg), 0);
 }
@@ -528,17 +527,8 @@ static void test_cap_and_stale_threshold(void **state)
 
 int main(void)
 {
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-reg-%d", (int)getpid());
-    srv = httpd_start("tests/fixtures");
-    pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
-    if (!srv || pool_new(&cfg, &pl) < 0) {
-        fprintf(stderr, "test_registry_chromium: cannot start the fixture server or the pool\n");
+    if (fx_browser_start(&chrome, "test_registry_chromium", "test-reg", "tests/fixtures") < 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_form_refs_stable_and_outline),
         cmocka_unit_test(test_duplicate_labels_and_odd_ids),
@@ -551,11 +541,7 @@ int main(void)
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_outline_modes),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("registry_chromium", tests, NULL, NULL);
-    pool_free(pl);
-    httpd_stop(srv);
-    rmdir(run_dir);
+    int rc = FX_RUN("registry_chromium", tests, NULL, NULL);
+    fx_browser_stop(&chrome);
     return rc;
 }

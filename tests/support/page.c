@@ -64,3 +64,18 @@ int page_navigate(cdp_conn *c, const char *sid, const char *url)
     cdp_waiter_free(w);
     return rc;
 }
+
+int page_handle(pool_lease *l, reg_page_handle *h, reg_world **world)
+{
+    h->conn = pool_lease_conn(l);
+    h->session = pool_lease_session(l);
+    h->world = NULL;
+    *world = NULL;
+    if (cdp_call(h->conn, h->session, "Runtime.enable", NULL, 10000, NULL) < 0 ||
+        reg_world_new(h->conn, h->session, 10000, world) < 0) {
+        *world = NULL;
+        return -1;
+    }
+    h->world = *world;
+    return 0;
+}
