@@ -55,6 +55,7 @@ INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard test
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c \
                 tests/support/redis.c tests/support/net.c tests/support/stack.c \
                 tests/support/stats.c tests/support/fixture.c
+LOAD_SRC := bench/load.c bench/load_drive.c bench/load_sample.c bench/load_verdict.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
            $(BUILD)/bench/load
 
@@ -164,6 +165,9 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIB
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS_ALL)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
+# The soak tool is several files (bench/load.h).
+$(BUILD)/bench/load: $(call obj,$(LOAD_SRC)) $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
 
 include tests/fuzz/fuzz.mk
