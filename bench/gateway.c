@@ -263,24 +263,16 @@ static int observe(int *fd, const char *sid, int diff, char **text, size_t *byte
 /* A tenant for the fairness run; its Authorization header line. */
 static int bench_tenant(const char *name, double rate, char *hdr, size_t len)
 {
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
-    rg_redis *r;
-    char err[256], key[TENANT_KEY_SIZE];
-    if (rg_redis_new(&rc, &r, err, sizeof err) < 0)
-        return -1;
+    char err[256], key[TENANT_KEY_SIZE] = "";
     tenant t;
     tenant_init(&t);
-    snprintf(t.id, sizeof t.id, "%s", name);
     snprintf(t.name, sizeof t.name, "%s", name);
     t.rate = rate;
     t.allow_private = 1;
-    int rc2 = tenant_create(r, &t, key, sizeof key, err, sizeof err);
+    int rc = stack_make_tenant(stack_redis_url(st), &t, key, sizeof key, err, sizeof err);
     tenant_destroy(&t);
-    rg_redis_free(r);
     snprintf(hdr, len, "Authorization: Bearer %s\r\n", key);
-    return rc2;
+    return rc;
 }
 
 /* ---- /proc ---- */

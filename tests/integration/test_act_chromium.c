@@ -20,6 +20,7 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/expect.h"
 #include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
@@ -63,16 +64,6 @@ static int teardown(void **state)
     return 0;
 }
 
-static const char *ref_of(struct fx *f, const char *role, const char *name)
-{
-    for (size_t i = 0; i < f->o.n_nodes; i++)
-        if (!strcmp(f->o.nodes[i].role, role) && f->o.nodes[i].name &&
-            !strcmp(f->o.nodes[i].name, name))
-            return f->o.nodes[i].ref;
-    fail_msg("no %s \"%s\" in:\n%s", role, name, f->o.text);
-    return NULL;
-}
-
 static const char *js(struct fx *f, const char *expr)
 {
     static char v[256];
@@ -92,14 +83,14 @@ static int act(struct fx *f, reg_action *a, reg_action_result *r)
     return rc;
 }
 
-static void click_ok(struct fx *f, const char *target, const char *expect_ref)
+static void click_ok(struct fx *f, const char *target, const char *want_ref)
 {
     reg_action a = {.op = REG_OP_CLICK, .target = target};
     reg_action_result r;
     assert_int_equal(act(f, &a, &r), 0);
     assert_true(r.has_point);
-    if (expect_ref)
-        assert_string_equal(r.ref, expect_ref);
+    if (want_ref)
+        assert_string_equal(r.ref, want_ref);
     reg_action_result_free(&r);
 }
 
@@ -171,7 +162,7 @@ static void test_hostile_page_globals(void **state)
 static void test_click_every_target_kind_once(void **state)
 {
     struct fx *f = *state;
-    const char *ref = ref_of(f, "button", "Count");
+    const char *ref = expect_ref(&f->o, "button", "Count");
     click_ok(f, ref, ref);
     assert_string_equal(js(f, "String(window.clicks)"), "1");
     click_ok(f, "css:#counter", ref);
@@ -182,7 +173,7 @@ static void test_click_every_target_kind_once(void **state)
     assert_string_equal(js(f, "String(window.clicks)"), "6"); /* each exactly once */
     assert_string_equal(js(f, "out.textContent"), "clicks=6");
     /* An element far below the fold is scrolled into view first. */
-    click_ok(f, ref_of(f, "button", "Far below"), NULL);
+    click_ok(f, expect_ref(&f->o, "button", "Far below"), NULL);
     assert_string_equal(js(f, "String(window.far)"), "1");
 }
 
@@ -240,7 +231,7 @@ static void test_gone_element_is_stale_and_nothing_is_clicked(void **state)
 {
     struct fx *f = *state;
     char victim[REG_REF_MAX];
-    snprintf(victim, sizeof victim, "%s", ref_of(f, "button", "Victim"));
+    snprintf(victim, sizeof victim, "%s", expect_ref(&f->o, "button", "Victim"));
     js(f, "replaceVictim(), 'ok'");
     reg_action a = {.op = REG_OP_CLICK, .target = victim};
     reg_action_result r;
@@ -256,7 +247,7 @@ static void test_gone_element_is_stale_and_nothing_is_clicked(void **state)
 static void test_ref_heals_by_testid(void **state)
 {
     struct fx *f = *state;
-    const char *ref = ref_of(f, "button", "Heal me");
+    const char *ref = expect_ref(&f->o, "button", "Heal me");
     assert_string_equal(ref, "@healme");
     js(f, "rerenderHeal(), 'ok'");
     reg_action a = {.op = REG_OP_CLICK, .target = "@healme"};
@@ -350,7 +341,7 @@ static void test_moving_element_is_unstable(void **state)
 static void test_shadow_and_iframe_click_and_fill(void **state)
 {
     struct fx *f = *state;
-    click_ok(f, ref_of(f, "button", "Deep"), "@deep");
+    click_ok(f, expect_ref(&f->o, "button", "Deep"), "@deep");
     assert_string_equal(js(f, "String(window.deep)"), "1");
     reg_action a = {.op = REG_OP_FILL, .target = "@deepfield", .value = "in shadow"};
     reg_action_result r;

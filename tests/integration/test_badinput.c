@@ -53,20 +53,6 @@ typedef struct resp {
     rg_buf body;
 } resp;
 
-static int dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)stack_port(gw.st))};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /*
  * Sends req (n bytes) and stops sending as soon as an answer arrives (nginx
  * refuses an oversized body before reading it); then reads until the server
@@ -74,7 +60,7 @@ static int dial(void)
  */
 static int exchange_raw(const void *req, size_t n, rg_buf *in)
 {
-    int fd = dial();
+    int fd = net_dial(stack_port(gw.st));
     if (fd < 0)
         return -1;
     const char *p = req;
@@ -116,21 +102,6 @@ static int exchange_raw(const void *req, size_t n, rg_buf *in)
     return in->len ? 0 : -1;
 }
 
-static const char *header_value(const char *head, const char *name, char *out, size_t len)
-{
-    size_t nl = strlen(name);
-    for (const char *p = strstr(head, "\r\n"); p; p = strstr(p + 2, "\r\n")) {
-        if (!strncasecmp(p + 2, name, nl) && p[2 + nl] == ':') {
-            const char *v = p + 3 + nl;
-            while (*v == ' ')
-                v++;
-            snprintf(out, len, "%.*s", (int)strcspn(v, "\r\n"), v);
-            return out;
-        }
-    }
-    return NULL;
-}
-
 /* Splits a whole response in raw into r (chunked bodies decoded). 0 or -1. */
 static int parse_response(const rg_buf *raw, resp *r)
 {
@@ -142,10 +113,10 @@ static int parse_response(const rg_buf *raw, resp *r)
     size_t head_len = (size_t)(end - raw->data) + 2;
     char *head = strndup(raw->data, head_len);
     char v[128];
-    if (header_value(head, "Content-Type", v, sizeof v))
+    if (http_header_value(head, "Content-Type", v, sizeof v))
         snprintf(r->content_type, sizeof r->content_type, "%s", v);
-    int chunked = header_value(head, "Transfer-Encoding", v, sizeof v) && strstr(v, "chunked");
-    long cl = header_value(head, "Content-Length", v, sizeof v) ? atol(v) : -1;
+    int chunked = http_header_value(head, "Transfer-Encoding", v, sizeof v) && strstr(v, "chunked");
+    long cl = http_header_value(head, "Content-Length", v, sizeof v) ? atol(v) : -1;
     free(head);
     const char *b = end + 4;
     size_t n = raw->len - (size_t)(b - raw->data);
@@ -1435,7 +1406,7 @@ static void test_websocket_broken_framing(void **state)
     };
     int failed = 0;
     for (size_t i = 0; i < sizeof frames / sizeof *frames; i++) {
-        int fd = dial();
+        int fd = net_dial(stack_port(gw.st));
         assert_true(fd >= 0);
         rg_buf req;
         rg_buf_init(&req);

@@ -47,20 +47,6 @@ static void run_free(struct run *r)
     free(r->err);
 }
 
-static char *slurp(FILE *f)
-{
-    rg_buf b;
-    rg_buf_init(&b);
-    char chunk[4096];
-    size_t n;
-    rewind(f);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        rg_buf_append(&b, chunk, n);
-    fclose(f);
-    rg_buf_puts(&b, "");
-    return rg_buf_steal(&b);
-}
-
 /* Runs refgate-cli with the NULL-terminated words; env_extra is one
    "NAME=value" to set in the child (or NULL). */
 static struct run run_cli_env(const char *env_extra, const char *first, ...)
@@ -100,7 +86,8 @@ static struct run run_cli_env(const char *env_extra, const char *first, ...)
         }
         rg_sleep_ms(5);
     }
-    struct run r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+    struct run r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, support_slurp_stream(out, NULL),
+                    support_slurp_stream(err, NULL)};
     return r;
 }
 

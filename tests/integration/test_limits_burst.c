@@ -41,6 +41,7 @@
 #include "gateway/wire.h"
 #include "session/session.h"
 #include "tenant/tenant.h"
+#include "tests/support/expect.h"
 #include "tests/support/fixture.h"
 #include "tests/support/net.h"
 
@@ -189,26 +190,16 @@ static redisContext *redis_direct(void)
 static void make_tenant(const char *name, int max_sessions, int max_concurrent, double rate,
                         char *hdr, size_t len)
 {
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(gw.st);
-    rg_redis *r;
-    char err[256], key[TENANT_KEY_SIZE];
-    assert_int_equal(rg_redis_new(&rc, &r, err, sizeof err), 0);
     tenant t;
     tenant_init(&t);
-    snprintf(t.id, sizeof t.id, "%s", name);
     snprintf(t.name, sizeof t.name, "%s", name);
     t.rate = rate;
     t.max_sessions = max_sessions;
     t.max_concurrent = max_concurrent;
     t.allow_private = 1; /* the pages and the tally are on loopback */
     t.allow_eval = 1;
-    if (tenant_create(r, &t, key, sizeof key, err, sizeof err) < 0)
-        fail_msg("%s", err);
+    expect_tenant(stack_redis_url(gw.st), &t, hdr, len);
     tenant_destroy(&t);
-    rg_redis_free(r);
-    snprintf(hdr, len, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n", key);
 }
 
 /* ---- requests, one at a time and in bursts ---- */
@@ -222,20 +213,6 @@ struct call {
     int status, retry_after;
     char code[32], session[64], value[64], message[160];
 };
-
-static const char *err_code(const cJSON *reply)
-{
-    const cJSON *c =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
-    return cJSON_IsString(c) ? c->valuestring : "";
-}
-
-static const char *rstr(const cJSON *reply, const char *k)
-{
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "result"), k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
 
 /* Runs c (any thread: no assertions here, the outcome goes into c). */
 static void run_call(struct call *c)
@@ -253,12 +230,12 @@ static void run_call(struct call *c)
     cJSON *v = NULL;
     char err[128];
     if (r.body.data && wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) == 0) {
-        snprintf(c->code, sizeof c->code, "%s", err_code(v));
+        snprintf(c->code, sizeof c->code, "%s", reply_code(v));
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "error"), "message");
         if (cJSON_IsString(msg))
             snprintf(c->message, sizeof c->message, "%s", msg->valuestring);
-        snprintf(c->session, sizeof c->session, "%s", rstr(v, "session"));
+        snprintf(c->session, sizeof c->session, "%s", reply_str(v, "session"));
         const cJSON *val = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "result"), "value");
         if (cJSON_IsString(val))
@@ -370,18 +347,14 @@ static int create_burst(const char *hdr, int n)
 static cJSON *request(const char *method, const char *path, const char *hdr, const char *body,
                       int want)
 {
-    http_resp r;
     char h[400];
     snprintf(h, sizeof h, "%sAccept: application/json\r\n", hdr);
-    assert_int_equal(
-        http_request(stack_port(gw.st), method, path, h, body, body ? strlen(body) : 0, &r), 0);
-    cJSON *v = NULL;
-    char err[128];
-    if (wire_json_decode(r.body.data ? r.body.data : "", r.body.len, &v, err, sizeof err) < 0 ||
-        r.status != want)
-        fail_msg("%s %s -> %d %.300s (wanted %d)", method, path, r.status,
-                 r.body.data ? r.body.data : "", want);
-    rg_buf_destroy(&r.body);
+    int status;
+    cJSON *v = expect_json(stack_port(gw.st), method, path, h, body, &status);
+    if (status != want) {
+        char *s = cJSON_PrintUnformatted(v);
+        fail_msg("%s %s -> %d %.300s (wanted %d)", method, path, status, s, want);
+    }
     return v;
 }
 
@@ -427,8 +400,8 @@ static int create_on_page(const char *hdr, char *sid)
     httpd_url(gw.pages, "/burst.html", url, sizeof url);
     snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     cJSON *v = request("POST", "/v1/sessions", hdr, body, 200);
-    snprintf(sid, 64, "%s", rstr(v, "session"));
-    int w = atoi(rstr(v, "worker") + 1);
+    snprintf(sid, 64, "%s", reply_str(v, "session"));
+    int w = atoi(reply_str(v, "worker") + 1);
     cJSON_Delete(v);
     assert_true(w == 1 || w == 2);
     return w;

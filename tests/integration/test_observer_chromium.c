@@ -40,6 +40,7 @@
 #include "pool/pool.h"
 #include "registry/registry.h"
 #include "tests/support/fixture.h"
+#include "tests/support/page.h"
 #include "tests/support/stats.h"
 #include "tests/support/support.h"
 
@@ -52,28 +53,6 @@ static char run_dir[256], case_dir[256];
 static int verbose;
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        if (len)
-            *len = (size_t)n;
-    }
-    return b;
-}
 
 static int spit(const char *path, const char *data, size_t len)
 {
@@ -125,23 +104,8 @@ static char *eval_str(const char *expr, int timeout_ms)
  * finishes loading is used as it stands). */
 static int navigate(const char *url, int wait_ms)
 {
-    cdp_conn *c = pool_lease_conn(L);
-    const char *sid = pool_lease_session(L);
-    cdp_waiter *w;
-    int rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w);
-    if (rc < 0)
-        return rc;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"url\":");
-    rg_buf_json_str(&q, url, strlen(url));
-    rg_buf_puts(&q, "}");
-    rc = cdp_call(c, sid, "Page.navigate", q.data, 20000, NULL);
-    rg_buf_destroy(&q);
-    if (rc == 0 && cdp_waiter_wait(w, wait_ms, NULL) < 0)
-        rc = 1; /* not loaded in time: go on */
-    cdp_waiter_free(w);
-    return rc < 0 ? rc : 0;
+    int load_rc; /* not loaded in time: go on */
+    return page_goto(pool_lease_conn(L), pool_lease_session(L), url, wait_ms, &load_rc);
 }
 
 static int install_observer(void)
@@ -265,7 +229,7 @@ static int check_case(const cJSON *c, int with_role)
 static cJSON **read_jsonl(const char *path, int *n)
 {
     size_t len;
-    char *all = slurp(path, &len);
+    char *all = support_slurp(path, &len);
     *n = 0;
     if (!all)
         return NULL;
@@ -468,7 +432,7 @@ static cJSON *page_ax(const char *page)
 {
     char path[512];
     snprintf(path, sizeof path, CORPUS "/pages-ax/%.*s.ax.json", (int)(strlen(page) - 5), page);
-    char *text = slurp(path, NULL);
+    char *text = support_slurp(path, NULL);
     assert_non_null(text);
     cJSON *ax = cJSON_Parse(text);
     free(text);

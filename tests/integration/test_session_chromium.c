@@ -31,6 +31,7 @@
 #include "pool/pool.h"
 #include "registry/registry.h"
 #include "session/session.h"
+#include "tests/support/expect.h"
 #include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
@@ -85,18 +86,6 @@ static void eval_in(sess *s, const char *expr, char *out, size_t len)
 {
     reg_page_handle h = sess_handle(s);
     assert_int_equal(page_eval(h.conn, h.session, expr, out, len), 0);
-}
-
-/* The ref of the first node with this role and name, into ref. */
-static void ref_of(const reg_observation *o, const char *role, const char *name, char *ref)
-{
-    for (size_t i = 0; i < o->n_nodes; i++)
-        if (!strcmp(o->nodes[i].role, role) && !strcmp(o->nodes[i].name, name) &&
-            o->nodes[i].ref[0]) {
-            strcpy(ref, o->nodes[i].ref);
-            return;
-        }
-    fail_msg("no %s \"%s\" in the observation", role, name);
 }
 
 static void observe(sess *s, reg_observation *o)
@@ -385,10 +374,10 @@ static void test_dom_changed_while_parked(void **state)
     reg_observation o;
     observe(s, &o);
     char save[REG_REF_MAX], del[REG_REF_MAX], cancel[REG_REF_MAX], help[REG_REF_MAX];
-    ref_of(&o, "button", "Save", save);
-    ref_of(&o, "button", "Delete", del);
-    ref_of(&o, "button", "Cancel", cancel);
-    ref_of(&o, "link", "Help", help);
+    snprintf(save, sizeof save, "%s", expect_ref(&o, "button", "Save"));
+    snprintf(del, sizeof del, "%s", expect_ref(&o, "button", "Delete"));
+    snprintf(cancel, sizeof cancel, "%s", expect_ref(&o, "button", "Cancel"));
+    snprintf(help, sizeof help, "%s", expect_ref(&o, "link", "Help"));
     assert_int_equal(o.n_refs, 4);
     reg_observation_free(&o);
     char sid[64], err[256];
@@ -464,7 +453,7 @@ static void test_redis_outage_is_unavailable_then_recovers(void **state)
     reg_observation o;
     observe(gone, &o);
     char inc[REG_REF_MAX];
-    ref_of(&o, "button", "Increment", inc);
+    snprintf(inc, sizeof inc, "%s", expect_ref(&o, "button", "Increment"));
     reg_observation_free(&o);
     assert_int_equal(sess_park(gone, NULL, err, sizeof err), 0);
     sess_done(gone, 0);
@@ -617,7 +606,7 @@ static void test_live_session_of_another_worker_moves_here(void **state)
     reg_observation o;
     observe(s, &o);
     char inc[REG_REF_MAX], sid[64], st[16];
-    ref_of(&o, "button", "Increment", inc);
+    snprintf(inc, sizeof inc, "%s", expect_ref(&o, "button", "Increment"));
     reg_observation_free(&o);
     strcpy(sid, sess_id(s));
     sess_done(s, 0);

@@ -13,6 +13,15 @@
 
 /* ---- HTTP/1.1 (net.c) ---- */
 
+/** A TCP connection to 127.0.0.1:port (TCP_NODELAY, close-on-exec), or -1. */
+int net_dial(int port);
+/**
+ * The value of header name (any case) in a response head ("HTTP/1.1 ...\r\n"
+ * and header lines), without leading spaces, into out; out, or NULL when the
+ * head has no such header.
+ */
+const char *http_header_value(const char *head, const char *name, char *out, size_t len);
+
 typedef struct http_resp {
     int status;
     char content_type[128];

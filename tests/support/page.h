@@ -22,6 +22,13 @@ void page_browser_product(cdp_conn *c, char *out, size_t len);
 /** Page.enable, Page.navigate to url, and waits for the load event (20 s). */
 int page_navigate(cdp_conn *c, const char *sid, const char *url);
 /**
+ * Page.navigate to url (the Page domain enabled already) and a wait of up to
+ * wait_ms for the load event: 0 once the navigation started, with the
+ * wait's result in *load_rc (0: loaded; else the page stands as it is), or
+ * the navigation's RG_E*.
+ */
+int page_goto(cdp_conn *c, const char *sid, const char *url, int wait_ms, int *load_rc);
+/**
  * The registry's handle on the page of lease l, with refgate's isolated
  * world made as a session makes it (Runtime enabled first: its events
  * follow the world's context). 0; or -1 with h->world and *world NULL, and

@@ -6,7 +6,10 @@
 #ifndef RG_TEST_STACK_H
 #define RG_TEST_STACK_H
 
+#include <stddef.h>
 #include <sys/types.h>
+
+#include "tenant/tenant.h"
 
 typedef struct stack stack;
 
@@ -39,5 +42,13 @@ const char *stack_dir(const stack *s);
 struct redissrv *stack_redis(stack *s);
 /** nginx's master process (SIGHUP reloads its configuration). */
 pid_t stack_nginx_pid(const stack *s);
+
+/**
+ * Creates tenant t (its id is its name) in the Redis at redis_url, with one
+ * API key into key (key_len >= TENANT_KEY_SIZE). 0, or < 0 with a sentence
+ * in err.
+ */
+int stack_make_tenant(const char *redis_url, const tenant *t, char *key, size_t key_len, char *err,
+                      size_t errlen);
 
 #endif
