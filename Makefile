@@ -53,7 +53,11 @@ CLI_SRC := $(wildcard cli/*.c)
 UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/test_*.c))
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c \
-                tests/support/redis.c tests/support/net.c tests/support/stack.c
+                tests/support/redis.c tests/support/net.c tests/support/stack.c \
+                tests/support/stats.c tests/support/fixture.c tests/support/file.c
+# Checks that fail a cmocka test: linked into the test programs only.
+TEST_EXPECT := tests/support/expect.c
+LOAD_SRC := bench/load.c bench/load_drive.c bench/load_sample.c bench/load_verdict.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
            $(BUILD)/bench/load
 
@@ -165,10 +169,17 @@ $(BUILD)/tests/%.o: tests/integration/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
 
-$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
+$(BUILD)/tests/support/expect.o: tests/support/expect.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(TEST_CFLAGS) -c $< -o $@
+
+$(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT) $(TEST_EXPECT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS_ALL)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
+	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
+# The soak tool is several files (bench/load.h).
+$(BUILD)/bench/load: $(call obj,$(LOAD_SRC)) $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
 
 include tests/fuzz/fuzz.mk

@@ -17,44 +17,33 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 int main(int argc, char **argv)
 {
     int clicks = argc > 1 && !strcmp(argv[1], "--quick") ? 30 : 200;
-    char run_dir[64], url[256], ref[REG_REF_MAX] = "", err[256];
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-click-%d", (int)getpid());
-    httpd *srv = httpd_start("bench/pages");
-    pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
-    pool *p;
+    char url[256], ref[REG_REF_MAX] = "", err[256];
+    fx_browser chrome;
     pool_lease *l;
-    if (!srv || pool_new(&cfg, &p) < 0 || pool_acquire(p, 30000, &l, NULL) < 0) {
+    if (fx_browser_start(&chrome, "click", "bench-click", "bench/pages") < 0 ||
+        pool_acquire(chrome.pool, 30000, &l, NULL) < 0) {
         fprintf(stderr, "click: cannot start\n");
         return 1;
     }
-    /* The page's isolated world, as a session makes it (Runtime events follow its context). */
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
-    reg_world *world = NULL;
-    if (cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL) == 0 &&
-        reg_world_new(h.conn, h.session, 10000, &world) == 0)
-        h.world = world;
+    /* The page's isolated world, as a session makes it. */
+    reg_page_handle h;
+    reg_world *world;
+    page_handle(l, &h, &world);
     reg_store *store = reg_store_mem_new();
     reg_page *pg;
     reg_page_new(store, "bench:click", NULL, &pg);
     reg_observation o;
     reg_observe_opts opts = {.no_selectors = 1};
-    if (page_navigate(h.conn, h.session, httpd_url(srv, "/click.html", url, sizeof url)) < 0 ||
+    if (page_navigate(h.conn, h.session, httpd_url(chrome.pages, "/click.html", url, sizeof url)) <
+            0 ||
         reg_observe(pg, h, &opts, &o) < 0) {
         fprintf(stderr, "click: cannot load or observe the page\n");
         return 1;
@@ -80,18 +69,15 @@ int main(int argc, char **argv)
     char count[32] = "";
     page_eval(h.conn, h.session, "document.getElementById('count').textContent", count,
               sizeof count);
-    qsort(t, (size_t)clicks, sizeof *t, cmp_double);
+    double p50 = stats_rank(t, (size_t)clicks, 0.5), p99 = stats_rank(t, (size_t)clicks, 0.99);
     printf("{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,\"p50_ms\":%.3f,"
            "\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}\n",
-           ref, clicks, count[0] ? count : "0", failed, t[clicks / 2], t[(int)(clicks * 0.99)],
-           t[0], t[clicks - 1]);
+           ref, clicks, count[0] ? count : "0", failed, p50, p99, t[0], t[clicks - 1]);
     free(t);
     reg_page_free(pg);
     reg_store_free(store);
     reg_world_free(world);
     pool_release(l);
-    pool_free(p);
-    httpd_stop(srv);
-    rmdir(run_dir);
+    fx_browser_stop(&chrome);
     return 0;
 }

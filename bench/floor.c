@@ -19,28 +19,19 @@
 #include <unistd.h>
 
 #include "pool/pool.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
 
 static double pct(double *v, int n, double p)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int i = (int)(p * (n - 1) + 0.5);
-    return v[i];
+    return stats_rank_round(v, (size_t)n, p);
 }
 
-static void config(pool_config *cfg, const char *run_dir)
+static void config(pool_config *cfg, char *run_dir, size_t len)
 {
-    pool_config_default(cfg);
-    pool_config_from_env(cfg);
-    cfg->run_dir = run_dir;
-    cfg->browsers = 1;
+    fx_pool_config(cfg, "bench", run_dir, len);
     cfg->contexts_per_browser = 64;
     cfg->recycle_after = 0;
 }
@@ -92,9 +83,8 @@ int main(int argc, char **argv)
     int n_counts = quick ? 1 : 3;
     int n_cold = quick ? 1 : 3;
     char run_dir[64];
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-%d", (int)getpid());
     pool_config cfg;
-    config(&cfg, run_dir);
+    config(&cfg, run_dir, sizeof run_dir);
 
     /* Cold start. */
     double cold[3];

@@ -60,6 +60,8 @@
 #include "tenant/tenant.h"
 #include "tests/support/net.h"
 #include "tests/support/page.h"
+#include "tests/support/stack.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define WORKERS 2
@@ -83,20 +85,10 @@ static int quick;
 
 /* ---- statistics ---- */
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* The p-quantile (0..1) of n values, nearest rank; sorts v. 0 for n = 0. */
 static double pct(double *v, int n, double p)
 {
-    if (n <= 0)
-        return 0;
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    int k = (int)(p * n);
-    return v[k < n ? k : n - 1];
+    return n > 0 ? stats_rank(v, (size_t)n, p) : 0;
 }
 
 /* min, median (nearest rank, as pct) and max of n values as a JSON member; sorts v. */
@@ -271,24 +263,16 @@ static int observe(int *fd, const char *sid, int diff, char **text, size_t *byte
 /* A tenant for the fairness run; its Authorization header line. */
 static int bench_tenant(const char *name, double rate, char *hdr, size_t len)
 {
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
-    rg_redis *r;
-    char err[256], key[TENANT_KEY_SIZE];
-    if (rg_redis_new(&rc, &r, err, sizeof err) < 0)
-        return -1;
+    char err[256], key[TENANT_KEY_SIZE] = "";
     tenant t;
     tenant_init(&t);
-    snprintf(t.id, sizeof t.id, "%s", name);
     snprintf(t.name, sizeof t.name, "%s", name);
     t.rate = rate;
     t.allow_private = 1;
-    int rc2 = tenant_create(r, &t, key, sizeof key, err, sizeof err);
+    int rc = stack_make_tenant(stack_redis_url(st), &t, key, sizeof key, err, sizeof err);
     tenant_destroy(&t);
-    rg_redis_free(r);
     snprintf(hdr, len, "Authorization: Bearer %s\r\n", key);
-    return rc2;
+    return rc;
 }
 
 /* ---- /proc ---- */

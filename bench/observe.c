@@ -62,7 +62,9 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define MAX_RUNS 50
@@ -84,34 +86,19 @@ struct result {
     char error[160];
 };
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static double median(const double *v, int n)
 {
-    double s[MAX_RUNS];
-    memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof *s, cmp_double);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    return stats_median(v, (size_t)n);
 }
 
 static double vmin(const double *v, int n)
 {
-    double m = v[0];
-    for (int i = 1; i < n; i++)
-        m = v[i] < m ? v[i] : m;
-    return m;
+    return stats_min(v, (size_t)n);
 }
 
 static double vmax(const double *v, int n)
 {
-    double m = v[0];
-    for (int i = 1; i < n; i++)
-        m = v[i] > m ? v[i] : m;
-    return m;
+    return stats_max(v, (size_t)n);
 }
 
 static size_t count_lines(const char *s)
@@ -143,12 +130,10 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         snprintf(r->error, sizeof r->error, "lease: %s", rg_err_code(rc));
         return rc;
     }
-    /* The page's isolated world, as a session makes it (Runtime events follow its context). */
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
-    reg_world *world = NULL;
-    if (cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL) == 0 &&
-        reg_world_new(h.conn, h.session, 10000, &world) == 0)
-        h.world = world;
+    /* The page's isolated world, as a session makes it. */
+    reg_page_handle h;
+    reg_world *world;
+    page_handle(l, &h, &world);
     reg_store *store = NULL;
     reg_page *pg = NULL;
     reg_observation a = {0}, b = {0}, c = {0}, d = {0};
@@ -337,11 +322,6 @@ static void print_result(const char *name, const struct result *r, const char *s
     printf("}");
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 /* Every *.html of dir, sorted; returns how many (at most max). */
 static int list_pages(const char *dir, char **out, int max)
 {
@@ -356,7 +336,7 @@ static int list_pages(const char *dir, char **out, int max)
             out[n++] = strdup(e->d_name);
     }
     closedir(d);
-    qsort(out, (size_t)n, sizeof *out, cmp_str);
+    qsort(out, (size_t)n, sizeof *out, stats_cmp_str);
     return n;
 }
 
@@ -414,12 +394,8 @@ int main(int argc, char **argv)
         return 1;
     }
     char run_dir[64];
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-obs-%d", (int)getpid());
     pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
+    fx_pool_config(&cfg, "bench-obs", run_dir, sizeof run_dir);
     cfg.recycle_after = 0;
     static const char *const extra[] = {"--host-resolver-rules=MAP * ~NOTFOUND , EXCLUDE 127.0.0.1",
                                         NULL};

@@ -26,21 +26,17 @@
 #include "pool/pool.h"
 #include "registry/registry.h"
 #include "session/session.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define CONTROLS 500
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
+/* The upper median; sorts v. */
 static double median(double *v, int n)
 {
-    qsort(v, (size_t)n, sizeof *v, cmp_double);
-    return n ? v[n / 2] : 0;
+    return stats_rank(v, (size_t)n, 0.5);
 }
 
 static int write_page(const char *dir)
@@ -131,33 +127,21 @@ static long parked_bytes(redissrv *rs, const char *sid)
 int main(int argc, char **argv)
 {
     int rounds = argc > 1 && !strcmp(argv[1], "--quick") ? 3 : 15;
-    char run_dir[64], docs[64], url[256], err[256], product[128];
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-park-%d", (int)getpid());
+    char docs[64], url[256], err[256] = "", product[128];
     snprintf(docs, sizeof docs, "/tmp/refgate-bench-park-docs-%d", (int)getpid());
     mkdir(docs, 0700);
-    redissrv *rs = redissrv_start(NULL);
-    httpd *srv = write_page(docs) == 0 ? httpd_start(docs) : NULL;
-    pool_config pc;
-    pool_config_default(&pc);
-    pool_config_from_env(&pc);
-    pc.run_dir = run_dir;
-    pc.browsers = 1;
-    pool *p;
-    rg_redis *rr;
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    if (!rs || !srv || pool_new(&pc, &p) < 0) {
-        fprintf(stderr, "park: cannot start redis-server, the page server or the pool\n");
+    fx_redis db;
+    fx_browser chrome;
+    if (write_page(docs) < 0 || fx_redis_start(&db, "park") < 0 ||
+        fx_browser_start(&chrome, "park", "bench-park", docs) < 0)
         return 1;
-    }
-    rc.url = redissrv_url(rs);
+    redissrv *rs = db.srv;
+    rg_redis *rr = db.conn;
+    pool *p = chrome.pool;
     reg_redis_config sc;
     reg_redis_config_default(&sc);
-    reg_store *store = NULL;
-    if (rg_redis_new(&rc, &rr, err, sizeof err) == 0) {
-        sc.conn = rr;
-        store = reg_store_redis_new(&sc, err, sizeof err);
-    }
+    sc.conn = rr;
+    reg_store *store = reg_store_redis_new(&sc, err, sizeof err);
     sess_config cfg;
     sess_config_default(&cfg);
     cfg.idle_park_ms = 0;
@@ -166,7 +150,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "park: %s\n", err);
         return 1;
     }
-    httpd_url(srv, "/refs500.html", url, sizeof url);
+    httpd_url(chrome.pages, "/refs500.html", url, sizeof url);
     double *cold = calloc((size_t)rounds, sizeof *cold);
     double *park = calloc((size_t)rounds, sizeof *park);
     double *restore = calloc((size_t)rounds, sizeof *restore);
@@ -244,11 +228,9 @@ int main(int argc, char **argv)
     free(restore);
     sess_mgr_free(m);
     reg_store_free(store);
-    rg_redis_free(rr);
-    pool_free(p);
-    httpd_stop(srv);
-    redissrv_free(rs);
     char cmd[200];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docs, run_dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docs, chrome.run_dir);
+    fx_browser_stop(&chrome);
+    fx_redis_stop(&db);
     return system(cmd) == 0 ? 0 : 1;
 }

@@ -64,6 +64,16 @@ const char *gw_op_name(int i);
 /** The index of op, or -1. */
 int gw_op_index(const char *op);
 
+/* ---- routes (http.c) ---- */
+
+/**
+ * The route of a request path: 1 for "/v1/sessions" (or with a trailing
+ * "/"), 2 for "/v1/sessions/<sid>" (sid into out, len bytes; a sid that
+ * does not fit still routes, as a session that cannot exist), 3 for
+ * "/v1/sessions/<sid>/ws", 0 for anything else.
+ */
+int gw_http_route(const char *path, char *sid, size_t len);
+
 /* ---- WebSocket (ws.c) ---- */
 
 int gw_ws_start(gw *g, char *err, size_t errlen);

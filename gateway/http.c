@@ -153,7 +153,7 @@ static void list_sessions(gw *g, const gw_caller *who, enum fmt f, gw_http_resp 
 }
 
 /* "/v1/sessions/<sid>" -> sid (into out); 1 for "/v1/sessions", 2 with a sid, 3 ".../ws", 0 else. */
-static int route(const char *path, char *sid, size_t len)
+int gw_http_route(const char *path, char *sid, size_t len)
 {
     static const char base[] = "/v1/sessions";
     sid[0] = '\0';
@@ -214,7 +214,7 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
     const char *path = req->path ? req->path : "/";
     char sid[SESS_ID_MAX + 1];
     const char *op = "-", *tid = "-";
-    int kind = route(path, sid, sizeof sid);
+    int kind = gw_http_route(path, sid, sizeof sid);
     tenant t;
     int have_tenant = 0;
 

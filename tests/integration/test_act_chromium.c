@@ -20,12 +20,12 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/expect.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
 
-static httpd *srv;
-static pool *pl;
-static char run_dir[256];
+static fx_browser chrome;
 
 struct fx {
     pool_lease *l;
@@ -39,13 +39,13 @@ static int setup(void **state)
 {
     struct fx *f = calloc(1, sizeof *f);
     char url[256];
-    assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &f->l, NULL), 0);
     f->h.conn = pool_lease_conn(f->l);
     f->h.session = pool_lease_session(f->l);
     f->h.world = NULL; /* each call finds refgate's world itself */
-    assert_int_equal(
-        page_navigate(f->h.conn, f->h.session, httpd_url(srv, "/actions.html", url, sizeof url)),
-        0);
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(chrome.pages, "/actions.html", url, sizeof url)),
+                     0);
     f->store = reg_store_mem_new();
     assert_int_equal(reg_page_new(f->store, "t:s:p", NULL, &f->pg), 0);
     assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
@@ -62,16 +62,6 @@ static int teardown(void **state)
     pool_release(f->l);
     free(f);
     return 0;
-}
-
-static const char *ref_of(struct fx *f, const char *role, const char *name)
-{
-    for (size_t i = 0; i < f->o.n_nodes; i++)
-        if (!strcmp(f->o.nodes[i].role, role) && f->o.nodes[i].name &&
-            !strcmp(f->o.nodes[i].name, name))
-            return f->o.nodes[i].ref;
-    fail_msg("no %s \"%s\" in:\n%s", role, name, f->o.text);
-    return NULL;
 }
 
 static const char *js(struct fx *f, const char *expr)
@@ -93,14 +83,14 @@ static int act(struct fx *f, reg_action *a, reg_action_result *r)
     return rc;
 }
 
-static void click_ok(struct fx *f, const char *target, const char *expect_ref)
+static void click_ok(struct fx *f, const char *target, const char *want_ref)
 {
     reg_action a = {.op = REG_OP_CLICK, .target = target};
     reg_action_result r;
     assert_int_equal(act(f, &a, &r), 0);
     assert_true(r.has_point);
-    if (expect_ref)
-        assert_string_equal(r.ref, expect_ref);
+    if (want_ref)
+        assert_string_equal(r.ref, want_ref);
     reg_action_result_free(&r);
 }
 
@@ -116,14 +106,13 @@ static void test_hostile_page_globals(void **state)
     (void)state;
     pool_lease *l;
     char url[256];
-    assert_int_equal(pool_acquire(pl, 20000, &l, NULL), 0);
-    reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
-    reg_world *world = NULL;
-    assert_int_equal(cdp_call(h.conn, h.session, "Runtime.enable", NULL, 10000, NULL), 0);
-    assert_int_equal(reg_world_new(h.conn, h.session, 10000, &world), 0);
-    h.world = world;
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &l, NULL), 0);
+    reg_page_handle h;
+    reg_world *world;
+    assert_int_equal(page_handle(l, &h, &world), 0);
     assert_int_equal(
-        page_navigate(h.conn, h.session, httpd_url(srv, "/hostile-globals.html", url, sizeof url)),
+        page_navigate(h.conn, h.session,
+                      httpd_url(chrome.pages, "/hostile-globals.html", url, sizeof url)),
         0);
     reg_store *store = reg_store_mem_new();
     reg_page *pg;
@@ -173,7 +162,7 @@ static void test_hostile_page_globals(void **state)
 static void test_click_every_target_kind_once(void **state)
 {
     struct fx *f = *state;
-    const char *ref = ref_of(f, "button", "Count");
+    const char *ref = expect_ref(&f->o, "button", "Count");
     click_ok(f, ref, ref);
     assert_string_equal(js(f, "String(window.clicks)"), "1");
     click_ok(f, "css:#counter", ref);
@@ -184,7 +173,7 @@ static void test_click_every_target_kind_once(void **state)
     assert_string_equal(js(f, "String(window.clicks)"), "6"); /* each exactly once */
     assert_string_equal(js(f, "out.textContent"), "clicks=6");
     /* An element far below the fold is scrolled into view first. */
-    click_ok(f, ref_of(f, "button", "Far below"), NULL);
+    click_ok(f, expect_ref(&f->o, "button", "Far below"), NULL);
     assert_string_equal(js(f, "String(window.far)"), "1");
 }
 
@@ -297,7 +286,7 @@ static void test_gone_element_is_stale_and_nothing_is_clicked(void **state)
 {
     struct fx *f = *state;
     char victim[REG_REF_MAX];
-    snprintf(victim, sizeof victim, "%s", ref_of(f, "button", "Victim"));
+    snprintf(victim, sizeof victim, "%s", expect_ref(&f->o, "button", "Victim"));
     js(f, "replaceVictim(), 'ok'");
     reg_action a = {.op = REG_OP_CLICK, .target = victim};
     reg_action_result r;
@@ -313,7 +302,7 @@ static void test_gone_element_is_stale_and_nothing_is_clicked(void **state)
 static void test_ref_heals_by_testid(void **state)
 {
     struct fx *f = *state;
-    const char *ref = ref_of(f, "button", "Heal me");
+    const char *ref = expect_ref(&f->o, "button", "Heal me");
     assert_string_equal(ref, "@healme");
     js(f, "rerenderHeal(), 'ok'");
     reg_action a = {.op = REG_OP_CLICK, .target = "@healme"};
@@ -370,7 +359,7 @@ static void test_modal_dialog_and_inert(void **state)
     struct fx *f = *state;
     char url[256], err[256];
     assert_int_equal(page_navigate(f->h.conn, f->h.session,
-                                   httpd_url(srv, "/act-modal.html", url, sizeof url)),
+                                   httpd_url(chrome.pages, "/act-modal.html", url, sizeof url)),
                      0);
     reg_action a = {.op = REG_OP_CLICK, .target = "css:#behind", .timeout_ms = 300};
     reg_action_result r;
@@ -389,7 +378,7 @@ static void test_moving_element_is_unstable(void **state)
     struct fx *f = *state;
     char url[256], err[256];
     assert_int_equal(page_navigate(f->h.conn, f->h.session,
-                                   httpd_url(srv, "/act-moving.html", url, sizeof url)),
+                                   httpd_url(chrome.pages, "/act-moving.html", url, sizeof url)),
                      0);
     reg_action a = {.op = REG_OP_CLICK, .target = "css:#moving", .timeout_ms = 400};
     reg_action_result r;
@@ -407,7 +396,7 @@ static void test_moving_element_is_unstable(void **state)
 static void test_shadow_and_iframe_click_and_fill(void **state)
 {
     struct fx *f = *state;
-    click_ok(f, ref_of(f, "button", "Deep"), "@deep");
+    click_ok(f, expect_ref(&f->o, "button", "Deep"), "@deep");
     assert_string_equal(js(f, "String(window.deep)"), "1");
     reg_action a = {.op = REG_OP_FILL, .target = "@deepfield", .value = "in shadow"};
     reg_action_result r;
@@ -417,7 +406,7 @@ static void test_shadow_and_iframe_click_and_fill(void **state)
     /* A page with a same-origin iframe. */
     char url[256];
     assert_int_equal(page_navigate(f->h.conn, f->h.session,
-                                   httpd_url(srv, "/shadow.html", url, sizeof url)),
+                                   httpd_url(chrome.pages, "/shadow.html", url, sizeof url)),
                      0);
     for (int i = 0; i < 100; i++) {
         if (!strcmp(js(f, "String(!!inner.contentDocument.querySelector('button'))"), "true"))
@@ -470,17 +459,8 @@ static void test_inspect_read_screenshot_wait(void **state)
 
 int main(void)
 {
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-act-%d", (int)getpid());
-    srv = httpd_start("tests/fixtures");
-    pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
-    if (!srv || pool_new(&cfg, &pl) < 0) {
-        fprintf(stderr, "test_act_chromium: cannot start the fixture server or the pool\n");
+    if (fx_browser_start(&chrome, "test_act_chromium", "test-act", "tests/fixtures") < 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_hostile_page_globals),
         cmocka_unit_test_setup_teardown(test_click_every_target_kind_once, setup, teardown),
@@ -497,11 +477,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_shadow_and_iframe_click_and_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inspect_read_screenshot_wait, setup, teardown),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("act_chromium", tests, NULL, NULL);
-    pool_free(pl);
-    httpd_stop(srv);
-    rmdir(run_dir);
+    int rc = FX_RUN("act_chromium", tests, NULL, NULL);
+    fx_browser_stop(&chrome);
     return rc;
 }

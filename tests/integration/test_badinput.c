@@ -35,17 +35,14 @@
 #include <unistd.h>
 
 #include "gateway/wire.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/support.h"
 
 #define IO_TIMEOUT_MS 60000
 #define BIG_BODY ((1u << 20) + 100) /* just over the default body limit */
 
-static stack *st;
-static httpd *pages;
+static fx_stack gw;
 static char sid_a[64], sid_b[64]; /* acme's session, and the other tenant's */
-static char auth_a[128], auth_b[128];
-static char base_url[64];
 static pid_t worker_pid[3];
 
 /* ---- a raw HTTP/1.1 client ---- */
@@ -56,20 +53,6 @@ typedef struct resp {
     rg_buf body;
 } resp;
 
-static int dial(void)
-{
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return -1;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)stack_port(st))};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
-        close(fd);
-        return -1;
-    }
-    return fd;
-}
-
 /*
  * Sends req (n bytes) and stops sending as soon as an answer arrives (nginx
  * refuses an oversized body before reading it); then reads until the server
@@ -77,7 +60,7 @@ static int dial(void)
  */
 static int exchange_raw(const void *req, size_t n, rg_buf *in)
 {
-    int fd = dial();
+    int fd = net_dial(stack_port(gw.st));
     if (fd < 0)
         return -1;
     const char *p = req;
@@ -119,21 +102,6 @@ static int exchange_raw(const void *req, size_t n, rg_buf *in)
     return in->len ? 0 : -1;
 }
 
-static const char *header_value(const char *head, const char *name, char *out, size_t len)
-{
-    size_t nl = strlen(name);
-    for (const char *p = strstr(head, "\r\n"); p; p = strstr(p + 2, "\r\n")) {
-        if (!strncasecmp(p + 2, name, nl) && p[2 + nl] == ':') {
-            const char *v = p + 3 + nl;
-            while (*v == ' ')
-                v++;
-            snprintf(out, len, "%.*s", (int)strcspn(v, "\r\n"), v);
-            return out;
-        }
-    }
-    return NULL;
-}
-
 /* Splits a whole response in raw into r (chunked bodies decoded). 0 or -1. */
 static int parse_response(const rg_buf *raw, resp *r)
 {
@@ -145,10 +113,10 @@ static int parse_response(const rg_buf *raw, resp *r)
     size_t head_len = (size_t)(end - raw->data) + 2;
     char *head = strndup(raw->data, head_len);
     char v[128];
-    if (header_value(head, "Content-Type", v, sizeof v))
+    if (http_header_value(head, "Content-Type", v, sizeof v))
         snprintf(r->content_type, sizeof r->content_type, "%s", v);
-    int chunked = header_value(head, "Transfer-Encoding", v, sizeof v) && strstr(v, "chunked");
-    long cl = header_value(head, "Content-Length", v, sizeof v) ? atol(v) : -1;
+    int chunked = http_header_value(head, "Transfer-Encoding", v, sizeof v) && strstr(v, "chunked");
+    long cl = http_header_value(head, "Content-Length", v, sizeof v) ? atol(v) : -1;
     free(head);
     const char *b = end + 4;
     size_t n = raw->len - (size_t)(b - raw->data);
@@ -176,7 +144,7 @@ static int parse_response(const rg_buf *raw, resp *r)
 static void fill_in(rg_buf *out, const char *s, size_t n)
 {
     static const char *names[] = {"{sidB}", "{sid}", "{authB}", "{auth}", "{key}", "{url}"};
-    const char *values[] = {sid_b, sid_a, auth_b, auth_a, stack_key(st, 0), base_url};
+    const char *values[] = {sid_b, sid_a, gw.auth[1], gw.auth[0], stack_key(gw.st, 0), gw.base_url};
     size_t i = 0;
     while (i < n) {
         size_t k = 0;
@@ -281,7 +249,7 @@ static char *fingerprint(void)
 {
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid_a);
-    cJSON *v = ok_json(path, auth_a,
+    cJSON *v = ok_json(path, gw.auth[0],
                        "{\"op\":\"eval\",\"args\":{\"expression\":\"JSON.stringify(["
                        "location.href,document.title,window.clicks||0,q.value,agree.checked,"
                        "color.value,window.inputs||0,window.changes||0,window.same||'',"
@@ -298,7 +266,7 @@ static char *url_of_b(void)
 {
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid_b);
-    cJSON *v = ok_json(path, auth_b, "{\"op\":\"session.info\"}");
+    cJSON *v = ok_json(path, gw.auth[1], "{\"op\":\"session.info\"}");
     const cJSON *u = get(get(v, "result"), "url");
     char *s = strdup(cJSON_IsString(u) ? u->valuestring : "?");
     cJSON_Delete(v);
@@ -310,7 +278,7 @@ static int acme_sessions(void)
     resp r;
     rg_buf h;
     rg_buf_init(&h);
-    rg_buf_printf(&h, "%sAccept: application/json\r\n", auth_a);
+    rg_buf_printf(&h, "%sAccept: application/json\r\n", gw.auth[0]);
     assert_int_equal(request("GET", "/v1/sessions", h.data, NULL, 0, &r), 0);
     rg_buf_destroy(&h);
     assert_int_equal(r.status, 200);
@@ -326,7 +294,7 @@ static int acme_sessions(void)
 static int workers_alive(void)
 {
     for (int i = 1; i <= 2; i++)
-        if (stack_worker_pid(st, i) != worker_pid[i] || !procs_running(worker_pid[i]))
+        if (stack_worker_pid(gw.st, i) != worker_pid[i] || !procs_running(worker_pid[i]))
             return 0;
     return 1;
 }
@@ -1308,9 +1276,9 @@ static wsc *ws_open_a(void)
 {
     char path[96], h[160];
     snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid_a);
-    snprintf(h, sizeof h, "%s", auth_a);
+    snprintf(h, sizeof h, "%s", gw.auth[0]);
     int status;
-    wsc *w = wsc_open(stack_port(st), path, h, &status);
+    wsc *w = wsc_open(stack_port(gw.st), path, h, &status);
     if (!w)
         fail_msg("WebSocket: HTTP %d", status);
     return w;
@@ -1393,7 +1361,7 @@ static void test_websocket_bad_frames(void **state)
         rg_buf_init(&p);
         fill_in(&p, paths[i], strlen(paths[i]));
         int status;
-        wsc *o = wsc_open(stack_port(st), p.data, auth_a, &status);
+        wsc *o = wsc_open(stack_port(gw.st), p.data, gw.auth[0], &status);
         assert_non_null(o);
         rg_buf in;
         rg_buf_init(&in);
@@ -1438,7 +1406,7 @@ static void test_websocket_broken_framing(void **state)
     };
     int failed = 0;
     for (size_t i = 0; i < sizeof frames / sizeof *frames; i++) {
-        int fd = dial();
+        int fd = net_dial(stack_port(gw.st));
         assert_true(fd >= 0);
         rg_buf req;
         rg_buf_init(&req);
@@ -1447,7 +1415,7 @@ static void test_websocket_broken_framing(void **state)
                       "Upgrade: websocket\r\nConnection: Upgrade\r\n"
                       "Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n"
                       "Sec-WebSocket-Version: 13\r\n%s\r\n",
-                      sid_a, auth_a);
+                      sid_a, gw.auth[0]);
         assert_true(send(fd, req.data, req.len, MSG_NOSIGNAL) == (ssize_t)req.len);
         rg_buf_destroy(&req);
         rg_buf in;
@@ -1496,25 +1464,25 @@ static void test_still_healthy(void **state)
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
     for (int i = 1; i <= 2; i++) {
-        assert_int_equal(stack_worker_pid(st, i), worker_pid[i]);
+        assert_int_equal(stack_worker_pid(gw.st, i), worker_pid[i]);
         assert_true(procs_running(worker_pid[i]));
     }
     char body[256];
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s/actions.html\"}}", base_url);
-    cJSON *v = ok_json("/v1/sessions", auth_a, body);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s/actions.html\"}}", gw.base_url);
+    cJSON *v = ok_json("/v1/sessions", gw.auth[0], body);
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s",
              cJSON_GetStringValue(get(get(v, "result"), "session")));
     cJSON_Delete(v);
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s/form.html\"}}",
-             base_url);
-    v = ok_json(path, auth_a, body);
+             gw.base_url);
+    v = ok_json(path, gw.auth[0], body);
     assert_int_equal(get(get(v, "result"), "status")->valueint, 200);
     cJSON_Delete(v);
-    v = ok_json(path, auth_a, "{\"op\":\"observe\"}");
+    v = ok_json(path, gw.auth[0], "{\"op\":\"observe\"}");
     assert_non_null(strstr(cJSON_GetStringValue(get(get(v, "result"), "text")), "textbox"));
     cJSON_Delete(v);
-    v = ok_json(path, auth_a, "{\"op\":\"session.close\"}");
+    v = ok_json(path, gw.auth[0], "{\"op\":\"session.close\"}");
     cJSON_Delete(v);
 }
 
@@ -1523,52 +1491,42 @@ static int setup(void **state)
 {
     (void)state;
     char body[256];
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s/actions.html\"}}", base_url);
-    cJSON *v = ok_json("/v1/sessions", auth_a, body);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s/actions.html\"}}", gw.base_url);
+    cJSON *v = ok_json("/v1/sessions", gw.auth[0], body);
     snprintf(sid_a, sizeof sid_a, "%s", cJSON_GetStringValue(get(get(v, "result"), "session")));
     cJSON_Delete(v);
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid_a);
-    cJSON_Delete(ok_json(path, auth_a, "{\"op\":\"observe\"}"));
+    cJSON_Delete(ok_json(path, gw.auth[0], "{\"op\":\"observe\"}"));
     /* The fingerprint sees a change when there is one (a real click). */
     char *fp0 = fingerprint();
-    cJSON_Delete(ok_json(path, auth_a, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
+    cJSON_Delete(
+        ok_json(path, gw.auth[0], "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
     char *fp1 = fingerprint();
     if (!strcmp(fp0, fp1))
         fail_msg("the fingerprint missed a click: %s", fp1);
     free(fp0);
     free(fp1);
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s/form.html\"}}", base_url);
-    v = ok_json("/v1/sessions", auth_b, body);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s/form.html\"}}", gw.base_url);
+    v = ok_json("/v1/sessions", gw.auth[1], body);
     snprintf(sid_b, sizeof sid_b, "%s", cJSON_GetStringValue(get(get(v, "result"), "session")));
     cJSON_Delete(v);
     for (int i = 1; i <= 2; i++)
-        worker_pid[i] = stack_worker_pid(st, i);
+        worker_pid[i] = stack_worker_pid(gw.st, i);
     return 0;
 }
 
 int main(void)
 {
-    pages = httpd_start("tests/fixtures");
-    st = pages ? stack_start(2, NULL) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_badinput: cannot start the stack\n");
-        httpd_stop(pages);
+    if (fx_stack_start(&gw, "test_badinput", "tests/fixtures", 2, NULL) < 0)
         return 1;
-    }
-    snprintf(auth_a, sizeof auth_a, "Authorization: Bearer %s\r\n", stack_key(st, 0));
-    snprintf(auth_b, sizeof auth_b, "Authorization: Bearer %s\r\n", stack_key(st, 1));
-    snprintf(base_url, sizeof base_url, "http://127.0.0.1:%d", httpd_port(pages));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_bad_input_table),
         cmocka_unit_test(test_websocket_bad_frames),
         cmocka_unit_test(test_websocket_broken_framing),
         cmocka_unit_test(test_still_healthy),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("badinput", tests, setup, NULL);
-    stack_stop(st);
-    httpd_stop(pages);
+    int rc = FX_RUN("badinput", tests, setup, NULL);
+    fx_stack_stop(&gw);
     return rc;
 }

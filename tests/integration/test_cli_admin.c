@@ -28,12 +28,11 @@
 #include <unistd.h>
 
 #include "tenant/tenant.h"
-#include "tests/support/support.h"
+#include "tests/support/fixture.h"
 
 #define RUN_LIMIT_MS 30000
 
-static redissrv *rs;
-static rg_redis *rr;
+static fx_redis db;
 static char cli_path[PATH_MAX];
 
 struct run {
@@ -46,20 +45,6 @@ static void run_free(struct run *r)
 {
     free(r->out);
     free(r->err);
-}
-
-static char *slurp(FILE *f)
-{
-    rg_buf b;
-    rg_buf_init(&b);
-    char chunk[4096];
-    size_t n;
-    rewind(f);
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0)
-        rg_buf_append(&b, chunk, n);
-    fclose(f);
-    rg_buf_puts(&b, "");
-    return rg_buf_steal(&b);
 }
 
 /* Runs refgate-cli with the NULL-terminated words; env_extra is one
@@ -101,20 +86,18 @@ static struct run run_cli_env(const char *env_extra, const char *first, ...)
         }
         rg_sleep_ms(5);
     }
-    struct run r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, slurp(out), slurp(err)};
+    struct run r = {WIFEXITED(st) ? WEXITSTATUS(st) : -1, support_slurp_stream(out, NULL),
+                    support_slurp_stream(err, NULL)};
     return r;
 }
 
 #define RUN(...) run_cli_env(NULL, __VA_ARGS__, (const char *)NULL)
-#define ADMIN(...) RUN("--redis", redissrv_url(rs), "admin", __VA_ARGS__)
+#define ADMIN(...) RUN("--redis", redissrv_url(db.srv), "admin", __VA_ARGS__)
 
 static int flush_db(void **state)
 {
     (void)state;
-    redisContext *c = redissrv_connect(rs);
-    assert_non_null(c);
-    freeReplyObject(redisCommand(c, "FLUSHALL"));
-    redisFree(c);
+    assert_int_equal(fx_redis_flush(&db), 0);
     return 0;
 }
 
@@ -135,7 +118,7 @@ static char *one_key(const struct run *r)
 
 static int authenticate(const char *key, char tid[TENANT_NAME_MAX + 1])
 {
-    tenant_cache *c = tenant_cache_new(rr, 0, 4); /* nothing cached: Redis decides */
+    tenant_cache *c = tenant_cache_new(db.conn, 0, 4); /* nothing cached: Redis decides */
     tenant t;
     int rc = tenant_authenticate(c, key, &t);
     if (rc == 0 && tid)
@@ -181,7 +164,7 @@ static void test_create_prints_only_a_key(void **state)
     run_free(&r);
 
     tenant t;
-    assert_int_equal(tenant_get(rr, "beta", &t), 0);
+    assert_int_equal(tenant_get(db.conn, "beta", &t), 0);
     assert_int_equal(t.max_sessions, 3);
     assert_int_equal(t.max_concurrent, 2);
     assert_true(t.rate == 1.5);
@@ -370,7 +353,7 @@ static void test_bad_flags_exit_2(void **state)
     /* Nothing was written by any of them. */
     char **v;
     size_t n;
-    assert_int_equal(tenant_list(rr, &v, &n), 0);
+    assert_int_equal(tenant_list(db.conn, &v, &n), 0);
     assert_int_equal(n, 0);
 }
 
@@ -390,7 +373,7 @@ static void test_redis_from_env_and_unreachable(void **state)
 {
     (void)state;
     static char env[160];
-    snprintf(env, sizeof env, "REFGATE_REDIS_URL=%s", redissrv_url(rs));
+    snprintf(env, sizeof env, "REFGATE_REDIS_URL=%s", redissrv_url(db.srv));
     struct run r = run_cli_env(env, "admin", "tenant", "create", "fromenv", (const char *)NULL);
     char *key = one_key(&r);
     run_free(&r);
@@ -434,20 +417,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "test_cli_admin: %s is missing (make)\n", cli_path);
         return 1;
     }
-    rs = redissrv_start(NULL);
-    if (!rs) {
-        fprintf(stderr, "test_cli_admin: redis-server did not start (make deps)\n");
+    if (fx_redis_start(&db, "test_cli_admin") < 0)
         return 1;
-    }
-    rg_redis_config cfg;
-    rg_redis_config_default(&cfg);
-    cfg.url = redissrv_url(rs);
-    char err[160];
-    if (rg_redis_new(&cfg, &rr, err, sizeof err) < 0) {
-        fprintf(stderr, "test_cli_admin: %s\n", err);
-        redissrv_free(rs);
-        return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup(test_create_prints_only_a_key, flush_db),
         cmocka_unit_test_setup(test_duplicate_create_fails, flush_db),
@@ -459,8 +430,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup(test_redis_from_env_and_unreachable, flush_db),
         cmocka_unit_test_setup(test_gateway_unreachable, flush_db),
     };
-    int rc = cmocka_run_group_tests_name("cli_admin", tests, NULL, NULL);
-    rg_redis_free(rr);
-    redissrv_free(rs);
+    int rc = FX_RUN("cli_admin", tests, NULL, NULL);
+    fx_redis_stop(&db);
     return rc;
 }

@@ -29,11 +29,10 @@
 #include <unistd.h>
 
 #include "gateway/wire.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/support.h"
 
-static stack *st;
-static httpd *pages;
+static fx_stack gw;
 
 /* ---- calls ---- */
 
@@ -46,10 +45,10 @@ static reply post(const char *path, const char *body)
 {
     char h[512];
     snprintf(h, sizeof h, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n",
-             stack_key(st, 0));
+             stack_key(gw.st, 0));
     http_resp r;
     reply out = {.status = -1, .body = NULL};
-    if (http_request(stack_port(st), "POST", path, h, body, strlen(body), &r) < 0)
+    if (http_request(stack_port(gw.st), "POST", path, h, body, strlen(body), &r) < 0)
         return out;
     out.status = r.status;
     char err[128];
@@ -111,7 +110,7 @@ static void create(const char *page, char *sid)
     char url[256], body[400];
     char p[96];
     snprintf(p, sizeof p, "/%s", page);
-    httpd_url(pages, p, url, sizeof url);
+    httpd_url(gw.pages, p, url, sizeof url);
     snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     reply r = post("/v1/sessions", body);
     if (r.status != 200)
@@ -125,7 +124,7 @@ static void navigate(const char *sid, const char *page)
 {
     char url[256], body[400], p[96];
     snprintf(p, sizeof p, "/%s", page);
-    httpd_url(pages, p, url, sizeof url);
+    httpd_url(gw.pages, p, url, sizeof url);
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
     ok(sid, body);
     ok(sid, "{\"op\":\"observe\"}");
@@ -167,9 +166,9 @@ static void delete_session(const char *sid)
 {
     char path[96], h[512];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "Authorization: Bearer %s\r\n", stack_key(st, 0));
+    snprintf(h, sizeof h, "Authorization: Bearer %s\r\n", stack_key(gw.st, 0));
     http_resp r;
-    if (http_request(stack_port(st), "DELETE", path, h, NULL, 0, &r) == 0)
+    if (http_request(stack_port(gw.st), "DELETE", path, h, NULL, 0, &r) == 0)
         rg_buf_destroy(&r.body);
 }
 
@@ -178,7 +177,7 @@ static void delete_session(const char *sid)
 /* The Chromium browser processes (not renderers) of worker w. */
 static int browsers_of(int w, pid_t *out, int max)
 {
-    return procs_browsers(stack_worker_pid(st, w), out, max);
+    return procs_browsers(stack_worker_pid(gw.st, w), out, max);
 }
 
 /* ---- a command on another thread ---- */
@@ -224,7 +223,7 @@ static void test_browser_killed_mid_command(void **state)
     int w = owner_of(sid);
     /* A command that waits: a navigation to a page that never answers. */
     char url[256], body[400];
-    httpd_url(pages, "/slow", url, sizeof url);
+    httpd_url(gw.pages, "/slow", url, sizeof url);
     snprintf(body, sizeof body,
              "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\",\"timeout_ms\":20000}}", url);
     struct bg b;
@@ -358,7 +357,7 @@ static void test_page_that_never_loads(void **state)
     (void)state;
     char sid[64], url[256], body[400];
     create("actions.html", sid);
-    httpd_url(pages, "/slow", url, sizeof url);
+    httpd_url(gw.pages, "/slow", url, sizeof url);
     snprintf(body, sizeof body,
              "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\",\"timeout_ms\":3000}}", url);
     fails(sid, body, "timeout");
@@ -377,7 +376,7 @@ static void test_page_that_opens_100_popups(void **state)
     create("hostile-popups.html", sid);
     int w = owner_of(sid);
     pid_t all[512];
-    int before = procs_descendants(stack_worker_pid(st, w), all, 512);
+    int before = procs_descendants(stack_worker_pid(gw.st, w), all, 512);
     ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@open\"}}");
     rg_sleep_ms(2000);
     reply r = cmd(sid, "{\"op\":\"session.info\"}");
@@ -385,7 +384,7 @@ static void test_page_that_opens_100_popups(void **state)
     assert_non_null(strstr(str_of(&r, "url"), "hostile-popups.html"));
     drop(&r);
     ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@open\"}}");
-    int after = procs_descendants(stack_worker_pid(st, w), all, 512);
+    int after = procs_descendants(stack_worker_pid(gw.st, w), all, 512);
     assert_true(after <= before + 4);
     delete_session(sid);
 }
@@ -467,7 +466,7 @@ static void test_nginx_reload_under_traffic(void **state)
     assert_int_equal(pthread_create(&t.th, NULL, traffic_main, &t), 0);
     for (int i = 0; i < 3; i++) {
         rg_sleep_ms(400);
-        assert_int_equal(kill(stack_nginx_pid(st), SIGHUP), 0);
+        assert_int_equal(kill(stack_nginx_pid(gw.st), SIGHUP), 0);
     }
     pthread_join(t.th, NULL);
     if (t.failed)
@@ -493,17 +492,17 @@ static void test_redis_down_ten_seconds(void **state)
     snprintf(t.sid, sizeof t.sid, "%s", live);
     assert_int_equal(pthread_create(&t.th, NULL, traffic_main, &t), 0);
     rg_sleep_ms(500);
-    redissrv_stop(stack_redis(st));
+    redissrv_stop(stack_redis(gw.st));
     /* A create while Redis is down leaves nothing behind. */
     char url[256], body[400];
-    httpd_url(pages, "/actions.html", url, sizeof url);
+    httpd_url(gw.pages, "/actions.html", url, sizeof url);
     snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     reply r = post("/v1/sessions", body);
     assert_int_equal(r.status, 503);
     assert_string_equal(code_of(&r), "unavailable");
     drop(&r);
     rg_sleep_ms(10000);
-    assert_int_equal(redissrv_restart(stack_redis(st)), 0);
+    assert_int_equal(redissrv_restart(stack_redis(gw.st)), 0);
     /* Recovery, by itself. */
     r = until_ok(live, "{\"op\":\"observe\"}", 40);
     assert_int_equal(r.status, 200);
@@ -536,12 +535,13 @@ static int session_count(void)
 {
     char h[512];
     snprintf(h, sizeof h, "Authorization: Bearer %s\r\nAccept: application/json\r\n",
-             stack_key(st, 0));
+             stack_key(gw.st, 0));
     /* Retried like a client would: the first use of a pooled Redis
        connection after a Redis restart may answer unavailable once. */
     for (int tries = 0; tries < 10; tries++) {
         http_resp lr;
-        assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &lr), 0);
+        assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", h, NULL, 0, &lr),
+                         0);
         cJSON *list = NULL;
         char err[64];
         int status = lr.status;
@@ -574,7 +574,7 @@ static void test_worker_killed_under_traffic(void **state)
     }
     int w = owner_of(sids[0]);
     pid_t before[512];
-    int nb = procs_descendants(stack_worker_pid(st, w), before, 512);
+    int nb = procs_descendants(stack_worker_pid(gw.st, w), before, 512);
     assert_true(nb > 0);
     struct traffic t[N];
     for (int i = 0; i < N; i++) {
@@ -583,7 +583,7 @@ static void test_worker_killed_under_traffic(void **state)
         assert_int_equal(pthread_create(&t[i].th, NULL, traffic_main, &t[i]), 0);
     }
     rg_sleep_ms(1500);
-    stack_kill_worker(st, w, SIGKILL);
+    stack_kill_worker(gw.st, w, SIGKILL);
     rg_sleep_ms(1000);
     for (int i = 0; i < N; i++) {
         reply r = until_ok(sids[i], "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}", 40);
@@ -612,22 +612,17 @@ static void test_worker_killed_under_traffic(void **state)
     for (int i = 0; i < nb; i++)
         if (procs_running(before[i]))
             fail_msg("process %d of the dead worker survived", (int)before[i]);
-    assert_int_equal(stack_restart_worker(st, w), 0);
+    assert_int_equal(stack_restart_worker(gw.st, w), 0);
     for (int i = 0; i < N; i++)
         delete_session(sids[i]);
 }
 
 int main(void)
 {
-    pages = httpd_start("tests/fixtures");
     /* A small V8 heap, so the page that eats memory dies in a second. */
     static const char *const env[] = {"REFGATE_JS_HEAP_MB=128", NULL};
-    st = pages ? stack_start(2, env) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_faults: cannot start the stack\n");
-        httpd_stop(pages);
+    if (fx_stack_start(&gw, "test_faults", "tests/fixtures", 2, env) < 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_browser_killed_mid_command),
         cmocka_unit_test(test_page_that_eats_memory),
@@ -640,9 +635,7 @@ int main(void)
         cmocka_unit_test(test_redis_down_ten_seconds),
         cmocka_unit_test(test_worker_killed_under_traffic),
     };
-    cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests(tests, NULL, NULL);
-    stack_stop(st);
-    httpd_stop(pages);
+    int rc = FX_RUN("faults", tests, NULL, NULL);
+    fx_stack_stop(&gw);
     return rc;
 }

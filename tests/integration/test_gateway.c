@@ -31,30 +31,18 @@
 
 #include "gateway/wire.h"
 #include "tenant/tenant.h"
+#include "tests/support/expect.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/support.h"
 
-static stack *st;
-static httpd *pages;
-static char auth[2][128];
+static fx_stack gw;
 
 /* ---- helpers ---- */
 
-/* POSTs a JSON body; the parsed reply (caller frees) and the status. */
+/* POSTs a JSON body as acme (other 0) or other; the parsed reply (caller frees) and the status. */
 static cJSON *post_json(const char *path, const char *body, int other, int *status)
 {
-    char h[256];
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", auth[other]);
-    http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, strlen(body), &r), 0);
-    *status = r.status;
-    cJSON *v = NULL;
-    char err[128];
-    if (wire_json_decode(r.body.data ? r.body.data : "", r.body.len, &v, err, sizeof err) < 0)
-        fail_msg("not JSON (%d): %.200s", r.status, r.body.data ? r.body.data : "");
-    assert_non_null(strstr(r.content_type, "application/json"));
-    rg_buf_destroy(&r.body);
-    return v;
+    return expect_post(&gw, other, path, body, status);
 }
 
 /* The same in msgpack: m is encoded, the reply decoded. */
@@ -64,9 +52,9 @@ static cJSON *post_mp(const char *path, const cJSON *m, int *status)
     rg_buf_init(&b);
     assert_int_equal(wire_mp_encode(m, &b), 0);
     char h[256];
-    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", auth[0]);
+    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", gw.auth[0]);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, b.data, b.len, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, h, b.data, b.len, &r), 0);
     rg_buf_destroy(&b);
     *status = r.status;
     assert_non_null(strstr(r.content_type, "application/msgpack"));
@@ -78,34 +66,9 @@ static cJSON *post_mp(const char *path, const cJSON *m, int *status)
     return v;
 }
 
-static const char *err_code(const cJSON *reply)
-{
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
-    return cJSON_IsString(c) ? c->valuestring : "";
-}
-
 static const cJSON *result(const cJSON *reply)
 {
     return cJSON_GetObjectItemCaseSensitive(reply, "result");
-}
-
-static const char *rstr(const cJSON *reply, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(result(reply), k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-/* A command on session sid that must succeed; the reply. */
-static cJSON *cmd_ok(const char *sid, const char *body)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    int status;
-    cJSON *r = post_json(path, body, 0, &status);
-    if (status != 200 || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok")))
-        fail_msg("%s -> %d %s", body, status, cJSON_PrintUnformatted(r));
-    return r;
 }
 
 /* A command that must fail with code at status. */
@@ -115,7 +78,7 @@ static void cmd_err(const char *sid, const char *body, int want_status, const ch
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     int status;
     cJSON *r = post_json(path, body, 0, &status);
-    if (status != want_status || strcmp(err_code(r), want_code))
+    if (status != want_status || strcmp(reply_code(r), want_code))
         fail_msg("%s -> %d %s, wanted %d %s", body, status, cJSON_PrintUnformatted(r),
                  want_status, want_code);
     const cJSON *kind = cJSON_GetObjectItemCaseSensitive(
@@ -128,7 +91,7 @@ static void page_url(const char *name, char *out, size_t len)
 {
     char p[96];
     snprintf(p, sizeof p, "/%s", name);
-    httpd_url(pages, p, out, len);
+    httpd_url(gw.pages, p, out, len);
 }
 
 /* Creates a session on the page; it stays on the worker that created it. */
@@ -141,17 +104,17 @@ static void create(const char *page, char *sid)
     cJSON *r = post_json("/v1/sessions", body, 0, &status);
     if (status != 200)
         fail_msg("create: %d %s", status, cJSON_PrintUnformatted(r));
-    snprintf(sid, 64, "%s", rstr(r, "session"));
+    snprintf(sid, 64, "%s", reply_str(r, "session"));
     assert_true(strlen(sid) > 8);
     char worker[16];
-    snprintf(worker, sizeof worker, "%s", rstr(r, "worker"));
+    snprintf(worker, sizeof worker, "%s", reply_str(r, "worker"));
     cJSON_Delete(r);
     /* nginx sends the session's commands back to the worker that made it:
        the first command does not move it. */
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     r = post_json(path, "{\"op\":\"session.info\"}", 0, &status);
-    assert_string_equal(rstr(r, "worker"), worker);
+    assert_string_equal(reply_str(r, "worker"), worker);
     cJSON_Delete(r);
 }
 
@@ -161,8 +124,8 @@ static void close_session(const char *sid)
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     http_resp r;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &r), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, h, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
 }
@@ -170,7 +133,7 @@ static void close_session(const char *sid)
 /* The ref of the first element with this role and name in an elements observe. */
 static void ref_of(const char *sid, const char *role, const char *name, char *ref)
 {
-    cJSON *r = cmd_ok(sid, "{\"op\":\"observe\",\"args\":{\"format\":\"elements\"}}");
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"observe\",\"args\":{\"format\":\"elements\"}}");
     const cJSON *e;
     ref[0] = '\0';
     cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(result(r), "elements"))
@@ -189,8 +152,8 @@ static void ref_of(const char *sid, const char *role, const char *name, char *re
 
 static void clicks_are(const char *sid, const char *want)
 {
-    cJSON *r = cmd_ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}");
-    assert_string_equal(rstr(r, "value"), want);
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}");
+    assert_string_equal(reply_str(r, "value"), want);
     cJSON_Delete(r);
 }
 
@@ -201,90 +164,97 @@ static void test_every_op(void **state)
     (void)state;
     char sid[64], ref[32];
     create("actions.html", sid);
-    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    assert_string_equal(rstr(r, "state"), "live");
-    assert_string_equal(rstr(r, "title"), "Actions");
-    assert_true(rstr(r, "worker")[0] == 'w');
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    assert_string_equal(reply_str(r, "state"), "live");
+    assert_string_equal(reply_str(r, "title"), "Actions");
+    assert_true(reply_str(r, "worker")[0] == 'w');
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"observe\"}");
-    assert_non_null(strstr(rstr(r, "text"), "button \"Count\" [ref=@counter]"));
+    r = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
+    assert_non_null(strstr(reply_str(r, "text"), "button \"Count\" [ref=@counter]"));
     cJSON_Delete(r);
     ref_of(sid, "button", "Count", ref);
     char body[256];
     snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
-    cJSON_Delete(cmd_ok(sid, body));
+    cJSON_Delete(expect_ok(&gw, sid, body));
     clicks_are(sid, "clicks=1");
     char nav[512];
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"fill\",\"args\":{\"target\":\"label:Query\","
-                             "\"value\":\"hello\"}}"));
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"type\",\"args\":{\"target\":\"label:Query\","
-                             "\"text\":\" world\"}}"));
-    r = cmd_ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"label:Query\",\"what\":\"value\"}}");
-    assert_string_equal(rstr(r, "value"), "hello world");
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"fill\",\"args\":{\"target\":\"label:Query\","
+                           "\"value\":\"hello\"}}"));
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"type\",\"args\":{\"target\":\"label:Query\","
+                           "\"text\":\" world\"}}"));
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"read\",\"args\":{\"target\":\"label:Query\",\"what\":\"value\"}}");
+    assert_string_equal(reply_str(r, "value"), "hello world");
     cJSON_Delete(r);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"press\",\"args\":{\"key\":\"Enter\","
-                             "\"target\":\"label:Query\"}}"));
-    r = cmd_ok(sid, "{\"op\":\"select\",\"args\":{\"target\":\"@color\",\"values\":[\"Green\"]}}");
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"press\",\"args\":{\"key\":\"Enter\","
+                           "\"target\":\"label:Query\"}}"));
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"select\",\"args\":{\"target\":\"@color\",\"values\":[\"Green\"]}}");
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"check\",\"args\":{\"target\":\"label:Agree\"}}");
+    r = expect_ok(&gw, sid, "{\"op\":\"check\",\"args\":{\"target\":\"label:Agree\"}}");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "checked")));
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"uncheck\",\"args\":{\"target\":\"label:Agree\"}}");
+    r = expect_ok(&gw, sid, "{\"op\":\"uncheck\",\"args\":{\"target\":\"label:Agree\"}}");
     assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(result(r), "checked")));
     cJSON_Delete(r);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"hover\",\"args\":{\"target\":\"@counter\"}}"));
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"focus\",\"args\":{\"target\":\"label:Query\"}}"));
-    r = cmd_ok(sid, "{\"op\":\"scroll\",\"args\":{\"dy\":300}}");
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"hover\",\"args\":{\"target\":\"@counter\"}}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"focus\",\"args\":{\"target\":\"label:Query\"}}"));
+    r = expect_ok(&gw, sid, "{\"op\":\"scroll\",\"args\":{\"dy\":300}}");
     assert_true(cJSON_GetObjectItemCaseSensitive(result(r), "y")->valuedouble > 0);
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"screenshot\",\"args\":{\"target\":\"@counter\"}}");
-    assert_true(strlen(rstr(r, "data")) > 100); /* base64 in JSON */
+    r = expect_ok(&gw, sid, "{\"op\":\"screenshot\",\"args\":{\"target\":\"@counter\"}}");
+    assert_true(strlen(reply_str(r, "data")) > 100); /* base64 in JSON */
     cJSON_Delete(r);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"wait\",\"args\":{\"target\":\"@counter\","
-                             "\"state\":\"visible\"}}"));
-    r = cmd_ok(sid, "{\"op\":\"inspect\",\"args\":{\"target\":\"@counter\"}}");
-    assert_string_equal(rstr(r, "role"), "button");
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"wait\",\"args\":{\"target\":\"@counter\","
+                           "\"state\":\"visible\"}}"));
+    r = expect_ok(&gw, sid, "{\"op\":\"inspect\",\"args\":{\"target\":\"@counter\"}}");
+    assert_string_equal(reply_str(r, "role"), "button");
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"eval\",\"args\":{\"expression\":\"window.clicks*10\"}}");
+    r = expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":\"window.clicks*10\"}}");
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "value")->valueint, 10);
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"act\",\"args\":{\"steps\":[{\"op\":\"click\",\"args\":"
-                    "{\"target\":\"@counter\"}},{\"op\":\"click\",\"args\":{\"target\":"
-                    "\"@nosuch\"}},{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}]}}");
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"act\",\"args\":{\"steps\":[{\"op\":\"click\",\"args\":"
+                  "{\"target\":\"@counter\"}},{\"op\":\"click\",\"args\":{\"target\":"
+                  "\"@nosuch\"}},{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}]}}");
     const cJSON *res = cJSON_GetObjectItemCaseSensitive(result(r), "results");
     assert_int_equal(cJSON_GetArraySize(res), 2); /* stopped at the stale ref */
-    assert_string_equal(err_code(cJSON_GetArrayItem(res, 1)), "stale_ref");
+    assert_string_equal(reply_code(cJSON_GetArrayItem(res, 1)), "stale_ref");
     cJSON_Delete(r);
     clicks_are(sid, "clicks=2");
     char url[256];
     page_url("form.html", url, sizeof url);
     snprintf(nav, sizeof nav, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
-    r = cmd_ok(sid, nav);
+    r = expect_ok(&gw, sid, nav);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "status")->valueint, 200);
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"back\"}");
-    assert_non_null(strstr(rstr(r, "url"), "actions.html"));
+    r = expect_ok(&gw, sid, "{\"op\":\"back\"}");
+    assert_non_null(strstr(reply_str(r, "url"), "actions.html"));
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"forward\"}");
-    assert_non_null(strstr(rstr(r, "url"), "form.html"));
+    r = expect_ok(&gw, sid, "{\"op\":\"forward\"}");
+    assert_non_null(strstr(reply_str(r, "url"), "form.html"));
     cJSON_Delete(r);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"reload\"}"));
-    r = cmd_ok(sid, "{\"op\":\"session.park\"}");
-    assert_string_equal(rstr(r, "state"), "parked");
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"reload\"}"));
+    r = expect_ok(&gw, sid, "{\"op\":\"session.park\"}");
+    assert_string_equal(reply_str(r, "state"), "parked");
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"session.restore\"}");
-    assert_string_equal(rstr(r, "state"), "live");
+    r = expect_ok(&gw, sid, "{\"op\":\"session.restore\"}");
+    assert_string_equal(reply_str(r, "state"), "live");
     assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(result(r), "refs_kept")));
     cJSON_Delete(r);
     /* The list has it; close forgets it. */
     http_resp hr;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
-    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &hr), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", h, NULL, 0, &hr), 0);
     assert_int_equal(hr.status, 200);
     assert_non_null(strstr(hr.body.data, sid));
     rg_buf_destroy(&hr.body);
-    r = cmd_ok(sid, "{\"op\":\"session.close\"}");
+    r = expect_ok(&gw, sid, "{\"op\":\"session.close\"}");
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "closed")));
     cJSON_Delete(r);
     cmd_err(sid, "{\"op\":\"observe\"}", 404, "not_found");
@@ -298,12 +268,13 @@ static void test_every_op(void **state)
     int status;
     r = post_json("/v1/sessions", nav, 0, &status);
     assert_int_equal(status, 200);
-    snprintf(sid, sizeof sid, "%s", rstr(r, "session"));
+    snprintf(sid, sizeof sid, "%s", reply_str(r, "session"));
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"eval\",\"args\":{\"expression\":\"[innerWidth,innerHeight,"
-                    "navigator.language,Intl.DateTimeFormat().resolvedOptions().timeZone,"
-                    "navigator.userAgent].join(' ')\"}}");
-    assert_string_equal(rstr(r, "value"), "900 600 de-DE Europe/Berlin refgate-test/1");
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"eval\",\"args\":{\"expression\":\"[innerWidth,innerHeight,"
+                  "navigator.language,Intl.DateTimeFormat().resolvedOptions().timeZone,"
+                  "navigator.userAgent].join(' ')\"}}");
+    assert_string_equal(reply_str(r, "value"), "900 600 de-DE Europe/Berlin refgate-test/1");
     cJSON_Delete(r);
     close_session(sid);
 }
@@ -314,12 +285,12 @@ static void test_json_and_msgpack_agree(void **state)
     char sid[64], path[96];
     create("actions.html", sid);
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    cJSON *a = cmd_ok(sid, "{\"op\":\"observe\"}");
+    cJSON *a = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
     cJSON *m = cJSON_Parse("{\"op\":\"observe\"}");
     int status;
     cJSON *b = post_mp(path, m, &status);
     assert_int_equal(status, 200);
-    assert_string_equal(rstr(a, "text"), rstr(b, "text"));
+    assert_string_equal(reply_str(a, "text"), reply_str(b, "text"));
     cJSON_Delete(m);
     /* A screenshot is bin in msgpack, base64 in JSON: the same bytes. */
     m = cJSON_Parse("{\"op\":\"screenshot\",\"args\":{\"target\":\"@counter\"}}");
@@ -337,7 +308,7 @@ static void test_json_and_msgpack_agree(void **state)
     m = cJSON_Parse("{\"op\":\"click\",\"args\":{\"target\":\"@nosuch\"}}");
     cJSON *e = post_mp(path, m, &status);
     assert_int_equal(status, 422);
-    assert_string_equal(err_code(e), "stale_ref");
+    assert_string_equal(reply_code(e), "stale_ref");
     cJSON_Delete(e);
     cJSON_Delete(m);
     cJSON_Delete(a);
@@ -351,9 +322,9 @@ static void raw(const char *sid, const char *ctype, const void *body, size_t len
 {
     char path[96], h[300];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sContent-Type: %s\r\nAccept: application/json\r\n", auth[0], ctype);
+    snprintf(h, sizeof h, "%sContent-Type: %s\r\nAccept: application/json\r\n", gw.auth[0], ctype);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, len, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, h, body, len, &r), 0);
     if (r.status != want_status || !strstr(r.body.data ? r.body.data : "", want_code))
         fail_msg("%s body of %zu bytes -> %d %.300s; wanted %d %s", ctype, len, r.status,
                  r.body.data ? r.body.data : "", want_status, want_code);
@@ -398,13 +369,13 @@ static void test_errors_from_outside(void **state)
     cJSON_Delete(r);
     /* Keys: none, wrong, another tenant's session (never says which). */
     http_resp hr;
-    assert_int_equal(http_request(stack_port(st), "POST", path,
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path,
                                   "Content-Type: application/json\r\n", "{\"op\":\"observe\"}", 16,
                                   &hr),
                      0);
     assert_int_equal(hr.status, 401);
     rg_buf_destroy(&hr.body);
-    assert_int_equal(http_request(stack_port(st), "POST", path,
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path,
                                   "Authorization: Bearer rgk_wrong\r\n"
                                   "Content-Type: application/json\r\n",
                                   "{\"op\":\"observe\"}", 16, &hr),
@@ -414,7 +385,7 @@ static void test_errors_from_outside(void **state)
     rg_buf_destroy(&hr.body);
     r = post_json(path, "{\"op\":\"observe\"}", 1, &status);
     assert_int_equal(status, 404);
-    assert_string_equal(err_code(r), "not_found");
+    assert_string_equal(reply_code(r), "not_found");
     cJSON_Delete(r);
     /* Over the body limit (nginx or the gateway: the same answer). */
     size_t big = (1u << 20) + 100;
@@ -453,7 +424,7 @@ struct fcgi_post {
 static void fcgi_post_params(struct fcgi_post *p, const char *sid, size_t total, int with_length)
 {
     snprintf(p->uri, sizeof p->uri, "DOCUMENT_URI=/v1/sessions/%s", sid);
-    snprintf(p->key, sizeof p->key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(st, 0));
+    snprintf(p->key, sizeof p->key, "HTTP_AUTHORIZATION=Bearer %s", stack_key(gw.st, 0));
     snprintf(p->length, sizeof p->length, "CONTENT_LENGTH=%zu", total);
     p->params[0] = "REQUEST_METHOD=POST";
     p->params[1] = p->uri;
@@ -484,8 +455,8 @@ static void test_worker_reads_bodies_without_nginx(void **state)
     (void)state;
     char sid[64];
     create("actions.html", sid);
-    cJSON *info = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    int port = stack_fcgi_port(st, atoi(rstr(info, "worker") + 1));
+    cJSON *info = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    int port = stack_fcgi_port(gw.st, atoi(reply_str(info, "worker") + 1));
     cJSON_Delete(info);
     const size_t limit = 1u << 20; /* the default REFGATE_MAX_BODY_BYTES */
     /* Past the first 4 KiB buffer without a length; with one; exactly at the limit. */
@@ -539,11 +510,11 @@ static void test_idempotency_key(void **state)
     (void)state;
     char sid[64];
     create("actions.html", sid);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}")); /* refs come from an observation */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"observe\"}")); /* refs come from an observation */
     const char *body = "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"},"
                        "\"idempotency_key\":\"k-1\"}";
-    cJSON *a = cmd_ok(sid, body);
-    cJSON *b = cmd_ok(sid, body);
+    cJSON *a = expect_ok(&gw, sid, body);
+    cJSON *b = expect_ok(&gw, sid, body);
     assert_true(cJSON_Compare(result(a), result(b), 1));
     clicks_are(sid, "clicks=1"); /* acted once */
     cJSON_Delete(a);
@@ -556,10 +527,10 @@ static void test_websocket_snapshot_event(void **state)
     (void)state;
     char sid[64], path[96], h[200];
     create("actions.html", sid);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"observe\"}"));
     snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
     int status;
-    wsc *w = wsc_open(stack_port(st), path, auth[0], &status);
+    wsc *w = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
     if (!w)
         fail_msg("WebSocket through nginx: HTTP %d", status);
     const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\","
@@ -630,7 +601,7 @@ static void test_websocket_snapshot_event(void **state)
     assert_true(popup);
     clicks_are(sid, "clicks=1");
     /* A second subscriber: one event of the session carries one seq for both. */
-    wsc *w2 = wsc_open(stack_port(st), path, auth[0], &status);
+    wsc *w2 = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
     assert_non_null(w2);
     const char *sub2 = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\"]}}";
     assert_int_equal(wsc_send(w2, sub2, strlen(sub2), 1), 0);
@@ -642,7 +613,7 @@ static void test_websocket_snapshot_event(void **state)
             break;
     }
     /* Checking the box changes the outline: a snapshot event. */
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"check\",\"args\":{\"target\":\"label:Agree\"}}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"check\",\"args\":{\"target\":\"label:Agree\"}}"));
     double seqs[2] = {-1, -2};
     wsc *ws_[2] = {w, w2};
     for (int k = 0; k < 2; k++) {
@@ -670,14 +641,14 @@ static void test_websocket_snapshot_event(void **state)
     wsc_close(w);
     /* Without a key: refused with a reply saying why. */
     snprintf(h, sizeof h, "Authorization: Bearer rgk_wrong\r\n");
-    w = wsc_open(stack_port(st), path, h, &status);
+    w = wsc_open(stack_port(gw.st), path, h, &status);
     assert_non_null(w);
     rg_buf_init(&in);
     assert_int_equal(wsc_recv(w, &in, 10000), 2);
     cJSON *refusal = NULL;
     char err[64];
     assert_int_equal(wire_mp_decode(in.data, in.len, &refusal, err, sizeof err), 0);
-    assert_string_equal(err_code(refusal), "unauthorized");
+    assert_string_equal(reply_code(refusal), "unauthorized");
     cJSON_Delete(refusal);
     rg_buf_reset(&in);
     assert_int_equal(wsc_recv(w, &in, 10000), 8); /* then closed */
@@ -696,21 +667,21 @@ static void test_kill_9_worker_session_carries_on(void **state)
     ref_of(sid, "button", "Count", ref);
     char body[200];
     snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
-    cJSON_Delete(cmd_ok(sid, body));
-    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    int owner = atoi(rstr(r, "worker") + 1);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    int owner = atoi(reply_str(r, "worker") + 1);
     cJSON_Delete(r);
     assert_true(owner == 1 || owner == 2);
-    stack_kill_worker(st, owner, SIGKILL);
+    stack_kill_worker(gw.st, owner, SIGKILL);
     /* The page reloads from the checkpoint (a fresh load: the counter is 0),
        and the ref from before still clicks the same button. */
-    r = cmd_ok(sid, body);
+    r = expect_ok(&gw, sid, body);
     cJSON_Delete(r);
     clicks_are(sid, "clicks=1");
-    r = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    assert_int_equal(atoi(rstr(r, "worker") + 1), 3 - owner);
+    r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    assert_int_equal(atoi(reply_str(r, "worker") + 1), 3 - owner);
     cJSON_Delete(r);
-    assert_int_equal(stack_restart_worker(st, owner), 0);
+    assert_int_equal(stack_restart_worker(gw.st, owner), 0);
     close_session(sid);
 }
 
@@ -719,22 +690,22 @@ static void test_sigterm_parks_for_the_other_worker(void **state)
     (void)state;
     char sid[64];
     create("actions.html", sid);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}"));
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
-    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    int owner = atoi(rstr(r, "worker") + 1);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"observe\"}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    int owner = atoi(reply_str(r, "worker") + 1);
     cJSON_Delete(r);
-    assert_int_equal(stack_kill_worker(st, owner, SIGTERM), 0); /* exits 0 */
-    r = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    assert_string_equal(rstr(r, "state"), "parked");
+    assert_int_equal(stack_kill_worker(gw.st, owner, SIGTERM), 0); /* exits 0 */
+    r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    assert_string_equal(reply_str(r, "state"), "parked");
     cJSON_Delete(r);
-    r = cmd_ok(sid, "{\"op\":\"session.restore\"}");
-    assert_int_equal(atoi(rstr(r, "worker") + 1), 3 - owner);
+    r = expect_ok(&gw, sid, "{\"op\":\"session.restore\"}");
+    assert_int_equal(atoi(reply_str(r, "worker") + 1), 3 - owner);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "refs_lost")->valueint, 0);
     cJSON_Delete(r);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
     clicks_are(sid, "clicks=1");
-    assert_int_equal(stack_restart_worker(st, owner), 0);
+    assert_int_equal(stack_restart_worker(gw.st, owner), 0);
     close_session(sid);
 }
 
@@ -742,15 +713,8 @@ static void test_sigterm_parks_for_the_other_worker(void **state)
 static void make_tenant(const char *name, double rate, int max_sessions, int allow_private,
                         int allow_eval, const char *allow_host, char *hdr, size_t len)
 {
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
-    rg_redis *r;
-    char err[256], key[TENANT_KEY_SIZE];
-    assert_int_equal(rg_redis_new(&rc, &r, err, sizeof err), 0);
     tenant t;
     tenant_init(&t);
-    snprintf(t.id, sizeof t.id, "%s", name);
     snprintf(t.name, sizeof t.name, "%s", name);
     t.rate = rate;
     t.max_sessions = max_sessions;
@@ -758,11 +722,8 @@ static void make_tenant(const char *name, double rate, int max_sessions, int all
     t.allow_eval = allow_eval;
     if (allow_host)
         assert_int_equal(tenant_add_host(&t, 0, allow_host), 0);
-    if (tenant_create(r, &t, key, sizeof key, err, sizeof err) < 0)
-        fail_msg("%s", err);
+    expect_tenant(stack_redis_url(gw.st), &t, hdr, len);
     tenant_destroy(&t);
-    rg_redis_free(r);
-    snprintf(hdr, len, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n", key);
 }
 
 static void test_quota_rate_and_eval_permission(void **state)
@@ -774,8 +735,8 @@ static void test_quota_rate_and_eval_permission(void **state)
     /* Quota: one session, the second create is refused for good. */
     make_tenant("quota1", 1000, 1, 1, 0, NULL, hdr, sizeof hdr);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", hdr, body, strlen(body),
-                                  &r), 0);
+    assert_int_equal(
+        http_request(stack_port(gw.st), "POST", "/v1/sessions", hdr, body, strlen(body), &r), 0);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body.data, "\"session\":\"s"));
     /* 135 random bits: "s" and 27 characters. */
@@ -784,8 +745,8 @@ static void test_quota_rate_and_eval_permission(void **state)
     char sid[64];
     snprintf(sid, sizeof sid, "%.28s", p);
     rg_buf_destroy(&r.body);
-    assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", hdr, body, strlen(body),
-                                  &r), 0);
+    assert_int_equal(
+        http_request(stack_port(gw.st), "POST", "/v1/sessions", hdr, body, strlen(body), &r), 0);
     assert_int_equal(r.status, 429);
     assert_non_null(strstr(r.body.data, "quota_exceeded"));
     assert_non_null(strstr(r.body.data, "permanent"));
@@ -794,18 +755,19 @@ static void test_quota_rate_and_eval_permission(void **state)
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     const char *ev = "{\"op\":\"eval\",\"args\":{\"expression\":\"1\"}}";
-    assert_int_equal(http_request(stack_port(st), "POST", path, hdr, ev, strlen(ev), &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, hdr, ev, strlen(ev), &r), 0);
     assert_int_equal(r.status, 403);
     assert_non_null(strstr(r.body.data, "forbidden"));
     rg_buf_destroy(&r.body);
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
     /* Rate: 2 a second; a burst past it is rate_limited with Retry-After. */
     make_tenant("slow2", 2, 10, 1, 0, NULL, hdr, sizeof hdr);
     int limited = 0, retry = -1;
     for (int i = 0; i < 10 && !limited; i++) {
-        assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+        assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &r),
+                         0);
         if (r.status == 429) {
             limited = 1;
             retry = r.retry_after;
@@ -820,8 +782,8 @@ static void test_quota_rate_and_eval_permission(void **state)
     /* Another tenant is not limited by it. */
     http_resp ok;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[0]);
-    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", h, NULL, 0, &ok), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", h, NULL, 0, &ok), 0);
     assert_int_equal(ok.status, 200);
     rg_buf_destroy(&ok.body);
 }
@@ -830,7 +792,7 @@ static void test_quota_rate_and_eval_permission(void **state)
 static int post_raw(const char *path, const char *hdr, const char *body, cJSON **out)
 {
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, hdr, body, strlen(body), &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", path, hdr, body, strlen(body), &r), 0);
     int status = r.status;
     if (out) {
         char err[64];
@@ -851,7 +813,7 @@ static void test_url_policy_navigations(void **state)
     cJSON *r;
     assert_int_equal(post_raw("/v1/sessions", hdr, "{}", &r), 200);
     char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
+    snprintf(path, sizeof path, "/v1/sessions/%s", reply_str(r, "session"));
     cJSON_Delete(r);
     static const char *refused[] = {
         "http://127.0.0.1/", "http://127.1/", "http://0x7f000001/", "http://2130706433/",
@@ -868,12 +830,12 @@ static void test_url_policy_navigations(void **state)
         snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}",
                  refused[i]);
         int status = post_raw(path, hdr, body, &r);
-        if (status != 403 || strcmp(err_code(r), "blocked_url"))
+        if (status != 403 || strcmp(reply_code(r), "blocked_url"))
             fail_msg("%s -> %d %s", refused[i], status, cJSON_PrintUnformatted(r));
         cJSON_Delete(r);
     }
     assert_int_equal(post_raw(path, hdr, "{\"op\":\"session.info\"}", &r), 200);
-    assert_string_equal(rstr(r, "url"), "about:blank");
+    assert_string_equal(reply_str(r, "url"), "about:blank");
     cJSON_Delete(r);
     /* A create with a refused URL creates nothing. */
     assert_int_equal(post_raw("/v1/sessions", hdr,
@@ -881,7 +843,7 @@ static void test_url_policy_navigations(void **state)
                      403);
     cJSON_Delete(r);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -900,20 +862,20 @@ static void test_url_policy_inside_the_page(void **state)
     if (post_raw("/v1/sessions", hdr, body, &r) != 200)
         fail_msg("create: %s", cJSON_PrintUnformatted(r));
     char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", rstr(r, "session"));
+    snprintf(path, sizeof path, "/v1/sessions/%s", reply_str(r, "session"));
     cJSON_Delete(r);
-    int port = httpd_port(pages);
+    int port = httpd_port(gw.pages);
     /* A redirect from the allowed page to the refused name. */
     snprintf(body, sizeof body,
              "{\"op\":\"navigate\",\"args\":{\"url\":\"http://127.0.0.1:%d/redirect?to="
              "http://localhost:%d/never-reached.html\"}}",
              port, port);
     int status = post_raw(path, hdr, body, &r);
-    if (status != 403 || strcmp(err_code(r), "blocked_url"))
+    if (status != 403 || strcmp(reply_code(r), "blocked_url"))
         fail_msg("redirect -> %d %s", status, cJSON_PrintUnformatted(r));
     cJSON_Delete(r);
-    assert_int_equal(httpd_count(pages, "/redirect?to="), 1);
-    assert_int_equal(httpd_count(pages, "/never-reached.html"), 0);
+    assert_int_equal(httpd_count(gw.pages, "/redirect?to="), 1);
+    assert_int_equal(httpd_count(gw.pages, "/never-reached.html"), 0);
     /* From the page: fetch, image, iframe and form post to the refused name. */
     page_url("form.html", url, sizeof url);
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
@@ -931,20 +893,20 @@ static void test_url_policy_inside_the_page(void **state)
     status = post_raw(path, hdr, body, &r);
     if (status != 200)
         fail_msg("eval -> %d %s", status, cJSON_PrintUnformatted(r));
-    assert_string_equal(rstr(r, "value"), "blocked");
+    assert_string_equal(reply_str(r, "value"), "blocked");
     cJSON_Delete(r);
-    assert_int_equal(httpd_count(pages, "/probe-"), 0); /* nothing reached the server */
+    assert_int_equal(httpd_count(gw.pages, "/probe-"), 0); /* nothing reached the server */
     /* The control: the allowed address is reached. */
     snprintf(body, sizeof body,
              "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
              "\"fetch('http://127.0.0.1:%d/probe-ok').then(()=>'reached',()=>'blocked')\"}}",
              port);
     assert_int_equal(post_raw(path, hdr, body, &r), 200);
-    assert_string_equal(rstr(r, "value"), "reached");
+    assert_string_equal(reply_str(r, "value"), "reached");
     cJSON_Delete(r);
-    assert_int_equal(httpd_count(pages, "/probe-ok"), 1);
+    assert_int_equal(httpd_count(gw.pages, "/probe-ok"), 1);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -960,7 +922,7 @@ static void allowed_one_service(const char *name, int port, char *hdr, char *pat
     cJSON *r;
     if (post_raw("/v1/sessions", hdr, body, &r) != 200)
         fail_msg("create: %s", cJSON_PrintUnformatted(r));
-    snprintf(path, 96, "/v1/sessions/%s", rstr(r, "session"));
+    snprintf(path, 96, "/v1/sessions/%s", reply_str(r, "session"));
     cJSON_Delete(r);
 }
 
@@ -972,7 +934,7 @@ static void allowed_one_service(const char *name, int port, char *hdr, char *pat
 static void test_url_policy_one_local_service(void **state)
 {
     (void)state;
-    int port = httpd_port(pages);
+    int port = httpd_port(gw.pages);
     httpd *decoy = httpd_start(NULL);
     assert_non_null(decoy);
     int rport = httpd_port(decoy);
@@ -1035,7 +997,7 @@ static void test_url_policy_one_local_service(void **state)
     rg_buf_destroy(&js);
     /* Nothing reached the decoy, nor the allowed server under another name. */
     assert_int_equal(httpd_requests(decoy), 0);
-    assert_int_equal(httpd_count(pages, "/probe-l"), 0);
+    assert_int_equal(httpd_count(gw.pages, "/probe-l"), 0);
     httpd_stop(decoy);
     /* The allowed service itself is reachable. */
     snprintf(body, sizeof body,
@@ -1043,10 +1005,10 @@ static void test_url_policy_one_local_service(void **state)
              "\"fetch('http://127.1:%d/probe-ok2').then(()=>'reached',()=>'blocked')\"}}",
              port);
     assert_int_equal(post_raw(path, hdr, body, &r), 200);
-    assert_string_equal(rstr(r, "value"), "reached");
+    assert_string_equal(reply_str(r, "value"), "reached");
     cJSON_Delete(r);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -1057,7 +1019,7 @@ static void test_url_policy_one_local_service(void **state)
 static void test_url_policy_websocket_and_service_worker(void **state)
 {
     (void)state;
-    int port = httpd_port(pages);
+    int port = httpd_port(gw.pages);
     httpd *decoy = httpd_start(NULL);
     assert_non_null(decoy);
     int rport = httpd_port(decoy);
@@ -1089,21 +1051,22 @@ static void test_url_policy_websocket_and_service_worker(void **state)
     int status = post_raw(path, hdr, body, &r);
     if (status != 200)
         fail_msg("eval -> %d %s", status, cJSON_PrintUnformatted(r));
-    assert_string_equal(rstr(r, "value"), "sw1,sw2");
+    assert_string_equal(reply_str(r, "value"), "sw1,sw2");
     cJSON_Delete(r);
     /* The controls reached the allowed server: the checks are not vacuous. */
-    for (int i = 0; i < 50 && (httpd_count(pages, "/ws-ok") < 1 || httpd_count(pages, "/sw-ok") < 1);
+    for (int i = 0;
+         i < 50 && (httpd_count(gw.pages, "/ws-ok") < 1 || httpd_count(gw.pages, "/sw-ok") < 1);
          i++)
         rg_sleep_ms(100);
-    assert_int_equal(httpd_count(pages, "/ws-ok"), 1);
-    assert_int_equal(httpd_count(pages, "/sw-ok"), 1);
+    assert_int_equal(httpd_count(gw.pages, "/ws-ok"), 1);
+    assert_int_equal(httpd_count(gw.pages, "/sw-ok"), 1);
     assert_int_equal(httpd_requests(decoy), 0);
     char dgram[512];
     assert_true(recv(ufd, dgram, sizeof dgram, 0) < 0 && errno == EAGAIN);
     close(ufd);
     httpd_stop(decoy);
     http_resp del;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
     rg_buf_destroy(&del.body);
 }
 
@@ -1113,7 +1076,7 @@ static void test_other_tenants_session_for_every_op(void **state)
     (void)state;
     char sid[64], path[96];
     create("actions.html", sid);
-    cJSON_Delete(cmd_ok(sid, "{\"op\":\"observe\"}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"observe\"}"));
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     static const char *ops[] = {
         "{\"op\":\"session.info\"}", "{\"op\":\"session.park\"}",
@@ -1135,19 +1098,19 @@ static void test_other_tenants_session_for_every_op(void **state)
     for (size_t i = 0; i < sizeof ops / sizeof *ops; i++) {
         int status;
         cJSON *r = post_json(path, ops[i], 1, &status);
-        if (status != 404 || strcmp(err_code(r), "not_found"))
+        if (status != 404 || strcmp(reply_code(r), "not_found"))
             fail_msg("%s as another tenant -> %d %s", ops[i], status, cJSON_PrintUnformatted(r));
         cJSON_Delete(r);
     }
     http_resp d;
     char h[200];
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth[1]);
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &d), 0);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[1]);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, h, NULL, 0, &d), 0);
     assert_int_equal(d.status, 404);
     rg_buf_destroy(&d.body);
     /* The owner's session is untouched: still live, never clicked. */
-    cJSON *r = cmd_ok(sid, "{\"op\":\"session.info\"}");
-    assert_string_equal(rstr(r, "state"), "live");
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    assert_string_equal(reply_str(r, "state"), "live");
     cJSON_Delete(r);
     clicks_are(sid, "clicks=0");
     close_session(sid);
@@ -1168,7 +1131,7 @@ static void *slow_call_main(void *arg)
                        "\"timeout_ms\":3000}}";
     cJSON *r = NULL;
     c->status = post_raw(c->path, c->hdr, body, &r);
-    snprintf(c->code, sizeof c->code, "%s", err_code(r));
+    snprintf(c->code, sizeof c->code, "%s", reply_code(r));
     cJSON_Delete(r);
     return NULL;
 }
@@ -1182,7 +1145,7 @@ static void test_concurrency_limit(void **state)
     make_tenant("onebyone", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
     rg_redis_config rc;
     rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
+    rc.url = stack_redis_url(gw.st);
     rg_redis *rr;
     char err[128];
     assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
@@ -1199,7 +1162,7 @@ static void test_concurrency_limit(void **state)
     snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     cJSON *r;
     assert_int_equal(post_raw("/v1/sessions", hdr, body, &r), 200);
-    snprintf(sid, sizeof sid, "%s", rstr(r, "session"));
+    snprintf(sid, sizeof sid, "%s", reply_str(r, "session"));
     cJSON_Delete(r);
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     /* Both reach the session's worker: the first takes the tenant's only
@@ -1218,7 +1181,7 @@ static void test_concurrency_limit(void **state)
     assert_int_equal(c[1].status, 429);
     assert_string_equal(c[1].code, "rate_limited");
     http_resp d;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, hdr, NULL, 0, &d), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &d), 0);
     assert_int_equal(d.status, 200);
     rg_buf_destroy(&d.body);
 }
@@ -1230,7 +1193,7 @@ static void test_revoked_key(void **state)
     char hdr[256];
     make_tenant("revoked", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
     const char *key = strstr(hdr, "Bearer ") + 7;
@@ -1238,7 +1201,7 @@ static void test_revoked_key(void **state)
     snprintf(k, sizeof k, "%.*s", (int)strcspn(key, "\r"), key);
     rg_redis_config rc;
     rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
+    rc.url = stack_redis_url(gw.st);
     rg_redis *rr;
     char err[128];
     assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
@@ -1247,7 +1210,8 @@ static void test_revoked_key(void **state)
     int status = 200;
     for (int i = 0; i < 100 && status == 200; i++) {
         rg_sleep_ms(100);
-        assert_int_equal(http_request(stack_port(st), "GET", "/v1/sessions", hdr, NULL, 0, &r), 0);
+        assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &r),
+                         0);
         status = r.status;
         rg_buf_destroy(&r.body);
     }
@@ -1258,10 +1222,10 @@ static void test_health_and_metrics(void **state)
 {
     (void)state;
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "GET", "/healthz", NULL, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/healthz", NULL, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
-    assert_int_equal(http_request(stack_port(st), "GET", "/metrics", NULL, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/metrics", NULL, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     assert_non_null(strstr(r.body.data, "refgate_pool_browsers"));
     /* The worker's memory: its resident set, and what its allocator hands out
@@ -1293,7 +1257,7 @@ static void test_worker_runs_without_thread_caches(void **state)
     (void)state;
     char v[1024];
     const char *given = getenv("GLIBC_TUNABLES");
-    pid_t w = stack_worker_pid(st, 1);
+    pid_t w = stack_worker_pid(gw.st, 1);
     assert_int_equal(procs_getenv(w, "GLIBC_TUNABLES", v, sizeof v), 1);
     assert_non_null(strstr(v, "glibc.malloc.tcache_count=0"));
     /* ... by its own name, which ps, top and pgrep show. */
@@ -1331,15 +1295,8 @@ static void test_worker_runs_without_thread_caches(void **state)
 
 int main(void)
 {
-    pages = httpd_start("tests/fixtures");
-    st = pages ? stack_start(2, NULL) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_gateway: cannot start the stack\n");
-        httpd_stop(pages);
+    if (fx_stack_start(&gw, "test_gateway", "tests/fixtures", 2, NULL) < 0)
         return 1;
-    }
-    for (int i = 0; i < 2; i++)
-        snprintf(auth[i], sizeof auth[i], "Authorization: Bearer %s\r\n", stack_key(st, i));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_health_and_metrics),
         cmocka_unit_test(test_worker_runs_without_thread_caches),
@@ -1360,10 +1317,7 @@ int main(void)
         cmocka_unit_test(test_kill_9_worker_session_carries_on),
         cmocka_unit_test(test_sigterm_parks_for_the_other_worker),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("gateway", tests, NULL, NULL);
-    stack_stop(st);
-    httpd_stop(pages);
+    int rc = FX_RUN("gateway", tests, NULL, NULL);
+    fx_stack_stop(&gw);
     return rc;
 }

@@ -41,14 +41,14 @@
 #include "gateway/wire.h"
 #include "session/session.h"
 #include "tenant/tenant.h"
+#include "tests/support/expect.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/support.h"
 
 #define BURST_MAX 50
 #define WAIT_MAX_MS 60000 /* the longest any wait here may take */
 
-static stack *st;
-static httpd *pages;
+static fx_stack gw;
 
 /* ---- the tally: a loopback HTTP counter the pages report to ---- */
 
@@ -181,7 +181,7 @@ static void tally_open(void)
 
 static redisContext *redis_direct(void)
 {
-    redisContext *c = redissrv_connect(stack_redis(st));
+    redisContext *c = redissrv_connect(stack_redis(gw.st));
     assert_non_null(c);
     return c;
 }
@@ -190,26 +190,16 @@ static redisContext *redis_direct(void)
 static void make_tenant(const char *name, int max_sessions, int max_concurrent, double rate,
                         char *hdr, size_t len)
 {
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
-    rg_redis *r;
-    char err[256], key[TENANT_KEY_SIZE];
-    assert_int_equal(rg_redis_new(&rc, &r, err, sizeof err), 0);
     tenant t;
     tenant_init(&t);
-    snprintf(t.id, sizeof t.id, "%s", name);
     snprintf(t.name, sizeof t.name, "%s", name);
     t.rate = rate;
     t.max_sessions = max_sessions;
     t.max_concurrent = max_concurrent;
     t.allow_private = 1; /* the pages and the tally are on loopback */
     t.allow_eval = 1;
-    if (tenant_create(r, &t, key, sizeof key, err, sizeof err) < 0)
-        fail_msg("%s", err);
+    expect_tenant(stack_redis_url(gw.st), &t, hdr, len);
     tenant_destroy(&t);
-    rg_redis_free(r);
-    snprintf(hdr, len, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n", key);
 }
 
 /* ---- requests, one at a time and in bursts ---- */
@@ -224,27 +214,13 @@ struct call {
     char code[32], session[64], value[64], message[160];
 };
 
-static const char *err_code(const cJSON *reply)
-{
-    const cJSON *c =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
-    return cJSON_IsString(c) ? c->valuestring : "";
-}
-
-static const char *rstr(const cJSON *reply, const char *k)
-{
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "result"), k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /* Runs c (any thread: no assertions here, the outcome goes into c). */
 static void run_call(struct call *c)
 {
     http_resp r;
     c->status = -1;
     c->code[0] = c->session[0] = c->value[0] = c->message[0] = '\0';
-    if (http_request(stack_port(st), c->method, c->path, c->hdr, c->body, strlen(c->body), &r) <
+    if (http_request(stack_port(gw.st), c->method, c->path, c->hdr, c->body, strlen(c->body), &r) <
         0) {
         rg_buf_destroy(&r.body);
         return;
@@ -254,12 +230,12 @@ static void run_call(struct call *c)
     cJSON *v = NULL;
     char err[128];
     if (r.body.data && wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) == 0) {
-        snprintf(c->code, sizeof c->code, "%s", err_code(v));
+        snprintf(c->code, sizeof c->code, "%s", reply_code(v));
         const cJSON *msg = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "error"), "message");
         if (cJSON_IsString(msg))
             snprintf(c->message, sizeof c->message, "%s", msg->valuestring);
-        snprintf(c->session, sizeof c->session, "%s", rstr(v, "session"));
+        snprintf(c->session, sizeof c->session, "%s", reply_str(v, "session"));
         const cJSON *val = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(v, "result"), "value");
         if (cJSON_IsString(val))
@@ -371,18 +347,14 @@ static int create_burst(const char *hdr, int n)
 static cJSON *request(const char *method, const char *path, const char *hdr, const char *body,
                       int want)
 {
-    http_resp r;
     char h[400];
     snprintf(h, sizeof h, "%sAccept: application/json\r\n", hdr);
-    assert_int_equal(
-        http_request(stack_port(st), method, path, h, body, body ? strlen(body) : 0, &r), 0);
-    cJSON *v = NULL;
-    char err[128];
-    if (wire_json_decode(r.body.data ? r.body.data : "", r.body.len, &v, err, sizeof err) < 0 ||
-        r.status != want)
-        fail_msg("%s %s -> %d %.300s (wanted %d)", method, path, r.status,
-                 r.body.data ? r.body.data : "", want);
-    rg_buf_destroy(&r.body);
+    int status;
+    cJSON *v = expect_json(stack_port(gw.st), method, path, h, body, &status);
+    if (status != want) {
+        char *s = cJSON_PrintUnformatted(v);
+        fail_msg("%s %s -> %d %.300s (wanted %d)", method, path, status, s, want);
+    }
     return v;
 }
 
@@ -425,11 +397,11 @@ static void close_all(const char *hdr)
 static int create_on_page(const char *hdr, char *sid)
 {
     char url[256], body[400];
-    httpd_url(pages, "/burst.html", url, sizeof url);
+    httpd_url(gw.pages, "/burst.html", url, sizeof url);
     snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     cJSON *v = request("POST", "/v1/sessions", hdr, body, 200);
-    snprintf(sid, 64, "%s", rstr(v, "session"));
-    int w = atoi(rstr(v, "worker") + 1);
+    snprintf(sid, 64, "%s", reply_str(v, "session"));
+    int w = atoi(reply_str(v, "worker") + 1);
     cJSON_Delete(v);
     assert_true(w == 1 || w == 2);
     return w;
@@ -467,7 +439,7 @@ static int workers_up(void **state)
 {
     (void)state;
     for (int i = 1; i <= 2; i++)
-        if (stack_worker_pid(st, i) <= 0 && stack_restart_worker(st, i) < 0)
+        if (stack_worker_pid(gw.st, i) <= 0 && stack_restart_worker(gw.st, i) < 0)
             return -1;
     return 0;
 }
@@ -522,16 +494,16 @@ static int short_ttl_up(void **state)
     stack *s = stack_start(2, env);
     if (!s)
         return -1;
-    main_stack = st;
-    st = s;
+    main_stack = gw.st;
+    gw.st = s;
     return 0;
 }
 
 static int short_ttl_down(void **state)
 {
     (void)state;
-    stack_stop(st);
-    st = main_stack;
+    stack_stop(gw.st);
+    gw.st = main_stack;
     return 0;
 }
 
@@ -653,14 +625,14 @@ static void test_quota_worker_killed_mid_create(void **state)
                 const char *sid = z->element[i]->str;
                 if (sess_id_worker(sid, 2) != 0 || !reserved_not_created(rc, sid))
                     continue;
-                kill(stack_worker_pid(st, 1), SIGSTOP);
+                kill(stack_worker_pid(gw.st, 1), SIGSTOP);
                 rg_sleep_ms(50); /* a write the worker had already sent lands */
                 if (reserved_not_created(rc, sid)) {
                     caught = 1;
                     fprintf(stderr, "  killing w1 while it creates %s\n", sid);
-                    stack_kill_worker(st, 1, SIGKILL);
+                    stack_kill_worker(gw.st, 1, SIGKILL);
                 } else {
-                    kill(stack_worker_pid(st, 1), SIGCONT);
+                    kill(stack_worker_pid(gw.st, 1), SIGCONT);
                 }
             }
             freeReplyObject(z);
@@ -688,7 +660,7 @@ static void test_quota_worker_killed_mid_create(void **state)
     for (int i = 0; i < 30; i++)
         if (c[i].status != 200 && strcmp(c[i].code, "quota_exceeded") && c[i].status < 500)
             fail_msg("create %d: %d %s: %s", i, c[i].status, c[i].code, c[i].message);
-    assert_int_equal(stack_restart_worker(st, 1), 0);
+    assert_int_equal(stack_restart_worker(gw.st, 1), 0);
     /* The dead create's reservation lapses (its timeout + RG_QUOTA_GRACE_MS). */
     wait_no_creates("quotakill");
     int have = list_sessions(hdr, NULL, 0);
@@ -830,7 +802,7 @@ static void test_concurrency_slots_of_a_dead_worker(void **state)
     }
     assert_int_equal(n1, 2);
     assert_int_equal(fire_and_hold(c, 2, th), 2);
-    stack_kill_worker(st, 1, SIGKILL);
+    stack_kill_worker(gw.st, 1, SIGKILL);
     burst_join(2, th);
     for (int i = 0; i < 2; i++)
         assert_true(c[i].status >= 500);
@@ -864,7 +836,7 @@ static void test_concurrency_slots_of_a_dead_worker(void **state)
     pthread_mutex_lock(&tally.mu);
     assert_int_equal(tally.max, 2);
     pthread_mutex_unlock(&tally.mu);
-    assert_int_equal(stack_restart_worker(st, 1), 0);
+    assert_int_equal(stack_restart_worker(gw.st, 1), 0);
 }
 
 /* ---- the other limits ---- */
@@ -1005,7 +977,7 @@ static void test_api_keys_under_a_burst(void **state)
     (void)state;
     rg_redis_config rc;
     rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(st);
+    rc.url = stack_redis_url(gw.st);
     rg_redis *r;
     char err[128];
     assert_int_equal(rg_redis_new(&rc, &r, err, sizeof err), 0);
@@ -1064,11 +1036,12 @@ int main(void)
        tests' ten sessions per worker and the quota tests' beside them. */
     static const char *const env[] = {"REFGATE_GATEWAY_THREADS=64",
                                       "REFGATE_CONTEXTS_PER_BROWSER=24", NULL};
-    pages = httpd_start(NULL);
-    st = pages && tally_start() == 0 ? stack_start(2, env) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_limits_burst: cannot start the stack\n");
-        httpd_stop(pages);
+    if (tally_start() < 0) {
+        fprintf(stderr, "test_limits_burst: the tally did not start\n");
+        return 1;
+    }
+    if (fx_stack_start(&gw, "test_limits_burst", NULL, 2, env) < 0) {
+        tally_stop();
         return 1;
     }
     const struct CMUnitTest tests[] = {
@@ -1084,12 +1057,9 @@ int main(void)
         cmocka_unit_test_setup(test_rate_limit_under_a_burst, workers_up),
         cmocka_unit_test_setup(test_api_keys_under_a_burst, workers_up),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("limits_burst", tests, NULL, NULL);
-    tally_open();
-    stack_stop(st);
+    int rc = FX_RUN("limits_burst", tests, NULL, NULL);
+    tally_open(); /* no worker stays stuck at the gate while the stack stops */
+    fx_stack_stop(&gw);
     tally_stop();
-    httpd_stop(pages);
     return rc;
 }

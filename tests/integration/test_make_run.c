@@ -37,8 +37,9 @@
 #include <unistd.h>
 
 #include "common/rg.h"
+#include "tests/support/expect.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/support.h"
 
 #define WORKERS 2
 #define UP_WAIT_MS 120000  /* the first start installs nothing; a cold Chromium is slow */
@@ -50,19 +51,6 @@ static int http_port, fcgi_base, ws_base, redis_port;
 static httpd *pages;
 static char auth[256];
 
-/* Is 127.0.0.1:port free to listen on? */
-static int port_free(int port)
-{
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    if (fd < 0)
-        return 0;
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    int ok = bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-    close(fd);
-    return ok;
-}
-
 /* A base whose base+1 .. base+WORKERS are free. */
 static int free_base(void)
 {
@@ -70,7 +58,7 @@ static int free_base(void)
         int base = support_free_port();
         int ok = base > 0 && base + WORKERS < 65536;
         for (int i = 1; ok && i <= WORKERS; i++)
-            ok = port_free(base + i);
+            ok = support_port_free(base + i);
         if (ok)
             return base;
     }
@@ -94,21 +82,7 @@ static pid_t pid_in(const char *name)
 /* POSTs JSON through nginx; the parsed reply (caller frees), the status. */
 static cJSON *call(const char *path, const char *body, int *status)
 {
-    http_resp r;
-    assert_int_equal(http_request(http_port, "POST", path, auth, body, strlen(body), &r), 0);
-    *status = r.status;
-    cJSON *v = cJSON_ParseWithLength(r.body.data ? r.body.data : "", r.body.len);
-    if (!v)
-        fail_msg("not JSON (%d): %.300s", r.status, r.body.data ? r.body.data : "");
-    rg_buf_destroy(&r.body);
-    return v;
-}
-
-static const char *result_str(const cJSON *reply, const char *k)
-{
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "result"), k);
-    return cJSON_IsString(v) ? v->valuestring : "";
+    return expect_json(http_port, "POST", path, auth, body, status);
 }
 
 static cJSON *ok_call(const char *path, const char *body)
@@ -128,7 +102,7 @@ static void worker_of(const char *sid, char *out, size_t len)
     char path[128];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     cJSON *r = ok_call(path, "{\"op\":\"session.info\"}");
-    snprintf(out, len, "%s", result_str(r, "worker"));
+    snprintf(out, len, "%s", reply_str(r, "worker"));
     cJSON_Delete(r);
 }
 
@@ -140,11 +114,11 @@ static void test_worker_killed_under_make_run(void **state)
     snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
     cJSON *r = ok_call("/v1/sessions", body);
     char sid[64];
-    snprintf(sid, sizeof sid, "%s", result_str(r, "session"));
+    snprintf(sid, sizeof sid, "%s", reply_str(r, "session"));
     cJSON_Delete(r);
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     r = ok_call(path, "{\"op\":\"observe\"}");
-    const char *text = result_str(r, "text");
+    const char *text = reply_str(r, "text");
     assert_non_null(strstr(text, "button \"Count\" [ref=@counter]"));
     cJSON_Delete(r);
 
@@ -181,7 +155,7 @@ static void test_worker_killed_under_make_run(void **state)
         fail_msg("click after the kill, attempt %d -> %d %s", attempts, st, s);
     }
     printf("the click after the kill succeeded at attempt %d\n", attempts);
-    assert_string_equal(result_str(r, "ref"), "@counter");
+    assert_string_equal(reply_str(r, "ref"), "@counter");
     cJSON_Delete(r);
     char now[16];
     worker_of(sid, now, sizeof now);
@@ -206,7 +180,7 @@ static void test_worker_killed_under_make_run(void **state)
         r = call("/v1/sessions", "{\"op\":\"session.create\"}", &st);
         if (st == 200) {
             char s2[64], p2[128], w2[16];
-            snprintf(s2, sizeof s2, "%s", result_str(r, "session"));
+            snprintf(s2, sizeof s2, "%s", reply_str(r, "session"));
             worker_of(s2, w2, sizeof w2);
             landed = !strcmp(w2, w);
             snprintf(p2, sizeof p2, "/v1/sessions/%s", s2);
@@ -358,7 +332,5 @@ int main(void)
         cmocka_unit_test(test_worker_killed_under_make_run),
         cmocka_unit_test(test_sigterm_leaves_nothing),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    return cmocka_run_group_tests_name("make_run", tests, group_setup, group_teardown);
+    return FX_RUN("make_run", tests, group_setup, group_teardown);
 }

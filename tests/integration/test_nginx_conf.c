@@ -46,6 +46,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tests/support/net.h"
+#include "tests/support/support.h"
+
 static const char *const ERROR_CODES[] = {"bad_request", "not_found",   "payload_too_large",
                                           "internal",    "unavailable", "timeout"};
 #define N_ERROR_CODES (sizeof ERROR_CODES / sizeof ERROR_CODES[0])
@@ -72,34 +75,9 @@ static void remove_tree(const char *dir)
         fprintf(stderr, "test_nginx_conf: could not remove %s\n", dir);
 }
 
-/* The whole file as a NUL-terminated string (and its length); NULL if unreadable. */
-static char *slurp(const char *path, size_t *len_out)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    size_t cap = 4096, len = 0;
-    char *buf = malloc(cap);
-    assert_non_null(buf);
-    size_t n;
-    while ((n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
-        len += n;
-        if (cap - len < 2) {
-            cap *= 2;
-            buf = realloc(buf, cap);
-            assert_non_null(buf);
-        }
-    }
-    fclose(f);
-    buf[len] = '\0';
-    if (len_out)
-        *len_out = len;
-    return buf;
-}
-
 static void print_file(const char *path)
 {
-    char *s = slurp(path, NULL);
+    char *s = support_slurp(path, NULL);
     if (s) {
         fprintf(stderr, "---- %s\n%s----\n", path, s);
         free(s);
@@ -237,7 +215,7 @@ static char *render_local(const char *run_dir, const char *const extra_env[], ch
     const char *argv[] = {"bash", "scripts/run.sh", "--config-only", NULL};
     run_ok(argv, env, log);
     snprintf(conf_path, len, "%s/nginx/nginx.conf", run_dir);
-    char *conf = slurp(conf_path, NULL);
+    char *conf = support_slurp(conf_path, NULL);
     assert_non_null(conf);
     return conf;
 }
@@ -292,7 +270,7 @@ static void test_local_config(void **state)
 static void assert_same_file(const char *a, const char *b)
 {
     size_t la, lb;
-    char *x = slurp(a, &la), *y = slurp(b, &lb);
+    char *x = support_slurp(a, &la), *y = support_slurp(b, &lb);
     if (!x)
         fail_msg("%s is missing: render it with sh scripts/nginx-conf.sh --docker nginx/docker", a);
     assert_non_null(y);
@@ -325,7 +303,7 @@ static void test_docker_config(void **state)
         }
     }
 
-    char *conf = slurp("nginx/docker/nginx.conf", NULL);
+    char *conf = support_slurp("nginx/docker/nginx.conf", NULL);
     assert_non_null(conf);
     check_common(conf);
     const char *fcgi[] = {"worker1:9000", "worker2:9000", "worker3:9000"};
@@ -455,12 +433,12 @@ static void test_error_bodies(void **state)
         char path[200];
         size_t len;
         snprintf(path, sizeof path, "nginx/docker/errors/%s.msgpack", ERROR_CODES[i]);
-        char *mp = slurp(path, &len);
+        char *mp = support_slurp(path, &len);
         assert_non_null(mp);
         check_msgpack_reply(mp, len, ERROR_CODES[i]);
         free(mp);
         snprintf(path, sizeof path, "nginx/docker/errors/%s.json", ERROR_CODES[i]);
-        char *js = slurp(path, NULL);
+        char *js = support_slurp(path, NULL);
         assert_non_null(js);
         check_json_reply(js, ERROR_CODES[i]);
         free(js);
@@ -850,11 +828,10 @@ static void test_live_front(void **state)
     g_nginx = nginx;
     int up = 0;
     for (int i = 0; i < 200 && !up; i++) {
-        int fd = socket(AF_INET, SOCK_STREAM, 0);
-        struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        up = connect(fd, (struct sockaddr *)&a, sizeof a) == 0;
-        close(fd);
+        int fd = net_dial(port);
+        up = fd >= 0;
+        if (up)
+            close(fd);
         if (!up) {
             assert_int_equal(waitpid(nginx, NULL, WNOHANG), 0); /* still running */
             usleep(25000);

@@ -39,6 +39,9 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
+#include "tests/support/page.h"
+#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define CORPUS "tests/corpus"
@@ -50,28 +53,6 @@ static char run_dir[256], case_dir[256];
 static int verbose;
 
 /* ---- small helpers ------------------------------------------------------ */
-
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *b = malloc((size_t)n + 1);
-    if (b && fread(b, 1, (size_t)n, f) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(f);
-    if (b) {
-        b[n] = 0;
-        if (len)
-            *len = (size_t)n;
-    }
-    return b;
-}
 
 static int spit(const char *path, const char *data, size_t len)
 {
@@ -123,23 +104,8 @@ static char *eval_str(const char *expr, int timeout_ms)
  * finishes loading is used as it stands). */
 static int navigate(const char *url, int wait_ms)
 {
-    cdp_conn *c = pool_lease_conn(L);
-    const char *sid = pool_lease_session(L);
-    cdp_waiter *w;
-    int rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w);
-    if (rc < 0)
-        return rc;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"url\":");
-    rg_buf_json_str(&q, url, strlen(url));
-    rg_buf_puts(&q, "}");
-    rc = cdp_call(c, sid, "Page.navigate", q.data, 20000, NULL);
-    rg_buf_destroy(&q);
-    if (rc == 0 && cdp_waiter_wait(w, wait_ms, NULL) < 0)
-        rc = 1; /* not loaded in time: go on */
-    cdp_waiter_free(w);
-    return rc < 0 ? rc : 0;
+    int load_rc; /* not loaded in time: go on */
+    return page_goto(pool_lease_conn(L), pool_lease_session(L), url, wait_ms, &load_rc);
 }
 
 static int install_observer(void)
@@ -263,7 +229,7 @@ static int check_case(const cJSON *c, int with_role)
 static cJSON **read_jsonl(const char *path, int *n)
 {
     size_t len;
-    char *all = slurp(path, &len);
+    char *all = support_slurp(path, &len);
     *n = 0;
     if (!all)
         return NULL;
@@ -396,11 +362,6 @@ static void bag_add(struct bag *b, const char *role, const char *name)
     b->n++;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-    return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
 static void bag_free(struct bag *b)
 {
     for (int i = 0; i < b->n; i++)
@@ -431,8 +392,8 @@ static void bag_show_missing(const char *what, struct bag *a, struct bag *b, int
 
 static int bag_common(struct bag *a, struct bag *b)
 {
-    qsort(a->k, (size_t)a->n, sizeof *a->k, cmp_str);
-    qsort(b->k, (size_t)b->n, sizeof *b->k, cmp_str);
+    qsort(a->k, (size_t)a->n, sizeof *a->k, stats_cmp_str);
+    qsort(b->k, (size_t)b->n, sizeof *b->k, stats_cmp_str);
     int i = 0, j = 0, m = 0;
     while (i < a->n && j < b->n) {
         int c = strcmp(a->k[i], b->k[j]);
@@ -471,7 +432,7 @@ static cJSON *page_ax(const char *page)
 {
     char path[512];
     snprintf(path, sizeof path, CORPUS "/pages-ax/%.*s.ax.json", (int)(strlen(page) - 5), page);
-    char *text = slurp(path, NULL);
+    char *text = support_slurp(path, NULL);
     assert_non_null(text);
     cJSON *ax = cJSON_Parse(text);
     free(text);
@@ -621,7 +582,7 @@ static void words_add_text(struct words *set, const char *s)
 /* Sorts and removes duplicates. */
 static void words_uniq(struct words *set)
 {
-    qsort(set->w, set->n, sizeof *set->w, cmp_str);
+    qsort(set->w, set->n, sizeof *set->w, stats_cmp_str);
     size_t k = 0;
     for (size_t i = 0; i < set->n; i++) {
         if (k && !strcmp(set->w[k - 1], set->w[i]))
@@ -641,7 +602,7 @@ static void words_free(struct words *set)
 
 static int words_has(const struct words *set, const char *w)
 {
-    return set->n && bsearch(&w, set->w, set->n, sizeof *set->w, cmp_str) != NULL;
+    return set->n && bsearch(&w, set->w, set->n, sizeof *set->w, stats_cmp_str) != NULL;
 }
 
 /*
@@ -816,10 +777,7 @@ static int group_setup(void **state)
 {
     (void)state;
     pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
+    fx_pool_config(&cfg, "obs", run_dir, sizeof run_dir);
     /* Every remote host unreachable at once, as when the corpus was taken:
      * pages load in a moment instead of waiting on DNS. */
     static const char *const extra[] = {
@@ -850,16 +808,13 @@ static int group_teardown(void **state)
 
 int main(void)
 {
-    if (access("/usr/lib/chromium/chromium", X_OK) < 0 && !getenv("REFGATE_CHROMIUM")) {
-        fprintf(stderr, "test_observer_chromium: Chromium is not installed (make deps)\n");
+    if (fx_need_chromium("test_observer_chromium") < 0)
         return 1;
-    }
     if (access(CORPUS "/accname/cases.jsonl", R_OK) < 0) {
         fprintf(stderr, "test_observer_chromium: run from the repository root (%s)\n", CORPUS);
         return 1;
     }
     verbose = getenv("RG_OBS_VERBOSE") != NULL;
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-obs-%d", (int)getpid());
     snprintf(case_dir, sizeof case_dir, "/tmp/refgate-obs-cases-%d", (int)getpid());
     mkdir(case_dir, 0700);
     cases_srv = httpd_start(case_dir);
@@ -874,9 +829,7 @@ int main(void)
         cmocka_unit_test(test_pages_text_coverage),
         cmocka_unit_test(test_observe_speed),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("observer_chromium", tests, group_setup, group_teardown);
+    int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
     httpd_stop(cases_srv);
     httpd_stop(pages_srv);
     rmdir(case_dir);

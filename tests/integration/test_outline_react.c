@@ -30,16 +30,15 @@
 #include <string.h>
 
 #include "gateway/wire.h"
+#include "tests/support/expect.h"
+#include "tests/support/fixture.h"
 #include "tests/support/net.h"
-#include "tests/support/support.h"
 
 #define FIXTURES "tests/fixtures/react"
 #define WS_WAIT_MS 5000 /* a WebSocket reply or event that has not come by then never will */
 #define NEW_TODO "placeholder:What needs to be done?"
 
-static stack *st;
-static httpd *pages;
-static char auth[160];
+static fx_stack gw;
 
 static const char *const items[3] = {"Buy milk", "Walk dog", "Pay rent"};
 
@@ -48,43 +47,12 @@ static const char *const items[3] = {"Buy milk", "Walk dog", "Pay rent"};
 /* POSTs a JSON body through nginx; the parsed reply (caller frees) and the status. */
 static cJSON *post_json(const char *path, const char *body, int *status)
 {
-    char h[256];
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", auth);
-    http_resp r;
-    assert_int_equal(http_request(stack_port(st), "POST", path, h, body, strlen(body), &r), 0);
-    *status = r.status;
-    cJSON *v = NULL;
-    char err[128];
-    if (wire_json_decode(r.body.data ? r.body.data : "", r.body.len, &v, err, sizeof err) < 0)
-        fail_msg("not JSON (%d): %.200s", r.status, r.body.data ? r.body.data : "");
-    rg_buf_destroy(&r.body);
-    return v;
-}
-
-static const char *rstr(const cJSON *reply, const char *k)
-{
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "result"), k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-/* A command on session sid that must succeed; the reply (caller frees). */
-static cJSON *cmd_ok(const char *sid, const char *body)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    int status;
-    cJSON *r = post_json(path, body, &status);
-    if (status != 200 || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r, "ok"))) {
-        char *s = cJSON_PrintUnformatted(r);
-        fail_msg("%s -> %d %s", body, status, s);
-    }
-    return r;
+    return expect_post(&gw, 0, path, body, status);
 }
 
 static void cmd(const char *sid, const char *body)
 {
-    cJSON_Delete(cmd_ok(sid, body));
+    cJSON_Delete(expect_ok(&gw, sid, body));
 }
 
 /* Creates a session on FIXTURES/page and waits until React has rendered target. */
@@ -92,7 +60,7 @@ static void create(const char *page, const char *rendered, char *sid)
 {
     char url[256], p[96], body[512];
     snprintf(p, sizeof p, "/%s", page);
-    httpd_url(pages, p, url, sizeof url);
+    httpd_url(gw.pages, p, url, sizeof url);
     snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
     int status;
     cJSON *r = post_json("/v1/sessions", body, &status);
@@ -100,7 +68,7 @@ static void create(const char *page, const char *rendered, char *sid)
         char *s = cJSON_PrintUnformatted(r);
         fail_msg("session.create: %d %s", status, s);
     }
-    snprintf(sid, 64, "%s", rstr(r, "session"));
+    snprintf(sid, 64, "%s", reply_str(r, "session"));
     cJSON_Delete(r);
     assert_true(strlen(sid) > 8);
     /* React renders after the load event may have fired: wait for its output. */
@@ -118,9 +86,9 @@ static void close_session(const char *sid)
 {
     char path[96], h[200];
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sAccept: application/json\r\n", auth);
+    snprintf(h, sizeof h, "%sAccept: application/json\r\n", gw.auth[0]);
     http_resp r;
-    assert_int_equal(http_request(stack_port(st), "DELETE", path, h, NULL, 0, &r), 0);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, h, NULL, 0, &r), 0);
     assert_int_equal(r.status, 200);
     rg_buf_destroy(&r.body);
 }
@@ -128,9 +96,9 @@ static void close_session(const char *sid)
 /* `observe` in text format, the full outline or the diff; the text (caller frees). */
 static char *observe_text(const char *sid, int diff)
 {
-    cJSON *r = cmd_ok(sid, diff ? "{\"op\":\"observe\",\"args\":{\"diff\":true}}"
-                                : "{\"op\":\"observe\"}");
-    char *t = strdup(rstr(r, "text"));
+    cJSON *r = expect_ok(
+        &gw, sid, diff ? "{\"op\":\"observe\",\"args\":{\"diff\":true}}" : "{\"op\":\"observe\"}");
+    char *t = strdup(reply_str(r, "text"));
     cJSON_Delete(r);
     assert_non_null(t);
     return t;
@@ -397,7 +365,7 @@ static wsc *ws_subscribe(const char *sid)
     char path[96];
     snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
     int status = 0;
-    wsc *w = wsc_open(stack_port(st), path, auth, &status);
+    wsc *w = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
     if (!w)
         fail_msg("WebSocket through nginx: HTTP %d", status);
     const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\"]}}";
@@ -559,10 +527,11 @@ static void test_todo_toggle_in_diff_and_event(void **state)
     assert_no_churn(sid, "after the snapshot event");
     wsc_close(w);
     /* The page did what the test is about: the toggle's render made new nodes. */
-    cJSON *r = cmd_ok(sid, "{\"op\":\"eval\",\"args\":{\"expression\":"
-                           "\"Array.prototype.filter.call(document.querySelectorAll('li input'), "
-                           "function (e) { return e.rgOld; }).length + '/' + "
-                           "document.querySelectorAll('li input').length\"}}");
+    cJSON *r = expect_ok(&gw, sid,
+                         "{\"op\":\"eval\",\"args\":{\"expression\":"
+                         "\"Array.prototype.filter.call(document.querySelectorAll('li input'), "
+                         "function (e) { return e.rgOld; }).length + '/' + "
+                         "document.querySelectorAll('li input').length\"}}");
     const cJSON *kept =
         cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "result"), "value");
     if (!cJSON_IsString(kept) || strcmp(kept->valuestring, "0/3"))
@@ -672,23 +641,14 @@ int main(void)
                 rc);
         return 1;
     }
-    pages = httpd_start(FIXTURES);
-    st = pages ? stack_start(1, NULL) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_outline_react: cannot start the stack\n");
-        httpd_stop(pages);
+    if (fx_stack_start(&gw, "test_outline_react", FIXTURES, 1, NULL) < 0)
         return 1;
-    }
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", stack_key(st, 0));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_todo_text_beside_checkbox),
         cmocka_unit_test(test_todo_toggle_in_diff_and_event),
         cmocka_unit_test(test_counter_digits_in_snapshot_event),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    rc = cmocka_run_group_tests_name("outline_react", tests, NULL, NULL);
-    stack_stop(st);
-    httpd_stop(pages);
+    rc = FX_RUN("outline_react", tests, NULL, NULL);
+    fx_stack_stop(&gw);
     return rc;
 }

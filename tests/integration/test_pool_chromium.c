@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "pool/pool.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
 
@@ -621,10 +622,8 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "--owner"))
         return owner_main(argv[2], atoi(argv[3]));
 
-    if (access("/usr/lib/chromium/chromium", X_OK) < 0 && !getenv("REFGATE_CHROMIUM")) {
-        fprintf(stderr, "test_pool_chromium: Chromium is not installed (make deps)\n");
+    if (fx_need_chromium("test_pool_chromium") < 0)
         return 1;
-    }
     snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-%d", (int)getpid());
     /* Orphans of the owner this test kills come to us, not to an init that may not reap. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -645,9 +644,7 @@ int main(int argc, char **argv)
         cmocka_unit_test_teardown(test_owner_killed_leaves_nothing_and_next_owner_starts_clean,
                                   free_owned),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("pool_chromium", tests, NULL, NULL);
+    int rc = FX_RUN("pool_chromium", tests, NULL, NULL);
     httpd_stop(srv);
     rmdir(run_dir);
     return rc;

@@ -20,12 +20,12 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "tests/support/expect.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
 
-static httpd *srv;
-static pool *pl;
-static char run_dir[256];
+static fx_browser chrome;
 
 struct fx {
     pool_lease *l;
@@ -37,12 +37,12 @@ struct fx {
 static void fx_open(struct fx *f, const char *path, const reg_config *cfg)
 {
     char url[256];
-    assert_int_equal(pool_acquire(pl, 20000, &f->l, NULL), 0);
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &f->l, NULL), 0);
     f->h.conn = pool_lease_conn(f->l);
     f->h.session = pool_lease_session(f->l);
     f->h.world = NULL; /* each call finds refgate's world itself */
-    assert_int_equal(page_navigate(f->h.conn, f->h.session, httpd_url(srv, path, url, sizeof url)),
-                     0);
+    assert_int_equal(
+        page_navigate(f->h.conn, f->h.session, httpd_url(chrome.pages, path, url, sizeof url)), 0);
     f->store = reg_store_mem_new();
     assert_int_equal(reg_page_new(f->store, "t:s:p", cfg, &f->pg), 0);
 }
@@ -85,14 +85,6 @@ static void has_line(const reg_observation *o, const char *line)
     fail_msg("no line \"%s\" in:\n%s", line, o->text);
 }
 
-static const char *ref_of(const reg_observation *o, const char *role, const char *name)
-{
-    const reg_node *n = by_name(o, role, name);
-    if (!n)
-        fail_msg("no %s \"%s\" in:\n%s", role, name, o->text);
-    return n->ref;
-}
-
 static void js(struct fx *f, const char *expr)
 {
     assert_int_equal(page_eval(f->h.conn, f->h.session, expr, NULL, 0), 0);
@@ -106,12 +98,12 @@ static void test_form_refs_stable_and_outline(void **state)
     reg_observation a, b;
     observe(&f, &a, 0);
     /* Refs from testid, id, aria-label, and the hash for the rest. */
-    assert_string_equal(ref_of(&a, "button", "Sign up"), "@submitbtn");
-    assert_string_equal(ref_of(&a, "textbox", "Email address"), "@email");
-    assert_string_equal(ref_of(&a, "combobox", "Country"), "@country");
-    assert_memory_equal(ref_of(&a, "textbox", "Name"), "@e", 2);
+    assert_string_equal(expect_ref(&a, "button", "Sign up"), "@submitbtn");
+    assert_string_equal(expect_ref(&a, "textbox", "Email address"), "@email");
+    assert_string_equal(expect_ref(&a, "combobox", "Country"), "@country");
+    assert_memory_equal(expect_ref(&a, "textbox", "Name"), "@e", 2);
     /* Date inputs get refs too (Chromium calls their role "Date"). */
-    assert_memory_equal(ref_of(&a, "Date", "Birthday"), "@e", 2);
+    assert_memory_equal(expect_ref(&a, "Date", "Birthday"), "@e", 2);
     assert_non_null(strstr(a.text, "- document \"Sign up\"\n"));
     assert_non_null(strstr(a.text, "heading \"Create an account\" [level=1]"));
     assert_non_null(strstr(a.text, "button \"Help\" (disabled)"));
@@ -185,29 +177,29 @@ static void test_rerender_reorder_and_removal(void **state)
     reg_observation a, b, c, d, e;
     observe(&f, &a, 0);
     char alpha[REG_REF_MAX], charlie[REG_REF_MAX];
-    snprintf(alpha, sizeof alpha, "%s", ref_of(&a, "option", "Alpha"));
-    snprintf(charlie, sizeof charlie, "%s", ref_of(&a, "option", "Charlie"));
+    snprintf(alpha, sizeof alpha, "%s", expect_ref(&a, "option", "Alpha"));
+    snprintf(charlie, sizeof charlie, "%s", expect_ref(&a, "option", "Charlie"));
 
     /* A full re-render: new DOM nodes, same identities, same refs. */
     js(&f, "rerender()");
     observe(&f, &b, 0);
-    assert_string_equal(ref_of(&b, "option", "Alpha"), alpha);
-    assert_string_equal(ref_of(&b, "option", "Charlie"), charlie);
+    assert_string_equal(expect_ref(&b, "option", "Alpha"), alpha);
+    assert_string_equal(expect_ref(&b, "option", "Charlie"), charlie);
     assert_int_equal(b.n_new, 0);
 
     /* Moving the same nodes: refs stay, the moved ones say so. */
     js(&f, "reverse()");
     observe(&f, &c, 0);
-    assert_string_equal(ref_of(&c, "option", "Alpha"), alpha);
-    assert_string_equal(ref_of(&c, "option", "Charlie"), charlie);
+    assert_string_equal(expect_ref(&c, "option", "Alpha"), alpha);
+    assert_string_equal(expect_ref(&c, "option", "Charlie"), charlie);
     assert_int_equal(by_name(&c, "option", "Alpha")->stability, REG_MOVED);
     assert_int_equal(c.n_new, 0);
 
     /* A re-render in another order (new nodes, new sibling indexes): still kept. */
     js(&f, "rerenderReversed()");
     observe(&f, &d, 0);
-    assert_string_equal(ref_of(&d, "option", "Alpha"), alpha);
-    assert_string_equal(ref_of(&d, "option", "Charlie"), charlie);
+    assert_string_equal(expect_ref(&d, "option", "Alpha"), alpha);
+    assert_string_equal(expect_ref(&d, "option", "Charlie"), charlie);
     assert_int_equal(d.n_new, 0);
 
     /* Three identical Delete buttons; the first row goes away. */
@@ -256,14 +248,14 @@ static void test_shadow_and_iframe(void **state)
     }
     reg_observation o;
     observe(&f, &o, 0);
-    assert_string_equal(ref_of(&o, "button", "In the shadow"), "@shadowbtn");
-    assert_string_equal(ref_of(&o, "textbox", "Shadow field"), "@shadowfield");
+    assert_string_equal(expect_ref(&o, "button", "In the shadow"), "@shadowbtn");
+    assert_string_equal(expect_ref(&o, "textbox", "Shadow field"), "@shadowfield");
     const reg_node *fb = by_name(&o, "button", "In the frame");
     assert_non_null(fb);
     assert_string_equal(fb->ref, "@framebtn");
     assert_non_null(fb->frame);
     assert_string_not_equal(fb->frame, "");
-    assert_string_equal(ref_of(&o, "textbox", "Frame field"), "@framefield");
+    assert_string_equal(expect_ref(&o, "textbox", "Frame field"), "@framefield");
     reg_observation_free(&o);
     fx_close(&f);
 }
@@ -528,17 +520,8 @@ static void test_cap_and_stale_threshold(void **state)
 
 int main(void)
 {
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-reg-%d", (int)getpid());
-    srv = httpd_start("tests/fixtures");
-    pool_config cfg;
-    pool_config_default(&cfg);
-    pool_config_from_env(&cfg);
-    cfg.run_dir = run_dir;
-    cfg.browsers = 1;
-    if (!srv || pool_new(&cfg, &pl) < 0) {
-        fprintf(stderr, "test_registry_chromium: cannot start the fixture server or the pool\n");
+    if (fx_browser_start(&chrome, "test_registry_chromium", "test-reg", "tests/fixtures") < 0)
         return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_form_refs_stable_and_outline),
         cmocka_unit_test(test_duplicate_labels_and_odd_ids),
@@ -551,11 +534,7 @@ int main(void)
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_outline_modes),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int rc = cmocka_run_group_tests_name("registry_chromium", tests, NULL, NULL);
-    pool_free(pl);
-    httpd_stop(srv);
-    rmdir(run_dir);
+    int rc = FX_RUN("registry_chromium", tests, NULL, NULL);
+    fx_browser_stop(&chrome);
     return rc;
 }

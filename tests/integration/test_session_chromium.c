@@ -31,19 +31,19 @@
 #include "pool/pool.h"
 #include "registry/registry.h"
 #include "session/session.h"
+#include "tests/support/expect.h"
+#include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/support.h"
 
 #define TENANT "acme"
 
-static redissrv *rs;
-static httpd *srv;
-static pool *pl;
-static rg_redis *rr;
+static fx_redis db;
+static fx_browser chrome;
 static reg_store *store;
 static sess_mgr *mgr;
 static sess_config mgr_cfg;
-static char run_dir[256], docroot[256];
+static char docroot[256];
 
 /* ---- the fixture pages ---- */
 
@@ -95,18 +95,6 @@ static void eval_in(sess *s, const char *expr, char *out, size_t len)
     assert_int_equal(page_eval(h.conn, h.session, expr, out, len), 0);
 }
 
-/* The ref of the first node with this role and name, into ref. */
-static void ref_of(const reg_observation *o, const char *role, const char *name, char *ref)
-{
-    for (size_t i = 0; i < o->n_nodes; i++)
-        if (!strcmp(o->nodes[i].role, role) && !strcmp(o->nodes[i].name, name) &&
-            o->nodes[i].ref[0]) {
-            strcpy(ref, o->nodes[i].ref);
-            return;
-        }
-    fail_msg("no %s \"%s\" in the observation", role, name);
-}
-
 static void observe(sess *s, reg_observation *o)
 {
     reg_observe_opts opts = {0};
@@ -127,7 +115,7 @@ static void page_url(const char *name, char *out, size_t len)
 {
     char path[128];
     snprintf(path, sizeof path, "/%s", name);
-    httpd_url(srv, path, out, len);
+    httpd_url(chrome.pages, path, out, len);
 }
 
 static sess *create(sess_mgr *m, const char *page)
@@ -273,7 +261,7 @@ static pid_t run_child(const char *mode, char *line1, size_t n1, char *line2, si
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execl("/proc/self/exe", "test_session_chromium", "--child", mode, redissrv_url(rs), url,
+        execl("/proc/self/exe", "test_session_chromium", "--child", mode, redissrv_url(db.srv), url,
               (char *)NULL);
         _exit(127);
     }
@@ -354,7 +342,7 @@ static void test_one_round_trip_per_observe(void **state)
     (void)state;
     pool_lease *l;
     char url[256];
-    assert_int_equal(pool_acquire(pl, 20000, &l, NULL), 0);
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &l, NULL), 0);
     reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
     page_url("counter.html", url, sizeof url);
     assert_int_equal(page_navigate(h.conn, h.session, url), 0);
@@ -366,7 +354,7 @@ static void test_one_round_trip_per_observe(void **state)
     reg_observation_free(&o);
     /* MONITOR shows what clients send ("[0 127.0.0.1:port] ...") apart from
        what scripts run inside Redis ("[0 lua] ..."). */
-    redisContext *mon = redissrv_connect(rs);
+    redisContext *mon = redissrv_connect(db.srv);
     assert_non_null(mon);
     redisReply *r = redisCommand(mon, "MONITOR");
     assert_non_null(r);
@@ -379,7 +367,7 @@ static void test_one_round_trip_per_observe(void **state)
     assert_int_equal(reg_observe(pg, h, &opts, &o), 0);
     assert_true(o.n_refs >= 52);
     reg_observation_free(&o);
-    redisContext *c = redissrv_connect(rs);
+    redisContext *c = redissrv_connect(db.srv);
     r = redisCommand(c, "ECHO round-trips-end");
     freeReplyObject(r);
     redisFree(c);
@@ -464,10 +452,10 @@ static void test_dom_changed_while_parked(void **state)
     reg_observation o;
     observe(s, &o);
     char save[REG_REF_MAX], del[REG_REF_MAX], cancel[REG_REF_MAX], help[REG_REF_MAX];
-    ref_of(&o, "button", "Save", save);
-    ref_of(&o, "button", "Delete", del);
-    ref_of(&o, "button", "Cancel", cancel);
-    ref_of(&o, "link", "Help", help);
+    snprintf(save, sizeof save, "%s", expect_ref(&o, "button", "Save"));
+    snprintf(del, sizeof del, "%s", expect_ref(&o, "button", "Delete"));
+    snprintf(cancel, sizeof cancel, "%s", expect_ref(&o, "button", "Cancel"));
+    snprintf(help, sizeof help, "%s", expect_ref(&o, "link", "Help"));
     assert_int_equal(o.n_refs, 4);
     reg_observation_free(&o);
     char sid[64], err[256];
@@ -543,13 +531,13 @@ static void test_redis_outage_is_unavailable_then_recovers(void **state)
     reg_observation o;
     observe(gone, &o);
     char inc[REG_REF_MAX];
-    ref_of(&o, "button", "Increment", inc);
+    snprintf(inc, sizeof inc, "%s", expect_ref(&o, "button", "Increment"));
     reg_observation_free(&o);
     assert_int_equal(sess_park(gone, NULL, err, sizeof err), 0);
     sess_done(gone, 0);
     sess_done(live, 0);
 
-    redissrv_stop(rs);
+    redissrv_stop(db.srv);
     int64_t t0 = rg_now_ms();
     sess *s;
     sess_restore_info ri;
@@ -566,7 +554,7 @@ static void test_redis_outage_is_unavailable_then_recovers(void **state)
     /* Every failure came at once, not after a hang (a generous bound). */
     assert_true(rg_now_ms() - t0 < 20000);
 
-    assert_int_equal(redissrv_restart(rs), 0);
+    assert_int_equal(redissrv_restart(db.srv), 0);
     s = open_s(mgr, live_id, &ri);
     assert_false(ri.restored);
     observe(s, &o);
@@ -593,12 +581,12 @@ static void test_frozen_redis_times_out(void **state)
     char sid[64];
     strcpy(sid, sess_id(s));
     sess_done(s, 0);
-    redissrv_freeze(rs, 1);
+    redissrv_freeze(db.srv, 1);
     sess_info in;
     int64_t t0 = rg_now_ms();
     int rc = sess_get_info(mgr, TENANT, sid, &in);
     int64_t took = rg_now_ms() - t0;
-    redissrv_freeze(rs, 0);
+    redissrv_freeze(db.srv, 0);
     assert_int_equal(rc, RG_EUNAVAIL);
     assert_true(took < 20000);
     assert_int_equal(sess_get_info(mgr, TENANT, sid, &in), 0);
@@ -618,7 +606,7 @@ static sess_mgr *small_mgr(const char *worker, int capacity, int64_t idle_ms)
     cfg.capacity = capacity;
     cfg.idle_park_ms = idle_ms;
     sess_mgr *m;
-    assert_int_equal(sess_mgr_new(&cfg, pl, rr, store, &m), 0);
+    assert_int_equal(sess_mgr_new(&cfg, chrome.pool, db.conn, store, &m), 0);
     return m;
 }
 
@@ -696,7 +684,7 @@ static void test_live_session_of_another_worker_moves_here(void **state)
     reg_observation o;
     observe(s, &o);
     char inc[REG_REF_MAX], sid[64], st[16];
-    ref_of(&o, "button", "Increment", inc);
+    snprintf(inc, sizeof inc, "%s", expect_ref(&o, "button", "Increment"));
     reg_observation_free(&o);
     strcpy(sid, sess_id(s));
     sess_done(s, 0);
@@ -753,37 +741,26 @@ int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "--child"))
         return child_main(argv[2], argv[3], argv[4]);
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-test-sess-%d", (int)getpid());
     snprintf(docroot, sizeof docroot, "/tmp/refgate-test-sess-docs-%d", (int)getpid());
     mkdir(docroot, 0700);
     write_page("counter.html", counter_html);
-    rs = redissrv_start(NULL);
-    srv = httpd_start(docroot);
-    pool_config pc;
-    pool_config_default(&pc);
-    pool_config_from_env(&pc);
-    pc.run_dir = run_dir;
-    pc.browsers = 1;
-    char err[256];
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    if (!rs || !srv || pool_new(&pc, &pl) < 0) {
-        fprintf(stderr, "test_session_chromium: cannot start redis-server, the fixture "
-                        "server or the pool\n");
+    if (fx_redis_start(&db, "test_session_chromium") < 0)
+        return 1;
+    if (fx_browser_start(&chrome, "test_session_chromium", "test-sess", docroot) < 0) {
+        fx_redis_stop(&db);
         return 1;
     }
-    rc.url = redissrv_url(rs);
-    assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
+    char err[256];
     reg_redis_config sc;
     reg_redis_config_default(&sc);
-    sc.conn = rr;
+    sc.conn = db.conn;
     store = reg_store_redis_new(&sc, err, sizeof err);
     sess_config_default(&mgr_cfg);
     mgr_cfg.worker_id = "main";
     mgr_cfg.lease_ms = 1500;
     mgr_cfg.heartbeat_ms = 300;
     mgr_cfg.idle_park_ms = 0;
-    if (!store || sess_mgr_new(&mgr_cfg, pl, rr, store, &mgr) < 0) {
+    if (!store || sess_mgr_new(&mgr_cfg, chrome.pool, db.conn, store, &mgr) < 0) {
         fprintf(stderr, "test_session_chromium: %s\n", err);
         return 1;
     }
@@ -800,17 +777,13 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_other_tenant_not_found),
         cmocka_unit_test(test_light_checkpoint_follows_the_page),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    int r = cmocka_run_group_tests_name("session_chromium", tests, NULL, NULL);
+    int r = FX_RUN("session_chromium", tests, NULL, NULL);
     sess_mgr_free(mgr);
     reg_store_free(store);
-    rg_redis_free(rr);
-    pool_free(pl);
-    httpd_stop(srv);
-    redissrv_free(rs);
     char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docroot, run_dir);
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docroot, chrome.run_dir);
+    fx_browser_stop(&chrome);
+    fx_redis_stop(&db);
     if (system(cmd) != 0)
         fprintf(stderr, "could not remove %s\n", docroot);
     return r;

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "registry/registry.h"
+#include "tests/support/fixture.h"
 #include "tests/support/store_contract.h"
 #include "tests/support/support.h"
 
@@ -341,7 +342,7 @@ int main(void)
         cmocka_unit_test(test_outage_is_unavailable_then_recovers),
         cmocka_unit_test(test_password_in_url),
     };
-    int rc = cmocka_run_group_tests_name("store_redis", tests, NULL, NULL);
+    int rc = FX_RUN("store_redis", tests, NULL, NULL);
     redissrv_free(rs);
     return rc;
 }

@@ -21,26 +21,20 @@
 #include <string.h>
 
 #include "tenant/tenant.h"
-#include "tests/support/support.h"
+#include "tests/support/fixture.h"
 
-static redissrv *rs;
-static rg_redis *rr;
+static fx_redis db;
 
 static int flush_db(void **state)
 {
     (void)state;
-    redisContext *c = redissrv_connect(rs);
-    assert_non_null(c);
-    redisReply *rep = redisCommand(c, "FLUSHALL");
-    assert_non_null(rep);
-    freeReplyObject(rep);
-    redisFree(c);
+    assert_int_equal(fx_redis_flush(&db), 0);
     return 0;
 }
 
 static long long redis_int(const char *fmt, const char *arg)
 {
-    redisContext *c = redissrv_connect(rs);
+    redisContext *c = redissrv_connect(db.srv);
     assert_non_null(c);
     redisReply *rep = redisCommand(c, fmt, arg);
     assert_non_null(rep);
@@ -67,7 +61,7 @@ static void create(const char *name, char key[TENANT_KEY_SIZE])
     tenant_init(&t);
     rg_strlcpy(t.name, name, sizeof t.name);
     char err[160] = "";
-    int rc = tenant_create(rr, &t, key, TENANT_KEY_SIZE, err, sizeof err);
+    int rc = tenant_create(db.conn, &t, key, TENANT_KEY_SIZE, err, sizeof err);
     if (rc)
         fail_msg("tenant_create(%s): %d %s", name, rc, err);
     assert_key_format(key);
@@ -102,11 +96,11 @@ static void test_create_get_round_trip(void **state)
     assert_int_equal(tenant_set_str(&spec.locale, "de-DE"), 0);
     char key[TENANT_KEY_SIZE], err[160];
     int64_t before = rg_wall_ms();
-    assert_int_equal(tenant_create(rr, &spec, key, sizeof key, err, sizeof err), 0);
+    assert_int_equal(tenant_create(db.conn, &spec, key, sizeof key, err, sizeof err), 0);
     assert_key_format(key);
 
     tenant got;
-    assert_int_equal(tenant_get(rr, "acme-corp_2", &got), 0);
+    assert_int_equal(tenant_get(db.conn, "acme-corp_2", &got), 0);
     assert_string_equal(got.id, "acme-corp_2");
     assert_string_equal(got.name, "acme-corp_2");
     assert_true(got.created_ms >= before && got.created_ms <= rg_wall_ms());
@@ -132,9 +126,9 @@ static void test_create_get_round_trip(void **state)
     tenant_destroy(&copy);
     tenant_destroy(&spec);
 
-    assert_int_equal(tenant_get(rr, "nobody", &got), RG_ENOTFOUND);
+    assert_int_equal(tenant_get(db.conn, "nobody", &got), RG_ENOTFOUND);
     tenant_destroy(&got);
-    assert_int_equal(tenant_get(rr, "Not:Valid", &got), RG_ENOTFOUND);
+    assert_int_equal(tenant_get(db.conn, "Not:Valid", &got), RG_ENOTFOUND);
     tenant_destroy(&got);
 }
 
@@ -144,7 +138,7 @@ static void test_defaults(void **state)
     char key[TENANT_KEY_SIZE];
     create("plain", key);
     tenant t;
-    assert_int_equal(tenant_get(rr, "plain", &t), 0);
+    assert_int_equal(tenant_get(db.conn, "plain", &t), 0);
     assert_int_equal(t.max_sessions, 100);
     assert_int_equal(t.max_concurrent, 16);
     assert_true(t.rate == 50.0);
@@ -156,7 +150,7 @@ static void test_defaults(void **state)
     assert_null(t.locale);
     tenant_destroy(&t);
     /* The hash holds the documented fields, as text. */
-    redisContext *c = redissrv_connect(rs);
+    redisContext *c = redissrv_connect(db.srv);
     redisReply *rep = redisCommand(c, "HMGET rg:tenant:plain rate allow_hosts allow_eval name");
     assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
     assert_string_equal(rep->element[0]->str, "50");
@@ -173,17 +167,17 @@ static void test_update(void **state)
     char key[TENANT_KEY_SIZE], err[160] = "";
     create("upd", key);
     tenant t;
-    assert_int_equal(tenant_get(rr, "upd", &t), 0);
+    assert_int_equal(tenant_get(db.conn, "upd", &t), 0);
     int64_t created = t.created_ms;
     t.max_sessions = 5;
     t.rate = 0.25;
     t.allow_eval = 1;
     assert_int_equal(tenant_add_host(&t, 1, "169.254.169.254"), 0);
     assert_int_equal(tenant_set_str(&t.user_agent, "bot/1"), 0);
-    assert_int_equal(tenant_update(rr, &t, err, sizeof err), 0);
+    assert_int_equal(tenant_update(db.conn, &t, err, sizeof err), 0);
     tenant_destroy(&t);
 
-    assert_int_equal(tenant_get(rr, "upd", &t), 0);
+    assert_int_equal(tenant_get(db.conn, "upd", &t), 0);
     assert_int_equal(t.max_sessions, 5);
     assert_true(t.rate == 0.25);
     assert_int_equal(t.allow_eval, 1);
@@ -194,12 +188,12 @@ static void test_update(void **state)
     /* Clearing works too, and an invalid update changes nothing. */
     assert_int_equal(tenant_set_str(&t.user_agent, ""), 0);
     tenant_clear_hosts(&t, 1);
-    assert_int_equal(tenant_update(rr, &t, err, sizeof err), 0);
+    assert_int_equal(tenant_update(db.conn, &t, err, sizeof err), 0);
     t.rate = -1;
-    assert_int_equal(tenant_update(rr, &t, err, sizeof err), RG_EBADREQ);
+    assert_int_equal(tenant_update(db.conn, &t, err, sizeof err), RG_EBADREQ);
     assert_non_null(strstr(err, "rate"));
     tenant_destroy(&t);
-    assert_int_equal(tenant_get(rr, "upd", &t), 0);
+    assert_int_equal(tenant_get(db.conn, "upd", &t), 0);
     assert_null(t.user_agent);
     assert_int_equal(t.n_deny, 0);
     assert_true(t.rate == 0.25);
@@ -208,7 +202,7 @@ static void test_update(void **state)
     tenant ghost;
     tenant_init(&ghost);
     rg_strlcpy(ghost.id, "ghost", sizeof ghost.id);
-    assert_int_equal(tenant_update(rr, &ghost, err, sizeof err), RG_ENOTFOUND);
+    assert_int_equal(tenant_update(db.conn, &ghost, err, sizeof err), RG_ENOTFOUND);
     assert_int_equal(redis_int("EXISTS %s", "rg:tenant:ghost"), 0);
     tenant_destroy(&ghost);
 }
@@ -218,14 +212,14 @@ static void test_list_is_sorted(void **state)
     (void)state;
     char **v;
     size_t n;
-    assert_int_equal(tenant_list(rr, &v, &n), 0);
+    assert_int_equal(tenant_list(db.conn, &v, &n), 0);
     assert_int_equal(n, 0);
     assert_null(v);
     char key[TENANT_KEY_SIZE];
     create("zeta", key);
     create("alpha", key);
     create("m-1", key);
-    assert_int_equal(tenant_list(rr, &v, &n), 0);
+    assert_int_equal(tenant_list(db.conn, &v, &n), 0);
     assert_int_equal(n, 3);
     assert_string_equal(v[0], "alpha");
     assert_string_equal(v[1], "m-1");
@@ -239,11 +233,11 @@ static void test_delete_removes_tenant_and_keys(void **state)
     char k1[TENANT_KEY_SIZE], k2[TENANT_KEY_SIZE], other[TENANT_KEY_SIZE];
     create("doomed", k1);
     create("bystander", other);
-    assert_int_equal(tenant_key_create(rr, "doomed", k2, sizeof k2), 0);
-    assert_int_equal(tenant_delete(rr, "doomed"), 0);
+    assert_int_equal(tenant_key_create(db.conn, "doomed", k2, sizeof k2), 0);
+    assert_int_equal(tenant_delete(db.conn, "doomed"), 0);
 
     tenant t;
-    assert_int_equal(tenant_get(rr, "doomed", &t), RG_ENOTFOUND);
+    assert_int_equal(tenant_get(db.conn, "doomed", &t), RG_ENOTFOUND);
     tenant_destroy(&t);
     char h[TENANT_HASH_SIZE], kk[128];
     tenant_key_hash(k1, h);
@@ -254,13 +248,13 @@ static void test_delete_removes_tenant_and_keys(void **state)
     assert_int_equal(redis_int("EXISTS %s", kk), 0);
     assert_int_equal(redis_int("EXISTS %s", "rg:tenant:doomed:keys"), 0);
     assert_int_equal(redis_int("SISMEMBER rg:tenants %s", "doomed"), 0);
-    assert_int_equal(tenant_delete(rr, "doomed"), RG_ENOTFOUND);
+    assert_int_equal(tenant_delete(db.conn, "doomed"), RG_ENOTFOUND);
     size_t n;
-    assert_int_equal(tenant_key_count(rr, "doomed", &n), RG_ENOTFOUND);
-    assert_int_equal(tenant_key_create(rr, "doomed", k2, sizeof k2), RG_ENOTFOUND);
+    assert_int_equal(tenant_key_count(db.conn, "doomed", &n), RG_ENOTFOUND);
+    assert_int_equal(tenant_key_create(db.conn, "doomed", k2, sizeof k2), RG_ENOTFOUND);
     assert_string_equal(k2, "");
 
-    tenant_cache *c = tenant_cache_new(rr, 0, 16);
+    tenant_cache *c = tenant_cache_new(db.conn, 0, 16);
     assert_int_equal(tenant_authenticate(c, k1, &t), RG_EUNAUTH);
     tenant_destroy(&t);
     assert_int_equal(tenant_authenticate(c, other, &t), 0); /* the other tenant is untouched */
@@ -278,14 +272,15 @@ static void test_duplicate_name_conflicts(void **state)
     tenant_init(&t);
     rg_strlcpy(t.name, "dup", sizeof t.name);
     t.max_sessions = 1;
-    assert_int_equal(tenant_create(rr, &t, again, sizeof again, err, sizeof err), RG_ECONFLICT);
+    assert_int_equal(tenant_create(db.conn, &t, again, sizeof again, err, sizeof err),
+                     RG_ECONFLICT);
     assert_non_null(strstr(err, "dup"));
     assert_string_equal(again, "");
     tenant_destroy(&t);
     size_t n;
-    assert_int_equal(tenant_key_count(rr, "dup", &n), 0);
+    assert_int_equal(tenant_key_count(db.conn, "dup", &n), 0);
     assert_int_equal(n, 1);
-    assert_int_equal(tenant_get(rr, "dup", &t), 0);
+    assert_int_equal(tenant_get(db.conn, "dup", &t), 0);
     assert_int_equal(t.max_sessions, 100); /* the first one's */
     tenant_destroy(&t);
 }
@@ -314,11 +309,11 @@ static void test_invalid_names_and_fields(void **state)
             continue;
         }
         err[0] = '\0';
-        assert_int_equal(tenant_create(rr, &t, key, sizeof key, err, sizeof err), RG_EBADREQ);
+        assert_int_equal(tenant_create(db.conn, &t, key, sizeof key, err, sizeof err), RG_EBADREQ);
         assert_non_null(strstr(err, "name"));
         tenant_destroy(&t);
     }
-    redisContext *c = redissrv_connect(rs);
+    redisContext *c = redissrv_connect(db.srv);
     redisReply *rep = redisCommand(c, "DBSIZE");
     assert_int_equal(rep->integer, 0); /* nothing written */
     freeReplyObject(rep);
@@ -373,7 +368,7 @@ static int reply_contains(const redisReply *rep, const char *needle)
 /* Scans every key of the database, and every value of every type, for needle. */
 static int redis_holds(const char *needle)
 {
-    redisContext *c = redissrv_connect(rs);
+    redisContext *c = redissrv_connect(db.srv);
     assert_non_null(c);
     int found = 0;
     char cursor[32] = "0";
@@ -406,7 +401,7 @@ static void test_keys_are_stored_only_as_hashes(void **state)
     (void)state;
     char k1[TENANT_KEY_SIZE], k2[TENANT_KEY_SIZE];
     create("secretive", k1);
-    assert_int_equal(tenant_key_create(rr, "secretive", k2, sizeof k2), 0);
+    assert_int_equal(tenant_key_create(db.conn, "secretive", k2, sizeof k2), 0);
     assert_key_format(k2);
     assert_string_not_equal(k1, k2);
     assert_false(redis_holds(k1));
@@ -427,7 +422,7 @@ static void test_authenticate(void **state)
     (void)state;
     char key[TENANT_KEY_SIZE];
     create("auth", key);
-    tenant_cache *c = tenant_cache_new(rr, 2000, 64);
+    tenant_cache *c = tenant_cache_new(db.conn, 2000, 64);
     assert_non_null(c);
     tenant t;
     assert_int_equal(tenant_authenticate(c, key, &t), 0);
@@ -481,19 +476,19 @@ static void test_revoked_key_stops_working(void **state)
     (void)state;
     char key[TENANT_KEY_SIZE];
     create("rev", key);
-    tenant_cache *c = tenant_cache_new(rr, 100, 64);
+    tenant_cache *c = tenant_cache_new(db.conn, 100, 64);
     tenant t;
     assert_int_equal(tenant_authenticate(c, key, &t), 0);
     tenant_destroy(&t);
-    assert_int_equal(tenant_key_revoke(rr, key), 0);
+    assert_int_equal(tenant_key_revoke(db.conn, key), 0);
     /* Cached for at most the TTL (100 ms); allow a generous margin. */
     assert_int_equal(wait_rejected(c, key, 100 + 3000), RG_EUNAUTH);
-    assert_int_equal(tenant_key_revoke(rr, key), RG_ENOTFOUND);
+    assert_int_equal(tenant_key_revoke(db.conn, key), RG_ENOTFOUND);
     size_t n;
-    assert_int_equal(tenant_key_count(rr, "rev", &n), 0);
+    assert_int_equal(tenant_key_count(db.conn, "rev", &n), 0);
     assert_int_equal(n, 0);
-    assert_int_equal(tenant_key_revoke(rr, "rgk_neverissued"), RG_ENOTFOUND);
-    assert_int_equal(tenant_key_revoke(rr, ""), RG_ENOTFOUND);
+    assert_int_equal(tenant_key_revoke(db.conn, "rgk_neverissued"), RG_ENOTFOUND);
+    assert_int_equal(tenant_key_revoke(db.conn, ""), RG_ENOTFOUND);
     tenant_cache_free(c);
 }
 
@@ -502,12 +497,12 @@ static void test_several_keys_each_revocable(void **state)
     (void)state;
     char k[3][TENANT_KEY_SIZE];
     create("multi", k[0]);
-    assert_int_equal(tenant_key_create(rr, "multi", k[1], sizeof k[1]), 0);
-    assert_int_equal(tenant_key_create(rr, "multi", k[2], sizeof k[2]), 0);
+    assert_int_equal(tenant_key_create(db.conn, "multi", k[1], sizeof k[1]), 0);
+    assert_int_equal(tenant_key_create(db.conn, "multi", k[2], sizeof k[2]), 0);
     size_t n;
-    assert_int_equal(tenant_key_count(rr, "multi", &n), 0);
+    assert_int_equal(tenant_key_count(db.conn, "multi", &n), 0);
     assert_int_equal(n, 3);
-    tenant_cache *c = tenant_cache_new(rr, 100, 64);
+    tenant_cache *c = tenant_cache_new(db.conn, 100, 64);
     tenant t;
     for (int i = 0; i < 3; i++) {
         assert_int_equal(tenant_authenticate(c, k[i], &t), 0);
@@ -520,16 +515,16 @@ static void test_several_keys_each_revocable(void **state)
     for (char *p = h; *p; p++)
         if (*p >= 'a' && *p <= 'f')
             *p = (char)(*p - 'a' + 'A');
-    assert_int_equal(tenant_key_revoke(rr, h), 0);
+    assert_int_equal(tenant_key_revoke(db.conn, h), 0);
     assert_int_equal(wait_rejected(c, k[1], 100 + 3000), RG_EUNAUTH);
     assert_int_equal(tenant_authenticate(c, k[0], &t), 0);
     tenant_destroy(&t);
     assert_int_equal(tenant_authenticate(c, k[2], &t), 0);
     tenant_destroy(&t);
-    assert_int_equal(tenant_key_count(rr, "multi", &n), 0);
+    assert_int_equal(tenant_key_count(db.conn, "multi", &n), 0);
     assert_int_equal(n, 2);
     /* Then the first by the key itself. */
-    assert_int_equal(tenant_key_revoke(rr, k[0]), 0);
+    assert_int_equal(tenant_key_revoke(db.conn, k[0]), 0);
     assert_int_equal(wait_rejected(c, k[0], 100 + 3000), RG_EUNAUTH);
     assert_int_equal(tenant_authenticate(c, k[2], &t), 0);
     tenant_destroy(&t);
@@ -538,7 +533,7 @@ static void test_several_keys_each_revocable(void **state)
 
 static long long commands_processed(void)
 {
-    redisContext *c = redissrv_connect(rs);
+    redisContext *c = redissrv_connect(db.srv);
     redisReply *rep = redisCommand(c, "INFO stats");
     const char *p = strstr(rep->str, "total_commands_processed:");
     assert_non_null(p);
@@ -551,7 +546,7 @@ static long long commands_processed(void)
 static void test_unknown_keys_are_cached_briefly(void **state)
 {
     (void)state;
-    tenant_cache *c = tenant_cache_new(rr, 60000, 64);
+    tenant_cache *c = tenant_cache_new(db.conn, 60000, 64);
     tenant t;
     const char *bad = "rgk_0000000000000000000000000000000000000000";
     assert_int_equal(tenant_authenticate(c, bad, &t), RG_EUNAUTH);
@@ -579,7 +574,7 @@ static void test_refreshing_a_key_keeps_the_others(void **state)
     (void)state;
     char key[TENANT_KEY_SIZE];
     create("kept", key);
-    tenant_cache *c = tenant_cache_new(rr, 60000, 2); /* two slots: the key and the bad one */
+    tenant_cache *c = tenant_cache_new(db.conn, 60000, 2); /* two slots: the key and the bad one */
     tenant t;
     assert_int_equal(tenant_authenticate(c, key, &t), 0);
     tenant_destroy(&t);
@@ -608,7 +603,7 @@ static void test_bounded_cache_stays_correct(void **state)
         snprintf(name, sizeof name, "t%d", i);
         create(name, k[i]);
     }
-    tenant_cache *c = tenant_cache_new(rr, 60000, 2); /* far fewer slots than keys */
+    tenant_cache *c = tenant_cache_new(db.conn, 60000, 2); /* far fewer slots than keys */
     for (int round = 0; round < 3; round++) {
         for (int i = 0; i < N; i++) {
             tenant t;
@@ -650,7 +645,7 @@ static void test_threads_share_one_cache(void **state)
     create("th0", k[0]);
     create("th1", k[1]);
     create("th2", k[2]);
-    tenant_cache *c = tenant_cache_new(rr, 5, 2); /* tiny: constant expiry and eviction */
+    tenant_cache *c = tenant_cache_new(db.conn, 5, 2); /* tiny: constant expiry and eviction */
     pthread_t th[6];
     struct hammer h[6];
     for (int i = 0; i < 6; i++) {
@@ -669,33 +664,33 @@ static void test_redis_down_is_unavailable_then_recovers(void **state)
     (void)state;
     char key[TENANT_KEY_SIZE], key2[TENANT_KEY_SIZE], err[160];
     create("outage", key);
-    tenant_cache *c = tenant_cache_new(rr, 100, 64);
+    tenant_cache *c = tenant_cache_new(db.conn, 100, 64);
     tenant t;
     assert_int_equal(tenant_authenticate(c, key, &t), 0);
     tenant_destroy(&t);
 
-    redissrv_stop(rs);
+    redissrv_stop(db.srv);
     rg_sleep_ms(150); /* past the TTL: the cache must ask */
     assert_int_equal(tenant_authenticate(c, key, &t), RG_EUNAVAIL);
     tenant_destroy(&t);
     assert_int_equal(tenant_authenticate(c, "rgk_somethingelse", &t), RG_EUNAVAIL);
     tenant_destroy(&t);
-    assert_int_equal(tenant_get(rr, "outage", &t), RG_EUNAVAIL);
+    assert_int_equal(tenant_get(db.conn, "outage", &t), RG_EUNAVAIL);
     tenant_destroy(&t);
     tenant_init(&t);
     rg_strlcpy(t.name, "during", sizeof t.name);
-    assert_int_equal(tenant_create(rr, &t, key2, sizeof key2, err, sizeof err), RG_EUNAVAIL);
+    assert_int_equal(tenant_create(db.conn, &t, key2, sizeof key2, err, sizeof err), RG_EUNAVAIL);
     tenant_destroy(&t);
     char **v;
     size_t n;
-    assert_int_equal(tenant_list(rr, &v, &n), RG_EUNAVAIL);
-    assert_int_equal(tenant_key_revoke(rr, key), RG_EUNAVAIL);
+    assert_int_equal(tenant_list(db.conn, &v, &n), RG_EUNAVAIL);
+    assert_int_equal(tenant_key_revoke(db.conn, key), RG_EUNAVAIL);
 
-    assert_int_equal(redissrv_restart(rs), 0);
+    assert_int_equal(redissrv_restart(db.srv), 0);
     assert_int_equal(tenant_authenticate(c, key, &t), 0);
     assert_string_equal(t.id, "outage");
     tenant_destroy(&t);
-    assert_int_equal(tenant_list(rr, &v, &n), 0);
+    assert_int_equal(tenant_list(db.conn, &v, &n), 0);
     assert_int_equal(n, 1); /* "during" was never written */
     tenant_list_free(v, n);
     tenant_cache_free(c);
@@ -703,20 +698,8 @@ static void test_redis_down_is_unavailable_then_recovers(void **state)
 
 int main(void)
 {
-    rs = redissrv_start(NULL);
-    if (!rs) {
-        fprintf(stderr, "test_tenant_redis: redis-server did not start (make deps)\n");
+    if (fx_redis_start(&db, "test_tenant_redis") < 0)
         return 1;
-    }
-    rg_redis_config cfg;
-    rg_redis_config_default(&cfg);
-    cfg.url = redissrv_url(rs);
-    char err[160];
-    if (rg_redis_new(&cfg, &rr, err, sizeof err) < 0) {
-        fprintf(stderr, "test_tenant_redis: %s\n", err);
-        redissrv_free(rs);
-        return 1;
-    }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_key_hash_is_sha256),
         cmocka_unit_test_setup(test_create_get_round_trip, flush_db),
@@ -736,8 +719,7 @@ int main(void)
         cmocka_unit_test_setup(test_threads_share_one_cache, flush_db),
         cmocka_unit_test_setup(test_redis_down_is_unavailable_then_recovers, flush_db),
     };
-    int rc = cmocka_run_group_tests_name("tenant_redis", tests, NULL, NULL);
-    rg_redis_free(rr);
-    redissrv_free(rs);
+    int rc = FX_RUN("tenant_redis", tests, NULL, NULL);
+    fx_redis_stop(&db);
     return rc;
 }

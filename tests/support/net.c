@@ -18,7 +18,7 @@
 
 #define IO_TIMEOUT_MS 30000
 
-static int dial(int port)
+int net_dial(int port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -77,7 +77,7 @@ static int read_more(int fd, rg_buf *b, size_t want, int timeout_ms)
     return 0;
 }
 
-static const char *header_value(const char *head, const char *name, char *out, size_t len)
+const char *http_header_value(const char *head, const char *name, char *out, size_t len)
 {
     size_t nl = strlen(name);
     for (const char *p = strstr(head, "\r\n"); p; p = strstr(p + 2, "\r\n")) {
@@ -135,13 +135,13 @@ static int exchange(int fd, const char *method, const char *path, const char *he
         return -1;
     }
     char v[128];
-    if (header_value(in.data, "Content-Type", v, sizeof v))
+    if (http_header_value(in.data, "Content-Type", v, sizeof v))
         snprintf(resp->content_type, sizeof resp->content_type, "%s", v);
-    if (header_value(in.data, "Retry-After", v, sizeof v))
+    if (http_header_value(in.data, "Retry-After", v, sizeof v))
         resp->retry_after = atoi(v);
-    resp->closed = header_value(in.data, "Connection", v, sizeof v) && !strcasecmp(v, "close");
-    long cl = header_value(in.data, "Content-Length", v, sizeof v) ? atol(v) : -1;
-    int chunked = header_value(in.data, "Transfer-Encoding", v, sizeof v) &&
+    resp->closed = http_header_value(in.data, "Connection", v, sizeof v) && !strcasecmp(v, "close");
+    long cl = http_header_value(in.data, "Content-Length", v, sizeof v) ? atol(v) : -1;
+    int chunked = http_header_value(in.data, "Transfer-Encoding", v, sizeof v) &&
                   strstr(v, "chunked") != NULL;
     rg_buf_append(&resp->body, in.data + head_len, in.len - head_len);
     rg_buf_destroy(&in);
@@ -188,7 +188,7 @@ static int exchange(int fd, const char *method, const char *path, const char *he
 int http_request(int port, const char *method, const char *path, const char *headers,
                  const void *body, size_t len, http_resp *resp)
 {
-    int fd = dial(port);
+    int fd = net_dial(port);
     if (fd < 0) {
         resp_init(resp);
         return -1;
@@ -200,7 +200,7 @@ int http_request(int port, const char *method, const char *path, const char *hea
 
 int http_connect(int port)
 {
-    return dial(port);
+    return net_dial(port);
 }
 
 int http_request_on(int fd, const char *method, const char *path, const char *headers,
@@ -303,11 +303,11 @@ static int fcgi_reply(int fd, http_resp *resp)
     rg_buf_init(&head);
     rg_buf_printf(&head, "\r\n%s", out.data);
     char v[128];
-    if (header_value(head.data, "Status", v, sizeof v))
+    if (http_header_value(head.data, "Status", v, sizeof v))
         resp->status = atoi(v);
-    if (header_value(head.data, "Content-Type", v, sizeof v))
+    if (http_header_value(head.data, "Content-Type", v, sizeof v))
         snprintf(resp->content_type, sizeof resp->content_type, "%s", v);
-    if (header_value(head.data, "Retry-After", v, sizeof v))
+    if (http_header_value(head.data, "Retry-After", v, sizeof v))
         resp->retry_after = atoi(v);
     rg_buf_destroy(&head);
     size_t head_len = (size_t)(end - out.data) + 4;
@@ -326,7 +326,7 @@ int fcgi_request(int port, const char *const *params, const void *body, size_t l
     rg_buf_init(&req);
     fcgi_head(&req, params);
     fcgi_stream(&req, FCGI_STDIN, body, len);
-    int rc = -1, fd = dial(port);
+    int rc = -1, fd = net_dial(port);
     if (fd >= 0 && write_all(fd, req.data, req.len) == 0)
         rc = fcgi_reply(fd, resp);
     if (fd >= 0)
@@ -342,7 +342,7 @@ int fcgi_flood(int port, const char *const *params, size_t len, size_t *sent, ht
     rg_buf req;
     rg_buf_init(&req);
     fcgi_head(&req, params);
-    int rc = -1, fd = dial(port);
+    int rc = -1, fd = net_dial(port);
     struct timeval tv = {IO_TIMEOUT_MS / 1000, 0};
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv) < 0 ||
         write_all(fd, req.data, req.len) < 0)
@@ -379,7 +379,7 @@ struct wsc {
 wsc *wsc_open(int port, const char *path, const char *headers, int *status)
 {
     *status = 0;
-    int fd = dial(port);
+    int fd = net_dial(port);
     if (fd < 0)
         return NULL;
     rg_buf req;

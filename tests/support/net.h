@@ -1,7 +1,7 @@
 /*
- * net.h - loopback HTTP and WebSocket clients for the gateway's tests and
- * benchmarks, and a whole stack (Redis, workers, nginx) started and stopped
- * by the test. Test code only.
+ * net.h - loopback HTTP, FastCGI and WebSocket clients for the gateway's
+ * tests and benchmarks (the whole stack they talk to is stack.h). Test code
+ * only.
  */
 #ifndef RG_TEST_NET_H
 #define RG_TEST_NET_H
@@ -12,6 +12,15 @@
 #include "common/rg.h"
 
 /* ---- HTTP/1.1 (net.c) ---- */
+
+/** A TCP connection to 127.0.0.1:port (TCP_NODELAY, close-on-exec), or -1. */
+int net_dial(int port);
+/**
+ * The value of header name (any case) in a response head ("HTTP/1.1 ...\r\n"
+ * and header lines), without leading spaces, into out; out, or NULL when the
+ * head has no such header.
+ */
+const char *http_header_value(const char *head, const char *name, char *out, size_t len);
 
 typedef struct http_resp {
     int status;
@@ -75,39 +84,5 @@ int wsc_send(wsc *w, const void *data, size_t len, int text);
  */
 int wsc_recv(wsc *w, rg_buf *out, int timeout_ms);
 void wsc_close(wsc *w);
-
-/* ---- the stack (stack.c) ---- */
-
-typedef struct stack stack;
-
-/**
- * Starts a private redis-server, `workers` refgate-server processes (from
- * build/, run from the repository root) with the environment entries in env
- * (NULL-terminated "NAME=value" list, may be NULL) added, and nginx with the
- * configuration of scripts/nginx-conf.sh, all on free loopback ports under
- * a fresh directory. Creates tenant "acme" (and "other") with keys. Waits
- * until /healthz answers 200 through nginx. NULL on failure (logs say why).
- */
-/** The refgate-server built with this test binary (its build's), or REFGATE_SERVER_BIN. */
-const char *stack_server_bin(void);
-stack *stack_start(int workers, const char *const *env);
-void stack_stop(stack *s);
-int stack_port(const stack *s);          /* nginx */
-const char *stack_key(const stack *s, int other); /* the API key of acme (0) or other (1) */
-const char *stack_redis_url(const stack *s);
-pid_t stack_worker_pid(const stack *s, int i);   /* worker i, from 1 */
-/** Sends sig to worker i and waits for it to exit; its exit status, or -1. */
-int stack_kill_worker(stack *s, int i, int sig);
-/** Starts worker i again (after a kill); 0 once it answers /healthz itself. */
-int stack_restart_worker(stack *s, int i);
-/** The FastCGI port of worker i (nginx's upstream for it). */
-int stack_fcgi_port(const stack *s, int i);
-/** The WebSocket port of worker i (nginx proxies /v1/sessions/{sid}/ws too). */
-int stack_ws_port(const stack *s, int i);
-const char *stack_dir(const stack *s);
-/** The stack's redis-server: stop, restart or freeze it with redissrv_*. */
-struct redissrv *stack_redis(stack *s);
-/** nginx's master process (SIGHUP reloads its configuration). */
-pid_t stack_nginx_pid(const stack *s);
 
 #endif

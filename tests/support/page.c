@@ -44,13 +44,12 @@ void page_browser_product(cdp_conn *c, char *out, size_t len)
     cdp_reply_free(&r);
 }
 
-int page_navigate(cdp_conn *c, const char *sid, const char *url)
+int page_goto(cdp_conn *c, const char *sid, const char *url, int wait_ms, int *load_rc)
 {
-    int rc = cdp_call(c, sid, "Page.enable", NULL, 10000, NULL);
-    if (rc < 0)
-        return rc;
+    *load_rc = RG_EINTERNAL;
     cdp_waiter *w;
-    if ((rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w)) < 0)
+    int rc = cdp_waiter_new(c, sid, "Page.loadEventFired", &w);
+    if (rc < 0)
         return rc;
     rg_buf q;
     rg_buf_init(&q);
@@ -60,7 +59,32 @@ int page_navigate(cdp_conn *c, const char *sid, const char *url)
     rc = cdp_call(c, sid, "Page.navigate", q.data, 20000, NULL);
     rg_buf_destroy(&q);
     if (rc == 0)
-        rc = cdp_waiter_wait(w, 20000, NULL);
+        *load_rc = cdp_waiter_wait(w, wait_ms, NULL);
     cdp_waiter_free(w);
     return rc;
+}
+
+int page_navigate(cdp_conn *c, const char *sid, const char *url)
+{
+    int rc = cdp_call(c, sid, "Page.enable", NULL, 10000, NULL);
+    if (rc < 0)
+        return rc;
+    int load_rc;
+    rc = page_goto(c, sid, url, 20000, &load_rc);
+    return rc < 0 ? rc : load_rc;
+}
+
+int page_handle(pool_lease *l, reg_page_handle *h, reg_world **world)
+{
+    h->conn = pool_lease_conn(l);
+    h->session = pool_lease_session(l);
+    h->world = NULL;
+    *world = NULL;
+    if (cdp_call(h->conn, h->session, "Runtime.enable", NULL, 10000, NULL) < 0 ||
+        reg_world_new(h->conn, h->session, 10000, world) < 0) {
+        *world = NULL;
+        return -1;
+    }
+    h->world = *world;
+    return 0;
 }

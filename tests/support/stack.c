@@ -5,7 +5,7 @@
  * process started here and stopped by its PID.
  */
 #define _GNU_SOURCE
-#include "net.h"
+#include "stack.h"
 
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "net.h"
 #include "support.h"
 #include "tenant/tenant.h"
 
@@ -43,14 +44,8 @@ static int free_range(int n)
     for (int tries = 0; tries < 50; tries++) {
         int base = 20000 + (int)(((unsigned)getpid() * 7919u + (unsigned)tries * 104729u) % 30000);
         int ok = 1;
-        for (int i = 1; i <= n && ok; i++) {
-            int fd = socket(AF_INET, SOCK_STREAM, 0);
-            struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)(base + i))};
-            a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-            ok = fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0;
-            if (fd >= 0)
-                close(fd);
-        }
+        for (int i = 1; i <= n && ok; i++)
+            ok = support_port_free(base + i);
         if (ok)
             return base;
     }
@@ -160,21 +155,36 @@ static int wait_until(stack *s, int i, int timeout_ms)
     return -1;
 }
 
-static int make_tenants(stack *s)
+int stack_make_tenant(const char *redis_url, const tenant *t, char *key, size_t key_len, char *err,
+                      size_t errlen)
 {
     rg_redis_config rc;
     rg_redis_config_default(&rc);
-    rc.url = redissrv_url(s->redis);
+    rc.url = redis_url;
     rg_redis *r;
-    char err[256];
-    if (rg_redis_new(&rc, &r, err, sizeof err) < 0)
-        return -1;
+    int rc2 = rg_redis_new(&rc, &r, err, errlen);
+    if (rc2 < 0)
+        return rc2;
+    tenant spec;
+    rc2 = tenant_copy(&spec, t);
+    if (rc2 == 0) {
+        snprintf(spec.id, sizeof spec.id, "%s", t->name);
+        rc2 = tenant_create(r, &spec, key, key_len, err, errlen);
+        tenant_destroy(&spec);
+    } else {
+        snprintf(err, errlen, "out of memory");
+    }
+    rg_redis_free(r);
+    return rc2;
+}
+
+static int make_tenants(stack *s)
+{
     const char *names[] = {"acme", "other"};
-    int rc2 = 0;
-    for (int i = 0; i < 2 && rc2 == 0; i++) {
+    int rc = 0;
+    for (int i = 0; i < 2 && rc == 0; i++) {
         tenant t;
         tenant_init(&t);
-        snprintf(t.id, sizeof t.id, "%s", names[i]);
         snprintf(t.name, sizeof t.name, "%s", names[i]);
         t.allow_private = 1;
         t.allow_eval = i == 0;
@@ -182,13 +192,14 @@ static int make_tenants(stack *s)
         t.rate = 100000;
         t.max_concurrent = 64;
         t.max_sessions = 1000;
-        rc2 = tenant_create(r, &t, s->key[i], sizeof s->key[i], err, sizeof err);
-        if (rc2 < 0)
+        char err[256];
+        rc = stack_make_tenant(redissrv_url(s->redis), &t, s->key[i], sizeof s->key[i], err,
+                               sizeof err);
+        if (rc < 0)
             fprintf(stderr, "stack: tenant %s: %s\n", names[i], err);
         tenant_destroy(&t);
     }
-    rg_redis_free(r);
-    return rc2;
+    return rc;
 }
 
 static int start_nginx(stack *s)

@@ -7,6 +7,7 @@
 #define RG_TEST_SUPPORT_H
 
 #include <stddef.h>
+#include <stdio.h>
 #include <sys/types.h>
 
 typedef struct httpd httpd;
@@ -48,6 +49,19 @@ int procs_getenv(pid_t pid, const char *name, char *out, size_t len);
 
 /** A TCP port on 127.0.0.1 that was free a moment ago (redis.c), or -1. */
 int support_free_port(void);
+/** 1 when 127.0.0.1:port can be bound now (redis.c). */
+int support_port_free(int port);
+
+/* ---- whole files (file.c) ---- */
+
+/**
+ * The whole file at path, NUL-terminated (its length without the NUL into
+ * *len when len is not NULL); the caller frees it. NULL when it cannot be
+ * opened.
+ */
+char *support_slurp(const char *path, size_t *len);
+/** The same from an open stream, read from its start; closes f. */
+char *support_slurp_stream(FILE *f, size_t *len);
 
 /* ---- a private redis-server (redis.c) ---- */
 

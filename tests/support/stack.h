@@ -1,0 +1,54 @@
+/*
+ * stack.h - the whole of refgate for a test or a benchmark: a private
+ * redis-server, N refgate-server workers and nginx on free loopback ports,
+ * started and stopped by the caller (stack.c). Test code only.
+ */
+#ifndef RG_TEST_STACK_H
+#define RG_TEST_STACK_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+#include "tenant/tenant.h"
+
+typedef struct stack stack;
+
+/**
+ * Starts a private redis-server, `workers` refgate-server processes (from
+ * build/, run from the repository root) with the environment entries in env
+ * (NULL-terminated "NAME=value" list, may be NULL) added, and nginx with the
+ * configuration of scripts/nginx-conf.sh, all on free loopback ports under
+ * a fresh directory. Creates tenant "acme" (and "other") with keys. Waits
+ * until /healthz answers 200 through nginx. NULL on failure (logs say why).
+ */
+stack *stack_start(int workers, const char *const *env);
+void stack_stop(stack *s);
+/** The refgate-server built with this test binary (its build's), or REFGATE_SERVER_BIN. */
+const char *stack_server_bin(void);
+int stack_port(const stack *s);                   /* nginx */
+const char *stack_key(const stack *s, int other); /* the API key of acme (0) or other (1) */
+const char *stack_redis_url(const stack *s);
+pid_t stack_worker_pid(const stack *s, int i); /* worker i, from 1 */
+/** Sends sig to worker i and waits for it to exit; its exit status, or -1. */
+int stack_kill_worker(stack *s, int i, int sig);
+/** Starts worker i again (after a kill); 0 once it answers /healthz itself. */
+int stack_restart_worker(stack *s, int i);
+/** The FastCGI port of worker i (nginx's upstream for it). */
+int stack_fcgi_port(const stack *s, int i);
+/** The WebSocket port of worker i (nginx proxies /v1/sessions/{sid}/ws too). */
+int stack_ws_port(const stack *s, int i);
+const char *stack_dir(const stack *s);
+/** The stack's redis-server: stop, restart or freeze it with redissrv_*. */
+struct redissrv *stack_redis(stack *s);
+/** nginx's master process (SIGHUP reloads its configuration). */
+pid_t stack_nginx_pid(const stack *s);
+
+/**
+ * Creates tenant t (its id is its name) in the Redis at redis_url, with one
+ * API key into key (key_len >= TENANT_KEY_SIZE). 0, or < 0 with a sentence
+ * in err.
+ */
+int stack_make_tenant(const char *redis_url, const tenant *t, char *key, size_t key_len, char *err,
+                      size_t errlen);
+
+#endif
