@@ -186,8 +186,8 @@ static void test_type_sends_key_events(void **state)
 {
     struct fx *f = *state;
     char url[256];
-    assert_int_equal(
-        page_navigate(f->h.conn, f->h.session, httpd_url(srv, "/keys.html", url, sizeof url)), 0);
+    httpd_url(chrome.pages, "/keys.html", url, sizeof url);
+    assert_int_equal(page_navigate(f->h.conn, f->h.session, url), 0);
     reg_observation_free(&f->o);
     assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
     reg_action_result r;

@@ -29,13 +29,11 @@
 
 #include <cjson/cJSON.h>
 
-#include "tests/support/net.h"
-#include "tests/support/support.h"
+#include "tests/support/fixture.h"
 
 #define APP "tests/mcp/app"
 
-static stack *st;
-static httpd *app;
+static fx_stack gw; /* the stack, beside a server of tests/mcp/app */
 static char cli[512], gw_url[64];
 
 /* BUILD/refgate-cli, beside this test's BUILD/tests/. */
@@ -53,10 +51,10 @@ static void test_agent_task_through_the_sdk_client(void **state)
 {
     (void)state;
     char url[256], cmd[1200];
-    httpd_url(app, "", url, sizeof url);
+    httpd_url(gw.pages, "", url, sizeof url);
     snprintf(cmd, sizeof cmd,
              "REFGATE_URL='%s' REFGATE_KEY='%s' node tests/mcp/agent.mjs '%s' '%s' 2>&1", gw_url,
-             stack_key(st, 0), cli, url);
+             stack_key(gw.st, 0), cli, url);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     char line[4096], last[4096] = "";
@@ -92,7 +90,7 @@ static void server_start(struct server *s)
         close(from[0]);
         close(from[1]);
         setenv("REFGATE_URL", gw_url, 1);
-        setenv("REFGATE_KEY", stack_key(st, 0), 1);
+        setenv("REFGATE_KEY", stack_key(gw.st, 0), 1);
         execl(cli, cli, "mcp", (char *)NULL);
         _exit(127);
     }
@@ -230,7 +228,7 @@ static void test_protocol_conformance(void **state)
 
     /* Still serving: a tool call makes the session and answers with the page. */
     char url[256], line[600];
-    httpd_url(app, "/index.html", url, sizeof url);
+    httpd_url(gw.pages, "/index.html", url, sizeof url);
     snprintf(line, sizeof line,
              "{\"jsonrpc\":\"2.0\",\"id\":13,\"method\":\"tools/call\",\"params\":{\"name\":"
              "\"browser_navigate\",\"arguments\":{\"url\":\"%s\"}}}",
@@ -273,22 +271,14 @@ int main(void)
         return 1;
     }
     find_cli();
-    app = httpd_start(APP);
-    st = app ? stack_start(1, NULL) : NULL;
-    if (!st) {
-        fprintf(stderr, "test_mcp: cannot start the stack\n");
-        httpd_stop(app);
+    if (fx_stack_start(&gw, "test_mcp", APP, 1, NULL) < 0)
         return 1;
-    }
-    snprintf(gw_url, sizeof gw_url, "http://127.0.0.1:%d", stack_port(st));
+    snprintf(gw_url, sizeof gw_url, "http://127.0.0.1:%d", stack_port(gw.st));
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agent_task_through_the_sdk_client),
         cmocka_unit_test(test_protocol_conformance),
     };
-    if (getenv("RG_TEST_FILTER"))
-        cmocka_set_test_filter(getenv("RG_TEST_FILTER"));
-    rc = cmocka_run_group_tests_name("mcp", tests, NULL, NULL);
-    stack_stop(st);
-    httpd_stop(app);
+    rc = FX_RUN("mcp", tests, NULL, NULL);
+    fx_stack_stop(&gw);
     return rc;
 }

@@ -158,13 +158,13 @@ static void state_of(const char *sid, char *state)
 /* One field of the session's meta in Redis (what a restore starts from), into out. */
 static void meta_field(const char *sid, const char *field, char *out, size_t len)
 {
-    redisContext *c = rg_redis_take(rr);
+    redisContext *c = rg_redis_take(db.conn);
     assert_non_null(c);
     redisReply *r = redisCommand(c, "HGET rg:{t:%s:s:%s}:meta %s", TENANT, sid, field);
     assert_non_null(r);
     snprintf(out, len, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
-    rg_redis_give(rr, c, 0);
+    rg_redis_give(db.conn, c, 0);
 }
 
 /* ---- the child worker ---- */
@@ -304,9 +304,9 @@ static void test_light_checkpoint_follows_the_page(void **state)
     snprintf(sid, sizeof sid, "%s", sess_id(s));
     reg_observation o;
     observe(s, &o);
-    ref_of(&o, "button", "Rename", rename);
-    ref_of(&o, "button", "Top", top);
-    ref_of(&o, "button", "Down", down);
+    snprintf(rename, sizeof rename, "%s", expect_ref(&o, "button", "Rename"));
+    snprintf(top, sizeof top, "%s", expect_ref(&o, "button", "Top"));
+    snprintf(down, sizeof down, "%s", expect_ref(&o, "button", "Down"));
     reg_observation_free(&o);
     sess_done(s, 0);
     char v[256], y[32];
