@@ -440,6 +440,28 @@ void reg_action_result_free(reg_action_result *r);
 int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out,
             char *err, size_t errlen);
 
+/**
+ * What a reload loses, from the elements of the last observation of pg: the
+ * fields whose value differs from their default (text, textareas,
+ * checkboxes, radios, selects; never password fields), the text of
+ * contenteditable elements, the focused element, and the scroll offsets of
+ * scrolled containers (by CSS path). *out is JSON keyed by ref, owned by the
+ * caller: {"fields":[{"ref":"@q","value":"milk"},{"ref":"@agree","checked":
+ * true},{"ref":"@size","selected":["m"]}],"focus":"@q","scroll":[{"css":
+ * "...","x":0,"y":120}]}. A field whose element has no ref is not kept.
+ */
+int reg_state_capture(reg_page *pg, reg_page_handle h, char **out);
+
+/**
+ * Puts a reg_state_capture back on a (reloaded) page, after an observation
+ * of it that re-bound the refs: values set as fill sets them (input and
+ * change fire), checkboxes, selections, contenteditable text, scroll and
+ * focus. *restored fields went back; *lost had no element with that ref.
+ * RG_EBADREQ for a state that is not a capture's JSON.
+ */
+int reg_state_restore(reg_page *pg, reg_page_handle h, const char *state, int *restored,
+                      int *lost);
+
 /** The page-side observer script (registry/observer/, embedded at build time). */
 extern const char reg_observer_js[];
 

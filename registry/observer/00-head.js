@@ -23,6 +23,9 @@
  *   fill(i, value)        value is the string itself
  *   select(i, valuesJson) valuesJson: a JSON array of strings -> {selected: [values]}
  *   checked(i), read(i|-1, what), scroll(i|-1, optsJson), focus(i), waitCheck(specJson)
+ *   captureState()        {fields: [{i, value|checked|selected|text}], focus: i|-1,
+ *                         scroll: [{css, x, y}]}: what a reload loses (88-state.js)
+ *   restoreState(json)    puts a captureState() back -> {restored, lost}
  *
  * "Visible" for locators and actions means what a person sees (display,
  * visibility, frames, a box with area); aria-hidden only hides from role:

@@ -15,7 +15,9 @@
     read: guarded(read),
     scroll: guarded(scroll),
     focus: guarded(focus),
-    waitCheck: guarded(waitCheck)
+    waitCheck: guarded(waitCheck),
+    captureState: guarded(captureState),
+    restoreState: guarded(restoreState)
   };
   Object.defineProperty(G, '__refgate', { value: api, configurable: true, writable: true, enumerable: false });
   return true;
