@@ -20,6 +20,7 @@ TEST_LIBS   = $(shell $(PKG) --libs $(TEST_PKG) 2>/dev/null)
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 COMMON_SRC := common/rg.c common/redis.c
+WIRE_SRC   := $(wildcard wire/*.c)
 CDP_SRC    := cdp/cdp.c cdp/frame.c
 POOL_SRC   := pool/pool.c pool/spawn.c
 REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
@@ -33,6 +34,7 @@ GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 obj = $(patsubst %.S,$(BUILD)/%.o,$(patsubst %.c,$(BUILD)/%.o,$(1)))
 
 LIB_COMMON := $(BUILD)/libcommon.a
+LIB_WIRE   := $(BUILD)/libwire.a
 LIB_CDP    := $(BUILD)/libcdp.a
 LIB_POOL   := $(BUILD)/libpool.a
 LIB_REGISTRY := $(BUILD)/libregistry.a
@@ -42,9 +44,10 @@ LIB_TENANT := $(BUILD)/libtenant.a
 LIB_POLICY := $(BUILD)/libpolicy.a
 LIB_EGRESS := $(BUILD)/libegress.a
 # Link order follows the dependency arrows: gateway -> tenant, policy, session;
-# session -> registry, pool, egress; pool -> cdp -> common.
+# session -> registry, pool, egress; pool -> cdp -> common; gateway and cli -> wire
+# -> common.
 LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_TENANT) $(LIB_POLICY) $(LIB_SESSION) $(LIB_REGISTRY) \
-                $(LIB_POOL) $(LIB_EGRESS) $(LIB_CDP) $(LIB_COMMON)
+                $(LIB_POOL) $(LIB_EGRESS) $(LIB_CDP) $(LIB_WIRE) $(LIB_COMMON)
 SERVER := $(BUILD)/refgate-server
 CLI    := $(BUILD)/refgate-cli
 CLI_SRC := $(wildcard cli/*.c)
@@ -115,6 +118,9 @@ $(BUILD)/%.o: %.c
 	$(CC) $(ALL_CFLAGS) -c $< -o $@
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+$(LIB_WIRE): $(call obj,$(WIRE_SRC))
 	@mkdir -p $(dir $@)
 	$(AR) rcs $@ $^
 $(LIB_CDP): $(call obj,$(CDP_SRC))

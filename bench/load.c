@@ -46,7 +46,7 @@
 
 #include <hiredis/hiredis.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tests/support/net.h"
 #include "tests/support/support.h"
 

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 enum vt {
     VT_STR,      /* a string */

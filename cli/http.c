@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 #define RECV_CHUNK 65536
 

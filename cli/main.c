@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 static int usage_error(const char *msg)
 {

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 int cli_say(char *err, size_t errlen, int rc, const char *fmt, ...)
 {

@@ -13,7 +13,7 @@
 #include "../session/session.h"
 #include "../tenant/tenant.h"
 #include "gateway.h"
-#include "wire.h"
+#include "wire/wire.h"
 
 /* ---- metrics ---- */
 

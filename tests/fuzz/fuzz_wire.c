@@ -12,7 +12,7 @@
 
 #include "common/rg.h"
 #include "gateway/gateway.h"
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 /* ---- the decoded tree ---------------------------------------------------- */
 

@@ -34,7 +34,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tests/support/net.h"
 #include "tests/support/support.h"
 
