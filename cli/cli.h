@@ -222,6 +222,12 @@ int cli_global_flag(cli_global *g, int argc, char **argv, int *i, char *err, siz
  */
 int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, char *err,
               size_t errlen);
+/**
+ * Checks the command table against the protocol's (wire/op.h): every args
+ * key a command sends is an argument of its op. 0, or RG_EINTERNAL naming
+ * the first that is not in err.
+ */
+int cli_check_commands(char *err, size_t errlen);
 void cli_call_destroy(cli_call *c);
 
 /** The full help text. */
