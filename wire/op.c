@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <string.h>
 
-#define WIRE_OP_ROW(ID, op_name, op_flags, handler, param, ...)                                  \
+#define WIRE_OP_ROW(ID, op_name, op_flags, handler, param, ...)                                    \
     [WIRE_OP_##ID] = {.name = op_name, .flags = op_flags, .args = {__VA_ARGS__}},
 
 const wire_op wire_ops[WIRE_OP_COUNT] = {WIRE_OPS(WIRE_OP_ROW)};
