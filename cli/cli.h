@@ -289,10 +289,6 @@ int cli_admin_run(const cli_global *g, const cli_admin *a);
 
 /* ---- messages and printing (out.c) ---------------------------------------- */
 
-/** Writes a sentence to err (errlen bytes; err may be NULL) and returns rc. */
-int cli_say(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
-
 /** "refgate-cli: " + the message and a newline, on f. */
 void cli_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 

@@ -6,7 +6,7 @@
  * in through cli_global (cli_global_from_env), so the unit test drives it all.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -173,7 +173,7 @@ static int take_value(int argc, char **argv, int *i, const char *eq, const char 
         return 0;
     }
     if (*i + 1 >= argc)
-        return cli_say(err, errlen, RG_EBADREQ, "%s needs a value", argv[*i]);
+        return rg_errf(err, errlen, RG_EBADREQ, "%s needs a value", argv[*i]);
     *out = argv[*i + 1];
     *i += 2;
     return 0;
@@ -186,7 +186,7 @@ static int parse_int(const char *flag, const char *s, long min, long max, long *
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < min || v > max)
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "%s wants an integer from %ld to %ld (got \"%.40s\")", flag, min, max, s);
     *out = v;
     return 0;
@@ -239,7 +239,7 @@ static int viewport(const char *s, cJSON **out, char *err, size_t errlen)
     if (x != s && (*x == 'x' || *x == 'X'))
         h = strtol(x + 1, &end, 10);
     if (x == s || !end || end == x + 1 || *end || w < 1 || h < 1 || w > 100000 || h > 100000)
-        return cli_say(err, errlen, RG_EBADREQ, "--viewport wants WIDTHxHEIGHT, such as 1280x800");
+        return rg_errf(err, errlen, RG_EBADREQ, "--viewport wants WIDTHxHEIGHT, such as 1280x800");
     *out = cJSON_CreateObject();
     cJSON_AddNumberToObject(*out, "width", (double)w);
     cJSON_AddNumberToObject(*out, "height", (double)h);
@@ -274,7 +274,7 @@ static int command_flag(const cmd_spec *spec, int argc, char **argv, int *i, cJS
             continue;
         if (f->vt == VT_TRUE) {
             if (eq)
-                return cli_say(err, errlen, RG_EBADREQ, "%s takes no value", f->name);
+                return rg_errf(err, errlen, RG_EBADREQ, "%s takes no value", f->name);
             set_arg(args, f->key, cJSON_CreateTrue());
             *i += 1;
             return 1;
@@ -305,7 +305,7 @@ static const cmd_spec *find_command(int argc, char **argv, int *i, char *err, si
             *i += 2;
             return &cmds[0];
         }
-        cli_say(err, errlen, RG_EBADREQ, "unknown command \"session %s\" (there is session create)",
+        rg_errf(err, errlen, RG_EBADREQ, "unknown command \"session %s\" (there is session create)",
                 *i + 1 < argc ? argv[*i + 1] : "");
         return NULL;
     }
@@ -315,7 +315,7 @@ static const cmd_spec *find_command(int argc, char **argv, int *i, char *err, si
             return &cmds[k];
         }
     }
-    cli_say(err, errlen, RG_EBADREQ, "unknown command \"%.60s\"", w);
+    rg_errf(err, errlen, RG_EBADREQ, "unknown command \"%.60s\"", w);
     return NULL;
 }
 
@@ -328,10 +328,10 @@ static int positional(const cmd_spec *spec, const char **pos, int npos, cJSON *a
         max++;
     int variadic = max && spec->pos[max - 1][0] == '*';
     if (npos < spec->min_pos)
-        return cli_say(err, errlen, RG_EBADREQ, "%s is missing an argument: %s %s", spec->name,
+        return rg_errf(err, errlen, RG_EBADREQ, "%s is missing an argument: %s %s", spec->name,
                        CLI_PROG, spec->usage);
     if (npos > max && !variadic)
-        return cli_say(err, errlen, RG_EBADREQ, "too many arguments for %s (\"%.40s\"): %s %s",
+        return rg_errf(err, errlen, RG_EBADREQ, "too many arguments for %s (\"%.40s\"): %s %s",
                        spec->name, pos[max], CLI_PROG, spec->usage);
     for (int k = 0; k < npos && k < max; k++) {
         if (spec->pos[k][0] != '*') {
@@ -359,7 +359,7 @@ static int make_path(cli_call *c, const char *sid, char *err, size_t errlen)
     }
     int rc = 0;
     if (b.failed || b.len >= sizeof c->path)
-        rc = cli_say(err, errlen, RG_EBADREQ, "the session id is too long");
+        rc = rg_errf(err, errlen, RG_EBADREQ, "the session id is too long");
     else
         memcpy(c->path, b.data, b.len + 1);
     rg_buf_destroy(&b);
@@ -371,7 +371,7 @@ static int call_command(const char **pos, int npos, cJSON **args, const char **o
                         size_t errlen)
 {
     if (npos < 1 || npos > 2)
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "call wants an op and at most one JSON argument: %s call OP "
                        "'{\"key\": value}'",
                        CLI_PROG);
@@ -381,10 +381,10 @@ static int call_command(const char **pos, int npos, cJSON **args, const char **o
     char jerr[200];
     cJSON *v = NULL;
     if (wire_json_decode(pos[1], strlen(pos[1]), &v, jerr, sizeof jerr) < 0)
-        return cli_say(err, errlen, RG_EBADREQ, "call's arguments are not valid JSON: %s", jerr);
+        return rg_errf(err, errlen, RG_EBADREQ, "call's arguments are not valid JSON: %s", jerr);
     if (!cJSON_IsObject(v)) {
         cJSON_Delete(v);
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "call's arguments must be a JSON object, such as '{}'");
     }
     cJSON_Delete(*args);
@@ -405,10 +405,10 @@ static int build(const cmd_spec *spec, const char **pos, int npos, cJSON *args, 
     int id = is_call ? wire_op_find(op) : spec->op;
     int needs_session = id >= 0 ? !(wire_ops[id].flags & WIRE_F_CREATE) : is_call;
     if (!rc && needs_session && !g->session)
-        rc = cli_say(err, errlen, RG_EBADREQ,
+        rc = rg_errf(err, errlen, RG_EBADREQ,
                      "%s needs a session: pass -s SID or set REFGATE_SESSION", spec->name);
     if (!rc && spec->out == CLI_OUT_FILE && !c->out_file)
-        rc = cli_say(err, errlen, RG_EBADREQ,
+        rc = rg_errf(err, errlen, RG_EBADREQ,
                      "screenshot needs -o FILE (or -o - for standard output)");
     if (!rc)
         rc = make_path(c, needs_session ? g->session : NULL, err, errlen);
@@ -468,7 +468,7 @@ int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, 
             if (took == 0)
                 took = cli_global_flag(g, argc, argv, &i, err, errlen);
             if (took == 0)
-                took = cli_say(err, errlen, RG_EBADREQ, "unknown option %.60s%s%s", w,
+                took = rg_errf(err, errlen, RG_EBADREQ, "unknown option %.60s%s%s", w,
                                spec ? " for " : "", spec ? spec->name : "");
             rc = took < 0 ? took : 0;
         } else if (spec) {
@@ -483,7 +483,7 @@ int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, 
         }
     }
     if (!rc && !spec)
-        rc = cli_say(err, errlen, RG_EBADREQ, "no command given");
+        rc = rg_errf(err, errlen, RG_EBADREQ, "no command given");
     if (!rc)
         rc = build(spec, pos, npos, args, g, c, err, errlen);
     else
@@ -501,12 +501,12 @@ int cli_check_commands(char *err, size_t errlen)
         for (int i = 0; c->op >= 0 && i < MAX_POS && c->pos[i]; i++) {
             const char *key = c->pos[i] + (c->pos[i][0] == '*');
             if (!wire_op_arg(c->op, key))
-                return cli_say(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
+                return rg_errf(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
                                c->name, key, wire_op_name(c->op));
         }
         for (int i = 0; c->op >= 0 && i < MAX_FLAGS && c->flags[i].name; i++)
             if (c->flags[i].key && !wire_op_arg(c->op, c->flags[i].key))
-                return cli_say(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
+                return rg_errf(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
                                c->name, c->flags[i].key, wire_op_name(c->op));
     }
     return 0;

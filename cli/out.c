@@ -5,7 +5,7 @@
  * test can capture everything.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -13,17 +13,6 @@
 #include <string.h>
 
 #include "wire/wire.h"
-
-int cli_say(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
 
 void cli_error(FILE *f, const char *fmt, ...)
 {

@@ -109,7 +109,7 @@ static int open_for(gw_cmd *c, const wire_op *o, sess_restore_info *ri)
                        c->timeout_ms > 10000 ? c->timeout_ms : 10000, &c->s, ri, c->err,
                        sizeof c->err);
     if (rc == RG_EPOOL)
-        c->retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+        c->retry_after_ms = POOL_RETRY_AFTER_MS;
     if (rc == RG_ECONFLICT || rc == RG_EUNAVAIL)
         c->retry_after_ms = 1000;
     return rc < 0 ? (c->rc = rc) : 0;

@@ -92,7 +92,7 @@ static int op_create(gw_cmd *c)
         sess_create(c->g->sessions, c->who->tenant, &o, c->timeout_ms, &s, c->err, sizeof c->err);
     if (rc < 0) {
         if (rc == RG_EPOOL)
-            c->retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+            c->retry_after_ms = POOL_RETRY_AFTER_MS;
         return c->rc = rc;
     }
     c->s = s;

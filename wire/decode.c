@@ -177,7 +177,7 @@ static int key_set_check(struct key_set *ks, char *err, size_t errlen)
         return 0;
     char q[WIRE_ERR_KEY_BYTES + 4];
     key_quote(q, dup);
-    return rg_bad(err, errlen, "duplicate key \"%s\"", q);
+    return rg_errf(err, errlen, RG_EBADREQ, "duplicate key \"%s\"", q);
 }
 
 /* ---- msgpack pre-scan ---------------------------------------------------- */
@@ -234,8 +234,8 @@ static const struct {
 
 static int mp_short(const struct mp_scan *s)
 {
-    return rg_bad(s->err, s->errlen, "the body ends in the middle of a value (after %zu bytes)",
-                  s->len);
+    return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                   "the body ends in the middle of a value (after %zu bytes)", s->len);
 }
 
 /* Skips n bytes whose size the tag byte fixes. */
@@ -265,8 +265,8 @@ static int mp_payload(struct mp_scan *s, size_t n, const char *what)
 {
     size_t left = s->len - s->off;
     if (n > left)
-        return rg_bad(s->err, s->errlen, "the body declares %s of %zu bytes but has %zu bytes left",
-                      what, n, left);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body declares %s of %zu bytes but has %zu bytes left", what, n, left);
     s->off += n;
     return 0;
 }
@@ -276,11 +276,12 @@ static int mp_container(struct mp_scan *s, int is_map, size_t n, size_t *items)
 {
     size_t left = s->len - s->off;
     if (is_map && n > left / 2)
-        return rg_bad(s->err, s->errlen,
-                      "the body declares a map of %zu entries but has %zu bytes left", n, left);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body declares a map of %zu entries but has %zu bytes left", n, left);
     if (!is_map && n > left)
-        return rg_bad(s->err, s->errlen,
-                      "the body declares an array of %zu elements but has %zu bytes left", n, left);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body declares an array of %zu elements but has %zu bytes left", n,
+                       left);
     *items = is_map ? 2 * n : n;
     return 0;
 }
@@ -295,8 +296,8 @@ static int mp_tagged(struct mp_scan *s, unsigned char tag, int *container, size_
     if (kind == MP_FIXED)
         return mp_fixed(s, size);
     if (kind == MP_RESERVED)
-        return rg_bad(s->err, s->errlen, "the body holds the reserved byte 0xc1 at offset %zu",
-                      s->off - 1);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body holds the reserved byte 0xc1 at offset %zu", s->off - 1);
     if ((r = mp_read_len(s, size, &n)) < 0)
         return r;
     if (kind == MP_STR)
@@ -345,7 +346,7 @@ int wire_mp_prescan(const void *buf, size_t len, int max_depth, char *err, size_
         return RG_EINTERNAL;
     }
     if (len == 0)
-        return rg_bad(err, errlen, "the body is empty");
+        return rg_errf(err, errlen, RG_EBADREQ, "the body is empty");
     do {
         int container, r;
         size_t items;
@@ -354,16 +355,17 @@ int wire_mp_prescan(const void *buf, size_t len, int max_depth, char *err, size_
         if (depth > 0)
             left[depth - 1]--;
         if (container && depth >= max_depth)
-            return rg_bad(err, errlen, "the body nests deeper than %d levels", max_depth);
+            return rg_errf(err, errlen, RG_EBADREQ, "the body nests deeper than %d levels",
+                           max_depth);
         if (items > 0)
             left[depth++] = items;
         while (depth > 0 && left[depth - 1] == 0)
             depth--;
     } while (depth > 0);
     if (s.off != len)
-        return rg_bad(err, errlen,
-                      "the body has %zu bytes after its value (a body holds one value)",
-                      len - s.off);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "the body has %zu bytes after its value (a body holds one value)",
+                       len - s.off);
     return 0;
 }
 
@@ -391,7 +393,7 @@ static int mp_made(struct mp_ctx *c, cJSON *item, cJSON **out)
 static int mp_cstr(struct mp_ctx *c, const msgpack_object_str *str, const char **s)
 {
     if (!utf8_valid(str->ptr, str->size))
-        return rg_bad(c->err, c->errlen, "%s", msg_utf8);
+        return rg_errf(c->err, c->errlen, RG_EBADREQ, "%s", msg_utf8);
     rg_buf_reset(&c->scratch);
     if (rg_buf_append(&c->scratch, str->ptr, str->size) < 0)
         return nomem(c->err, c->errlen);
@@ -402,15 +404,15 @@ static int mp_cstr(struct mp_ctx *c, const msgpack_object_str *str, const char *
 static int mp_int(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
 {
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > WIRE_INT_EXACT_MAX)
-        return rg_bad(c->err, c->errlen,
-                      "integers must lie within -2^53..2^53, which a double holds exactly; "
-                      "%" PRIu64 " does not",
-                      o->via.u64);
+        return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                       "integers must lie within -2^53..2^53, which a double holds exactly; "
+                       "%" PRIu64 " does not",
+                       o->via.u64);
     if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 < -(int64_t)WIRE_INT_EXACT_MAX)
-        return rg_bad(c->err, c->errlen,
-                      "integers must lie within -2^53..2^53, which a double holds exactly; "
-                      "%" PRId64 " does not",
-                      o->via.i64);
+        return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                       "integers must lie within -2^53..2^53, which a double holds exactly; "
+                       "%" PRId64 " does not",
+                       o->via.i64);
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
         return mp_made(c, cJSON_CreateNumber((double)o->via.u64), out);
     return mp_made(c, cJSON_CreateNumber((double)o->via.i64), out);
@@ -455,9 +457,9 @@ static int mp_map_keys(struct mp_ctx *c, const msgpack_object_map *m)
     for (uint32_t i = 0; i < m->size && r == 0; i++) {
         const msgpack_object *k = &m->ptr[i].key;
         if (k->type != MSGPACK_OBJECT_STR)
-            r = rg_bad(c->err, c->errlen, "map keys must be strings");
+            r = rg_errf(c->err, c->errlen, RG_EBADREQ, "map keys must be strings");
         else if (!utf8_valid(k->via.str.ptr, k->via.str.size))
-            r = rg_bad(c->err, c->errlen, "%s", msg_utf8);
+            r = rg_errf(c->err, c->errlen, RG_EBADREQ, "%s", msg_utf8);
         else
             ks.v[ks.n++] = (struct key_ref){k->via.str.ptr, k->via.str.size};
     }
@@ -518,7 +520,8 @@ static int mp_value(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
         if (!isfinite(o->via.f64))
-            return rg_bad(c->err, c->errlen, "numbers must be finite (no NaN or infinity)");
+            return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                           "numbers must be finite (no NaN or infinity)");
         return mp_made(c, cJSON_CreateNumber(o->via.f64), out);
     case MSGPACK_OBJECT_STR:
         return mp_str(c, o, out);
@@ -529,9 +532,11 @@ static int mp_value(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
     case MSGPACK_OBJECT_MAP:
         return mp_map(c, o, out);
     case MSGPACK_OBJECT_EXT:
-        return rg_bad(c->err, c->errlen, "msgpack extension types (ext) are not accepted");
+        return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                       "msgpack extension types (ext) are not accepted");
     }
-    return rg_bad(c->err, c->errlen, "the body holds a value of an unknown msgpack type");
+    return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                   "the body holds a value of an unknown msgpack type");
 }
 
 int wire_mp_decode(const void *buf, size_t len, cJSON **out, char *err, size_t errlen)
@@ -550,7 +555,7 @@ int wire_mp_decode(const void *buf, size_t len, cJSON **out, char *err, size_t e
     if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
         r = nomem(err, errlen);
     else if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
-        r = rg_bad(err, errlen, "the body is not valid msgpack");
+        r = rg_errf(err, errlen, RG_EBADREQ, "the body is not valid msgpack");
     else
         r = mp_value(&c, &up.data, out);
     msgpack_unpacked_destroy(&up);
@@ -576,18 +581,20 @@ static int json_odd_byte(const unsigned char *p, size_t len, size_t i, int in_st
                          char *err, size_t errlen)
 {
     if (p[i] == '\0')
-        return in_str ? rg_bad(err, errlen, "%s (a NUL byte at byte %zu)", msg_utf8, i)
-                      : rg_bad(err, errlen, "the body holds a NUL byte at byte %zu", i);
+        return in_str
+                   ? rg_errf(err, errlen, RG_EBADREQ, "%s (a NUL byte at byte %zu)", msg_utf8, i)
+                   : rg_errf(err, errlen, RG_EBADREQ, "the body holds a NUL byte at byte %zu", i);
     if (p[i] < 0x80) {
         *k = 1;
         if (in_str || json_space(p[i]))
             return 0;
-        return rg_bad(err, errlen, "the body holds the control byte 0x%02x at byte %zu", p[i], i);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "the body holds the control byte 0x%02x at byte %zu", p[i], i);
     }
     if ((*k = utf8_seq(p + i, len - i)) > 0)
         return 0;
-    return in_str ? rg_bad(err, errlen, "%s (byte %zu)", msg_utf8, i)
-                  : rg_bad(err, errlen, "the body is not UTF-8 text (byte %zu)", i);
+    return in_str ? rg_errf(err, errlen, RG_EBADREQ, "%s (byte %zu)", msg_utf8, i)
+                  : rg_errf(err, errlen, RG_EBADREQ, "the body is not UTF-8 text (byte %zu)", i);
 }
 
 /* Moves *i past the decimal digits at p[*i]: 0 when there are none. */
@@ -650,7 +657,7 @@ static int json_prescan(const unsigned char *p, size_t len, char *err, size_t er
         }
         if (in_str && ch == '\\') {
             if (json_nul_escape(p + i, len - i))
-                return rg_bad(err, errlen, "%s (\\u0000 at byte %zu)", msg_utf8, i);
+                return rg_errf(err, errlen, RG_EBADREQ, "%s (\\u0000 at byte %zu)", msg_utf8, i);
             /* Skip the escaped character unless it needs the checks above. */
             i += i + 1 < len && p[i + 1] >= 0x20 && p[i + 1] < 0x80 ? 2 : 1;
             continue;
@@ -658,16 +665,16 @@ static int json_prescan(const unsigned char *p, size_t len, char *err, size_t er
         if (!in_str && (ch == '-' || (ch >= '0' && ch <= '9'))) {
             size_t n = json_number_len(p + i, len - i);
             if (!n)
-                return rg_bad(err, errlen,
-                              "the body is not valid JSON (a malformed number at byte %zu)", i);
+                return rg_errf(err, errlen, RG_EBADREQ,
+                               "the body is not valid JSON (a malformed number at byte %zu)", i);
             i += n;
             continue;
         }
         if (ch == '"')
             in_str = !in_str;
         else if (!in_str && (ch == '[' || ch == '{') && ++depth > WIRE_MAX_DEPTH)
-            return rg_bad(err, errlen, "the body nests deeper than %d levels (byte %zu)",
-                          WIRE_MAX_DEPTH, i);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "the body nests deeper than %d levels (byte %zu)", WIRE_MAX_DEPTH, i);
         else if (!in_str && (ch == ']' || ch == '}') && depth > 0)
             depth--;
         i++;
@@ -702,11 +709,12 @@ static int json_check(const cJSON *v, int depth, char *err, size_t errlen)
     int r;
 
     if (cJSON_IsNumber(v) && !isfinite(v->valuedouble))
-        return rg_bad(err, errlen, "numbers must be finite (no NaN or infinity)");
+        return rg_errf(err, errlen, RG_EBADREQ, "numbers must be finite (no NaN or infinity)");
     if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
         return 0;
     if (depth >= WIRE_MAX_DEPTH)
-        return rg_bad(err, errlen, "the body nests deeper than %d levels", WIRE_MAX_DEPTH);
+        return rg_errf(err, errlen, RG_EBADREQ, "the body nests deeper than %d levels",
+                       WIRE_MAX_DEPTH);
     if (cJSON_IsObject(v) && (r = json_keys_unique(v, err, errlen)) < 0)
         return r;
     for (const cJSON *ch = v->child; ch; ch = ch->next)
@@ -719,9 +727,9 @@ static int json_check(const cJSON *v, int depth, char *err, size_t errlen)
 static int json_parse_error(const char *buf, size_t len, const char *end, char *err, size_t errlen)
 {
     if (end && end >= buf && (size_t)(end - buf) <= len)
-        return rg_bad(err, errlen, "the body is not valid JSON (error at byte %zu)",
-                      (size_t)(end - buf));
-    return rg_bad(err, errlen, "the body is not valid JSON");
+        return rg_errf(err, errlen, RG_EBADREQ, "the body is not valid JSON (error at byte %zu)",
+                       (size_t)(end - buf));
+    return rg_errf(err, errlen, RG_EBADREQ, "the body is not valid JSON");
 }
 
 int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t errlen)
@@ -732,7 +740,7 @@ int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t
     *out = NULL;
     err_clear(err, errlen);
     if (len == 0)
-        return rg_bad(err, errlen, "the body is empty");
+        return rg_errf(err, errlen, RG_EBADREQ, "the body is empty");
     if ((r = json_prescan(buf, len, err, errlen)) < 0)
         return r;
     /* Not cJSON_GetErrorPtr, which is one global for all threads: end says where. */
@@ -743,7 +751,8 @@ int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t
     while (off < len && json_space((unsigned char)text[off]))
         off++;
     if (off != len)
-        r = rg_bad(err, errlen, "the body has more after its JSON value (byte %zu)", off);
+        r = rg_errf(err, errlen, RG_EBADREQ, "the body has more after its JSON value (byte %zu)",
+                    off);
     else
         r = json_check(root, 0, err, errlen);
     if (r < 0) {
