@@ -57,19 +57,6 @@ static reg_store *open_store(gw *g, char *err, size_t errlen)
     }
 }
 
-int gw_event_wants(gw *g, const char *tid, const char *sid, const char *kind)
-{
-    return g->events.wants ? g->events.wants(g, tid, sid, kind) : 0;
-}
-
-void gw_event(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data)
-{
-    if (g->events.emit)
-        g->events.emit(g, tid, sid, kind, data);
-    else
-        cJSON_Delete(data);
-}
-
 /* Page events (reader thread) to the sink. */
 static void page_event(void *ud, const char *tid, const char *sid, const char *kind, cJSON *data)
 {

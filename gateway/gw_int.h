@@ -3,9 +3,10 @@
  * sink, and the command context that check.c (checks), ops.c (handlers),
  * reply.c (reply maps) and command.c (the pipeline) share.
  *
- * Calls between the files go one way: fcgi.c -> http.c -> command.c ->
- * ops.c -> check.c, reply.c, metrics.c; ws.c -> command.c. Events from a
- * command reach the WebSocket only through the sink gateway.c sets.
+ * Calls between the files go one way: main.c -> gateway.c -> ws.c, limits.c,
+ * urlpolicy.c; fcgi.c -> http.c -> command.c; ws.c -> command.c; command.c
+ * -> ops.c -> check.c, reply.c, metrics.c. Events from a command reach the
+ * WebSocket only through the sink gateway.c sets.
  */
 #ifndef GW_INT_H
 #define GW_INT_H
@@ -75,9 +76,19 @@ struct gw {
 };
 
 /** 1 when the sink wants events of kind for the session. */
-int gw_event_wants(gw *g, const char *tid, const char *sid, const char *kind);
+static inline int gw_event_wants(gw *g, const char *tid, const char *sid, const char *kind)
+{
+    return g->events.wants ? g->events.wants(g, tid, sid, kind) : 0;
+}
+
 /** Hands an event to the sink (data taken over; freed when nobody wants it). */
-void gw_event(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data);
+static inline void gw_event(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data)
+{
+    if (g->events.emit)
+        g->events.emit(g, tid, sid, kind, data);
+    else
+        cJSON_Delete(data);
+}
 
 /* ---- one command (check.c, ops.c, reply.c, command.c) ---- */
 
