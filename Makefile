@@ -20,7 +20,8 @@ TEST_LIBS   = $(shell $(PKG) --libs $(TEST_PKG) 2>/dev/null)
 ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=all
 
 COMMON_SRC := common/rg.c common/redis.c
-CDP_SRC    := cdp/cdp.c cdp/frame.c
+WIRE_SRC   := $(wildcard wire/*.c)
+CDP_SRC    := cdp/cdp.c cdp/frame.c cdp/waiter.c
 POOL_SRC   := pool/pool.c pool/spawn.c
 REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
 SESSION_SRC := $(wildcard session/*.c)
@@ -33,6 +34,7 @@ GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 obj = $(patsubst %.S,$(BUILD)/%.o,$(patsubst %.c,$(BUILD)/%.o,$(1)))
 
 LIB_COMMON := $(BUILD)/libcommon.a
+LIB_WIRE   := $(BUILD)/libwire.a
 LIB_CDP    := $(BUILD)/libcdp.a
 LIB_POOL   := $(BUILD)/libpool.a
 LIB_REGISTRY := $(BUILD)/libregistry.a
@@ -42,9 +44,10 @@ LIB_TENANT := $(BUILD)/libtenant.a
 LIB_POLICY := $(BUILD)/libpolicy.a
 LIB_EGRESS := $(BUILD)/libegress.a
 # Link order follows the dependency arrows: gateway -> tenant, policy, session;
-# session -> registry, pool, egress; pool -> cdp -> common.
+# session -> registry, pool, egress; pool -> cdp -> common; gateway and cli -> wire
+# -> common.
 LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_TENANT) $(LIB_POLICY) $(LIB_SESSION) $(LIB_REGISTRY) \
-                $(LIB_POOL) $(LIB_EGRESS) $(LIB_CDP) $(LIB_COMMON)
+                $(LIB_POOL) $(LIB_EGRESS) $(LIB_CDP) $(LIB_WIRE) $(LIB_COMMON)
 SERVER := $(BUILD)/refgate-server
 CLI    := $(BUILD)/refgate-cli
 CLI_SRC := $(wildcard cli/*.c)
@@ -120,31 +123,34 @@ $(BUILD)/%.o: %.c
 
 $(LIB_COMMON): $(call obj,$(COMMON_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
+$(LIB_WIRE): $(call obj,$(WIRE_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_CDP): $(call obj,$(CDP_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_POOL): $(call obj,$(POOL_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_REGISTRY): $(call obj,$(REGISTRY_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_SESSION): $(call obj,$(SESSION_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_GATEWAY): $(call obj,$(GATEWAY_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_TENANT): $(call obj,$(TENANT_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_POLICY): $(call obj,$(POLICY_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_EGRESS): $(call obj,$(EGRESS_SRC))
 	@mkdir -p $(dir $@)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(SERVER): $(call obj,gateway/main.c) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)

@@ -55,7 +55,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "pool/pool.h"
 #include "tenant/tenant.h"
 #include "tests/support/net.h"

@@ -16,7 +16,7 @@
 #include <strings.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "load.h"
 #include "tests/support/net.h"
 

@@ -14,7 +14,7 @@
  * never interleaved with another's.
  */
 #define _GNU_SOURCE
-#include "cdp.h"
+#include "cdp/cdp.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -87,7 +87,7 @@ struct cdp_conn {
     char wfail_why[128];
 
     pthread_mutex_t smu; /* recursive */
-    struct sub subs[RG_CDP_MAX_SUBSCRIBERS];
+    struct sub subs[CDP_MAX_SUBSCRIBERS];
     int n_subs;
     int next_sub_id;
     int dispatch_depth;
@@ -97,8 +97,8 @@ struct cdp_conn {
 
 void cdp_config_default(cdp_config *cfg)
 {
-    cfg->max_message_bytes = RG_CDP_MAX_MESSAGE_BYTES;
-    cfg->max_write_queue_bytes = RG_CDP_MAX_WRITE_QUEUE_BYTES;
+    cfg->max_message_bytes = CDP_MAX_MESSAGE_BYTES;
+    cfg->max_write_queue_bytes = CDP_MAX_WRITE_QUEUE_BYTES;
     cfg->name = "cdp";
 }
 
@@ -478,7 +478,7 @@ int cdp_call(cdp_conn *c, const char *session_id, const char *method, const char
         return RG_EINTERNAL;
     }
     if (timeout_ms <= 0)
-        timeout_ms = RG_CDP_DEFAULT_TIMEOUT_MS;
+        timeout_ms = CDP_DEFAULT_TIMEOUT_MS;
     struct pending p;
     memset(&p, 0, sizeof p);
     pthread_cond_init(&p.cond, &c->condattr);
@@ -510,7 +510,7 @@ int cdp_call_async(cdp_conn *c, const char *session_id, const char *method, cons
                    int timeout_ms, cdp_reply_fn fn, void *ud)
 {
     if (timeout_ms <= 0)
-        timeout_ms = RG_CDP_DEFAULT_TIMEOUT_MS;
+        timeout_ms = CDP_DEFAULT_TIMEOUT_MS;
     struct pending *p = calloc(1, sizeof *p);
     if (!p)
         return RG_ENOMEM;
@@ -819,9 +819,9 @@ int cdp_conn_new(int rfd, int wfd, const cdp_config *cfg, cdp_conn **out)
     else
         cdp_config_default(&c->cfg);
     if (!c->cfg.max_message_bytes)
-        c->cfg.max_message_bytes = RG_CDP_MAX_MESSAGE_BYTES;
+        c->cfg.max_message_bytes = CDP_MAX_MESSAGE_BYTES;
     if (!c->cfg.max_write_queue_bytes)
-        c->cfg.max_write_queue_bytes = RG_CDP_MAX_WRITE_QUEUE_BYTES;
+        c->cfg.max_write_queue_bytes = CDP_MAX_WRITE_QUEUE_BYTES;
     rg_strlcpy(c->name, c->cfg.name ? c->cfg.name : "cdp", sizeof c->name);
     c->cfg.name = c->name;
     c->rfd = rfd;
@@ -902,9 +902,9 @@ int cdp_subscribe(cdp_conn *c, const char *session_id, const char *method, cdp_e
     if (!fn)
         return RG_EINTERNAL;
     pthread_mutex_lock(&c->smu);
-    if (c->n_subs >= RG_CDP_MAX_SUBSCRIBERS && c->dispatch_depth == 0)
+    if (c->n_subs >= CDP_MAX_SUBSCRIBERS && c->dispatch_depth == 0)
         compact_subs(c);
-    if (c->n_subs >= RG_CDP_MAX_SUBSCRIBERS) {
+    if (c->n_subs >= CDP_MAX_SUBSCRIBERS) {
         pthread_mutex_unlock(&c->smu);
         return RG_EBUSY;
     }
@@ -943,95 +943,4 @@ void cdp_unsubscribe(cdp_conn *c, int sub_id)
     if (c->dispatch_depth == 0)
         compact_subs(c);
     pthread_mutex_unlock(&c->smu);
-}
-
-/* ---- waiters ---- */
-
-struct cdp_waiter {
-    cdp_conn *c;
-    int sub;
-    pthread_mutex_t mu;
-    pthread_cond_t cond;
-    int state; /* 0 waiting, 1 arrived, 2 connection closed */
-    cJSON *params;
-};
-
-static void waiter_event(void *ud, const char *sid, const char *method, const cJSON *params)
-{
-    (void)sid;
-    struct cdp_waiter *w = ud;
-    pthread_mutex_lock(&w->mu);
-    if (w->state == 0) {
-        if (!method) {
-            w->state = 2;
-        } else {
-            w->params = params ? cJSON_Duplicate(params, 1) : NULL;
-            w->state = 1;
-        }
-        pthread_cond_broadcast(&w->cond);
-    }
-    pthread_mutex_unlock(&w->mu);
-}
-
-int cdp_waiter_new(cdp_conn *c, const char *session_id, const char *method, cdp_waiter **out)
-{
-    *out = NULL;
-    cdp_waiter *w = calloc(1, sizeof *w);
-    if (!w)
-        return RG_ENOMEM;
-    w->c = c;
-    pthread_mutex_init(&w->mu, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&w->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    int id = cdp_subscribe(c, session_id, method, waiter_event, w);
-    if (id < 0) {
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->mu);
-        free(w);
-        return id;
-    }
-    w->sub = id;
-    *out = w;
-    return 0;
-}
-
-int cdp_waiter_wait(cdp_waiter *w, int timeout_ms, const cJSON **params)
-{
-    struct timespec dl;
-    rg_deadline(&dl, timeout_ms > 0 ? timeout_ms : RG_CDP_DEFAULT_TIMEOUT_MS);
-    int rc = 0;
-    pthread_mutex_lock(&w->mu);
-    while (w->state == 0) {
-        if (cdp_conn_err(w->c, NULL, 0)) {
-            w->state = 2;
-            break;
-        }
-        if (pthread_cond_timedwait(&w->cond, &w->mu, &dl) == ETIMEDOUT && w->state == 0) {
-            rc = RG_ETIMEOUT;
-            break;
-        }
-    }
-    if (w->state == 1 && params)
-        *params = w->params;
-    int state = w->state;
-    pthread_mutex_unlock(&w->mu);
-    if (state == 2) {
-        int err = cdp_conn_err(w->c, NULL, 0);
-        return err ? err : RG_ECRASHED;
-    }
-    return rc;
-}
-
-void cdp_waiter_free(cdp_waiter *w)
-{
-    if (!w)
-        return;
-    cdp_unsubscribe(w->c, w->sub);
-    cJSON_Delete(w->params);
-    pthread_cond_destroy(&w->cond);
-    pthread_mutex_destroy(&w->mu);
-    free(w);
 }

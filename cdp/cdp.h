@@ -29,7 +29,13 @@
 
 #include <cjson/cJSON.h>
 
-#include "../common/rg.h"
+#include "common/rg.h"
+
+/* Defaults; cdp_config holds the values in use (the pool sets them). */
+#define CDP_MAX_MESSAGE_BYTES (64u * 1024 * 1024)     /* one DevTools message */
+#define CDP_MAX_WRITE_QUEUE_BYTES (16u * 1024 * 1024) /* unsent bytes per pipe */
+#define CDP_DEFAULT_TIMEOUT_MS 30000
+#define CDP_MAX_SUBSCRIBERS 256 /* event subscriptions per connection */
 
 typedef struct cdp_conn cdp_conn;
 
@@ -125,7 +131,7 @@ typedef void (*cdp_event_fn)(void *ud, const char *session_id, const char *metho
  * including the browser's) and whose method equals method, or starts with it
  * when it ends in '.' ("Page." for the whole domain); NULL for every method.
  * Returns a subscription id (> 0) or a negative rg_err (RG_EBUSY past
- * RG_CDP_MAX_SUBSCRIBERS).
+ * CDP_MAX_SUBSCRIBERS).
  */
 int cdp_subscribe(cdp_conn *c, const char *session_id, const char *method, cdp_event_fn fn,
                   void *ud);

@@ -3,7 +3,7 @@
  * makes its JSON digestible by cJSON. Pure functions over buffers: no I/O, no
  * threads; the reader thread of cdp.c owns one cdp_frame per connection.
  */
-#include "cdp.h"
+#include "cdp/cdp.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -11,16 +11,14 @@
 #define FRAME_INITIAL_BYTES (256u * 1024)
 /* What a buffer may keep between messages: the initial one plus the room of
    one read, which any message longer than one pipe read needs. Past it the
-   buffer goes back to the initial size once the long message is out:
-   before, everything up to 4 MiB was kept for the life of the browser, and a
-   worker's RSS stepped up with the longest message each of its browsers had
-   sent (docs/soak.md). */
+   buffer goes back to the initial size once the long message is out, so a
+   worker's RSS does not keep each browser's longest message (docs/soak.md). */
 #define FRAME_KEEP_BYTES (FRAME_INITIAL_BYTES + CDP_FRAME_READ_BYTES)
 
 int cdp_frame_init(cdp_frame *f, size_t max)
 {
     memset(f, 0, sizeof *f);
-    f->max = max ? max : RG_CDP_MAX_MESSAGE_BYTES;
+    f->max = max ? max : CDP_MAX_MESSAGE_BYTES;
     return 0;
 }
 
@@ -117,17 +115,6 @@ void cdp_frame_commit(cdp_frame *f, size_t n, cdp_frame_msg_fn on_msg,
     }
 }
 
-static int hexval(char c)
-{
-    if (c >= '0' && c <= '9')
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
-}
-
 /* The code unit of a \uXXXX escape at s (s[0] == '\\'), or -1. */
 static long escape_unit(const char *s, size_t left)
 {
@@ -135,7 +122,7 @@ static long escape_unit(const char *s, size_t left)
         return -1;
     long v = 0;
     for (int i = 2; i < 6; i++) {
-        int h = hexval(s[i]);
+        int h = rg_hex_value(s[i]);
         if (h < 0)
             return -1;
         v = v * 16 + h;

@@ -4,7 +4,7 @@
  * on stdout and nowhere else; `show` prints the key count, never key material.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <math.h>
@@ -40,7 +40,7 @@ static int opt_value(int argc, char **argv, int *i, const char **v, char *err, s
         return 0;
     }
     if (*i + 1 >= argc)
-        return cli_say(err, errlen, RG_EBADREQ, "%s needs a value", w);
+        return rg_errf(err, errlen, RG_EBADREQ, "%s needs a value", w);
     *v = argv[*i + 1];
     *i += 2;
     return 0;
@@ -59,7 +59,7 @@ static int int_opt(const char *flag, const char *v, int *out, char *err, size_t 
     errno = 0;
     long x = strtol(v, &end, 10);
     if (errno || end == v || *end || x < 0 || x > TENANT_LIMIT_MAX)
-        return cli_say(err, errlen, RG_EBADREQ, "%s wants an integer from 0 to %d (got \"%.40s\")",
+        return rg_errf(err, errlen, RG_EBADREQ, "%s wants an integer from 0 to %d (got \"%.40s\")",
                        flag, TENANT_LIMIT_MAX, v);
     *out = (int)x;
     return 0;
@@ -68,7 +68,7 @@ static int int_opt(const char *flag, const char *v, int *out, char *err, size_t 
 static int add_host(const char **list, size_t *n, const char *h, char *err, size_t errlen)
 {
     if (*n >= TENANT_HOSTS_MAX)
-        return cli_say(err, errlen, RG_EBADREQ, "at most %d hosts per list", TENANT_HOSTS_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ, "at most %d hosts per list", TENANT_HOSTS_MAX);
     list[(*n)++] = h;
     return 0;
 }
@@ -112,7 +112,7 @@ static int tenant_opt(int argc, char **argv, int *i, cli_admin *a, char *err, si
             a->rate = strtod(v, &end);
             a->has |= CLI_SET_RATE;
             if (end == v || *end || !isfinite(a->rate) || a->rate <= 0 || a->rate > TENANT_RATE_MAX)
-                return cli_say(err, errlen, RG_EBADREQ,
+                return rg_errf(err, errlen, RG_EBADREQ,
                                "--rate wants requests per second, above 0 and at most "
                                "%.0f (got \"%.40s\")",
                                TENANT_RATE_MAX, v);
@@ -162,7 +162,7 @@ static int find_action(const char **words, int n, cli_admin *a, char *err, size_
             a->action = actions[k].action;
             return (int)k;
         }
-    return cli_say(err, errlen, RG_EBADREQ,
+    return rg_errf(err, errlen, RG_EBADREQ,
                    "unknown admin command \"%s%s%s\" (admin tenant "
                    "create|list|show|update|delete, admin key create|revoke)",
                    n > 0 ? words[0] : "", n > 1 ? " " : "", n > 1 ? words[1] : "");
@@ -185,7 +185,7 @@ int cli_admin_parse(int argc, char **argv, cli_global *g, cli_admin *a, char *er
         }
         if (!option) {
             if (nwords == 3)
-                return cli_say(err, errlen, RG_EBADREQ, "too many arguments for admin (\"%.40s\")",
+                return rg_errf(err, errlen, RG_EBADREQ, "too many arguments for admin (\"%.40s\")",
                                w);
             words[nwords++] = argv[i++];
             continue;
@@ -198,7 +198,7 @@ int cli_admin_parse(int argc, char **argv, cli_global *g, cli_admin *a, char *er
         if (took == 0)
             took = cli_global_flag(g, argc, argv, &i, err, errlen);
         if (took == 0)
-            return cli_say(err, errlen, RG_EBADREQ, "unknown option %.60s for admin", w);
+            return rg_errf(err, errlen, RG_EBADREQ, "unknown option %.60s for admin", w);
         if (took < 0)
             return took;
     }
@@ -206,19 +206,19 @@ int cli_admin_parse(int argc, char **argv, cli_global *g, cli_admin *a, char *er
     if (k < 0)
         return k;
     if (actions[k].takes_arg && nwords < 3)
-        return cli_say(err, errlen, RG_EBADREQ, "admin %s needs %s", actions[k].words,
+        return rg_errf(err, errlen, RG_EBADREQ, "admin %s needs %s", actions[k].words,
                        a->action == CLI_ADMIN_KEY_REVOKE ? "a key or its SHA-256"
                                                          : "a tenant name");
     if (!actions[k].takes_arg && nwords > 2)
-        return cli_say(err, errlen, RG_EBADREQ, "admin %s takes no argument", actions[k].words);
+        return rg_errf(err, errlen, RG_EBADREQ, "admin %s takes no argument", actions[k].words);
     if (flags_seen && !actions[k].takes_flags)
-        return cli_say(err, errlen, RG_EBADREQ, "admin %s takes no tenant options",
+        return rg_errf(err, errlen, RG_EBADREQ, "admin %s takes no tenant options",
                        actions[k].words);
     if (a->action == CLI_ADMIN_TENANT_UPDATE && !a->has)
-        return cli_say(err, errlen, RG_EBADREQ, "nothing to update: give at least one option");
+        return rg_errf(err, errlen, RG_EBADREQ, "nothing to update: give at least one option");
     a->arg = words[2];
     if (a->action == CLI_ADMIN_TENANT_CREATE && !tenant_name_valid(a->arg))
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "\"%.70s\" is not a valid tenant name: 1 to %d characters of "
                        "a-z, 0-9, '_' and '-'",
                        a->arg, TENANT_NAME_MAX);

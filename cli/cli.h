@@ -223,6 +223,12 @@ int cli_global_flag(cli_global *g, int argc, char **argv, int *i, char *err, siz
  */
 int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, char *err,
               size_t errlen);
+/**
+ * Checks the command table against the protocol's (wire/op.h): every args
+ * key a command sends is an argument of its op. 0, or RG_EINTERNAL naming
+ * the first that is not in err.
+ */
+int cli_check_commands(char *err, size_t errlen);
 void cli_call_destroy(cli_call *c);
 
 /** The full help text. */
@@ -283,10 +289,6 @@ int cli_admin_apply(const cli_admin *a, tenant *t);
 int cli_admin_run(const cli_global *g, const cli_admin *a);
 
 /* ---- messages and printing (out.c) ---------------------------------------- */
-
-/** Writes a sentence to err (errlen bytes; err may be NULL) and returns rc. */
-int cli_say(char *err, size_t errlen, int rc, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /** "refgate-cli: " + the message and a newline, on f. */
 void cli_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -6,7 +6,7 @@
  * in through cli_global (cli_global_from_env), so the unit test drives it all.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -14,7 +14,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
+#include "wire/op.h"
+#include "wire/wire.h"
 
 enum vt {
     VT_STR,      /* a string */
@@ -36,9 +37,8 @@ typedef struct flag_spec {
 
 typedef struct cmd_spec {
     const char *name;         /* one word, or "session create" */
-    const char *op;           /* the protocol op; NULL for list and close (no body) */
-    const char *method;       /* NULL: POST */
-    int session;              /* needs a session id */
+    int op;                   /* the protocol op (wire/op.h), or NONE (list, call) */
+    const char *method;       /* NULL: POST with the command map; others carry no body */
     const char *pos[MAX_POS]; /* args keys of the positional words; "*k": all the rest, an array */
     int min_pos;
     int out; /* enum cli_out */
@@ -46,74 +46,76 @@ typedef struct cmd_spec {
     const char *usage;
 } cmd_spec;
 
-/* "call" is in the table for its usage line; cli_parse treats it apart. */
+/* "call" is in the table for its usage line; cli_parse treats it apart. A command
+   needs a session unless its op creates one (wire/op.h's WIRE_F_CREATE). */
 // clang-format off
 #define NTH {"--nth", NULL, "nth", VT_INT}
 #define TARGET {"--target", NULL, "target", VT_STR}
 #define WAIT {"--wait", NULL, "wait", VT_STR}
+#define NONE (-1)
 
 static const cmd_spec cmds[] = {
-    {"session create", "session.create", NULL, 0, {NULL}, 0, CLI_OUT_SESSION,
+    {"session create", WIRE_OP_SESSION_CREATE, NULL, {NULL}, 0, CLI_OUT_SESSION,
      {{"--url", NULL, "url", VT_STR}, {"--viewport", NULL, "viewport", VT_VIEWPORT},
       {"--user-agent", NULL, "user_agent", VT_STR}, {"--locale", NULL, "locale", VT_STR},
       {"--timezone", NULL, "timezone", VT_STR}},
      "session create [--url U] [--viewport WxH] [--user-agent UA] [--locale L] [--timezone TZ]"},
-    {"observe", "observe", NULL, 1, {NULL}, 0, CLI_OUT_OBSERVE,
+    {"observe", WIRE_OP_OBSERVE, NULL, {NULL}, 0, CLI_OUT_OBSERVE,
      {{"--diff", NULL, "diff", VT_TRUE}, {"--format", NULL, "format", VT_STR},
       {"--viewport-only", NULL, "viewport_only", VT_TRUE}, {"--scope", NULL, "scope", VT_STR},
       {"--max-elements", NULL, "max_elements", VT_INT}, {"--mode", NULL, "mode", VT_STR},
       {"--depth", NULL, "depth", VT_INT}},
      "observe [--diff] [--mode full|interactive] [--depth N] [--format text|elements|both]\n"
      "          [--viewport-only] [--scope TARGET] [--max-elements N]"},
-    {"click", "click", NULL, 1, {"target"}, 1, CLI_OUT_REF,
+    {"click", WIRE_OP_CLICK, NULL, {"target"}, 1, CLI_OUT_REF,
      {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}},
      "click TARGET [--nth N] [--button left|right|middle] [--count N]"},
-    {"fill", "fill", NULL, 1, {"target", "value"}, 2, CLI_OUT_REF, {NTH},
+    {"fill", WIRE_OP_FILL, NULL, {"target", "value"}, 2, CLI_OUT_REF, {NTH},
      "fill TARGET VALUE [--nth N]"},
-    {"type", "type", NULL, 1, {"text"}, 1, CLI_OUT_REF,
+    {"type", WIRE_OP_TYPE, NULL, {"text"}, 1, CLI_OUT_REF,
      {TARGET, NTH, {"--delay-ms", NULL, "delay_ms", VT_INT}},
      "type TEXT [--target T] [--delay-ms N]"},
-    {"press", "press", NULL, 1, {"key"}, 1, CLI_OUT_NONE, {TARGET, NTH},
+    {"press", WIRE_OP_PRESS, NULL, {"key"}, 1, CLI_OUT_NONE, {TARGET, NTH},
      "press KEY [--target T]"},
-    {"select", "select", NULL, 1, {"target", "*values"}, 2, CLI_OUT_SELECTED, {NTH},
+    {"select", WIRE_OP_SELECT, NULL, {"target", "*values"}, 2, CLI_OUT_SELECTED, {NTH},
      "select TARGET VALUE... [--nth N]"},
-    {"check", "check", NULL, 1, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "check TARGET"},
-    {"uncheck", "uncheck", NULL, 1, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "uncheck TARGET"},
-    {"hover", "hover", NULL, 1, {"target"}, 1, CLI_OUT_REF, {NTH}, "hover TARGET"},
-    {"focus", "focus", NULL, 1, {"target"}, 1, CLI_OUT_REF, {NTH}, "focus TARGET"},
-    {"scroll", "scroll", NULL, 1, {NULL}, 0, CLI_OUT_XY,
+    {"check", WIRE_OP_CHECK, NULL, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "check TARGET"},
+    {"uncheck", WIRE_OP_UNCHECK, NULL, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "uncheck TARGET"},
+    {"hover", WIRE_OP_HOVER, NULL, {"target"}, 1, CLI_OUT_REF, {NTH}, "hover TARGET"},
+    {"focus", WIRE_OP_FOCUS, NULL, {"target"}, 1, CLI_OUT_REF, {NTH}, "focus TARGET"},
+    {"scroll", WIRE_OP_SCROLL, NULL, {NULL}, 0, CLI_OUT_XY,
      {TARGET, NTH, {"--dx", NULL, "dx", VT_INT}, {"--dy", NULL, "dy", VT_INT},
       {"--to", NULL, "to", VT_STR}},
      "scroll [--target T] [--dx N] [--dy N] [--to top|bottom]"},
-    {"navigate", "navigate", NULL, 1, {"url"}, 1, CLI_OUT_URL, {WAIT},
+    {"navigate", WIRE_OP_NAVIGATE, NULL, {"url"}, 1, CLI_OUT_URL, {WAIT},
      "navigate URL [--wait load|domcontentloaded|none]"},
-    {"back", "back", NULL, 1, {NULL}, 0, CLI_OUT_URL, {WAIT}, "back [--wait W]"},
-    {"forward", "forward", NULL, 1, {NULL}, 0, CLI_OUT_URL, {WAIT}, "forward [--wait W]"},
-    {"reload", "reload", NULL, 1, {NULL}, 0, CLI_OUT_URL, {WAIT}, "reload [--wait W]"},
-    {"read", "read", NULL, 1, {"target"}, 0, CLI_OUT_VALUE,
+    {"back", WIRE_OP_BACK, NULL, {NULL}, 0, CLI_OUT_URL, {WAIT}, "back [--wait W]"},
+    {"forward", WIRE_OP_FORWARD, NULL, {NULL}, 0, CLI_OUT_URL, {WAIT}, "forward [--wait W]"},
+    {"reload", WIRE_OP_RELOAD, NULL, {NULL}, 0, CLI_OUT_URL, {WAIT}, "reload [--wait W]"},
+    {"read", WIRE_OP_READ, NULL, {"target"}, 0, CLI_OUT_VALUE,
      {NTH, {"--what", NULL, "what", VT_STR}},
      "read [TARGET] [--what text|html|value|attributes]"},
-    {"wait", "wait", NULL, 1, {NULL}, 0, CLI_OUT_NONE,
+    {"wait", WIRE_OP_WAIT, NULL, {NULL}, 0, CLI_OUT_NONE,
      {TARGET, NTH, {"--state", NULL, "state", VT_STR}, {"--text", NULL, "text", VT_STR},
       {"--url", NULL, "url", VT_STR}},
      "wait [--target T --state visible|hidden|enabled|attached|detached] [--text T]\n"
      "          [--url U]"},
-    {"inspect", "inspect", NULL, 1, {"target"}, 1, CLI_OUT_RESULT, {NTH},
+    {"inspect", WIRE_OP_INSPECT, NULL, {"target"}, 1, CLI_OUT_RESULT, {NTH},
      "inspect TARGET [--nth N]"},
-    {"screenshot", "screenshot", NULL, 1, {NULL}, 0, CLI_OUT_FILE,
+    {"screenshot", WIRE_OP_SCREENSHOT, NULL, {NULL}, 0, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}, TARGET, NTH,
       {"--full-page", NULL, "full_page", VT_TRUE}, {"--format", NULL, "format", VT_STR},
       {"--quality", NULL, "quality", VT_INT}},
      "screenshot -o FILE [--target T] [--full-page] [--format png|jpeg] [--quality N]"},
-    {"eval", "eval", NULL, 1, {"expression"}, 1, CLI_OUT_VALUE,
+    {"eval", WIRE_OP_EVAL, NULL, {"expression"}, 1, CLI_OUT_VALUE,
      {{"--await", NULL, "await", VT_TRUE}},
      "eval EXPR [--await]"},
-    {"park", "session.park", NULL, 1, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "park"},
-    {"restore", "session.restore", NULL, 1, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "restore"},
-    {"close", NULL, "DELETE", 1, {NULL}, 0, CLI_OUT_NONE, {{NULL}}, "close"},
-    {"info", "session.info", NULL, 1, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "info"},
-    {"list", NULL, "GET", 0, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "list"},
-    {"call", NULL, NULL, 1, {"op", "args"}, 1, CLI_OUT_REPLY, {{NULL}},
+    {"park", WIRE_OP_SESSION_PARK, NULL, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "park"},
+    {"restore", WIRE_OP_SESSION_RESTORE, NULL, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "restore"},
+    {"close", WIRE_OP_SESSION_CLOSE, "DELETE", {NULL}, 0, CLI_OUT_NONE, {{NULL}}, "close"},
+    {"info", WIRE_OP_SESSION_INFO, NULL, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "info"},
+    {"list", NONE, "GET", {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "list"},
+    {"call", NONE, NULL, {"op", "args"}, 1, CLI_OUT_REPLY, {{NULL}},
      "call OP ['JSON ARGS']"},
 };
 // clang-format on
@@ -171,7 +173,7 @@ static int take_value(int argc, char **argv, int *i, const char *eq, const char 
         return 0;
     }
     if (*i + 1 >= argc)
-        return cli_say(err, errlen, RG_EBADREQ, "%s needs a value", argv[*i]);
+        return rg_errf(err, errlen, RG_EBADREQ, "%s needs a value", argv[*i]);
     *out = argv[*i + 1];
     *i += 2;
     return 0;
@@ -184,7 +186,7 @@ static int parse_int(const char *flag, const char *s, long min, long max, long *
     errno = 0;
     long v = strtol(s, &end, 10);
     if (errno || end == s || *end || v < min || v > max)
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "%s wants an integer from %ld to %ld (got \"%.40s\")", flag, min, max, s);
     *out = v;
     return 0;
@@ -237,7 +239,7 @@ static int viewport(const char *s, cJSON **out, char *err, size_t errlen)
     if (x != s && (*x == 'x' || *x == 'X'))
         h = strtol(x + 1, &end, 10);
     if (x == s || !end || end == x + 1 || *end || w < 1 || h < 1 || w > 100000 || h > 100000)
-        return cli_say(err, errlen, RG_EBADREQ, "--viewport wants WIDTHxHEIGHT, such as 1280x800");
+        return rg_errf(err, errlen, RG_EBADREQ, "--viewport wants WIDTHxHEIGHT, such as 1280x800");
     *out = cJSON_CreateObject();
     cJSON_AddNumberToObject(*out, "width", (double)w);
     cJSON_AddNumberToObject(*out, "height", (double)h);
@@ -272,7 +274,7 @@ static int command_flag(const cmd_spec *spec, int argc, char **argv, int *i, cJS
             continue;
         if (f->vt == VT_TRUE) {
             if (eq)
-                return cli_say(err, errlen, RG_EBADREQ, "%s takes no value", f->name);
+                return rg_errf(err, errlen, RG_EBADREQ, "%s takes no value", f->name);
             set_arg(args, f->key, cJSON_CreateTrue());
             *i += 1;
             return 1;
@@ -303,7 +305,7 @@ static const cmd_spec *find_command(int argc, char **argv, int *i, char *err, si
             *i += 2;
             return &cmds[0];
         }
-        cli_say(err, errlen, RG_EBADREQ, "unknown command \"session %s\" (there is session create)",
+        rg_errf(err, errlen, RG_EBADREQ, "unknown command \"session %s\" (there is session create)",
                 *i + 1 < argc ? argv[*i + 1] : "");
         return NULL;
     }
@@ -313,7 +315,7 @@ static const cmd_spec *find_command(int argc, char **argv, int *i, char *err, si
             return &cmds[k];
         }
     }
-    cli_say(err, errlen, RG_EBADREQ, "unknown command \"%.60s\"", w);
+    rg_errf(err, errlen, RG_EBADREQ, "unknown command \"%.60s\"", w);
     return NULL;
 }
 
@@ -326,10 +328,10 @@ static int positional(const cmd_spec *spec, const char **pos, int npos, cJSON *a
         max++;
     int variadic = max && spec->pos[max - 1][0] == '*';
     if (npos < spec->min_pos)
-        return cli_say(err, errlen, RG_EBADREQ, "%s is missing an argument: %s %s", spec->name,
+        return rg_errf(err, errlen, RG_EBADREQ, "%s is missing an argument: %s %s", spec->name,
                        CLI_PROG, spec->usage);
     if (npos > max && !variadic)
-        return cli_say(err, errlen, RG_EBADREQ, "too many arguments for %s (\"%.40s\"): %s %s",
+        return rg_errf(err, errlen, RG_EBADREQ, "too many arguments for %s (\"%.40s\"): %s %s",
                        spec->name, pos[max], CLI_PROG, spec->usage);
     for (int k = 0; k < npos && k < max; k++) {
         if (spec->pos[k][0] != '*') {
@@ -357,7 +359,7 @@ static int make_path(cli_call *c, const char *sid, char *err, size_t errlen)
     }
     int rc = 0;
     if (b.failed || b.len >= sizeof c->path)
-        rc = cli_say(err, errlen, RG_EBADREQ, "the session id is too long");
+        rc = rg_errf(err, errlen, RG_EBADREQ, "the session id is too long");
     else
         memcpy(c->path, b.data, b.len + 1);
     rg_buf_destroy(&b);
@@ -369,7 +371,7 @@ static int call_command(const char **pos, int npos, cJSON **args, const char **o
                         size_t errlen)
 {
     if (npos < 1 || npos > 2)
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "call wants an op and at most one JSON argument: %s call OP "
                        "'{\"key\": value}'",
                        CLI_PROG);
@@ -379,10 +381,10 @@ static int call_command(const char **pos, int npos, cJSON **args, const char **o
     char jerr[200];
     cJSON *v = NULL;
     if (wire_json_decode(pos[1], strlen(pos[1]), &v, jerr, sizeof jerr) < 0)
-        return cli_say(err, errlen, RG_EBADREQ, "call's arguments are not valid JSON: %s", jerr);
+        return rg_errf(err, errlen, RG_EBADREQ, "call's arguments are not valid JSON: %s", jerr);
     if (!cJSON_IsObject(v)) {
         cJSON_Delete(v);
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "call's arguments must be a JSON object, such as '{}'");
     }
     cJSON_Delete(*args);
@@ -394,18 +396,19 @@ static int call_command(const char **pos, int npos, cJSON **args, const char **o
 static int build(const cmd_spec *spec, const char **pos, int npos, cJSON *args, const cli_global *g,
                  cli_call *c, char *err, size_t errlen)
 {
-    const char *op = spec->op;
+    const char *op = wire_op_name(spec->op);
     int rc = 0, is_call = !strcmp(spec->name, "call");
     if (is_call)
         rc = call_command(pos, npos, &args, &op, err, errlen);
     else
         rc = positional(spec, pos, npos, args, err, errlen);
-    int needs_session = is_call ? op && strcmp(op, "session.create") : spec->session;
+    int id = is_call ? wire_op_find(op) : spec->op;
+    int needs_session = id >= 0 ? !(wire_ops[id].flags & WIRE_F_CREATE) : is_call;
     if (!rc && needs_session && !g->session)
-        rc = cli_say(err, errlen, RG_EBADREQ,
+        rc = rg_errf(err, errlen, RG_EBADREQ,
                      "%s needs a session: pass -s SID or set REFGATE_SESSION", spec->name);
     if (!rc && spec->out == CLI_OUT_FILE && !c->out_file)
-        rc = cli_say(err, errlen, RG_EBADREQ,
+        rc = rg_errf(err, errlen, RG_EBADREQ,
                      "screenshot needs -o FILE (or -o - for standard output)");
     if (!rc)
         rc = make_path(c, needs_session ? g->session : NULL, err, errlen);
@@ -419,7 +422,7 @@ static int build(const cmd_spec *spec, const char **pos, int npos, cJSON *args, 
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(args, "format");
     c->observe_elements = spec->out == CLI_OUT_OBSERVE && cJSON_IsString(fmt) &&
                           strcmp(fmt->valuestring, "text") != 0;
-    if (!op) { /* GET and DELETE carry no body */
+    if (!op || spec->method) { /* GET and DELETE carry no body */
         cJSON_Delete(args);
         return 0;
     }
@@ -465,7 +468,7 @@ int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, 
             if (took == 0)
                 took = cli_global_flag(g, argc, argv, &i, err, errlen);
             if (took == 0)
-                took = cli_say(err, errlen, RG_EBADREQ, "unknown option %.60s%s%s", w,
+                took = rg_errf(err, errlen, RG_EBADREQ, "unknown option %.60s%s%s", w,
                                spec ? " for " : "", spec ? spec->name : "");
             rc = took < 0 ? took : 0;
         } else if (spec) {
@@ -480,7 +483,7 @@ int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, 
         }
     }
     if (!rc && !spec)
-        rc = cli_say(err, errlen, RG_EBADREQ, "no command given");
+        rc = rg_errf(err, errlen, RG_EBADREQ, "no command given");
     if (!rc)
         rc = build(spec, pos, npos, args, g, c, err, errlen);
     else
@@ -489,6 +492,24 @@ int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, 
     if (rc < 0)
         cli_call_destroy(c);
     return rc;
+}
+
+int cli_check_commands(char *err, size_t errlen)
+{
+    for (size_t k = 0; k < NCMDS; k++) {
+        const cmd_spec *c = &cmds[k];
+        for (int i = 0; c->op >= 0 && i < MAX_POS && c->pos[i]; i++) {
+            const char *key = c->pos[i] + (c->pos[i][0] == '*');
+            if (!wire_op_arg(c->op, key))
+                return rg_errf(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
+                               c->name, key, wire_op_name(c->op));
+        }
+        for (int i = 0; c->op >= 0 && i < MAX_FLAGS && c->flags[i].name; i++)
+            if (c->flags[i].key && !wire_op_arg(c->op, c->flags[i].key))
+                return rg_errf(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
+                               c->name, c->flags[i].key, wire_op_name(c->op));
+    }
+    return 0;
 }
 
 /* ---- help ----------------------------------------------------------------- */

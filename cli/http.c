@@ -6,7 +6,7 @@
  * One request per connection (Connection: close). No TLS: https is refused.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -19,7 +19,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 #define RECV_CHUNK 65536
 
@@ -48,11 +48,11 @@ static int parse_prefix(const char *p, cli_url *u, char *err, size_t errlen)
     while (n && p[n - 1] == '/')
         n--;
     if (n >= sizeof u->prefix)
-        return cli_say(err, errlen, RG_EBADREQ, "the URL's path is too long");
+        return rg_errf(err, errlen, RG_EBADREQ, "the URL's path is too long");
     for (size_t i = 0; i < n; i++) {
         unsigned char ch = (unsigned char)p[i];
         if (ch <= 0x20 || ch >= 0x7f || ch == '?' || ch == '#')
-            return cli_say(err, errlen, RG_EBADREQ,
+            return rg_errf(err, errlen, RG_EBADREQ,
                            "the URL's path may not hold spaces, a query or a fragment");
     }
     memcpy(u->prefix, p, n);
@@ -64,16 +64,16 @@ int cli_url_parse(const char *s, cli_url *u, char *err, size_t errlen)
 {
     memset(u, 0, sizeof *u);
     if (!strncasecmp(s, "https://", 8))
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "refgate-cli speaks plain http only: use http://, or reach an https "
                        "gateway through a local tunnel (ssh -L, stunnel)");
     if (strncasecmp(s, "http://", 7))
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "the gateway URL must look like http://host:port (got \"%.80s\")", s);
     const char *a = s + 7;
     size_t alen = strcspn(a, "/?#");
     if (memchr(a, '@', alen))
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "the gateway URL may not hold a user name or "
                        "password: pass the API key with --key");
     const char *host = a, *port = NULL;
@@ -81,12 +81,12 @@ int cli_url_parse(const char *s, cli_url *u, char *err, size_t errlen)
     if (alen && a[0] == '[') {
         const char *close = memchr(a, ']', alen);
         if (!close)
-            return cli_say(err, errlen, RG_EBADREQ, "an IPv6 address in a URL needs a closing ']'");
+            return rg_errf(err, errlen, RG_EBADREQ, "an IPv6 address in a URL needs a closing ']'");
         host = a + 1;
         hlen = (size_t)(close - host);
         if (close + 1 < a + alen) {
             if (close[1] != ':')
-                return cli_say(err, errlen, RG_EBADREQ, "unexpected text after ']' in the URL");
+                return rg_errf(err, errlen, RG_EBADREQ, "unexpected text after ']' in the URL");
             port = close + 2;
         }
     } else {
@@ -95,18 +95,18 @@ int cli_url_parse(const char *s, cli_url *u, char *err, size_t errlen)
         port = colon ? colon + 1 : NULL;
     }
     if (hlen == 0 || hlen >= sizeof u->host)
-        return cli_say(err, errlen, RG_EBADREQ, "the gateway URL has no host");
+        return rg_errf(err, errlen, RG_EBADREQ, "the gateway URL has no host");
     memcpy(u->host, host, hlen);
     size_t plen = port ? (size_t)(a + alen - port) : 0;
     if (port && parse_port(port, plen, u->port) < 0)
-        return cli_say(err, errlen, RG_EBADREQ, "the URL's port must be a number from 1 to 65535");
+        return rg_errf(err, errlen, RG_EBADREQ, "the URL's port must be a number from 1 to 65535");
     if (!port)
         strcpy(u->port, "80");
     int v6 = a[0] == '[';
     snprintf(u->authority, sizeof u->authority, "%s%s%s%s%s", v6 ? "[" : "", u->host, v6 ? "]" : "",
              port ? ":" : "", port ? u->port : "");
     if (a[alen] == '?' || a[alen] == '#')
-        return cli_say(err, errlen, RG_EBADREQ, "the gateway URL may not hold a query or fragment");
+        return rg_errf(err, errlen, RG_EBADREQ, "the gateway URL may not hold a query or fragment");
     return parse_prefix(a + alen, u, err, errlen);
 }
 
@@ -136,10 +136,10 @@ static int header_safe(const char *s)
 int cli_http_format(const cli_url *u, const cli_http_req *r, rg_buf *out, char *err, size_t errlen)
 {
     if (r->key && (!*r->key || !header_safe(r->key)))
-        return cli_say(err, errlen, RG_EBADREQ,
+        return rg_errf(err, errlen, RG_EBADREQ,
                        "the API key is empty or holds spaces or control characters");
     if (!header_safe(r->path) || r->path[0] != '/')
-        return cli_say(err, errlen, RG_EBADREQ, "the request path is not valid");
+        return rg_errf(err, errlen, RG_EBADREQ, "the request path is not valid");
     rg_buf_printf(out, "%s %s%s HTTP/1.1\r\nHost: %s\r\n", r->method, u->prefix, r->path,
                   u->authority);
     rg_buf_puts(out, "User-Agent: refgate-cli/1\r\nAccept: application/msgpack\r\n");
@@ -264,11 +264,11 @@ static int header(const char *name, size_t nn, const char *v, size_t vn, cli_htt
     if (nn == 14 && !strncasecmp(name, "content-length", nn)) {
         uint64_t x;
         if (parse_decimal(v, vn, UINT64_MAX / 2, &x) < 0)
-            return cli_say(err, errlen, RG_EPROTO, "the reply's Content-Length is not a number");
+            return rg_errf(err, errlen, RG_EPROTO, "the reply's Content-Length is not a number");
         if (h->length >= 0 && (uint64_t)h->length != x)
-            return cli_say(err, errlen, RG_EPROTO, "the reply has two different Content-Lengths");
+            return rg_errf(err, errlen, RG_EPROTO, "the reply has two different Content-Lengths");
         if (x > CLI_MAX_BODY_BYTES)
-            return cli_say(err, errlen, RG_ETOOLARGE, "the reply is larger than %u bytes",
+            return rg_errf(err, errlen, RG_ETOOLARGE, "the reply is larger than %u bytes",
                            CLI_MAX_BODY_BYTES);
         h->length = (int64_t)x;
     } else if (nn == 17 && !strncasecmp(name, "transfer-encoding", nn)) {
@@ -296,7 +296,7 @@ static int parse_head(const char *s, size_t n, cli_http_resp *r, struct head_inf
 {
     long e = line_end(s, n, 0);
     if (parse_status(s, (size_t)e, &r->status) < 0)
-        return cli_say(err, errlen, RG_EPROTO, "the server's reply is not HTTP/1.x (\"%.*s\")",
+        return rg_errf(err, errlen, RG_EPROTO, "the server's reply is not HTTP/1.x (\"%.*s\")",
                        e > 40 ? 40 : (int)e, s);
     r->ctype[0] = '\0';
     r->retry_after_s = -1;
@@ -311,10 +311,10 @@ static int parse_head(const char *s, size_t n, cli_http_resp *r, struct head_inf
         if (ln == 0)
             break;
         if (line[0] == ' ' || line[0] == '\t')
-            return cli_say(err, errlen, RG_EPROTO, "the reply folds a header over two lines");
+            return rg_errf(err, errlen, RG_EPROTO, "the reply folds a header over two lines");
         const char *colon = memchr(line, ':', ln);
         if (!colon || colon == line)
-            return cli_say(err, errlen, RG_EPROTO, "the reply has a malformed header line");
+            return rg_errf(err, errlen, RG_EPROTO, "the reply has a malformed header line");
         size_t nn = (size_t)(colon - line), vn = ln - nn - 1;
         const char *v = trim(colon + 1, &vn);
         int rc = header(line, nn, v, vn, r, h, err, errlen);
@@ -327,14 +327,14 @@ static int parse_head(const char *s, size_t n, cli_http_resp *r, struct head_inf
 static int body_append(cli_http_resp *r, const char *p, size_t n, char *err, size_t errlen)
 {
     if (r->body.len + n > CLI_MAX_BODY_BYTES)
-        return cli_say(err, errlen, RG_ETOOLARGE, "the reply is larger than %u bytes",
+        return rg_errf(err, errlen, RG_ETOOLARGE, "the reply is larger than %u bytes",
                        CLI_MAX_BODY_BYTES);
     return rg_buf_append(&r->body, p, n) < 0 ? RG_ENOMEM : 0;
 }
 
 static int truncated(char *err, size_t errlen)
 {
-    return cli_say(err, errlen, RG_EPROTO,
+    return rg_errf(err, errlen, RG_EPROTO,
                    "the connection closed before the whole reply arrived (truncated reply)");
 }
 
@@ -344,10 +344,10 @@ static int step_head(cli_http_parser *p, const char *in, size_t len, int eof, cl
     size_t n = head_end(in, len, p->pos);
     if (n == 0) {
         if (len - p->pos > CLI_MAX_HEADER_BYTES)
-            return cli_say(err, errlen, RG_ETOOLARGE, "the reply's headers exceed %d bytes",
+            return rg_errf(err, errlen, RG_ETOOLARGE, "the reply's headers exceed %d bytes",
                            CLI_MAX_HEADER_BYTES);
         if (eof && len == p->pos && p->pos == 0)
-            return cli_say(err, errlen, RG_EPROTO,
+            return rg_errf(err, errlen, RG_EPROTO,
                            "the server closed the connection without a reply");
         return eof ? truncated(err, errlen) : CLI_AGAIN;
     }
@@ -370,36 +370,25 @@ static int step_head(cli_http_parser *p, const char *in, size_t len, int eof, cl
     return 0;
 }
 
-static int hexval(char ch)
-{
-    if (ch >= '0' && ch <= '9')
-        return ch - '0';
-    if (ch >= 'a' && ch <= 'f')
-        return ch - 'a' + 10;
-    if (ch >= 'A' && ch <= 'F')
-        return ch - 'A' + 10;
-    return -1;
-}
-
 static int step_chunk_size(cli_http_parser *p, const char *in, size_t len, int eof, char *err,
                            size_t errlen)
 {
     long e = line_end(in, len, p->pos);
     if (e < 0) {
         if (len - p->pos > CLI_MAX_CHUNK_LINE)
-            return cli_say(err, errlen, RG_EPROTO, "the reply has a malformed chunk header");
+            return rg_errf(err, errlen, RG_EPROTO, "the reply has a malformed chunk header");
         return eof ? truncated(err, errlen) : CLI_AGAIN;
     }
     const char *s = in + p->pos;
     size_t n = (size_t)e - p->pos, digits = 0;
     uint64_t size = 0;
-    for (int v; digits < n && digits <= 15 && (v = hexval(s[digits])) >= 0; digits++)
+    for (int v; digits < n && digits <= 15 && (v = rg_hex_value(s[digits])) >= 0; digits++)
         size = size * 16 + (uint64_t)v;
     char next = digits < n ? s[digits] : '\n';
     if (digits == 0 || digits > 15 || !strchr(";\r\n \t", next))
-        return cli_say(err, errlen, RG_EPROTO, "the reply has a malformed chunk header");
+        return rg_errf(err, errlen, RG_EPROTO, "the reply has a malformed chunk header");
     if (size > CLI_MAX_BODY_BYTES)
-        return cli_say(err, errlen, RG_ETOOLARGE, "the reply is larger than %u bytes",
+        return rg_errf(err, errlen, RG_ETOOLARGE, "the reply is larger than %u bytes",
                        CLI_MAX_BODY_BYTES);
     p->pos = (size_t)e + 1;
     p->chunk_left = size;
@@ -417,7 +406,7 @@ static int step_chunk_end(cli_http_parser *p, const char *in, size_t len, int eo
     } else if (avail >= 2 && s[0] == '\r' && s[1] == '\n') {
         p->pos += 2;
     } else if (avail >= 2 || (avail == 1 && s[0] != '\r')) {
-        return cli_say(err, errlen, RG_EPROTO, "a chunk of the reply is longer than it said");
+        return rg_errf(err, errlen, RG_EPROTO, "a chunk of the reply is longer than it said");
     } else {
         return eof ? truncated(err, errlen) : CLI_AGAIN;
     }
@@ -431,7 +420,7 @@ static int step_trailer(cli_http_parser *p, const char *in, size_t len, int eof,
     long e = line_end(in, len, p->pos);
     if (e < 0) {
         if (len - p->pos > CLI_MAX_HEADER_BYTES)
-            return cli_say(err, errlen, RG_ETOOLARGE, "the reply's trailer is too long");
+            return rg_errf(err, errlen, RG_ETOOLARGE, "the reply's trailer is too long");
         if (eof && len == p->pos)
             p->state = P_DONE; /* the close ends a reply that skipped its last CRLF */
         else if (eof)
@@ -464,7 +453,7 @@ static int step(cli_http_parser *p, const char *in, size_t len, int eof, cli_htt
         if (r->body.len == (uint64_t)p->content_length)
             p->state = P_DONE;
         else if (eof)
-            return cli_say(err, errlen, RG_EPROTO,
+            return rg_errf(err, errlen, RG_EPROTO,
                            "the connection closed after %zu of the reply's %lld bytes (truncated "
                            "reply)",
                            r->body.len, (long long)p->content_length);
@@ -507,7 +496,7 @@ int cli_http_parse(cli_http_parser *p, const char *in, size_t len, int eof, cli_
                    char *err, size_t errlen)
 {
     if (len < p->pos)
-        return cli_say(err, errlen, RG_EINTERNAL, "the input shrank between calls");
+        return rg_errf(err, errlen, RG_EINTERNAL, "the input shrank between calls");
     while (p->state != P_DONE) {
         int rc = step(p, in, len, eof, resp, err, errlen);
         if (rc)
@@ -574,21 +563,21 @@ static int receive(int fd, int64_t deadline_ms, cli_http_resp *resp, char *err, 
         if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
             int w = wait_fd(fd, POLLIN, deadline_ms);
             if (w == 0)
-                rc = cli_say(err, errlen, RG_ETIMEOUT, "no complete reply arrived in time");
+                rc = rg_errf(err, errlen, RG_ETIMEOUT, "no complete reply arrived in time");
             else if (w < 0)
                 rc =
-                    cli_say(err, errlen, RG_EUNAVAIL, "waiting for the reply: %s", strerror(errno));
+                    rg_errf(err, errlen, RG_EUNAVAIL, "waiting for the reply: %s", strerror(errno));
             continue;
         }
         if (k < 0) {
-            rc = cli_say(err, errlen, RG_EUNAVAIL, "reading the reply: %s", strerror(errno));
+            rc = rg_errf(err, errlen, RG_EUNAVAIL, "reading the reply: %s", strerror(errno));
             break;
         }
         in.len += (size_t)k;
         in.data[in.len] = '\0';
         rc = cli_http_parse(&p, in.data, in.len, k == 0, resp, err, errlen);
         if (rc == CLI_AGAIN && k == 0) /* cannot happen: at the close the parser decides */
-            rc = cli_say(err, errlen, RG_EINTERNAL, "the reply parser wants bytes after the close");
+            rc = rg_errf(err, errlen, RG_EINTERNAL, "the reply parser wants bytes after the close");
     }
     rg_buf_destroy(&in);
     return rc;
@@ -599,14 +588,14 @@ int cli_http_exchange(int fd, const void *req, size_t len, int64_t deadline_ms, 
 {
     int fl = fcntl(fd, F_GETFL);
     if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
-        return cli_say(err, errlen, RG_EUNAVAIL, "fcntl: %s", strerror(errno));
+        return rg_errf(err, errlen, RG_EUNAVAIL, "fcntl: %s", strerror(errno));
     int sent = send_all(fd, req, len, deadline_ms);
     if (sent == RG_ETIMEOUT)
-        return cli_say(err, errlen, RG_ETIMEOUT, "sending the request timed out");
+        return rg_errf(err, errlen, RG_ETIMEOUT, "sending the request timed out");
     /* A peer that refused the body may have closed after replying: read it. */
     int rc = receive(fd, deadline_ms, resp, err, errlen);
     if (rc < 0 && sent > 0)
-        return cli_say(err, errlen, RG_EUNAVAIL, "sending the request: %s", strerror(sent));
+        return rg_errf(err, errlen, RG_EUNAVAIL, "sending the request: %s", strerror(sent));
     return rc;
 }
 
@@ -647,7 +636,7 @@ int cli_http_connect(const cli_url *u, int timeout_ms, int *fd, char *err, size_
     *fd = -1;
     int g = getaddrinfo(u->host, u->port, &hints, &res);
     if (g)
-        return cli_say(err, errlen, RG_EUNAVAIL, "cannot resolve %s: %s", u->host, gai_strerror(g));
+        return rg_errf(err, errlen, RG_EUNAVAIL, "cannot resolve %s: %s", u->host, gai_strerror(g));
     int e = ECONNREFUSED, timed_out = 0;
     for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         e = connect_one(ai, rg_now_ms() + timeout_ms, fd, &timed_out);
@@ -658,9 +647,9 @@ int cli_http_connect(const cli_url *u, int timeout_ms, int *fd, char *err, size_
     if (e == 0)
         return 0;
     if (timed_out)
-        return cli_say(err, errlen, RG_ETIMEOUT, "connecting to %s timed out after %d ms",
+        return rg_errf(err, errlen, RG_ETIMEOUT, "connecting to %s timed out after %d ms",
                        u->authority, timeout_ms);
-    return cli_say(err, errlen, RG_EUNAVAIL, "cannot connect to %s: %s", u->authority, strerror(e));
+    return rg_errf(err, errlen, RG_EUNAVAIL, "cannot connect to %s: %s", u->authority, strerror(e));
 }
 
 int cli_http_do(const cli_url *u, const cli_http_req *r, int timeout_ms, cli_http_resp *resp,
@@ -676,7 +665,7 @@ int cli_http_do(const cli_url *u, const cli_http_req *r, int timeout_ms, cli_htt
         int64_t deadline = rg_now_ms() + timeout_ms + CLI_REPLY_GRACE_MS;
         rc = cli_http_exchange(fd, req.data, req.len, deadline, resp, err, errlen);
         if (rc == RG_ETIMEOUT)
-            cli_say(err, errlen, RG_ETIMEOUT, "no reply from %s within %d ms", u->authority,
+            rg_errf(err, errlen, RG_ETIMEOUT, "no reply from %s within %d ms", u->authority,
                     timeout_ms + CLI_REPLY_GRACE_MS);
     }
     if (fd >= 0)
@@ -695,7 +684,7 @@ int cli_reply_decode(const cli_http_resp *resp, cJSON **out, char *err, size_t e
         return wire_mp_decode(resp->body.data, resp->body.len, out, err, errlen);
     if (!strcmp(resp->ctype, "application/json"))
         return wire_json_decode(resp->body.data, resp->body.len, out, err, errlen);
-    return cli_say(err, errlen, RG_EMEDIA,
+    return rg_errf(err, errlen, RG_EMEDIA,
                    "HTTP %d with a %s body of %zu bytes, not a refgate reply", resp->status,
                    resp->ctype[0] ? resp->ctype : "untyped", resp->body.len);
 }

@@ -5,12 +5,12 @@
  * 2 a usage error.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 static int usage_error(const char *msg)
 {

@@ -28,7 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 #define MCP_LINE_MAX (8u * 1024 * 1024)
 #define MCP_WAIT_MAX_S 30

@@ -5,25 +5,14 @@
  * test can capture everything.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
-
-int cli_say(char *err, size_t errlen, int rc, const char *fmt, ...)
-{
-    if (err && errlen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(err, errlen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
+#include "wire/wire.h"
 
 void cli_error(FILE *f, const char *fmt, ...)
 {

@@ -5,7 +5,7 @@
  * NOSCRIPT fallback.
  */
 #define _GNU_SOURCE
-#include "rg.h"
+#include "common/rg.h"
 
 #include <hiredis/hiredis.h>
 #include <poll.h>

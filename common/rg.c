@@ -4,7 +4,7 @@
  */
 #define _GNU_SOURCE
 #include <stdarg.h>
-#include "rg.h"
+#include "common/rg.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+
+#include <msgpack.h>
 
 /* ---- errors ---- */
 
@@ -364,7 +366,7 @@ char *rg_buf_steal(rg_buf *b)
     return p;
 }
 
-int rg_bad(char *err, size_t errlen, const char *fmt, ...)
+int rg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
 {
     if (err && errlen) {
         va_list ap;
@@ -372,7 +374,24 @@ int rg_bad(char *err, size_t errlen, const char *fmt, ...)
         vsnprintf(err, errlen, fmt, ap);
         va_end(ap);
     }
-    return RG_EBADREQ;
+    return rc;
+}
+
+int rg_mp_key_is(const msgpack_object *k, const char *name)
+{
+    return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(name) &&
+           !memcmp(k->via.str.ptr, name, k->via.str.size);
+}
+
+int rg_hex_value(int c)
+{
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    if (c >= 'A' && c <= 'F')
+        return c - 'A' + 10;
+    return -1;
 }
 
 void rg_deadline(struct timespec *ts, int timeout_ms)

@@ -1,6 +1,7 @@
 /*
  * rg.h - what every refgate module shares: the error enum that maps onto the
- * wire protocol's error codes, the limits (one place, units in the names),
+ * wire protocol's error codes, the limits shared across modules (units in
+ * the names),
  * monotonic time, logging and a growable byte buffer.
  *
  * Threading: everything here is safe from any thread. rg_buf is not shared:
@@ -53,9 +54,10 @@ enum rg_err {
 
 /**
  * Formats a sentence into err (errlen bytes; err may be NULL) and returns
- * RG_EBADREQ: the usual way to refuse input with a reason.
+ * rc: the one way to fail with a reason (RG_EBADREQ to refuse input).
  */
-int rg_bad(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int rg_errf(char *err, size_t errlen, int rc, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 
 /** The protocol code for err ("bad_request", ...); "internal" for unknowns. */
 const char *rg_err_code(int err);
@@ -65,29 +67,6 @@ int rg_err_http(int err);
 int rg_err_transient(int err);
 
 /* ---- limits ---------------------------------------------------------------
- * Defaults; the modules take them from their config structs so an operator
- * can change them (environment variables, documented in README.md).
- */
-#define RG_CDP_MAX_MESSAGE_BYTES (64u * 1024 * 1024) /* one DevTools message */
-#define RG_CDP_MAX_WRITE_QUEUE_BYTES (16u * 1024 * 1024) /* unsent bytes per pipe */
-#define RG_CDP_DEFAULT_TIMEOUT_MS 30000
-#define RG_CDP_MAX_SUBSCRIBERS 256 /* event subscriptions per connection */
-
-#define RG_POOL_BROWSERS 2
-#define RG_POOL_CONTEXTS_PER_BROWSER 16
-#define RG_POOL_QUEUE_MAX 64           /* lease requests waiting at once */
-#define RG_POOL_LEASE_TIMEOUT_MS 10000 /* how long a lease request may wait */
-#define RG_POOL_START_TIMEOUT_MS 30000 /* browser cold start to first answer */
-#define RG_POOL_PING_INTERVAL_MS 2000
-#define RG_POOL_PING_TIMEOUT_MS 5000
-#define RG_POOL_PING_MISSES 2
-#define RG_POOL_CLOSE_GRACE_MS 2000 /* Browser.close before SIGKILL */
-#define RG_POOL_RECYCLE_AFTER 200   /* contexts created before a browser is recycled */
-#define RG_POOL_RETRY_AFTER_MS 1000 /* hint given with pool_exhausted */
-#define RG_POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
-#define RG_POOL_DISPOSE_TIMEOUT_MS 5000
-
-/*
  * A tenant's limits, held across every worker through Redis (docs/protocol.md,
  * "Tenant limits"; gateway/limits.c and session/quota.c say how).
  */
@@ -126,6 +105,13 @@ void rg_sleep_ms(int ms);
  * truncating; returns strlen(src) so a caller can tell it was cut.
  */
 size_t rg_strlcpy(char *dst, const char *src, size_t size);
+
+/** The value of the hex digit c (either case), or -1 when c is not one. */
+int rg_hex_value(int c);
+
+struct msgpack_object;
+/** 1 when k is a msgpack str equal to name: a map key of a stored record. */
+int rg_mp_key_is(const struct msgpack_object *k, const char *name);
 
 /**
  * Decodes standard base64 (padding optional, no whitespace) from s (n bytes).

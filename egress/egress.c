@@ -9,7 +9,7 @@
  * connections' sockets down, which wakes their threads out of poll.
  */
 #define _GNU_SOURCE
-#include "egress.h"
+#include "egress/egress.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -23,7 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../common/rg.h"
+#include "common/rg.h"
 
 #define MOD "egress"
 #define RELAY_BUF 16384

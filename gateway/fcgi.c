@@ -7,7 +7,7 @@
  * requests being served run to their end.
  */
 #define _GNU_SOURCE
-#include "gw_int.h"
+#include "gateway/gw_int.h"
 
 #include <fcgiapp.h>
 #include <fcntl.h>

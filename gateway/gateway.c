@@ -4,7 +4,7 @@
  * the tenant cache, the concurrency limits' thread, the WebSocket thread.
  */
 #define _GNU_SOURCE
-#include "gw_int.h"
+#include "gateway/gw_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -57,10 +57,10 @@ static reg_store *open_store(gw *g, char *err, size_t errlen)
     }
 }
 
-/* Page events (reader thread) to the session's WebSocket subscribers. */
+/* Page events (reader thread) to the sink. */
 static void page_event(void *ud, const char *tid, const char *sid, const char *kind, cJSON *data)
 {
-    gw_ws_event(ud, tid, sid, kind, data);
+    gw_event(ud, tid, sid, kind, data);
 }
 
 int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
@@ -70,6 +70,8 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
     if (!g)
         return RG_ENOMEM;
     g->cfg = *cfg;
+    /* Commands and pages send their events to the WebSocket's subscribers. */
+    g->events = (gw_events){.wants = gw_ws_wants, .emit = gw_ws_event};
     snprintf(g->worker, sizeof g->worker, "%s", cfg->worker_id);
     g->cfg.worker_id = g->worker;
     g->listen_fd = -1;

@@ -20,7 +20,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../common/rg.h"
+#include "common/rg.h"
 
 typedef struct gw gw;
 

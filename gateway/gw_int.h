@@ -1,30 +1,35 @@
 /*
- * gw_int.h - private to gateway/: the gateway structure, metrics, the
- * command context shared by dispatch.c (ops), http.c (routes), fcgi.c,
- * ws.c and main.c.
+ * gw_int.h - private to gateway/: the gateway structure, metrics, the event
+ * sink, and the command context that check.c (checks), ops.c (handlers),
+ * reply.c (reply maps) and command.c (the pipeline) share.
+ *
+ * Calls between the files go one way: main.c -> gateway.c -> ws.c, limits.c,
+ * urlpolicy.c; fcgi.c -> http.c -> command.c; ws.c -> command.c; command.c
+ * -> ops.c -> check.c, reply.c, metrics.c. Events from a command reach the
+ * WebSocket only through the sink gateway.c sets.
  */
 #ifndef GW_INT_H
 #define GW_INT_H
 
 #include <pthread.h>
 
-#include "../pool/pool.h"
-#include "../registry/registry.h"
-#include "../session/session.h"
-#include "../tenant/tenant.h"
-#include "gateway.h"
-#include "wire.h"
+#include "pool/pool.h"
+#include "registry/registry.h"
+#include "session/session.h"
+#include "tenant/tenant.h"
+#include "gateway/gateway.h"
+#include "wire/op.h"
+#include "wire/wire.h"
 
 /* ---- metrics ---- */
 
-#define GW_OPS_MAX 40
 #define GW_CODES 26
 #define GW_BUCKETS 14
 
 typedef struct gw_metrics {
-    uint64_t commands[GW_OPS_MAX][GW_CODES]; /* by op index and error index (0: ok) */
-    uint64_t latency[GW_OPS_MAX][GW_BUCKETS + 1];
-    double latency_sum[GW_OPS_MAX];
+    uint64_t commands[WIRE_OP_COUNT][GW_CODES]; /* by op index and error index (0: ok) */
+    uint64_t latency[WIRE_OP_COUNT][GW_BUCKETS + 1];
+    double latency_sum[WIRE_OP_COUNT];
     uint64_t http[6];                        /* responses by status class 1xx..5xx */
     uint64_t redis_errors;
     uint64_t ws_connections;
@@ -32,8 +37,20 @@ typedef struct gw_metrics {
 
 extern const int gw_buckets_ms[GW_BUCKETS];
 
-/** Counts one command (op index, error code or 0, milliseconds). */
+/** Counts one command (wire_op_id, error code or 0, milliseconds). */
 void gw_metrics_count(gw *g, int op, int rc, double ms);
+
+/* ---- the event sink ---- */
+
+/**
+ * Where a command's events go (the session's WebSocket subscribers):
+ * gateway.c sets it at start, before any command runs. wants says whether a
+ * subscriber of the session wants kind; emit sends one (data taken over).
+ */
+typedef struct gw_events {
+    int (*wants)(gw *g, const char *tid, const char *sid, const char *kind);
+    void (*emit)(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data);
+} gw_events;
 
 /* ---- the gateway ---- */
 
@@ -55,24 +72,95 @@ struct gw {
     int listen_fd;
     int64_t started_ms;
     struct gw_ws *ws;
+    gw_events events;
 };
 
-/* ---- ops (dispatch.c) ---- */
+/** 1 when the sink wants events of kind for the session. */
+static inline int gw_event_wants(gw *g, const char *tid, const char *sid, const char *kind)
+{
+    return g->events.wants ? g->events.wants(g, tid, sid, kind) : 0;
+}
 
-/** The name of op index i, or NULL past the end (for metrics). */
-const char *gw_op_name(int i);
-/** The index of op, or -1. */
-int gw_op_index(const char *op);
+/** Hands an event to the sink (data taken over; freed when nobody wants it). */
+static inline void gw_event(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data)
+{
+    if (g->events.emit)
+        g->events.emit(g, tid, sid, kind, data);
+    else
+        cJSON_Delete(data);
+}
+
+/* ---- one command (check.c, ops.c, reply.c, command.c) ---- */
+
+#define GW_DEFAULT_TIMEOUT_MS 5000
+#define GW_NAV_TIMEOUT_MS 30000
+
+/** A command on its way through the pipeline; one thread at a time. */
+typedef struct gw_cmd {
+    gw *g;
+    const gw_caller *who;
+    const char *sid;
+    const char *op;
+    int id;            /* wire_op_id, -1 until the op is known */
+    int param;         /* the handler's parameter (ops.c) */
+    const cJSON *args; /* never NULL: an empty object when absent */
+    int timeout_ms;
+    sess *s;
+    int nested;        /* an act step */
+    int full;          /* checkpoint cookies and storage after it */
+    int changed;       /* the page may have changed: snapshot event */
+    /* the outcome */
+    int rc;
+    char err[512];
+    cJSON *result;
+    cJSON *details;
+    int retry_after_ms;
+    const sess_restore_info *ri; /* what opening the session restored */
+} gw_cmd;
+
+/** Sets c's error (rc and a printf message) and returns rc. */
+int gw_fail(gw_cmd *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/** 1 when v is a number holding an integer a double represents exactly. */
+int gw_is_int(const cJSON *v);
+/** c's args: the string, integer (clamped to +-1e9), boolean, or presence of key k. */
+const char *gw_arg_str(const gw_cmd *c, const char *k);
+int gw_arg_int(const gw_cmd *c, const char *k, int def);
+int gw_arg_bool(const gw_cmd *c, const char *k);
+int gw_has_arg(const gw_cmd *c, const char *k);
+/**
+ * Checks the command map m's keys (op, args, id, idempotency_key) and their
+ * types; *id and *idem point into m. 0, or c->rc with c->err set.
+ */
+int gw_check_map(gw_cmd *c, const cJSON *m, int need_op, const cJSON **id, const char **idem);
+/** Prepares c for m: op (default_op when m has none), args checked, timeout. NULL on error. */
+const wire_op *gw_prepare(gw_cmd *c, const cJSON *m, const char *default_op);
+/**
+ * Every check of gw_command that needs neither Redis nor a session: map, op,
+ * args, route (c->sid) and the caller's rights. *o is set once the op is
+ * known, also when a later check fails (the command counts for that op).
+ */
+int gw_check_cmd(gw_cmd *c, const cJSON *m, const wire_op **o, const cJSON **id,
+                 const char **idem);
+/** Runs c's op (c->id) with its handler; 0 or c->rc. */
+int gw_op_run(gw_cmd *c);
+/** c's reply map (its result or error taken over), id echoed, ms its duration. */
+cJSON *gw_reply_of(gw_cmd *c, const cJSON *id, double ms);
 
 /* ---- routes (http.c) ---- */
 
 /**
- * The route of a request path: 1 for "/v1/sessions" (or with a trailing
- * "/"), 2 for "/v1/sessions/<sid>" (sid into out, len bytes; a sid that
- * does not fit still routes, as a session that cannot exist), 3 for
- * "/v1/sessions/<sid>/ws", 0 for anything else.
+ * What a request path names: "/v1/sessions" (or with a trailing "/"),
+ * "/v1/sessions/<sid>" (sid into out, len bytes; a sid that does not fit
+ * still routes, as a session that cannot exist), "/v1/sessions/<sid>/ws",
+ * or nothing of ours.
  */
-int gw_http_route(const char *path, char *sid, size_t len);
+enum gw_route {
+    GW_ROUTE_NONE,     /* no endpoint of ours */
+    GW_ROUTE_SESSIONS, /* /v1/sessions */
+    GW_ROUTE_SESSION,  /* /v1/sessions/{sid} */
+    GW_ROUTE_WS,       /* /v1/sessions/{sid}/ws (the WebSocket, not for HTTP) */
+};
+enum gw_route gw_http_route(const char *path, char *sid, size_t len);
 
 /* ---- WebSocket (ws.c) ---- */
 
@@ -128,7 +216,7 @@ int gw_connect_check(void *ud, const char *tid, const char *host, int port,
 /** Frees the cached policies (after the sessions are gone). */
 void gw_url_policies_free(void);
 
-/* ---- replies (dispatch.c) ---- */
+/* ---- replies (reply.c) and the log line (metrics.c) ---- */
 
 /** An error reply map for rc with message (and the id echoed). */
 cJSON *gw_error_reply(int rc, const char *message, const cJSON *id, double ms,

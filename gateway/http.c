@@ -4,7 +4,7 @@
  * limit, Retry-After, /healthz, /metrics, and one JSON log line per request.
  */
 #define _GNU_SOURCE
-#include "gw_int.h"
+#include "gateway/gw_int.h"
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>
@@ -152,28 +152,27 @@ static void list_sessions(gw *g, const gw_caller *who, enum fmt f, gw_http_resp 
     cJSON_Delete(r);
 }
 
-/* "/v1/sessions/<sid>" -> sid (into out); 1 for "/v1/sessions", 2 with a sid, 3 ".../ws", 0 else. */
-int gw_http_route(const char *path, char *sid, size_t len)
+enum gw_route gw_http_route(const char *path, char *sid, size_t len)
 {
     static const char base[] = "/v1/sessions";
     sid[0] = '\0';
     if (strncmp(path, base, sizeof base - 1))
-        return 0;
+        return GW_ROUTE_NONE;
     const char *p = path + sizeof base - 1;
     if (!*p || !strcmp(p, "/"))
-        return 1;
+        return GW_ROUTE_SESSIONS;
     if (*p != '/')
-        return 0;
+        return GW_ROUTE_NONE;
     p++;
     const char *slash = strchr(p, '/');
     size_t n = slash ? (size_t)(slash - p) : strlen(p);
     if (n == 0 || n >= len)
-        return n == 0 ? 0 : 2; /* too long: a session that cannot exist */
+        return n == 0 ? GW_ROUTE_NONE : GW_ROUTE_SESSION; /* too long: a session that cannot exist */
     memcpy(sid, p, n);
     sid[n] = '\0';
     if (!slash || !strcmp(slash, "/"))
-        return 2;
-    return !strcmp(slash, "/ws") ? 3 : 0;
+        return GW_ROUTE_SESSION;
+    return !strcmp(slash, "/ws") ? GW_ROUTE_WS : GW_ROUTE_NONE;
 }
 
 static const char *bearer(const char *auth)
@@ -199,6 +198,102 @@ static int body_map(const gw_http_req *req, cJSON **out, char *err, size_t errle
     return wire_mp_decode(req->body, req->body_len, out, err, errlen);
 }
 
+/* Answers a request no route takes (wrong path, method, size or type): 1, or 0 to go on. */
+static int refused(gw *g, const gw_http_req *req, enum gw_route kind, const char *method,
+                   enum fmt f, gw_http_resp *resp)
+{
+    if (kind == GW_ROUTE_NONE) {
+        respond_error(resp, f, RG_ENOTFOUND, "no such endpoint; see docs/protocol.md", 0, 0);
+        return 1;
+    }
+    if (kind == GW_ROUTE_WS) {
+        respond_error(resp, f, RG_EBADREQ,
+                      "the WebSocket endpoint needs a WebSocket handshake (Upgrade: websocket "
+                      "and Sec-WebSocket-Key)",
+                      0, 0);
+        return 1;
+    }
+    int post = !strcmp(method, "POST");
+    int allowed = (kind == GW_ROUTE_SESSIONS && (post || !strcmp(method, "GET"))) ||
+                  (kind == GW_ROUTE_SESSION && (post || !strcmp(method, "DELETE")));
+    if (!allowed) {
+        respond_error(resp, f, RG_EBADREQ,
+                      "method not allowed on this path (POST or GET /v1/sessions, POST or "
+                      "DELETE /v1/sessions/{id})",
+                      0, 0);
+        return 1;
+    }
+    if (req->body_too_large) {
+        char msg[96];
+        snprintf(msg, sizeof msg, "the body is larger than %zu bytes", g->cfg.max_body);
+        respond_error(resp, f, RG_ETOOLARGE, msg, 0, 0);
+        return 1;
+    }
+    if (req->body_len && !is_json(req->content_type) && !is_msgpack(req->content_type)) {
+        respond_error(resp, F_JSON, RG_EMEDIA,
+                      "send application/msgpack (or application/json)", 0, 0);
+        return 1;
+    }
+    return 0;
+}
+
+/* The tenant's rate and concurrency: 0 (a slot taken: gw_leave it), or answered. */
+static int admit(gw *g, const tenant *t, enum fmt f, gw_http_resp *resp)
+{
+    int rc, retry = 0;
+    if ((rc = gw_rate_check(g, t->id, t->rate, &retry)) < 0) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "over the tenant's rate of %g requests a second", t->rate);
+        respond_error(resp, f, rc, rc == RG_ERATE ? msg : "Redis is unavailable; try again", 0,
+                      rc == RG_ERATE ? retry : 1000);
+        return rc;
+    }
+    if ((rc = gw_enter(g, t->id, t->max_concurrent, &retry)) < 0) {
+        char msg[160];
+        if (rc == RG_ERATE)
+            snprintf(msg, sizeof msg,
+                     "the tenant already runs %d commands at once (on all workers together)",
+                     t->max_concurrent);
+        else
+            snprintf(msg, sizeof msg, "Redis is unavailable; try again");
+        respond_error(resp, f, rc, msg, 0, retry);
+        return rc;
+    }
+    return 0;
+}
+
+/* The command of the request (its body, or session.close for DELETE), answered; its op. */
+static const char *run_command(gw *g, const gw_http_req *req, const gw_caller *who,
+                               enum gw_route kind, const char *sid, enum fmt f,
+                               gw_http_resp *resp)
+{
+    int rc, retry = 0;
+    cJSON *m = NULL;
+    char err[256] = "";
+    if (req->method && !strcmp(req->method, "DELETE")) {
+        m = cJSON_CreateObject();
+        cJSON_AddStringToObject(m, "op", wire_op_name(WIRE_OP_SESSION_CLOSE));
+    } else if ((rc = body_map(req, &m, err, sizeof err)) < 0) {
+        respond_error(resp, f, rc, err, 0, 0);
+        return "-";
+    }
+    const cJSON *opj = cJSON_GetObjectItemCaseSensitive(m, "op");
+    int st;
+    cJSON *reply =
+        gw_command(g, who, kind == GW_ROUTE_SESSION ? sid : NULL, m, &st, &retry, &resp->after);
+    const char *op = cJSON_IsString(opj) ? wire_op_name(wire_op_find(opj->valuestring)) : NULL;
+    if (!op)
+        op = kind == GW_ROUTE_SESSIONS ? wire_op_name(WIRE_OP_SESSION_CREATE) : "-";
+    respond(resp, f, st, reply, retry);
+    const cJSON *ec = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
+    if (cJSON_IsString(ec))
+        resp->code = rg_err_code(code_err(ec->valuestring));
+    cJSON_Delete(reply);
+    cJSON_Delete(m);
+    return op;
+}
+
 void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
 {
     int64_t t0 = rg_now_us();
@@ -214,7 +309,7 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
     const char *path = req->path ? req->path : "/";
     char sid[SESS_ID_MAX + 1];
     const char *op = "-", *tid = "-";
-    int kind = gw_http_route(path, sid, sizeof sid);
+    enum gw_route kind = gw_http_route(path, sid, sizeof sid);
     tenant t;
     int have_tenant = 0;
 
@@ -234,37 +329,8 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
         respond_error(resp, f, RG_EBADREQ, "method not allowed (GET /healthz and /metrics)", 0, 0);
         goto log;
     }
-    if (!kind) {
-        respond_error(resp, f, RG_ENOTFOUND, "no such endpoint; see docs/protocol.md", 0, 0);
+    if (refused(g, req, kind, method, f, resp))
         goto log;
-    }
-    if (kind == 3) {
-        respond_error(resp, f, RG_EBADREQ,
-                      "the WebSocket endpoint needs a WebSocket handshake (Upgrade: websocket "
-                      "and Sec-WebSocket-Key)",
-                      0, 0);
-        goto log;
-    }
-    int allowed = (kind == 1 && (!strcmp(method, "POST") || !strcmp(method, "GET"))) ||
-                  (kind == 2 && (!strcmp(method, "POST") || !strcmp(method, "DELETE")));
-    if (!allowed) {
-        respond_error(resp, f, RG_EBADREQ,
-                      "method not allowed on this path (POST or GET /v1/sessions, POST or "
-                      "DELETE /v1/sessions/{id})",
-                      0, 0);
-        goto log;
-    }
-    if (req->body_too_large) {
-        char msg[96];
-        snprintf(msg, sizeof msg, "the body is larger than %zu bytes", g->cfg.max_body);
-        respond_error(resp, f, RG_ETOOLARGE, msg, 0, 0);
-        goto log;
-    }
-    if (req->body_len && !is_json(req->content_type) && !is_msgpack(req->content_type)) {
-        respond_error(resp, F_JSON, RG_EMEDIA,
-                      "send application/msgpack (or application/json)", 0, 0);
-        goto log;
-    }
     const char *key = bearer(req->authorization);
     int rc = key ? tenant_authenticate(g->tenants, key, &t) : RG_EUNAUTH;
     if (rc < 0) {
@@ -282,55 +348,16 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
                      .max_sessions = t.max_sessions,
                      .user_agent = t.user_agent,
                      .locale = t.locale};
-    int retry = 0;
-    if ((rc = gw_rate_check(g, t.id, t.rate, &retry)) < 0) {
-        char msg[128];
-        snprintf(msg, sizeof msg, "over the tenant's rate of %g requests a second", t.rate);
-        respond_error(resp, f, rc, rc == RG_ERATE ? msg : "Redis is unavailable; try again", 0,
-                      rc == RG_ERATE ? retry : 1000);
+    if (admit(g, &t, f, resp) < 0)
         goto log;
-    }
-    if ((rc = gw_enter(g, t.id, t.max_concurrent, &retry)) < 0) {
-        char msg[160];
-        if (rc == RG_ERATE)
-            snprintf(msg, sizeof msg,
-                     "the tenant already runs %d commands at once (on all workers together)",
-                     t.max_concurrent);
-        else
-            snprintf(msg, sizeof msg, "Redis is unavailable; try again");
-        respond_error(resp, f, rc, msg, 0, retry);
-        goto log;
-    }
-    if (kind == 1 && !strcmp(method, "GET")) {
+    if (kind == GW_ROUTE_SESSIONS && !strcmp(method, "GET")) {
         op = "list";
         list_sessions(g, &who, f, resp);
         gw_leave(g, t.id);
         goto log;
     }
-    cJSON *m = NULL;
-    char err[256] = "";
-    if (!strcmp(method, "DELETE")) {
-        m = cJSON_CreateObject();
-        cJSON_AddStringToObject(m, "op", "session.close");
-    } else if ((rc = body_map(req, &m, err, sizeof err)) < 0) {
-        gw_leave(g, t.id);
-        respond_error(resp, f, rc, err, 0, 0);
-        goto log;
-    }
-    const cJSON *opj = cJSON_GetObjectItemCaseSensitive(m, "op");
-    int st;
-    cJSON *reply = gw_command(g, &who, kind == 2 ? sid : NULL, m, &st, &retry, &resp->after);
+    op = run_command(g, req, &who, kind, sid, f, resp);
     gw_leave(g, t.id);
-    op = cJSON_IsString(opj) ? gw_op_name(gw_op_index(opj->valuestring)) : NULL;
-    if (!op)
-        op = kind == 1 ? "session.create" : "-";
-    respond(resp, f, st, reply, retry);
-    const cJSON *ec = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
-    if (cJSON_IsString(ec))
-        resp->code = rg_err_code(code_err(ec->valuestring));
-    cJSON_Delete(reply);
-    cJSON_Delete(m);
 log:;
     const char *code = resp->status < 400 ? "ok" : resp->code ? resp->code : "error";
     pthread_mutex_lock(&g->mu);
@@ -338,31 +365,9 @@ log:;
     if (cls >= 1 && cls <= 5)
         g->m.http[cls]++;
     pthread_mutex_unlock(&g->mu);
-    gw_log_request(g, rid, tid, kind >= 2 ? sid : "-", op, resp->status, code,
+    const char *log_sid = kind == GW_ROUTE_SESSION || kind == GW_ROUTE_WS ? sid : "-";
+    gw_log_request(g, rid, tid, log_sid, op, resp->status, code,
                    (double)(rg_now_us() - t0) / 1000.0);
     if (have_tenant)
         tenant_destroy(&t);
-}
-
-void gw_log_request(gw *g, const char *rid, const char *tid, const char *sid, const char *op,
-                    int status, const char *code, double ms)
-{
-    if (!rg_log_enabled(RG_LOG_INFO))
-        return;
-    rg_buf b;
-    rg_buf_init(&b);
-    rg_buf_printf(&b, "{\"ts\":%lld,\"worker\":", (long long)rg_wall_ms());
-    rg_buf_json_str(&b, g->worker, strlen(g->worker));
-    rg_buf_puts(&b, ",\"rid\":");
-    rg_buf_json_str(&b, rid, strlen(rid));
-    rg_buf_puts(&b, ",\"tenant\":");
-    rg_buf_json_str(&b, tid, strlen(tid));
-    rg_buf_puts(&b, ",\"session\":");
-    rg_buf_json_str(&b, sid, strlen(sid));
-    rg_buf_puts(&b, ",\"op\":");
-    rg_buf_json_str(&b, op, strlen(op));
-    rg_buf_printf(&b, ",\"status\":%d,\"code\":\"%s\",\"ms\":%.2f}\n", status, code, ms);
-    if (!b.failed)
-        fputs(b.data, stderr);
-    rg_buf_destroy(&b);
 }

@@ -45,7 +45,7 @@
  * slots and is never held across a Redis call.
  */
 #define _GNU_SOURCE
-#include "gw_int.h"
+#include "gateway/gw_int.h"
 
 #include <hiredis/hiredis.h>
 #include <math.h>

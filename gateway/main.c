@@ -22,13 +22,9 @@
 static gw *the_gw;
 
 /*
- * Gives the heap's free pages back to the system every trim_ms. A worker's
- * heap holds a few MiB in use, but between commands that build large
- * replies (observations of big pages, packed parked state) and long-lived
- * small allocations placed among them, glibc keeps twice that as free
- * memory it cannot hand back from the top: a soak saw 8 to 10 MiB in use in
- * 20 to 21 MiB of heap, and RSS creeping up with it. malloc_trim(0) returns
- * every free page, wherever it is in the heap.
+ * Gives the heap's free pages back to the system every trim_ms: glibc keeps
+ * free memory it cannot return from the top of the heap, and RSS crept up
+ * with it under a soak (docs/soak.md, "What the soaks changed").
  */
 static void *trim_main(void *arg)
 {
@@ -42,18 +38,9 @@ static void *trim_main(void *arg)
 }
 
 /*
- * glibc gives each thread a cache of the chunks it frees (tcache): up to
- * seven of each size up to 1 KiB, about 240 KiB a thread at most, held until
- * the thread exits and counted as in use. A worker's long-lived threads (16
- * FastCGI threads, a DevTools reader per browser, the heartbeat, the URL
- * checkers) fill theirs slowly, as each one frees sizes it does not ask for
- * again: gdb at a soak's quiet points found 1.0 MiB in the thread caches at
- * the first and 2.4 MiB fourteen minutes later, while the rest of the memory
- * in use stayed between 2.5 and 3.2 MiB; soaks saw the worker's RSS rise
- * with them for forty minutes (docs/soak.md). Off, a freed chunk goes back
- * to its arena, where malloc_trim and the next thread can use it; in soaks
- * of 30 and 45 minutes the bytes in use stayed flat, and the worker's CPU
- * per command did not change.
+ * glibc's per-thread caches of freed chunks (tcache) are off unless
+ * REFGATE_MALLOC_TCACHE says otherwise: the long-lived threads' caches held
+ * freed memory for the life of the worker (docs/soak.md).
  *
  * Only GLIBC_TUNABLES sets the cache, and glibc reads it when a program
  * starts. So the worker adds glibc.malloc.tcache_count to it and executes
@@ -126,12 +113,9 @@ int main(int argc, char **argv)
         return 0;
     }
     malloc_cache_setup(argv);
-    /* A worker runs many short-lived threads (a proxy connection, a DNS
-       lookup) beside its long-lived ones; glibc gives threads up to eight
-       malloc arenas per core and keeps what is freed in each, so the
-       worker's memory crept up under a soak (about 1.7 MiB a minute with
-       the default, a third of that with one arena). Two arenas keep the
-       threads from queueing on one lock. */
+    /* Two arenas: the short-lived threads (proxy connections, DNS lookups)
+       each kept freed memory in an arena of their own (docs/soak.md); two
+       keep the threads from queueing on one lock. */
     mallopt(M_ARENA_MAX, (int)rg_env_long("REFGATE_MALLOC_ARENAS", 2, 1, 64));
     /* A fixed threshold: glibc raises its default one after the first large
        block is freed, and from then on large buffers come from the heap and

@@ -2,10 +2,10 @@
  * metrics.c - Prometheus text for one worker: commands by op and code,
  * latency histograms by op, HTTP responses by class, sessions, the pool,
  * Redis errors, egress, and the worker's memory. Counters live in struct gw
- * under its mutex.
+ * under its mutex. Also the JSON log line of a request (HTTP and WebSocket).
  */
 #define _GNU_SOURCE
-#include "gw_int.h"
+#include "gateway/gw_int.h"
 
 #include <malloc.h>
 #include <stdio.h>
@@ -17,7 +17,7 @@ const int gw_buckets_ms[GW_BUCKETS] = {1, 2, 5, 10, 25, 50, 100, 250, 500, 1000,
 
 void gw_metrics_count(gw *g, int op, int rc, double ms)
 {
-    if (op < 0 || op >= GW_OPS_MAX)
+    if (op < 0 || op >= WIRE_OP_COUNT)
         return;
     int code = rc < 0 && -rc < GW_CODES ? -rc : 0;
     int b = 0;
@@ -36,15 +36,15 @@ static void ops_text(const gw_metrics *m, rg_buf *out)
 {
     rg_buf_puts(out, "# HELP refgate_commands_total Commands by op and result code.\n"
                      "# TYPE refgate_commands_total counter\n");
-    for (int op = 0; gw_op_name(op); op++)
+    for (int op = 0; wire_op_name(op); op++)
         for (int code = 0; code < GW_CODES; code++)
             if (m->commands[op][code])
                 rg_buf_printf(out, "refgate_commands_total{op=\"%s\",code=\"%s\"} %llu\n",
-                              gw_op_name(op), code ? rg_err_code(-code) : "ok",
+                              wire_op_name(op), code ? rg_err_code(-code) : "ok",
                               (unsigned long long)m->commands[op][code]);
     rg_buf_puts(out, "# HELP refgate_command_duration_ms Time spent in the gateway per command.\n"
                      "# TYPE refgate_command_duration_ms histogram\n");
-    for (int op = 0; gw_op_name(op); op++) {
+    for (int op = 0; wire_op_name(op); op++) {
         uint64_t total = 0;
         for (int b = 0; b <= GW_BUCKETS; b++)
             total += m->latency[op][b];
@@ -54,14 +54,14 @@ static void ops_text(const gw_metrics *m, rg_buf *out)
         for (int b = 0; b < GW_BUCKETS; b++) {
             cum += m->latency[op][b];
             rg_buf_printf(out, "refgate_command_duration_ms_bucket{op=\"%s\",le=\"%d\"} %llu\n",
-                          gw_op_name(op), gw_buckets_ms[b], (unsigned long long)cum);
+                          wire_op_name(op), gw_buckets_ms[b], (unsigned long long)cum);
         }
         rg_buf_printf(out,
                       "refgate_command_duration_ms_bucket{op=\"%s\",le=\"+Inf\"} %llu\n"
                       "refgate_command_duration_ms_sum{op=\"%s\"} %.3f\n"
                       "refgate_command_duration_ms_count{op=\"%s\"} %llu\n",
-                      gw_op_name(op), (unsigned long long)total, gw_op_name(op),
-                      m->latency_sum[op], gw_op_name(op), (unsigned long long)total);
+                      wire_op_name(op), (unsigned long long)total, wire_op_name(op),
+                      m->latency_sum[op], wire_op_name(op), (unsigned long long)total);
     }
 }
 
@@ -150,4 +150,27 @@ void gw_metrics_text(gw *g, rg_buf *out)
                       (unsigned long long)es.over_limit, (unsigned long long)es.bytes_out,
                       (unsigned long long)es.bytes_in);
     memory_text(out);
+}
+
+void gw_log_request(gw *g, const char *rid, const char *tid, const char *sid, const char *op,
+                    int status, const char *code, double ms)
+{
+    if (!rg_log_enabled(RG_LOG_INFO))
+        return;
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_printf(&b, "{\"ts\":%lld,\"worker\":", (long long)rg_wall_ms());
+    rg_buf_json_str(&b, g->worker, strlen(g->worker));
+    rg_buf_puts(&b, ",\"rid\":");
+    rg_buf_json_str(&b, rid, strlen(rid));
+    rg_buf_puts(&b, ",\"tenant\":");
+    rg_buf_json_str(&b, tid, strlen(tid));
+    rg_buf_puts(&b, ",\"session\":");
+    rg_buf_json_str(&b, sid, strlen(sid));
+    rg_buf_puts(&b, ",\"op\":");
+    rg_buf_json_str(&b, op, strlen(op));
+    rg_buf_printf(&b, ",\"status\":%d,\"code\":\"%s\",\"ms\":%.2f}\n", status, code, ms);
+    if (!b.failed)
+        fputs(b.data, stderr);
+    rg_buf_destroy(&b);
 }

@@ -11,13 +11,13 @@
  * a checker thread.
  */
 #define _GNU_SOURCE
-#include "gw_int.h"
+#include "gateway/gw_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "../policy/policy.h"
+#include "policy/policy.h"
 
 #define POLICY_TTL_MS 2000
 #define POLICY_CACHE 256

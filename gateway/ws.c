@@ -21,7 +21,7 @@
  * beyond it are dropped and counted; replies always go), 512 connections.
  */
 #define _GNU_SOURCE
-#include "gw_int.h"
+#include "gateway/gw_int.h"
 
 #include <libwebsockets.h>
 #include <stdio.h>
@@ -235,7 +235,8 @@ static void run_frame(struct gw_ws *ws, struct wsconn *c, struct frame *f)
         }
         const cJSON *op = cJSON_GetObjectItemCaseSensitive(m, "op");
         const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
-        if (cJSON_IsString(op) && !strcmp(op->valuestring, "subscribe") && cJSON_IsTrue(ok)) {
+        int id = cJSON_IsString(op) ? wire_op_find(op->valuestring) : -1;
+        if (id >= 0 && (wire_ops[id].flags & WIRE_F_SUBSCRIBES) && cJSON_IsTrue(ok)) {
             pthread_mutex_lock(&ws->mu);
             c->events |= event_bits(cJSON_GetObjectItemCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(reply, "result"), "events"));

@@ -10,7 +10,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 struct class_info {
     const char *name;

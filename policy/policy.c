@@ -13,18 +13,7 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 
-#include "policy_int.h"
-
-int pol_say(int rc, char *why, size_t whylen, const char *fmt, ...)
-{
-    if (why && whylen) {
-        va_list ap;
-        va_start(ap, fmt);
-        vsnprintf(why, whylen, fmt, ap);
-        va_end(ap);
-    }
-    return rc;
-}
+#include "policy/policy_int.h"
 
 /* ---- names ---- */
 
@@ -106,17 +95,17 @@ static int entry_cidr(const char *s, struct pol_entry *e, const char *which, cha
     const char *len = slash + 1;
     size_t digits = strlen(len);
     if (entry_ip(s, (size_t)(slash - s), &e->net) < 0)
-        return rg_bad(err, errlen, "%s entry \"%s\": \"%.*s\" is not an IP address", which, s,
-                      (int)(slash - s), s);
+        return rg_errf(err, errlen, RG_EBADREQ, "%s entry \"%s\": \"%.*s\" is not an IP address",
+                       which, s, (int)(slash - s), s);
     int bits = full_prefix(&e->net), prefix = 0;
     for (size_t i = 0; i < digits && i < 3; i++)
         prefix = len[i] >= '0' && len[i] <= '9' ? prefix * 10 + (len[i] - '0') : bits + 1;
     if (digits == 0 || digits > 3 || prefix > bits)
-        return rg_bad(err, errlen, "%s entry \"%s\": the prefix length must be 0 to %d", which, s,
-                      bits);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "%s entry \"%s\": the prefix length must be 0 to %d", which, s, bits);
     if (pol_ip_host_bits(&e->net, prefix))
-        return rg_bad(err, errlen, "%s entry \"%s\" has bits set after the first %d", which, s,
-                      prefix);
+        return rg_errf(err, errlen, RG_EBADREQ, "%s entry \"%s\" has bits set after the first %d",
+                       which, s, prefix);
     e->kind = POL_E_NET;
     e->prefix = prefix;
     return 0;
@@ -149,10 +138,10 @@ static int entry_host(const char *s, size_t n, const char *text, struct pol_entr
     }
     size_t len = rc == 0 ? name_trim(host) : 0;
     if (rc < 0 || ip.family || len == 0 || memchr(host, '*', len))
-        return rg_bad(err, errlen,
-                      "%s entry \"%s\" is not a host name, *.name, .name, IP address or CIDR "
-                      "range",
-                      which, text);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "%s entry \"%s\" is not a host name, *.name, .name, IP address or CIDR "
+                       "range",
+                       which, text);
     memcpy(name, host, len);
     name[len] = '\0';
     e->name = name;
@@ -203,7 +192,8 @@ static int entry_parse(const char *s, struct pol_entry *e, char **arena, const c
     *arena = text + n + 1;
     const char *slash = strchr(text, '/');
     if (slash && strchr(slash, ':'))
-        return rg_bad(err, errlen, "%s entry \"%s\": a CIDR range takes no port", which, text);
+        return rg_errf(err, errlen, RG_EBADREQ, "%s entry \"%s\": a CIDR range takes no port",
+                       which, text);
     if (slash)
         return entry_cidr(text, e, which, err, errlen);
     const char *colon = strchr(text, ':');
@@ -213,19 +203,20 @@ static int entry_parse(const char *s, struct pol_entry *e, char **arena, const c
         const char *close = strchr(text, ']');
         if (!close || entry_ip(text, (size_t)(close + 1 - text), &e->net) < 0 ||
             e->net.family != AF_INET6)
-            return rg_bad(err, errlen, "%s entry \"%s\" is not an IPv6 address", which, text);
+            return rg_errf(err, errlen, RG_EBADREQ, "%s entry \"%s\" is not an IPv6 address", which,
+                           text);
         if (close[1] && close[1] != ':')
-            return rg_bad(err, errlen, "%s entry \"%s\": only \":port\" may follow \"]\"", which,
-                          text);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "%s entry \"%s\": only \":port\" may follow \"]\"", which, text);
         e->kind = POL_E_NET;
         e->prefix = full_prefix(&e->net);
         port = close[1] ? close + 2 : NULL;
     } else if (colon && strchr(colon + 1, ':')) {
         if (entry_ip(text, n, &e->net) < 0)
-            return rg_bad(err, errlen,
-                          "%s entry \"%s\" has two or more ':' but is not an IPv6 address (an "
-                          "IPv6 address with a port is written [address]:port)",
-                          which, text);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "%s entry \"%s\" has two or more ':' but is not an IPv6 address (an "
+                           "IPv6 address with a port is written [address]:port)",
+                           which, text);
         e->kind = POL_E_NET;
         e->prefix = 128;
     } else {
@@ -242,8 +233,9 @@ static int entry_parse(const char *s, struct pol_entry *e, char **arena, const c
     if (port) {
         e->port = entry_port(port);
         if (e->port < 0)
-            return rg_bad(err, errlen, "%s entry \"%s\": the port must be a number from 1 to 65535",
-                          which, text);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "%s entry \"%s\": the port must be a number from 1 to 65535", which,
+                           text);
     }
     return 0;
 }
@@ -253,19 +245,20 @@ static int list_size(const char *const *v, size_t n, const char *which, size_t *
                      size_t errlen)
 {
     if (n > POL_LIST_MAX)
-        return rg_bad(err, errlen, "the %s list has more than %d entries", which, POL_LIST_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ, "the %s list has more than %d entries", which,
+                       POL_LIST_MAX);
     if (n && !v)
-        return rg_bad(err, errlen, "the %s list is missing", which);
+        return rg_errf(err, errlen, RG_EBADREQ, "the %s list is missing", which);
     for (size_t i = 0; i < n; i++) {
         size_t len = v[i] ? strlen(v[i]) : 0;
         if (len == 0 || len > POL_ENTRY_MAX)
-            return rg_bad(err, errlen, "%s entry %zu must have 1 to %d characters", which, i + 1,
-                          POL_ENTRY_MAX);
+            return rg_errf(err, errlen, RG_EBADREQ, "%s entry %zu must have 1 to %d characters",
+                           which, i + 1, POL_ENTRY_MAX);
         if (!entry_chars_ok(v[i]))
-            return rg_bad(err, errlen,
-                          "%s entry %zu has a character other than letters, digits and "
-                          ". - _ * : [ ] /",
-                          which, i + 1);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "%s entry %zu has a character other than letters, digits and "
+                           ". - _ * : [ ] /",
+                           which, i + 1);
         *total += 2 * (len + 1); /* text and name */
     }
     return 0;
@@ -422,15 +415,15 @@ static int refuse_class(const char *subject, const char *a, int cls, const pol_i
     const char *phrase = pol_class_phrase(cls);
     if (!via->family) {
         if (subject)
-            return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to %s, %s", subject, a,
+            return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s resolves to %s, %s", subject, a,
                            phrase);
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is %s", a, phrase);
+        return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s is %s", a, phrase);
     }
     pol_ip_format(via, v, sizeof v);
     if (subject)
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to %s, which embeds %s, %s",
+        return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s resolves to %s, which embeds %s, %s",
                        subject, a, v, phrase);
-    return pol_say(RG_EBLOCKEDURL, why, whylen, "%s embeds %s, %s", a, v, phrase);
+    return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s embeds %s, %s", a, v, phrase);
 }
 
 /* Room for dest_text: a host, brackets, ':' and five digits. */
@@ -465,11 +458,11 @@ static int check_addr(const pol *p, const char *subject, const pol_ip *ip, int p
     pol_ip_format(ip, a, sizeof a);
     const struct pol_entry *e = match_addr(&p->deny, ip, port, 0, NULL);
     if (e && subject)
-        return pol_say(RG_EBLOCKEDURL, why, whylen,
+        return rg_errf(why, whylen, RG_EBLOCKEDURL,
                        "%s resolves to %s, which is on the tenant's deny list (\"%s\")", subject, a,
                        e->text);
     if (e)
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is on the tenant's deny list (\"%s\")", a,
+        return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s is on the tenant's deny list (\"%s\")", a,
                        e->text);
     pol_ip via;
     int cls = pol_ip_class(ip, &via);
@@ -480,11 +473,11 @@ static int check_addr(const pol *p, const char *subject, const pol_ip *ip, int p
     if (e)
         return POL_ALLOW;
     if (p->allow.n && !name_allowed && subject)
-        return pol_say(RG_EBLOCKEDURL, why, whylen,
+        return rg_errf(why, whylen, RG_EBLOCKEDURL,
                        "%s is not on the tenant's allow list, nor is its address %s",
                        dest_text(&p->allow, subject, port, dest, sizeof dest), a);
     if (p->allow.n && !name_allowed)
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list",
+        return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s is not on the tenant's allow list",
                        dest_text(&p->allow, a, port, dest, sizeof dest));
     if (cls == POL_C_PUBLIC || (p->allow_private && pol_class_opened_by_private(cls)))
         return POL_ALLOW;
@@ -512,15 +505,15 @@ static int check_name(const pol *p, const char *host, int port, char *why, size_
     size_t n = name_trim(host);
     const struct pol_entry *e = match_name(&p->deny, host, n, port, 0);
     if (e)
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is on the tenant's deny list (\"%s\")",
+        return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s is on the tenant's deny list (\"%s\")",
                        host, e->text);
     int name_allowed = match_name(&p->allow, host, n, port, 0) != NULL;
     if (name_is_localhost(host, n))
         return check_localhost(p, host, port, name_allowed, why, whylen);
     if (name_is_metadata(host, n) && !match_name(&p->allow, host, n, port, 1))
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is a cloud metadata host name", host);
+        return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s is a cloud metadata host name", host);
     if (p->allow.n && !name_allowed && !has_net_for_port(&p->allow, port))
-        return pol_say(RG_EBLOCKEDURL, why, whylen, "%s is not on the tenant's allow list",
+        return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s is not on the tenant's allow list",
                        dest_text(&p->allow, host, port, dest, sizeof dest));
     return POL_RESOLVE;
 }
@@ -537,11 +530,11 @@ static int check_parsed(const pol *p, const pol_url *u, char *why, size_t whylen
     if (u->about_blank)
         return POL_ALLOW;
     if (!scheme_is_web(u->scheme))
-        return pol_say(RG_EBLOCKEDURL, why, whylen,
+        return rg_errf(why, whylen, RG_EBLOCKEDURL,
                        "the scheme \"%s:\" is not allowed (http, https, ws and wss are)",
                        u->scheme);
     if (!u->host[0])
-        return rg_bad(why, whylen, "the URL has no host");
+        return rg_errf(why, whylen, RG_EBADREQ, "the URL has no host");
     if (u->family) {
         pol_ip ip = {.family = u->family};
         memcpy(ip.b, u->addr, sizeof ip.b);
@@ -574,7 +567,7 @@ static int resolve_and_check(const pol *p, const pol_url *u, int timeout_ms, pol
     for (size_t i = 0; i < addrs->n; i++) {
         pol_ip ip;
         if (pol_ip_from_sockaddr((const struct sockaddr *)&addrs->addr[i], &ip) < 0)
-            return pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to an unknown address family",
+            return rg_errf(why, whylen, RG_EBLOCKEDURL, "%s resolves to an unknown address family",
                            u->host);
         rc = check_addr(p, u->host, &ip, u->port, name_allowed, why, whylen);
         if (rc < 0)
@@ -597,18 +590,18 @@ int pol_check_connect(const pol *p, const char *host, int port, int timeout_ms, 
 {
     out->n = 0;
     if (port < 1 || port > 65535)
-        return rg_bad(why, whylen, "port %d is out of range", port);
+        return rg_errf(why, whylen, RG_EBADREQ, "port %d is out of range", port);
     /* The host as a URL's, so every spelling means what it means in a URL;
        but only a host: nothing that would end the authority early. */
     for (const char *c = host; *c; c++)
         if ((unsigned char)*c <= ' ' || strchr("/\\?#@", *c))
-            return rg_bad(why, whylen, "the host \"%.64s\" is malformed", host);
+            return rg_errf(why, whylen, RG_EBADREQ, "the host \"%.64s\" is malformed", host);
     char url[POL_HOST_SIZE + 32];
     int bracket = strchr(host, ':') && host[0] != '[';
     int len = snprintf(url, sizeof url, "http://%s%s%s:%d/", bracket ? "[" : "", host,
                        bracket ? "]" : "", port);
     if (len < 0 || (size_t)len >= sizeof url)
-        return rg_bad(why, whylen, "the host name is too long");
+        return rg_errf(why, whylen, RG_EBADREQ, "the host name is too long");
     pol_url u;
     int rc = pol_check_url(p, url, (size_t)len, &u, why, whylen);
     if (rc < 0)

@@ -1,140 +1,37 @@
 /*
- * policy.h - the URL policy: which URLs a tenant's browser may load (SSRF
- * protection). This module decides; the gateway enforces (DevTools Fetch
- * interception on navigations and on every request a page makes, and the
- * egress proxy on every connection: pol_check_connect).
+ * policy.h - the URL policy: which URLs a tenant's browser may load and which
+ * addresses its pages may connect to (SSRF protection). This module decides;
+ * the gateway enforces (DevTools Fetch interception on navigations and on
+ * every request a page makes, and the egress proxy on every connection:
+ * pol_check_connect). docs/policy.md is the specification: the schemes and
+ * address classes refused by default, the WHATWG parsing, the order of the
+ * tenant's rules, the list-entry grammar, DNS and rebinding.
  *
- * What is refused by default (RG_EBLOCKEDURL with a sentence in `why`):
+ * In short: http, https, ws and wss (and about:blank) only; every address
+ * that is not public is refused (RG_EBLOCKEDURL with a sentence in `why`);
+ * a URL that does not parse, or a host with non-ASCII characters, is
+ * RG_EBADREQ. The tenant's deny list wins, metadata addresses open only by
+ * an exact allow entry, a non-empty allow list means "only these", and
+ * allow_private opens the private classes but never multicast, broadcast
+ * or reserved. A host name is decided on every address it resolves to: one
+ * refused address refuses the name.
  *
- *   - every scheme but http:, https:, ws: and wss: (ws is checked as http,
- *     wss as https). about:blank is always allowed (its query and fragment
- *     are ignored, as WHATWG "matches about:blank" does); every other about:
- *     URL, and file:, data:, blob:, javascript:, chrome:, ftp:, ... are not.
- *   - every address that is not "public" (pol_addr_class):
- *       loopback      127.0.0.0/8, ::1, and the names localhost, *.localhost,
- *                     localhost.localdomain, localhost6(.localdomain6), which
- *                     Chromium maps to loopback without asking DNS
- *       private       10/8, 172.16/12, 192.168/16, fc00::/7, fec0::/10,
- *                     64:ff9b:1::/48 (local-use NAT64)
- *       link-local    169.254.0.0/16, fe80::/10
- *       cgnat         100.64.0.0/10
- *       multicast     224.0.0.0/4, ff00::/8
- *       unspecified   0.0.0.0, ::   (Linux connects 0.0.0.0 to the local host)
- *       this-network  the rest of 0.0.0.0/8
- *       broadcast     255.255.255.255
- *       metadata      169.254.169.254, 169.254.170.2, 169.254.170.23,
- *                     169.254.0.23, 100.100.100.200, 168.63.129.16,
- *                     fd00:ec2::254, fd00:ec2::23; the names metadata,
- *                     metadata.google.internal, metadata.goog,
- *                     metadata.tencentyun.com, instance-data,
- *                     instance-data.ec2.internal
- *       benchmarking  198.18.0.0/15, 2001:2::/48
- *       documentation 192.0.2/24, 198.51.100/24, 203.0.113/24, 2001:db8::/32,
- *                     3fff::/20. Refused although the internet does not route
- *                     them: a provider's internal network may.
- *       reserved      240.0.0.0/4, 192.0.0.0/24, 192.88.99.0/24, 100::/64,
- *                     2001::/23 but Teredo, and all IPv6 outside 2000::/3
- *     An IPv6 address that embeds an IPv4 address (mapped ::ffff:0:0/96,
- *     compatible ::/96, translated ::ffff:0:0:0/96, NAT64 64:ff9b::/96, 6to4
- *     2002::/16, Teredo 2001::/32 server and client) takes the class of the
- *     IPv4 address when that class is not public.
- *
- * Parsing follows the WHATWG URL standard for special schemes, which is what
- * Chromium implements: leading and trailing C0 controls and spaces are
- * trimmed and tabs and newlines removed anywhere; the scheme is
- * case-insensitive; any run of / and \ follows "scheme:"; the authority ends
- * at / \ ? # and its last @ ends the userinfo; the host is percent-decoded and
- * lowercased; a host that ends in a number is an IPv4 address in any of its
- * spellings (1 to 4 parts, decimal, 0x hex or 0 octal, the last part filling
- * the remaining bytes, one trailing dot) and the URL is invalid when it does
- * not parse; [..] is an IPv6 address (with an embedded dotted quad allowed;
- * zone ids are not, so [fe80::1%25eth0] is invalid, as in Chromium). A URL
- * that is not valid is RG_EBADREQ. Hosts with non-ASCII characters (after
- * percent-decoding) are RG_EBADREQ too: this module does not implement UTS 46
- * mapping, under which for instance full-width digits become ASCII digits, so
- * it cannot know what such a host means; send internationalized names in
- * their ASCII (xn--) form, as Chromium reports them in requests anyway.
- *
- * Tenant rules (pol_new), in this order. An entry with a port applies only
- * to URLs whose port (given, or the scheme's default: 80 for http and ws,
- * 443 for https and wss) is that one; for every other URL it is as if it
- * were not listed. An entry without a port applies to every port.
- *
- *   1. The deny list: a host name that matches a name entry, or an address
- *      inside an address or CIDR entry, is refused. An IPv6 address also
- *      matches an IPv4 entry through any IPv4 address it embeds.
- *   2. Metadata: refused unless the allow list names it exactly: the address
- *      (an IP entry or a /32, /128 CIDR) or the host name (an exact entry,
- *      not a wildcard; its addresses are still checked), on the URL's port
- *      when the entry has one. A wider CIDR (169.254.0.0/16) or allow_private
- *      does not open metadata.
- *   3. The allow list, address entries: an address inside an allow IP or
- *      CIDR entry is allowed, whatever its class. An IPv6 address matches an
- *      IPv4 entry only in its mapped form (::ffff:a.b.c.d), which is the same
- *      destination.
- *   4. A non-empty allow list means "only these": a host that no entry names
- *      and whose address no entry contains is refused.
- *   5. The classes above: public is allowed; with allow_private so are
- *      loopback, private, link-local, cgnat, unspecified, this-network,
- *      benchmarking and documentation. Multicast, broadcast and reserved stay
- *      refused (no HTTP server lives there); open them with an allow CIDR.
- *
- * Allow-list host names pass step 4 only: the addresses the name resolves to
- * still go through steps 1, 2, 3 and 5, so allowing "intranet.example" does
- * not by itself let it reach 10.0.0.5; allow_private or a CIDR entry does.
- * For a name, the URL's port is what every entry is compared with, the name
- * entries and the address entries its addresses are checked against alike.
- * So "127.0.0.1:8080" lets pages reach http://127.0.0.1:8080/ (and
- * http://127.1:8080/, the same destination) but not 127.0.0.1:6390, nor
- * http://localhost:8080/: localhost also means ::1, which needs "[::1]:8080".
- *
- * List entries (letters are compared case-insensitively):
- *
- *   entry   = name [":" port] | wild [":" port] | ipv4 [":" port]
- *           | "[" ipv6 "]" [":" port] | ipv6 | cidr
- *   name    a host name ("example.com"; trailing dots ignored)
- *   wild    "*." name or "." name: every subdomain at any depth but NOT the
- *           name itself (list both to cover both)
- *   ipv4    an IPv4 address in any spelling a URL host may use ("127.1")
- *   ipv6    an IPv6 address without brackets. It never has a port: "::1:80"
- *           is the address ::1:80 on every port; write "[::1]:80" for ::1 on
- *           port 80.
- *   cidr    address "/" length ("10.0.0.0/8", "fd00::/8", "[fd00::]/8"),
- *           host bits zero. A range takes no port: "10.0.0.0/8:80" is
- *           malformed.
- *   port    decimal digits worth 1 to 65535 ("host:", "host:0",
- *           "host:65536", "host:12ab", "[::1]:" are malformed)
- *
- * A malformed entry fails pol_new with RG_EBADREQ. At most POL_LIST_MAX
- * entries per list.
- *
- * DNS. A host name is not decided by pol_check_url (it answers POL_RESOLVE);
- * pol_check_resolved resolves it with getaddrinfo(AF_UNSPEC) on a helper
- * thread, waits at most timeout_ms, and refuses the URL when ANY address is
- * refused, so a name with one public and one private address is refused.
- * Nothing is cached here: the caller decides whether to cache.
- *
- * DNS rebinding, honestly. pol_check_url and pol_check_resolved decide on a
- * URL, and whoever connects afterwards resolves the name again: a name whose
- * record changes in between (TTL 0 rebinding: public at check time,
- * 127.0.0.1 at connect time) slips through a check-then-connect design. So
- * the gateway uses them as the first line (DevTools Fetch interception, for
- * a clear error), and enforces on the connection with pol_check_connect: the
- * egress proxy (egress/egress.h) resolves once, checks every address and
- * connects only to one of the addresses it was handed. A name that answers
- * with any refused address is refused as a whole, so the multi-answer
- * tricks fail too.
+ * pol_check_url and pol_check_resolved decide on a URL, and whoever
+ * connects afterwards resolves the name again (DNS rebinding): they are the
+ * first line, for a clear error; pol_check_connect, on the addresses the
+ * egress proxy then connects to, is the one that holds.
  *
  * Threading: a compiled pol is read-only and may be used from any number of
  * threads at once (pol_set_lookup excepted: call it before sharing). The
  * only shared mutable state is an atomic count of DNS lookups in flight.
  * pol_check_url allocates nothing; pol_check_resolved allocates one small
- * job and starts one thread per lookup.
+ * job and starts one thread per lookup. Nothing is cached here: the caller
+ * decides whether to cache.
  *
  * Ownership: pol_new's caller owns the pol (pol_free). Strings passed in are
  * copied; nothing returned is borrowed.
  *
- * Dependencies: common/ (rg_err, rg_bad), libc, pthreads.
+ * Dependencies: common/ (rg_err, rg_errf), libc, pthreads.
  */
 #ifndef POLICY_H
 #define POLICY_H
@@ -142,7 +39,7 @@
 #include <stddef.h>
 #include <sys/socket.h>
 
-#include "../common/rg.h"
+#include "common/rg.h"
 
 /* ---- limits ---- */
 #define POL_URL_MAX_BYTES 8192  /* longer URLs are RG_EBADREQ */

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "policy.h"
+#include "policy/policy.h"
 
 /** An IPv4 (4 bytes used) or IPv6 address in network order; family 0: none. */
 typedef struct pol_ip {
@@ -83,10 +83,6 @@ int pol_parse_host(const char *s, size_t n, char *host, pol_ip *ip, char *err, s
 void pol_show(const char *s, size_t n, char *buf, size_t size);
 
 /* ---- policy.c ---- */
-
-/** Formats a sentence into why (NULL is fine) and returns rc. */
-int pol_say(int rc, char *why, size_t whylen, const char *fmt, ...)
-    __attribute__((format(printf, 4, 5)));
 
 /* ---- the compiled rules ---- */
 

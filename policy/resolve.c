@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 struct job {
     pthread_mutex_t mu;
@@ -57,14 +57,14 @@ int pol_lookup_system(void *arg, const char *host, pol_addrs *out, char *why, si
     out->n = 0;
     int e = getaddrinfo(host, NULL, &hints, &res);
     if (e)
-        return pol_say(RG_ENAVFAILED, why, whylen, "%s does not resolve (%s)", host,
+        return rg_errf(why, whylen, RG_ENAVFAILED, "%s does not resolve (%s)", host,
                        gai_strerror(e));
     int rc = 0;
     for (const struct addrinfo *ai = res; ai; ai = ai->ai_next) {
         if (ai->ai_family != AF_INET && ai->ai_family != AF_INET6)
             continue;
         if (out->n == POL_MAX_ADDRS) {
-            rc = pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to more than %d addresses", host,
+            rc = rg_errf(why, whylen, RG_EBLOCKEDURL, "%s resolves to more than %d addresses", host,
                          POL_MAX_ADDRS);
             break;
         }
@@ -162,36 +162,36 @@ int pol_resolve(const pol *p, const char *host, int timeout_ms, pol_addrs *out, 
         timeout_ms = POL_DNS_TIMEOUT_MS;
     if (atomic_fetch_add(&p->gate->inflight, 1) >= POL_DNS_MAX_INFLIGHT) {
         atomic_fetch_sub(&p->gate->inflight, 1);
-        return pol_say(RG_EBUSY, why, whylen, "too many DNS lookups in flight (%d)",
+        return rg_errf(why, whylen, RG_EBUSY, "too many DNS lookups in flight (%d)",
                        POL_DNS_MAX_INFLIGHT);
     }
     struct job *j = job_new(p, host);
     if (!j || job_start(j) < 0) {
         atomic_fetch_sub(&p->gate->inflight, 1);
         if (!j)
-            return pol_say(RG_ENOMEM, why, whylen, "no memory for a DNS lookup");
+            return rg_errf(why, whylen, RG_ENOMEM, "no memory for a DNS lookup");
         j->refs = 1;
         job_release(j);
-        return pol_say(RG_EUNAVAIL, why, whylen, "cannot start a DNS lookup thread");
+        return rg_errf(why, whylen, RG_EUNAVAIL, "cannot start a DNS lookup thread");
     }
     pthread_mutex_lock(&j->mu);
     int done = job_wait(j, timeout_ms);
     int rc = done ? j->rc : RG_ETIMEOUT;
     if (done && rc == 0 && j->addrs.n > POL_MAX_ADDRS)
-        rc = pol_say(RG_EBLOCKEDURL, why, whylen, "%s resolves to more than %d addresses", host,
+        rc = rg_errf(why, whylen, RG_EBLOCKEDURL, "%s resolves to more than %d addresses", host,
                      POL_MAX_ADDRS);
     else if (done && rc == 0) {
         out->n = j->addrs.n;
         memcpy(out->addr, j->addrs.addr, out->n * sizeof out->addr[0]);
     } else if (done) {
-        pol_say(0, why, whylen, "%s", j->why[0] ? j->why : "the DNS lookup failed");
+        rg_errf(why, whylen, 0, "%s", j->why[0] ? j->why : "the DNS lookup failed");
     }
     pthread_mutex_unlock(&j->mu);
     job_release(j);
     if (rc == RG_ETIMEOUT)
-        return pol_say(RG_ETIMEOUT, why, whylen, "DNS lookup timed out (%s, %d ms)", host,
+        return rg_errf(why, whylen, RG_ETIMEOUT, "DNS lookup timed out (%s, %d ms)", host,
                        timeout_ms);
     if (rc == 0 && out->n == 0)
-        return pol_say(RG_ENAVFAILED, why, whylen, "%s has no addresses", host);
+        return rg_errf(why, whylen, RG_ENAVFAILED, "%s has no addresses", host);
     return rc;
 }

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "policy_int.h"
+#include "policy/policy_int.h"
 
 /* ---- characters ---- */
 
@@ -24,18 +24,6 @@ static int is_alpha(unsigned char c)
 static int is_digit(unsigned char c)
 {
     return c >= '0' && c <= '9';
-}
-
-/* The value of a hex digit, or -1. */
-static int hex_value(unsigned char c)
-{
-    if (is_digit(c))
-        return c - '0';
-    if (c >= 'a' && c <= 'f')
-        return c - 'a' + 10;
-    if (c >= 'A' && c <= 'F')
-        return c - 'A' + 10;
-    return -1;
 }
 
 static unsigned char lower(unsigned char c)
@@ -88,7 +76,7 @@ static int ipv4_number(const char *s, size_t n, uint64_t *v)
     }
     uint64_t acc = 0;
     for (size_t i = 0; i < n; i++) {
-        int d = hex_value((unsigned char)s[i]);
+        int d = rg_hex_value((unsigned char)s[i]);
         if (d < 0 || (unsigned)d >= radix)
             return -1;
         acc = acc * radix + (unsigned)d;
@@ -226,8 +214,8 @@ int pol_parse_ipv6(const char *s, size_t n, pol_ip *out)
         }
         unsigned v = 0;
         size_t len = 0;
-        while (len < 4 && p < n && hex_value((unsigned char)s[p]) >= 0) {
-            v = v * 16 + (unsigned)hex_value((unsigned char)s[p]);
+        while (len < 4 && p < n && rg_hex_value((unsigned char)s[p]) >= 0) {
+            v = v * 16 + (unsigned)rg_hex_value((unsigned char)s[p]);
             p++;
             len++;
         }
@@ -311,10 +299,10 @@ static long host_decode(const char *s, size_t n, char *d)
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
-        if (c == '%' && i + 2 < n && hex_value((unsigned char)s[i + 1]) >= 0 &&
-            hex_value((unsigned char)s[i + 2]) >= 0) {
-            c = (unsigned char)(hex_value((unsigned char)s[i + 1]) * 16 +
-                                hex_value((unsigned char)s[i + 2]));
+        if (c == '%' && i + 2 < n && rg_hex_value((unsigned char)s[i + 1]) >= 0 &&
+            rg_hex_value((unsigned char)s[i + 2]) >= 0) {
+            c = (unsigned char)(rg_hex_value((unsigned char)s[i + 1]) * 16 +
+                                rg_hex_value((unsigned char)s[i + 2]));
             i += 2;
         }
         if (m == POL_HOST_MAX + 1)
@@ -333,18 +321,20 @@ static int host_check_chars(const char *d, size_t m, const char *raw, size_t n, 
         unsigned char c = (unsigned char)d[i];
         if (c >= 0x80) {
             pol_show(raw, n, shown, sizeof shown);
-            return rg_bad(err, errlen,
-                          "the host \"%s\" has non-ASCII characters; send an internationalized "
-                          "name in its ASCII (xn--) form",
-                          shown);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "the host \"%s\" has non-ASCII characters; send an internationalized "
+                           "name in its ASCII (xn--) form",
+                           shown);
         }
         if (forbidden_in_domain(c)) {
             pol_show(raw, n, shown, sizeof shown);
-            return rg_bad(err, errlen, "the host \"%s\" has a character a host cannot have", shown);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "the host \"%s\" has a character a host cannot have", shown);
         }
     }
     if (m > POL_HOST_MAX && !(m == POL_HOST_MAX + 1 && d[m - 1] == '.'))
-        return rg_bad(err, errlen, "the host is longer than %d characters", POL_HOST_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ, "the host is longer than %d characters",
+                       POL_HOST_MAX);
     return 0;
 }
 
@@ -354,11 +344,12 @@ int pol_parse_host(const char *s, size_t n, char *host, pol_ip *ip, char *err, s
     memset(ip, 0, sizeof *ip);
     host[0] = '\0';
     if (n == 0)
-        return rg_bad(err, errlen, "the URL has no host");
+        return rg_errf(err, errlen, RG_EBADREQ, "the URL has no host");
     if (s[0] == '[') {
         if (n < 2 || s[n - 1] != ']' || pol_parse_ipv6(s + 1, n - 2, ip) < 0) {
             pol_show(s, n, shown, sizeof shown);
-            return rg_bad(err, errlen, "the host \"%s\" is not an IPv6 address", shown);
+            return rg_errf(err, errlen, RG_EBADREQ, "the host \"%s\" is not an IPv6 address",
+                           shown);
         }
         pol_ip_format(ip, host, POL_HOST_SIZE);
         return 0;
@@ -366,15 +357,16 @@ int pol_parse_host(const char *s, size_t n, char *host, pol_ip *ip, char *err, s
     char d[POL_HOST_SIZE];
     long m = host_decode(s, n, d);
     if (m < 0)
-        return rg_bad(err, errlen, "the host is longer than %d characters", POL_HOST_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ, "the host is longer than %d characters",
+                       POL_HOST_MAX);
     int rc = host_check_chars(d, (size_t)m, s, n, err, errlen);
     if (rc < 0)
         return rc;
     if (ends_in_number(d, (size_t)m)) {
         if (pol_parse_ipv4(d, (size_t)m, ip) < 0) {
             pol_show(s, n, shown, sizeof shown);
-            return rg_bad(err, errlen,
-                          "the host \"%s\" ends in a number but is not an IPv4 address", shown);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "the host \"%s\" ends in a number but is not an IPv4 address", shown);
         }
         pol_ip_format(ip, host, POL_HOST_SIZE);
         return 0;
@@ -478,10 +470,10 @@ static int parse_authority(const char *s, size_t n, int def_port, pol_url *out, 
             colon = k;
     }
     if (colon == host)
-        return rg_bad(err, errlen, "the URL has no host");
+        return rg_errf(err, errlen, RG_EBADREQ, "the URL has no host");
     out->port = colon < end ? parse_port(s + colon + 1, end - colon - 1, def_port) : def_port;
     if (out->port < 0)
-        return rg_bad(err, errlen, "the URL's port is not a number from 0 to 65535");
+        return rg_errf(err, errlen, RG_EBADREQ, "the URL's port is not a number from 0 to 65535");
     pol_ip ip;
     int rc = pol_parse_host(s + host, colon - host, out->host, &ip, err, errlen);
     if (rc < 0)
@@ -497,13 +489,14 @@ int pol_parse_url(const char *url, size_t len, pol_url *out, char *err, size_t e
     memset(out, 0, sizeof *out);
     out->port = -1;
     if (!url)
-        return rg_bad(err, errlen, "no URL");
+        return rg_errf(err, errlen, RG_EBADREQ, "no URL");
     if (len > POL_URL_MAX_BYTES)
-        return rg_bad(err, errlen, "the URL is longer than %d bytes", POL_URL_MAX_BYTES);
+        return rg_errf(err, errlen, RG_EBADREQ, "the URL is longer than %d bytes",
+                       POL_URL_MAX_BYTES);
     size_t n = url_clean(url, len, buf);
     size_t colon = scheme_end(buf, n);
     if (!colon)
-        return rg_bad(err, errlen, "the URL has no scheme (such as https:)");
+        return rg_errf(err, errlen, RG_EBADREQ, "the URL has no scheme (such as https:)");
     size_t k = 0;
     for (; k < colon && k + 1 < sizeof out->scheme; k++)
         out->scheme[k] = (char)lower((unsigned char)buf[k]);

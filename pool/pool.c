@@ -13,8 +13,8 @@
  * keep calling its (failed) connection until it is released.
  */
 #define _GNU_SOURCE
-#include "pool.h"
-#include "pool_int.h"
+#include "pool/pool.h"
+#include "pool/pool_int.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -103,17 +103,17 @@ void pool_config_default(pool_config *cfg)
     memset(cfg, 0, sizeof *cfg);
     cfg->chromium_path = "/usr/lib/chromium/chromium";
     cfg->run_dir = "/tmp/refgate";
-    cfg->browsers = RG_POOL_BROWSERS;
-    cfg->contexts_per_browser = RG_POOL_CONTEXTS_PER_BROWSER;
-    cfg->queue_max = RG_POOL_QUEUE_MAX;
-    cfg->lease_timeout_ms = RG_POOL_LEASE_TIMEOUT_MS;
-    cfg->start_timeout_ms = RG_POOL_START_TIMEOUT_MS;
-    cfg->ping_interval_ms = RG_POOL_PING_INTERVAL_MS;
-    cfg->ping_timeout_ms = RG_POOL_PING_TIMEOUT_MS;
-    cfg->ping_misses = RG_POOL_PING_MISSES;
-    cfg->close_grace_ms = RG_POOL_CLOSE_GRACE_MS;
-    cfg->recycle_after = RG_POOL_RECYCLE_AFTER;
-    cfg->max_message_bytes = RG_CDP_MAX_MESSAGE_BYTES;
+    cfg->browsers = POOL_BROWSERS;
+    cfg->contexts_per_browser = POOL_CONTEXTS_PER_BROWSER;
+    cfg->queue_max = POOL_QUEUE_MAX;
+    cfg->lease_timeout_ms = POOL_LEASE_TIMEOUT_MS;
+    cfg->start_timeout_ms = POOL_START_TIMEOUT_MS;
+    cfg->ping_interval_ms = POOL_PING_INTERVAL_MS;
+    cfg->ping_timeout_ms = POOL_PING_TIMEOUT_MS;
+    cfg->ping_misses = POOL_PING_MISSES;
+    cfg->close_grace_ms = POOL_CLOSE_GRACE_MS;
+    cfg->recycle_after = POOL_RECYCLE_AFTER;
+    cfg->max_message_bytes = CDP_MAX_MESSAGE_BYTES;
     cfg->js_heap_mb = 1024;
 }
 
@@ -692,7 +692,7 @@ static int create_context(struct browser *b, pool_lease *l, const pool_lease_opt
     rg_buf_puts(&q, "}");
     int rc = q.failed ? RG_ENOMEM
                       : cdp_call(b->conn, NULL, "Target.createBrowserContext", q.data,
-                                 RG_POOL_CREATE_TIMEOUT_MS, &r);
+                                 POOL_CREATE_TIMEOUT_MS, &r);
     rg_buf_reset(&q);
     const cJSON *v = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "browserContextId")
                              : NULL;
@@ -707,7 +707,7 @@ static int create_context(struct browser *b, pool_lease *l, const pool_lease_opt
     rg_buf_puts(&q, "{\"url\":\"about:blank\",\"browserContextId\":");
     rg_buf_json_str(&q, l->ctx, strlen(l->ctx));
     rg_buf_puts(&q, "}");
-    rc = cdp_call(b->conn, NULL, "Target.createTarget", q.data, RG_POOL_CREATE_TIMEOUT_MS, &r);
+    rc = cdp_call(b->conn, NULL, "Target.createTarget", q.data, POOL_CREATE_TIMEOUT_MS, &r);
     v = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "targetId") : NULL;
     if (rc == 0 && !cJSON_IsString(v))
         rc = RG_EPROTO;
@@ -721,7 +721,7 @@ static int create_context(struct browser *b, pool_lease *l, const pool_lease_opt
     rg_buf_puts(&q, "{\"flatten\":true,\"targetId\":");
     rg_buf_json_str(&q, l->target, strlen(l->target));
     rg_buf_puts(&q, "}");
-    rc = cdp_call(b->conn, NULL, "Target.attachToTarget", q.data, RG_POOL_CREATE_TIMEOUT_MS, &r);
+    rc = cdp_call(b->conn, NULL, "Target.attachToTarget", q.data, POOL_CREATE_TIMEOUT_MS, &r);
     v = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "sessionId") : NULL;
     if (rc == 0 && !cJSON_IsString(v))
         rc = RG_EPROTO;
@@ -735,7 +735,7 @@ out:
         rg_buf_json_str(&q, l->ctx, strlen(l->ctx));
         rg_buf_puts(&q, "}");
         cdp_call_async(b->conn, NULL, "Target.disposeBrowserContext", q.data,
-                       RG_POOL_DISPOSE_TIMEOUT_MS, NULL, NULL);
+                       POOL_DISPOSE_TIMEOUT_MS, NULL, NULL);
     }
     if (rc < 0)
         rg_log(RG_LOG_WARN, MOD, "creating a context on browser %lu failed: %s", b->seq,
@@ -776,7 +776,7 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             if (p->qlen >= p->cfg.queue_max) {
                 pthread_mutex_unlock(&p->mu);
                 if (retry_after_ms)
-                    *retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+                    *retry_after_ms = POOL_RETRY_AFTER_MS;
                 return RG_EPOOL;
             }
             struct waiter w = {.granted = NULL, .next = NULL};
@@ -811,7 +811,7 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
                 int stopping = p->stopping;
                 pthread_mutex_unlock(&p->mu);
                 if (retry_after_ms)
-                    *retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+                    *retry_after_ms = POOL_RETRY_AFTER_MS;
                 return stopping ? RG_EUNAVAIL : last_rc;
             }
         }
@@ -856,7 +856,7 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             continue;
         }
         if (retry_after_ms && rg_err_transient(rc))
-            *retry_after_ms = RG_POOL_RETRY_AFTER_MS;
+            *retry_after_ms = POOL_RETRY_AFTER_MS;
         return rc;
     }
 }
@@ -871,8 +871,8 @@ void pool_release(pool_lease *l)
         char q[128];
         snprintf(q, sizeof q, "{\"browserContextId\":\"%s\"}", l->ctx);
         cdp_reply r;
-        int rc = cdp_call(b->conn, NULL, "Target.disposeBrowserContext", q,
-                          RG_POOL_DISPOSE_TIMEOUT_MS, &r);
+        int rc =
+            cdp_call(b->conn, NULL, "Target.disposeBrowserContext", q, POOL_DISPOSE_TIMEOUT_MS, &r);
         if (rc < 0 && rc != RG_ECRASHED)
             rg_log(RG_LOG_WARN, MOD, "disposing of a context failed: %s", r.error);
         cdp_reply_free(&r);

@@ -28,7 +28,22 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "../cdp/cdp.h"
+#include "cdp/cdp.h"
+
+/* Defaults; pool_config holds the values in use (REFGATE_* variables, README.md). */
+#define POOL_BROWSERS 2
+#define POOL_CONTEXTS_PER_BROWSER 16
+#define POOL_QUEUE_MAX 64           /* lease requests waiting at once */
+#define POOL_LEASE_TIMEOUT_MS 10000 /* how long a lease request may wait */
+#define POOL_START_TIMEOUT_MS 30000 /* browser cold start to first answer */
+#define POOL_PING_INTERVAL_MS 2000
+#define POOL_PING_TIMEOUT_MS 5000
+#define POOL_PING_MISSES 2
+#define POOL_CLOSE_GRACE_MS 2000     /* Browser.close before SIGKILL */
+#define POOL_RECYCLE_AFTER 200       /* contexts created before a browser is recycled */
+#define POOL_RETRY_AFTER_MS 1000     /* hint given with pool_exhausted */
+#define POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
+#define POOL_DISPOSE_TIMEOUT_MS 5000
 
 typedef struct pool pool;
 typedef struct pool_lease pool_lease;

@@ -27,9 +27,9 @@
  * scratch directory, where crash dumps and anything else written there go.
  */
 #define _GNU_SOURCE
-#include "pool_int.h"
+#include "pool/pool_int.h"
 
-#include "../common/rg.h"
+#include "common/rg.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -9,7 +9,7 @@
  * Threading: like reg_page, one thread at a time per page.
  */
 #define _GNU_SOURCE
-#include "reg_int.h"
+#include "registry/reg_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -839,8 +839,154 @@ static int inspect(reg_page *pg, reg_page_handle h, int index, reg_action_result
     return 0;
 }
 
-int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out,
-            char *err, size_t errlen)
+/* click and hover: the element actionable at its centre, then the mouse there. */
+static int point_at(reg_page_handle h, const reg_action *a, int i, int64_t deadline,
+                    reg_action_result *out, char *err, size_t errlen)
+{
+    const char *button = a->button ? a->button : "left";
+    if (strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle")) {
+        snprintf(err, errlen, "button must be left, right or middle");
+        return RG_EBADREQ;
+    }
+    double box[6];
+    int rc =
+        wait_actionable(h, i,
+                        a->op == REG_OP_CLICK ? "{\"scroll\":true,\"enabled\":true,\"hit\":true}"
+                                              : "{\"scroll\":true,\"hit\":true}",
+                        deadline, box, err, errlen);
+    if (rc < 0)
+        return rc;
+    out->has_point = 1;
+    out->x = box[0];
+    out->y = box[1];
+    out->has_scroll = 1; /* the page's scroll as the pointer acts: the checkpoint takes it */
+    out->sx = box[4];
+    out->sy = box[5];
+    if (a->op == REG_OP_HOVER)
+        return mouse(h, "mouseMoved", box[0], box[1], "none", 0, 0);
+    return click_at(h, box[0], box[1], button, a->click_count > 0 ? a->click_count : 1,
+                    a->modifiers);
+}
+
+/* select: the options whose values or labels are a->values, in the element at i. */
+static int select_values(reg_page_handle h, const reg_action *a, int i, int64_t deadline,
+                         reg_action_result *out, char *err, size_t errlen)
+{
+    rg_buf v;
+    rg_buf_init(&v);
+    rg_buf_puts(&v, "[");
+    for (size_t k = 0; k < a->n_values; k++) {
+        rg_buf_puts(&v, k ? "," : "");
+        rg_buf_json_str(&v, a->values[k], strlen(a->values[k]));
+    }
+    rg_buf_puts(&v, "]");
+    char *q = v.failed ? NULL : quote(v.data);
+    rg_buf_destroy(&v);
+    double box[6];
+    cJSON *js = NULL;
+    int rc =
+        wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err, errlen);
+    if (rc == 0)
+        rc = q ? call(h, 0, &js, err, errlen, "g.select(%d,%s)", i, q) : RG_ENOMEM;
+    free(q);
+    if (rc == 0)
+        out->value = cJSON_DetachItemFromObjectCaseSensitive(js, "selected");
+    cJSON_Delete(js);
+    return rc;
+}
+
+/* The action a on the element at index i (-1: none), once its target is resolved. */
+static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int i, int64_t deadline,
+                      reg_action_result *out, char *err, size_t errlen)
+{
+    int rc = 0;
+    double box[6];
+    cJSON *js = NULL;
+    switch (a->op) {
+    case REG_OP_CLICK:
+    case REG_OP_HOVER:
+        rc = point_at(h, a, i, deadline, out, err, errlen);
+        break;
+    case REG_OP_FOCUS:
+        rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
+        break;
+    case REG_OP_FILL: {
+        rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
+                             errlen);
+        char *q = rc == 0 ? quote(a->value ? a->value : "") : NULL;
+        if (rc == 0)
+            rc = q ? call(h, 0, &js, err, errlen, "g.fill(%d,%s)", i, q) : RG_ENOMEM;
+        free(q);
+        break;
+    }
+    case REG_OP_TYPE:
+    case REG_OP_PRESS:
+        if (i >= 0) {
+            rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
+                                 errlen);
+            if (rc == 0)
+                rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
+            cJSON_Delete(js);
+            js = NULL;
+        }
+        if (rc == 0)
+            rc = a->op == REG_OP_TYPE ? type_text(h, a->text ? a->text : "", a->delay_ms,
+                                                  deadline, err, errlen)
+                                      : press(h, a->key, err, errlen);
+        break;
+    case REG_OP_SELECT:
+        rc = select_values(h, a, i, deadline, out, err, errlen);
+        break;
+    case REG_OP_CHECK:
+    case REG_OP_UNCHECK:
+        rc = set_checked(pg, h, a, i, deadline, out, err, errlen);
+        break;
+    case REG_OP_SCROLL: {
+        char opts[160];
+        const char *to = a->to && strcmp(a->to, "target") ? a->to : NULL;
+        if (to && strcmp(to, "top") && strcmp(to, "bottom")) {
+            snprintf(err, errlen, "to must be top, bottom or target");
+            rc = RG_EBADREQ;
+            break;
+        }
+        snprintf(opts, sizeof opts, "{\"dx\":%d,\"dy\":%d,\"to\":%s%s%s}", a->dx, a->dy,
+                 to ? "\"" : "", to ? to : "null", to ? "\"" : "");
+        rc = call(h, 0, &js, err, errlen, "g.scroll(%d,'%s')", i, opts);
+        if (rc == 0) {
+            out->value = js;
+            js = NULL;
+        }
+        break;
+    }
+    case REG_OP_READ: {
+        const char *what = a->what ? a->what : "text";
+        if (strcmp(what, "text") && strcmp(what, "html") && strcmp(what, "value") &&
+            strcmp(what, "attributes")) {
+            snprintf(err, errlen, "what must be text, html, value or attributes");
+            rc = RG_EBADREQ;
+            break;
+        }
+        rc = call(h, 0, &js, err, errlen, "g.read(%d,'%s')", i, what);
+        if (rc == 0)
+            out->value = cJSON_DetachItemFromObjectCaseSensitive(js, "value");
+        break;
+    }
+    case REG_OP_SCREENSHOT:
+        rc = screenshot(h, a, i, deadline, out, err, errlen);
+        break;
+    case REG_OP_INSPECT:
+        rc = inspect(pg, h, i, out, err, errlen);
+        break;
+    default:
+        snprintf(err, errlen, "unknown operation");
+        rc = RG_EBADREQ;
+    }
+    cJSON_Delete(js);
+    return rc;
+}
+
+int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out, char *err,
+            size_t errlen)
 {
     memset(out, 0, sizeof *out);
     err[0] = '\0';
@@ -891,130 +1037,7 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         snprintf(out->healed_from, sizeof out->healed_from, "%s", res.healed_from);
         out->healed_via = res.healed_via;
     }
-    int i = res.index;
-    double box[6];
-    cJSON *js = NULL;
-    switch (a->op) {
-    case REG_OP_CLICK:
-    case REG_OP_HOVER: {
-        const char *button = a->button ? a->button : "left";
-        if (strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle")) {
-            snprintf(err, errlen, "button must be left, right or middle");
-            rc = RG_EBADREQ;
-            break;
-        }
-        rc = wait_actionable(h, i,
-                             a->op == REG_OP_CLICK ? "{\"scroll\":true,\"enabled\":true,\"hit\":true}"
-                                                   : "{\"scroll\":true,\"hit\":true}",
-                             deadline, box, err, errlen);
-        if (rc < 0)
-            break;
-        out->has_point = 1;
-        out->x = box[0];
-        out->y = box[1];
-        out->has_scroll = 1;
-        out->sx = box[4];
-        out->sy = box[5];
-        if (a->op == REG_OP_HOVER)
-            rc = mouse(h, "mouseMoved", box[0], box[1], "none", 0, 0);
-        else
-            rc = click_at(h, box[0], box[1], button, a->click_count > 0 ? a->click_count : 1,
-                          a->modifiers);
-        break;
-    }
-    case REG_OP_FOCUS:
-        rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
-        break;
-    case REG_OP_FILL: {
-        rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
-                             errlen);
-        char *q = rc == 0 ? quote(a->value ? a->value : "") : NULL;
-        if (rc == 0)
-            rc = q ? call(h, 0, &js, err, errlen, "g.fill(%d,%s)", i, q) : RG_ENOMEM;
-        free(q);
-        break;
-    }
-    case REG_OP_TYPE:
-    case REG_OP_PRESS:
-        if (i >= 0) {
-            rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
-                                 errlen);
-            if (rc == 0)
-                rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
-            cJSON_Delete(js);
-            js = NULL;
-        }
-        if (rc == 0)
-            rc = a->op == REG_OP_TYPE ? type_text(h, a->text ? a->text : "", a->delay_ms,
-                                                  deadline, err, errlen)
-                                      : press(h, a->key, err, errlen);
-        break;
-    case REG_OP_SELECT: {
-        rg_buf v;
-        rg_buf_init(&v);
-        rg_buf_puts(&v, "[");
-        for (size_t k = 0; k < a->n_values; k++) {
-            rg_buf_puts(&v, k ? "," : "");
-            rg_buf_json_str(&v, a->values[k], strlen(a->values[k]));
-        }
-        rg_buf_puts(&v, "]");
-        char *q = v.failed ? NULL : quote(v.data);
-        rg_buf_destroy(&v);
-        rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
-                             errlen);
-        if (rc == 0)
-            rc = q ? call(h, 0, &js, err, errlen, "g.select(%d,%s)", i, q) : RG_ENOMEM;
-        free(q);
-        if (rc == 0) {
-            out->value = cJSON_DetachItemFromObjectCaseSensitive(js, "selected");
-        }
-        break;
-    }
-    case REG_OP_CHECK:
-    case REG_OP_UNCHECK:
-        rc = set_checked(pg, h, a, i, deadline, out, err, errlen);
-        break;
-    case REG_OP_SCROLL: {
-        char opts[160];
-        const char *to = a->to && strcmp(a->to, "target") ? a->to : NULL;
-        if (to && strcmp(to, "top") && strcmp(to, "bottom")) {
-            snprintf(err, errlen, "to must be top, bottom or target");
-            rc = RG_EBADREQ;
-            break;
-        }
-        snprintf(opts, sizeof opts, "{\"dx\":%d,\"dy\":%d,\"to\":%s%s%s}", a->dx, a->dy,
-                 to ? "\"" : "", to ? to : "null", to ? "\"" : "");
-        rc = call(h, 0, &js, err, errlen, "g.scroll(%d,'%s')", i, opts);
-        if (rc == 0) {
-            out->value = js;
-            js = NULL;
-        }
-        break;
-    }
-    case REG_OP_READ: {
-        const char *what = a->what ? a->what : "text";
-        if (strcmp(what, "text") && strcmp(what, "html") && strcmp(what, "value") &&
-            strcmp(what, "attributes")) {
-            snprintf(err, errlen, "what must be text, html, value or attributes");
-            rc = RG_EBADREQ;
-            break;
-        }
-        rc = call(h, 0, &js, err, errlen, "g.read(%d,'%s')", i, what);
-        if (rc == 0)
-            out->value = cJSON_DetachItemFromObjectCaseSensitive(js, "value");
-        break;
-    }
-    case REG_OP_SCREENSHOT:
-        rc = screenshot(h, a, i, deadline, out, err, errlen);
-        break;
-    case REG_OP_INSPECT:
-        rc = inspect(pg, h, i, out, err, errlen);
-        break;
-    default:
-        snprintf(err, errlen, "unknown operation");
-        rc = RG_EBADREQ;
-    }
-    cJSON_Delete(js);
+    rc = run_action(pg, h, a, res.index, deadline, out, err, errlen);
 out:
     if (has_target)
         reg_target_destroy(&t);

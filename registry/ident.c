@@ -3,7 +3,7 @@
  * comparison (docs/protocol.md, "Stable refs"). Pure functions; any thread.
  */
 #define _GNU_SOURCE
-#include "registry.h"
+#include "registry/registry.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #ifndef REG_INT_H
 #define REG_INT_H
 
-#include "registry.h"
+#include "registry/registry.h"
 
 /**
  * Evaluates call in the page, where `g` is the installed page-side script

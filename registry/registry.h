@@ -16,8 +16,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../cdp/cdp.h"
-#include "../common/rg.h"
+#include "cdp/cdp.h"
+#include "common/rg.h"
 
 #define REG_REF_MAX 32   /* "@" + 12 characters + "~" + suffix, with room */
 #define REG_NORM_MAX 12  /* characters kept by normalization */

@@ -4,7 +4,7 @@
  * the same contract (registry.h, reg_store_ops).
  */
 #define _GNU_SOURCE
-#include "registry.h"
+#include "registry/registry.h"
 
 #include <pthread.h>
 #include <stdlib.h>

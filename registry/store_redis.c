@@ -17,7 +17,7 @@
  * error. While Redis is down every operation fails with RG_EUNAVAIL.
  */
 #define _GNU_SOURCE
-#include "registry.h"
+#include "registry/registry.h"
 
 #include <hiredis/hiredis.h>
 #include <msgpack.h>
@@ -149,12 +149,6 @@ static void pack_entry(msgpack_sbuffer *sb, const reg_entry *e)
     }
 }
 
-static int key_is(const msgpack_object *k, const char *name)
-{
-    return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(name) &&
-           !memcmp(k->via.str.ptr, name, k->via.str.size);
-}
-
 static char *str_of(const msgpack_object *v)
 {
     return v->type == MSGPACK_OBJECT_STR ? strndup(v->via.str.ptr, v->via.str.size) : NULL;
@@ -184,35 +178,36 @@ static int unpack_entry(const char *buf, size_t len, reg_entry *e)
     const msgpack_object_map *m = &u.data.via.map;
     for (uint32_t i = 0; i < m->size; i++) {
         const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
-        char **dst = key_is(k, "testid")  ? &e->ident.testid
-                     : key_is(k, "id")    ? &e->ident.id
-                     : key_is(k, "aria")  ? &e->ident.aria_label
-                     : key_is(k, "role")  ? &e->ident.role
-                     : key_is(k, "name")  ? &e->ident.name
-                     : key_is(k, "tag")   ? &e->ident.tag
-                     : key_is(k, "prole") ? &e->ident.parent_role
-                     : key_is(k, "sel")   ? &e->selector
-                     : key_is(k, "css")   ? &e->css_path
-                     : key_is(k, "frame") ? &e->frame
-                     : key_is(k, "nattr") ? &e->name_attr
-                                          : NULL;
+        char **dst = rg_mp_key_is(k, "testid")  ? &e->ident.testid
+                     : rg_mp_key_is(k, "id")    ? &e->ident.id
+                     : rg_mp_key_is(k, "aria")  ? &e->ident.aria_label
+                     : rg_mp_key_is(k, "role")  ? &e->ident.role
+                     : rg_mp_key_is(k, "name")  ? &e->ident.name
+                     : rg_mp_key_is(k, "tag")   ? &e->ident.tag
+                     : rg_mp_key_is(k, "prole") ? &e->ident.parent_role
+                     : rg_mp_key_is(k, "sel")   ? &e->selector
+                     : rg_mp_key_is(k, "css")   ? &e->css_path
+                     : rg_mp_key_is(k, "frame") ? &e->frame
+                     : rg_mp_key_is(k, "nattr") ? &e->name_attr
+                                                : NULL;
         if (dst) {
             free(*dst);
             *dst = str_of(v);
-        } else if (key_is(k, "ref") && v->type == MSGPACK_OBJECT_STR &&
+        } else if (rg_mp_key_is(k, "ref") && v->type == MSGPACK_OBJECT_STR &&
                    v->via.str.size < sizeof e->ref) {
             memcpy(e->ref, v->via.str.ptr, v->via.str.size);
             e->ref[v->via.str.size] = '\0';
-        } else if (key_is(k, "sib")) {
+        } else if (rg_mp_key_is(k, "sib")) {
             e->ident.sibling_index = (int)int_of(v);
-        } else if (key_is(k, "seen")) {
+        } else if (rg_mp_key_is(k, "seen")) {
             e->last_seen_ms = int_of(v);
-        } else if (key_is(k, "order")) {
+        } else if (rg_mp_key_is(k, "order")) {
             e->order = (int)int_of(v);
-        } else if (key_is(k, "b") && v->type == MSGPACK_OBJECT_ARRAY && v->via.array.size == 4) {
+        } else if (rg_mp_key_is(k, "b") && v->type == MSGPACK_OBJECT_ARRAY &&
+                   v->via.array.size == 4) {
             for (int j = 0; j < 4; j++)
                 e->bounds[j] = (int)int_of(&v->via.array.ptr[j]);
-        } else if (key_is(k, "alt") && v->type == MSGPACK_OBJECT_ARRAY && !e->alt) {
+        } else if (rg_mp_key_is(k, "alt") && v->type == MSGPACK_OBJECT_ARRAY && !e->alt) {
             e->alt = calloc(v->via.array.size ? v->via.array.size : 1, sizeof *e->alt);
             for (uint32_t j = 0; e->alt && j < v->via.array.size; j++) {
                 char *s = str_of(&v->via.array.ptr[j]);

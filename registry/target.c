@@ -4,7 +4,7 @@
  * on, and nothing is read past n bytes. Any thread.
  */
 #define _GNU_SOURCE
-#include "registry.h"
+#include "registry/registry.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,13 +35,6 @@ static const struct prefix prefixes[] = {
     {"title~:", REG_T_TITLE, 1},
     {"title:", REG_T_TITLE, 0},
 };
-
-static int fail(char *err, size_t errlen, const char *msg)
-{
-    if (err && errlen)
-        snprintf(err, errlen, "%s", msg);
-    return RG_EBADREQ;
-}
 
 void reg_target_destroy(reg_target *t)
 {
@@ -86,7 +79,7 @@ static int parse_role(const char *s, size_t n, reg_target *t, char *err, size_t 
     while (i < n && is_role_char(s[i]))
         i++;
     if (i == 0)
-        return fail(err, errlen, "role: needs a role name, for example role:button");
+        return rg_errf(err, errlen, RG_EBADREQ, "role: needs a role name, for example role:button");
     t->value = strndup(s, i);
     if (i == n)
         return t->value ? 0 : RG_ENOMEM;
@@ -99,8 +92,8 @@ static int parse_role(const char *s, size_t n, reg_target *t, char *err, size_t 
         skip = 8;
         t->substring = 1;
     } else {
-        return fail(err, errlen,
-                    "after the role only [name=\"...\"] or [name~=\"...\"] may follow");
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "after the role only [name=\"...\"] or [name~=\"...\"] may follow");
     }
     char *name = malloc(left);
     if (!name)
@@ -119,7 +112,8 @@ static int parse_role(const char *s, size_t n, reg_target *t, char *err, size_t 
     name[o] = '\0';
     if (j >= left || j + 2 != left || rest[j + 1] != ']') {
         free(name);
-        return fail(err, errlen, "the role's name must be a quoted string closed by \"]");
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "the role's name must be a quoted string closed by \"]");
     }
     t->name = name;
     return 0;
@@ -129,16 +123,16 @@ int reg_target_parse(const char *s, size_t n, reg_target *t, char *err, size_t e
 {
     memset(t, 0, sizeof *t);
     if (!s || n == 0)
-        return fail(err, errlen, "the target is empty");
+        return rg_errf(err, errlen, RG_EBADREQ, "the target is empty");
     if (n > TARGET_MAX_BYTES)
-        return fail(err, errlen, "the target is longer than 4096 bytes");
+        return rg_errf(err, errlen, RG_EBADREQ, "the target is longer than 4096 bytes");
     if (memchr(s, '\0', n))
-        return fail(err, errlen, "the target contains a NUL byte");
+        return rg_errf(err, errlen, RG_EBADREQ, "the target contains a NUL byte");
     if (s[0] == '@') {
         if (!valid_ref(s, n))
-            return fail(err, errlen,
-                        "a ref is @ followed by up to 12 characters a-z or 0-9 and an optional "
-                        "~N suffix, as observe returns it");
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "a ref is @ followed by up to 12 characters a-z or 0-9 and an optional "
+                           "~N suffix, as observe returns it");
         t->kind = REG_T_REF;
         t->value = strndup(s, n);
         return t->value ? 0 : RG_ENOMEM;
@@ -151,7 +145,7 @@ int reg_target_parse(const char *s, size_t n, reg_target *t, char *err, size_t e
         t->substring = prefixes[i].substring;
         if (n == pl) {
             reg_target_destroy(t);
-            return fail(err, errlen, "the target has a prefix but nothing after it");
+            return rg_errf(err, errlen, RG_EBADREQ, "the target has a prefix but nothing after it");
         }
         if (t->kind == REG_T_ROLE) {
             int rc = parse_role(s + pl, n - pl, t, err, errlen);
@@ -162,7 +156,7 @@ int reg_target_parse(const char *s, size_t n, reg_target *t, char *err, size_t e
         t->value = strndup(s + pl, n - pl);
         return t->value ? 0 : RG_ENOMEM;
     }
-    return fail(err, errlen,
-                "unknown target: use @ref, css:, xpath:, role:, text:, label:, placeholder:, "
-                "testid:, alt: or title:");
+    return rg_errf(err, errlen, RG_EBADREQ,
+                   "unknown target: use @ref, css:, xpath:, role:, text:, label:, placeholder:, "
+                   "testid:, alt: or title:");
 }

@@ -13,7 +13,7 @@
  * answers on.
  */
 #define _GNU_SOURCE
-#include "sess_int.h"
+#include "session/sess_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -11,7 +11,7 @@
  * scripts on the first document of that origin, then removed.
  */
 #define _GNU_SOURCE
-#include "sess_int.h"
+#include "session/sess_int.h"
 
 #include <msgpack.h>
 #include <stdio.h>
@@ -273,7 +273,7 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     memset(out, 0, sizeof *out);
     const char *ev = wait_event(wait);
     if (!ev)
-        return rg_bad(err, errlen, "wait must be load, domcontentloaded or none");
+        return rg_errf(err, errlen, RG_EBADREQ, "wait must be load, domcontentloaded or none");
     if (timeout_ms <= 0)
         timeout_ms = 30000;
     int64_t deadline = rg_now_ms() + timeout_ms;
@@ -325,7 +325,7 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
     memset(out, 0, sizeof *out);
     const char *ev = wait_event(wait);
     if (!ev)
-        return rg_bad(err, errlen, "wait must be load, domcontentloaded or none");
+        return rg_errf(err, errlen, RG_EBADREQ, "wait must be load, domcontentloaded or none");
     if (timeout_ms <= 0)
         timeout_ms = 30000;
     int rc = enable_page(s);
@@ -528,12 +528,6 @@ int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
     return 0;
 }
 
-static int key_is(const msgpack_object *k, const char *name)
-{
-    return k->type == MSGPACK_OBJECT_STR && k->via.str.size == strlen(name) &&
-           !memcmp(k->via.str.ptr, name, k->via.str.size);
-}
-
 int sess_unpack(const char *buf, size_t len, sess_capture *c)
 {
     memset(c, 0, sizeof *c);
@@ -548,18 +542,18 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c)
     const msgpack_object_map *m = &u.data.via.map;
     for (uint32_t i = 0; i < m->size; i++) {
         const msgpack_object *k = &m->ptr[i].key, *v = &m->ptr[i].val;
-        char **dst = key_is(k, "url")       ? &c->url
-                     : key_is(k, "title")   ? &c->title
-                     : key_is(k, "origin")  ? &c->origin
-                     : key_is(k, "cookies") ? &c->cookies
-                     : key_is(k, "ls")      ? &c->ls
-                     : key_is(k, "ss")      ? &c->ss
-                                            : NULL;
+        char **dst = rg_mp_key_is(k, "url")       ? &c->url
+                     : rg_mp_key_is(k, "title")   ? &c->title
+                     : rg_mp_key_is(k, "origin")  ? &c->origin
+                     : rg_mp_key_is(k, "cookies") ? &c->cookies
+                     : rg_mp_key_is(k, "ls")      ? &c->ls
+                     : rg_mp_key_is(k, "ss")      ? &c->ss
+                                                  : NULL;
         if (dst && v->type == MSGPACK_OBJECT_STR && !*dst)
             *dst = strndup(v->via.str.ptr, v->via.str.size);
-        else if (key_is(k, "sx") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        else if (rg_mp_key_is(k, "sx") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
             c->sx = (double)v->via.u64;
-        else if (key_is(k, "sy") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
+        else if (rg_mp_key_is(k, "sy") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
             c->sy = (double)v->via.u64;
     }
     msgpack_unpacked_destroy(&u);

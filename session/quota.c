@@ -38,7 +38,7 @@
  * Threading: any thread; each call takes its own Redis connection.
  */
 #define _GNU_SOURCE
-#include "sess_int.h"
+#include "session/sess_int.h"
 
 #include <hiredis/hiredis.h>
 #include <stdio.h>

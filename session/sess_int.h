@@ -8,7 +8,7 @@
 
 #include <pthread.h>
 
-#include "session.h"
+#include "session/session.h"
 
 struct sess_waiter {
     pthread_cond_t cv;

@@ -108,7 +108,7 @@ void sess_config_default(sess_config *cfg)
     cfg->park_lru = 1;
     cfg->full_checkpoint_ms = 5000;
     cfg->park_max_bytes = 8u << 20;
-    cfg->capacity = RG_POOL_BROWSERS * RG_POOL_CONTEXTS_PER_BROWSER;
+    cfg->capacity = POOL_BROWSERS * POOL_CONTEXTS_PER_BROWSER;
     reg_config_default(&cfg->reg);
 }
 
@@ -130,8 +130,8 @@ void sess_config_from_env(sess_config *cfg)
         rg_env_long("REFGATE_CHECKPOINT_FULL_MS", cfg->full_checkpoint_ms, 0, 3600000);
     cfg->park_max_bytes = (size_t)rg_env_long("REFGATE_PARK_MAX_BYTES", (long)cfg->park_max_bytes,
                                               4096, 256L << 20);
-    long browsers = rg_env_long("REFGATE_BROWSERS", RG_POOL_BROWSERS, 1, 64);
-    long per = rg_env_long("REFGATE_CONTEXTS_PER_BROWSER", RG_POOL_CONTEXTS_PER_BROWSER, 1, 256);
+    long browsers = rg_env_long("REFGATE_BROWSERS", POOL_BROWSERS, 1, 64);
+    long per = rg_env_long("REFGATE_CONTEXTS_PER_BROWSER", POOL_CONTEXTS_PER_BROWSER, 1, 256);
     cfg->capacity = (int)(browsers * per);
     reg_config_from_env(&cfg->reg);
 }

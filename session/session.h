@@ -36,10 +36,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/rg.h"
-#include "../egress/egress.h"
-#include "../pool/pool.h"
-#include "../registry/registry.h"
+#include "common/rg.h"
+#include "egress/egress.h"
+#include "pool/pool.h"
+#include "registry/registry.h"
 
 #define SESS_ID_MAX 40
 #define SESS_TENANT_MAX 64

@@ -13,7 +13,7 @@
  * answer replaces the earlier).
  */
 #define _GNU_SOURCE
-#include "tenant_int.h"
+#include "tenant/tenant_int.h"
 
 #include <pthread.h>
 #include <stdlib.h>

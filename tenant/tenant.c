@@ -5,7 +5,7 @@
  * No API key in clear is ever logged or stored.
  */
 #define _GNU_SOURCE
-#include "tenant_int.h"
+#include "tenant/tenant_int.h"
 
 #include <errno.h>
 #include <math.h>
@@ -140,13 +140,14 @@ static int host_valid(const char *h)
 static int hosts_valid(char **v, size_t n, const char *which, char *err, size_t errlen)
 {
     if (n > TENANT_HOSTS_MAX)
-        return rg_bad(err, errlen, "at most %d %s hosts are allowed", TENANT_HOSTS_MAX, which);
+        return rg_errf(err, errlen, RG_EBADREQ, "at most %d %s hosts are allowed", TENANT_HOSTS_MAX,
+                       which);
     for (size_t i = 0; i < n; i++)
         if (!v[i] || !host_valid(v[i]))
-            return rg_bad(err, errlen,
-                        "%s host \"%.64s\" is not a host pattern (1 to %d of letters, digits "
-                        "and . - _ * : [ ] /)",
-                        which, v[i] ? v[i] : "", TENANT_HOST_MAX_LEN);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "%s host \"%.64s\" is not a host pattern (1 to %d of letters, digits "
+                           "and . - _ * : [ ] /)",
+                           which, v[i] ? v[i] : "", TENANT_HOST_MAX_LEN);
     return 0;
 }
 
@@ -169,33 +170,37 @@ static int text_valid(const char *s, size_t max, int locale)
 int tenant_validate(const tenant *t, char *err, size_t errlen)
 {
     if (!tenant_name_valid(t->name))
-        return rg_bad(err, errlen, "a tenant name is 1 to %d characters of a-z, 0-9, '_' and '-'",
-                    TENANT_NAME_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "a tenant name is 1 to %d characters of a-z, 0-9, '_' and '-'",
+                       TENANT_NAME_MAX);
     if (t->max_sessions < 0 || t->max_sessions > TENANT_LIMIT_MAX)
-        return rg_bad(err, errlen, "max_sessions must be between 0 and %d", TENANT_LIMIT_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ, "max_sessions must be between 0 and %d",
+                       TENANT_LIMIT_MAX);
     if (t->max_concurrent < 0 || t->max_concurrent > TENANT_LIMIT_MAX)
-        return rg_bad(err, errlen, "max_concurrent must be between 0 and %d", TENANT_LIMIT_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ, "max_concurrent must be between 0 and %d",
+                       TENANT_LIMIT_MAX);
     if (!isfinite(t->rate) || t->rate <= 0 || t->rate > TENANT_RATE_MAX)
-        return rg_bad(err, errlen, "rate must be above 0 and at most %.0f requests per second",
-                    TENANT_RATE_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "rate must be above 0 and at most %.0f requests per second",
+                       TENANT_RATE_MAX);
     if ((t->allow_private != 0 && t->allow_private != 1) ||
         (t->allow_eval != 0 && t->allow_eval != 1))
-        return rg_bad(err, errlen, "allow_private and allow_eval are 0 or 1");
+        return rg_errf(err, errlen, RG_EBADREQ, "allow_private and allow_eval are 0 or 1");
     int rc = hosts_valid(t->allow_hosts, t->n_allow, "allowed", err, errlen);
     if (!rc)
         rc = hosts_valid(t->deny_hosts, t->n_deny, "denied", err, errlen);
     if (rc)
         return rc;
     if (t->user_agent && !text_valid(t->user_agent, TENANT_UA_MAX_LEN, 0))
-        return rg_bad(err, errlen,
-                    "the user agent is at most %d characters without control "
-                    "characters",
-                    TENANT_UA_MAX_LEN);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "the user agent is at most %d characters without control "
+                       "characters",
+                       TENANT_UA_MAX_LEN);
     if (t->locale && !text_valid(t->locale, TENANT_LOCALE_MAX_LEN, 1))
-        return rg_bad(err, errlen,
-                    "a locale is a language tag such as en-US (at most %d "
-                    "characters)",
-                    TENANT_LOCALE_MAX_LEN);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "a locale is a language tag such as en-US (at most %d "
+                       "characters)",
+                       TENANT_LOCALE_MAX_LEN);
     return 0;
 }
 

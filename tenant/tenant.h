@@ -38,7 +38,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "../common/rg.h"
+#include "common/rg.h"
 
 /** Longest tenant name (and id), in characters. */
 #define TENANT_NAME_MAX 63

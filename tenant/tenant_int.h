@@ -5,7 +5,7 @@
 #ifndef TENANT_INT_H
 #define TENANT_INT_H
 
-#include "tenant.h"
+#include "tenant/tenant.h"
 
 /** Longest API key tenant_authenticate hashes; longer ones are refused unhashed. */
 #define TENANT_KEY_INPUT_MAX 256

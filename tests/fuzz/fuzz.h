@@ -1,7 +1,7 @@
 /*
  * fuzz.h - what the libFuzzer targets of tests/fuzz/ share: a property check
  * that aborts with a message (libFuzzer then keeps the input as a crash), an
- * independent UTF-8 validator, the contract of gateway/wire.h checked on a
+ * independent UTF-8 validator, the contract of wire/wire.h checked on a
  * decoded tree, tree equality for round trips, and the gateway's command
  * checks run for several callers.
  *

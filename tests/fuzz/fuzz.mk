@@ -21,7 +21,7 @@ FUZZ_LDFLAGS := $(FUZZ_SAN) -fsanitize=fuzzer
 # What each target links besides its own file. The request targets run the
 # gateway's command checks, which live among the gateway's ops, so they take
 # the whole server but main.c (nothing of it starts: no browser, no Redis).
-FUZZ_APP_SRC := $(COMMON_SRC) $(CDP_SRC) $(POOL_SRC) $(REGISTRY_SRC) $(SESSION_SRC) \
+FUZZ_APP_SRC := $(COMMON_SRC) $(WIRE_SRC) $(CDP_SRC) $(POOL_SRC) $(REGISTRY_SRC) $(SESSION_SRC) \
                 $(TENANT_SRC) $(POLICY_SRC) $(EGRESS_SRC) $(GATEWAY_SRC)
 FUZZ_SRC_mp_command   := tests/fuzz/fuzz_util.c tests/fuzz/fuzz_wire.c $(FUZZ_APP_SRC)
 FUZZ_SRC_json_command := tests/fuzz/fuzz_util.c tests/fuzz/fuzz_wire.c $(FUZZ_APP_SRC)

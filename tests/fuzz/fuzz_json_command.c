@@ -24,7 +24,7 @@
 #include <cjson/cJSON.h>
 
 #include "common/rg.h"
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tests/fuzz/fuzz.h"
 
 /* 1 when the tree cJSON made is one wire.h lets through; v's parents are `above` deep. */

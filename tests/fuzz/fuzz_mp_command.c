@@ -20,7 +20,7 @@
 #include <msgpack.h>
 
 #include "common/rg.h"
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tests/fuzz/fuzz.h"
 
 #define MSGPACK_STACK 32 /* containers msgpack-c's unpacker can hold open */

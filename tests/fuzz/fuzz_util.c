@@ -1,7 +1,7 @@
 /*
  * fuzz_util.c - the checks every target of tests/fuzz/ may use (fuzz.h):
  * written apart from the code under test on purpose, so that the UTF-8
- * check decodes code points where gateway/wire.c matches byte ranges.
+ * check decodes code points where wire/decode.c matches byte ranges.
  */
 #include "fuzz.h"
 

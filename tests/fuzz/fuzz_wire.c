@@ -1,7 +1,7 @@
 /*
  * fuzz_wire.c - the checks that the request targets (fuzz_mp_command,
  * fuzz_json_command) share; see fuzz.h. The command rules come from
- * docs/protocol.md, not from dispatch.c's table, so that the two are compared.
+ * docs/protocol.md, not from wire/op.h's table, so that the two are compared.
  */
 #define _GNU_SOURCE
 #include "fuzz.h"
@@ -12,7 +12,7 @@
 
 #include "common/rg.h"
 #include "gateway/gateway.h"
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 /* ---- the decoded tree ---------------------------------------------------- */
 

@@ -34,7 +34,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tests/support/fixture.h"
 #include "tests/support/net.h"
 

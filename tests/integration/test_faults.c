@@ -28,7 +28,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tests/support/fixture.h"
 #include "tests/support/net.h"
 

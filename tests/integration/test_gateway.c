@@ -29,7 +29,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tenant/tenant.h"
 #include "tests/support/expect.h"
 #include "tests/support/fixture.h"

@@ -38,7 +38,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "session/session.h"
 #include "tenant/tenant.h"
 #include "tests/support/expect.h"

@@ -29,7 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "tests/support/expect.h"
 #include "tests/support/fixture.h"
 #include "tests/support/net.h"

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "expect.h"
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "net.h"
 
 const char *expect_ref(const reg_observation *o, const char *role, const char *name)

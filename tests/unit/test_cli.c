@@ -1295,6 +1295,15 @@ static void test_print_screenshot(void **state)
     rg_buf_destroy(&mp);
 }
 
+/* Every args key a command sends is one its op takes (wire/op.h is the one table). */
+static void test_commands_match_ops(void **state)
+{
+    (void)state;
+    char err[200] = "";
+    assert_int_equal(cli_check_commands(err, sizeof err), 0);
+    assert_string_equal(err, "");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -1332,6 +1341,7 @@ int main(void)
         cmocka_unit_test(test_print_friendly),
         cmocka_unit_test(test_print_errors_and_json),
         cmocka_unit_test(test_print_screenshot),
+        cmocka_unit_test(test_commands_match_ops),
     };
     return cmocka_run_group_tests_name("cli", tests, NULL, NULL);
 }

@@ -20,7 +20,7 @@
 #include "cdp/cdp.h"
 #include "common/rg.h"
 #include "gateway/gateway.h"
-#include "gateway/wire.h"
+#include "wire/wire.h"
 #include "policy/policy.h"
 #include "registry/registry.h"
 

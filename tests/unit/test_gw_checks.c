@@ -199,14 +199,14 @@ static void test_routes(void **state)
 {
     (void)state;
     char sid[SESS_ID_MAX + 1];
-    assert_int_equal(gw_http_route("/v1/sessions", sid, sizeof sid), 1);
+    assert_int_equal(gw_http_route("/v1/sessions", sid, sizeof sid), GW_ROUTE_SESSIONS);
     assert_string_equal(sid, "");
-    assert_int_equal(gw_http_route("/v1/sessions/", sid, sizeof sid), 1);
-    assert_int_equal(gw_http_route("/v1/sessions/sAbc123", sid, sizeof sid), 2);
+    assert_int_equal(gw_http_route("/v1/sessions/", sid, sizeof sid), GW_ROUTE_SESSIONS);
+    assert_int_equal(gw_http_route("/v1/sessions/sAbc123", sid, sizeof sid), GW_ROUTE_SESSION);
     assert_string_equal(sid, "sAbc123");
-    assert_int_equal(gw_http_route("/v1/sessions/sAbc123/", sid, sizeof sid), 2);
+    assert_int_equal(gw_http_route("/v1/sessions/sAbc123/", sid, sizeof sid), GW_ROUTE_SESSION);
     assert_string_equal(sid, "sAbc123");
-    assert_int_equal(gw_http_route("/v1/sessions/sAbc123/ws", sid, sizeof sid), 3);
+    assert_int_equal(gw_http_route("/v1/sessions/sAbc123/ws", sid, sizeof sid), GW_ROUTE_WS);
     assert_string_equal(sid, "sAbc123");
     static const char *const none[] = {
         "/",
@@ -225,19 +225,19 @@ static void test_routes(void **state)
         "/healthz",
     };
     for (size_t i = 0; i < sizeof none / sizeof *none; i++)
-        if (gw_http_route(none[i], sid, sizeof sid) != 0)
+        if (gw_http_route(none[i], sid, sizeof sid) != GW_ROUTE_NONE)
             fail_msg("\"%s\" routed", none[i]);
     /* A session id longer than any can be still routes (to not_found later), unread. */
     char path[SESS_ID_MAX + 64], big[SESS_ID_MAX + 8];
     memset(big, 'a', sizeof big - 1);
     big[sizeof big - 1] = '\0';
     snprintf(path, sizeof path, "/v1/sessions/%s", big);
-    assert_int_equal(gw_http_route(path, sid, sizeof sid), 2);
+    assert_int_equal(gw_http_route(path, sid, sizeof sid), GW_ROUTE_SESSION);
     assert_string_equal(sid, "");
     /* The longest that fits is copied whole. */
     big[SESS_ID_MAX] = '\0';
     snprintf(path, sizeof path, "/v1/sessions/%s/ws", big);
-    assert_int_equal(gw_http_route(path, sid, sizeof sid), 3);
+    assert_int_equal(gw_http_route(path, sid, sizeof sid), GW_ROUTE_WS);
     assert_string_equal(sid, big);
 }
 

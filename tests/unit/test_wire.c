@@ -19,7 +19,7 @@
 #include <msgpack.h>
 
 #include "common/rg.h"
-#include "gateway/wire.h"
+#include "wire/wire.h"
 
 #define ERRLEN 256
 #define TWO53 9007199254740992.0

@@ -1,5 +1,5 @@
 /*
- * wire.h - the gateway's codec: untrusted request bodies in msgpack or JSON
+ * wire.h - the protocol's codec: untrusted request bodies in msgpack or JSON
  * to cJSON trees, and reply trees back to msgpack or JSON. cJSON trees are the
  * one in-memory representation of commands and replies; binary data rides in
  * them as a base64 string item marked with WIRE_BIN.
@@ -24,7 +24,7 @@
 
 #include <cjson/cJSON.h>
 
-#include "../common/rg.h"
+#include "common/rg.h"
 
 /** Deepest nesting a request body may have: a scalar is depth 0, `{}` is 1. */
 #define WIRE_MAX_DEPTH 16

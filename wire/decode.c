@@ -1,11 +1,10 @@
 /*
- * wire.c - request bodies (msgpack, JSON) to cJSON trees and reply trees back.
- * See wire.h for the contracts. Nothing here keeps state: any thread may call
- * anything. Every input byte is untrusted: lengths are checked against what
- * is left before anything is sized by them, and recursion only ever runs over
- * trees whose depth has already been bounded.
+ * decode.c - untrusted request bodies (msgpack, JSON) to cJSON trees. See
+ * wire.h for the contracts. Every input byte is untrusted: lengths are
+ * checked against what is left before anything is sized by them, and
+ * recursion only ever runs over trees whose depth has already been bounded.
  */
-#include "wire.h"
+#include "wire/wire_int.h"
 
 #include <inttypes.h>
 #include <math.h>
@@ -17,15 +16,12 @@
 
 #include <msgpack.h>
 
-#define WIRE_INT_EXACT_MAX 9007199254740992ULL /* 2^53: beyond it a double loses integers */
-#define WIRE_ENCODE_MAX_DEPTH 2000             /* reply trees are ours, but cycles exist */
-#define WIRE_KEYS_ON_STACK 16                  /* map keys checked without malloc */
-#define WIRE_ERR_KEY_BYTES 40                  /* bytes of a key quoted in a message */
+#define WIRE_KEYS_ON_STACK 16 /* map keys checked without malloc */
+#define WIRE_ERR_KEY_BYTES 40 /* bytes of a key quoted in a message */
 
 static const char msg_utf8[] = "strings must be UTF-8 without NUL bytes";
 
 /* ---- errors -------------------------------------------------------------- */
-
 
 static int nomem(char *err, size_t errlen)
 {
@@ -38,14 +34,6 @@ static void err_clear(char *err, size_t errlen)
 {
     if (err && errlen)
         err[0] = '\0';
-}
-
-/* Drops whatever an encoder appended to b after start. */
-static void buf_rewind(rg_buf *b, size_t start)
-{
-    b->len = start;
-    if (b->data)
-        b->data[start] = '\0';
 }
 
 /* ---- UTF-8 --------------------------------------------------------------- */
@@ -96,89 +84,6 @@ static int utf8_valid(const char *s, size_t n)
         i += k;
     }
     return 1;
-}
-
-/* ---- base64 -------------------------------------------------------------- */
-
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Appends the padded base64 of in (n bytes) to b. 0 or RG_ENOMEM. */
-static int b64_append(rg_buf *b, const unsigned char *in, size_t n)
-{
-    if (n / 3 >= SIZE_MAX / 4 - 1)
-        return RG_ENOMEM;
-    size_t outn = (n + 2) / 3 * 4;
-    if (rg_buf_reserve(b, outn) < 0)
-        return RG_ENOMEM;
-    char *o = b->data + b->len;
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        *o++ = b64_alphabet[v >> 18];
-        *o++ = b64_alphabet[v >> 12 & 63];
-        *o++ = b64_alphabet[v >> 6 & 63];
-        *o++ = b64_alphabet[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        *o++ = b64_alphabet[v >> 18];
-        *o++ = b64_alphabet[v >> 12 & 63];
-        *o++ = i + 1 < n ? b64_alphabet[v >> 6 & 63] : '=';
-        *o++ = '=';
-    }
-    b->len += outn;
-    b->data[b->len] = '\0';
-    return 0;
-}
-
-/* 1 when s (n bytes) is base64 that rg_base64_decode accepts. */
-static int b64_valid(const char *s, size_t n)
-{
-    while (n && s[n - 1] == '=')
-        n--;
-    if (n % 4 == 1)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '\0' || s[i] == '=' || !strchr(b64_alphabet, s[i]))
-            return 0;
-    return 1;
-}
-
-/* A WIRE_BIN string item for data (n bytes), built in scratch. NULL on ENOMEM. */
-static cJSON *bin_item(rg_buf *scratch, const void *data, size_t n)
-{
-    rg_buf_reset(scratch);
-    if (b64_append(scratch, data, n) < 0)
-        return NULL;
-    cJSON *item = cJSON_CreateString(scratch->data);
-    if (item)
-        item->type |= WIRE_BIN;
-    return item;
-}
-
-cJSON *wire_bin_new(const void *data, size_t len)
-{
-    rg_buf scratch;
-    rg_buf_init(&scratch);
-    cJSON *item = bin_item(&scratch, data, len);
-    rg_buf_destroy(&scratch);
-    return item;
-}
-
-cJSON *wire_add_float(cJSON *obj, const char *key, double d)
-{
-    cJSON *n = cJSON_AddNumberToObject(obj, key, d);
-    if (n)
-        n->type |= WIRE_FLOAT;
-    return n;
-}
-
-int wire_is_bin(const cJSON *v)
-{
-    return v && cJSON_IsString(v) && (v->type & WIRE_BIN) ? 1 : 0;
 }
 
 /* ---- duplicate keys ------------------------------------------------------ */
@@ -272,7 +177,7 @@ static int key_set_check(struct key_set *ks, char *err, size_t errlen)
         return 0;
     char q[WIRE_ERR_KEY_BYTES + 4];
     key_quote(q, dup);
-    return rg_bad(err, errlen, "duplicate key \"%s\"", q);
+    return rg_errf(err, errlen, RG_EBADREQ, "duplicate key \"%s\"", q);
 }
 
 /* ---- msgpack pre-scan ---------------------------------------------------- */
@@ -329,8 +234,8 @@ static const struct {
 
 static int mp_short(const struct mp_scan *s)
 {
-    return rg_bad(s->err, s->errlen, "the body ends in the middle of a value (after %zu bytes)",
-               s->len);
+    return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                   "the body ends in the middle of a value (after %zu bytes)", s->len);
 }
 
 /* Skips n bytes whose size the tag byte fixes. */
@@ -360,8 +265,8 @@ static int mp_payload(struct mp_scan *s, size_t n, const char *what)
 {
     size_t left = s->len - s->off;
     if (n > left)
-        return rg_bad(s->err, s->errlen, "the body declares %s of %zu bytes but has %zu bytes left",
-                   what, n, left);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body declares %s of %zu bytes but has %zu bytes left", what, n, left);
     s->off += n;
     return 0;
 }
@@ -371,11 +276,12 @@ static int mp_container(struct mp_scan *s, int is_map, size_t n, size_t *items)
 {
     size_t left = s->len - s->off;
     if (is_map && n > left / 2)
-        return rg_bad(s->err, s->errlen,
-                   "the body declares a map of %zu entries but has %zu bytes left", n, left);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body declares a map of %zu entries but has %zu bytes left", n, left);
     if (!is_map && n > left)
-        return rg_bad(s->err, s->errlen,
-                   "the body declares an array of %zu elements but has %zu bytes left", n, left);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body declares an array of %zu elements but has %zu bytes left", n,
+                       left);
     *items = is_map ? 2 * n : n;
     return 0;
 }
@@ -390,8 +296,8 @@ static int mp_tagged(struct mp_scan *s, unsigned char tag, int *container, size_
     if (kind == MP_FIXED)
         return mp_fixed(s, size);
     if (kind == MP_RESERVED)
-        return rg_bad(s->err, s->errlen, "the body holds the reserved byte 0xc1 at offset %zu",
-                   s->off - 1);
+        return rg_errf(s->err, s->errlen, RG_EBADREQ,
+                       "the body holds the reserved byte 0xc1 at offset %zu", s->off - 1);
     if ((r = mp_read_len(s, size, &n)) < 0)
         return r;
     if (kind == MP_STR)
@@ -440,7 +346,7 @@ int wire_mp_prescan(const void *buf, size_t len, int max_depth, char *err, size_
         return RG_EINTERNAL;
     }
     if (len == 0)
-        return rg_bad(err, errlen, "the body is empty");
+        return rg_errf(err, errlen, RG_EBADREQ, "the body is empty");
     do {
         int container, r;
         size_t items;
@@ -449,15 +355,17 @@ int wire_mp_prescan(const void *buf, size_t len, int max_depth, char *err, size_
         if (depth > 0)
             left[depth - 1]--;
         if (container && depth >= max_depth)
-            return rg_bad(err, errlen, "the body nests deeper than %d levels", max_depth);
+            return rg_errf(err, errlen, RG_EBADREQ, "the body nests deeper than %d levels",
+                           max_depth);
         if (items > 0)
             left[depth++] = items;
         while (depth > 0 && left[depth - 1] == 0)
             depth--;
     } while (depth > 0);
     if (s.off != len)
-        return rg_bad(err, errlen, "the body has %zu bytes after its value (a body holds one value)",
-                   len - s.off);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "the body has %zu bytes after its value (a body holds one value)",
+                       len - s.off);
     return 0;
 }
 
@@ -485,7 +393,7 @@ static int mp_made(struct mp_ctx *c, cJSON *item, cJSON **out)
 static int mp_cstr(struct mp_ctx *c, const msgpack_object_str *str, const char **s)
 {
     if (!utf8_valid(str->ptr, str->size))
-        return rg_bad(c->err, c->errlen, "%s", msg_utf8);
+        return rg_errf(c->err, c->errlen, RG_EBADREQ, "%s", msg_utf8);
     rg_buf_reset(&c->scratch);
     if (rg_buf_append(&c->scratch, str->ptr, str->size) < 0)
         return nomem(c->err, c->errlen);
@@ -496,15 +404,15 @@ static int mp_cstr(struct mp_ctx *c, const msgpack_object_str *str, const char *
 static int mp_int(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
 {
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER && o->via.u64 > WIRE_INT_EXACT_MAX)
-        return rg_bad(c->err, c->errlen,
-                   "integers must lie within -2^53..2^53, which a double holds exactly; "
-                   "%" PRIu64 " does not",
-                   o->via.u64);
+        return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                       "integers must lie within -2^53..2^53, which a double holds exactly; "
+                       "%" PRIu64 " does not",
+                       o->via.u64);
     if (o->type == MSGPACK_OBJECT_NEGATIVE_INTEGER && o->via.i64 < -(int64_t)WIRE_INT_EXACT_MAX)
-        return rg_bad(c->err, c->errlen,
-                   "integers must lie within -2^53..2^53, which a double holds exactly; "
-                   "%" PRId64 " does not",
-                   o->via.i64);
+        return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                       "integers must lie within -2^53..2^53, which a double holds exactly; "
+                       "%" PRId64 " does not",
+                       o->via.i64);
     if (o->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
         return mp_made(c, cJSON_CreateNumber((double)o->via.u64), out);
     return mp_made(c, cJSON_CreateNumber((double)o->via.i64), out);
@@ -549,9 +457,9 @@ static int mp_map_keys(struct mp_ctx *c, const msgpack_object_map *m)
     for (uint32_t i = 0; i < m->size && r == 0; i++) {
         const msgpack_object *k = &m->ptr[i].key;
         if (k->type != MSGPACK_OBJECT_STR)
-            r = rg_bad(c->err, c->errlen, "map keys must be strings");
+            r = rg_errf(c->err, c->errlen, RG_EBADREQ, "map keys must be strings");
         else if (!utf8_valid(k->via.str.ptr, k->via.str.size))
-            r = rg_bad(c->err, c->errlen, "%s", msg_utf8);
+            r = rg_errf(c->err, c->errlen, RG_EBADREQ, "%s", msg_utf8);
         else
             ks.v[ks.n++] = (struct key_ref){k->via.str.ptr, k->via.str.size};
     }
@@ -612,20 +520,23 @@ static int mp_value(struct mp_ctx *c, const msgpack_object *o, cJSON **out)
     case MSGPACK_OBJECT_FLOAT32:
     case MSGPACK_OBJECT_FLOAT64:
         if (!isfinite(o->via.f64))
-            return rg_bad(c->err, c->errlen, "numbers must be finite (no NaN or infinity)");
+            return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                           "numbers must be finite (no NaN or infinity)");
         return mp_made(c, cJSON_CreateNumber(o->via.f64), out);
     case MSGPACK_OBJECT_STR:
         return mp_str(c, o, out);
     case MSGPACK_OBJECT_BIN:
-        return mp_made(c, bin_item(&c->scratch, o->via.bin.ptr, o->via.bin.size), out);
+        return mp_made(c, wire_bin_item(&c->scratch, o->via.bin.ptr, o->via.bin.size), out);
     case MSGPACK_OBJECT_ARRAY:
         return mp_array(c, o, out);
     case MSGPACK_OBJECT_MAP:
         return mp_map(c, o, out);
     case MSGPACK_OBJECT_EXT:
-        return rg_bad(c->err, c->errlen, "msgpack extension types (ext) are not accepted");
+        return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                       "msgpack extension types (ext) are not accepted");
     }
-    return rg_bad(c->err, c->errlen, "the body holds a value of an unknown msgpack type");
+    return rg_errf(c->err, c->errlen, RG_EBADREQ,
+                   "the body holds a value of an unknown msgpack type");
 }
 
 int wire_mp_decode(const void *buf, size_t len, cJSON **out, char *err, size_t errlen)
@@ -644,7 +555,7 @@ int wire_mp_decode(const void *buf, size_t len, cJSON **out, char *err, size_t e
     if (ur == MSGPACK_UNPACK_NOMEM_ERROR)
         r = nomem(err, errlen);
     else if (ur != MSGPACK_UNPACK_SUCCESS || off != len)
-        r = rg_bad(err, errlen, "the body is not valid msgpack");
+        r = rg_errf(err, errlen, RG_EBADREQ, "the body is not valid msgpack");
     else
         r = mp_value(&c, &up.data, out);
     msgpack_unpacked_destroy(&up);
@@ -670,18 +581,20 @@ static int json_odd_byte(const unsigned char *p, size_t len, size_t i, int in_st
                          char *err, size_t errlen)
 {
     if (p[i] == '\0')
-        return in_str ? rg_bad(err, errlen, "%s (a NUL byte at byte %zu)", msg_utf8, i)
-                      : rg_bad(err, errlen, "the body holds a NUL byte at byte %zu", i);
+        return in_str
+                   ? rg_errf(err, errlen, RG_EBADREQ, "%s (a NUL byte at byte %zu)", msg_utf8, i)
+                   : rg_errf(err, errlen, RG_EBADREQ, "the body holds a NUL byte at byte %zu", i);
     if (p[i] < 0x80) {
         *k = 1;
         if (in_str || json_space(p[i]))
             return 0;
-        return rg_bad(err, errlen, "the body holds the control byte 0x%02x at byte %zu", p[i], i);
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "the body holds the control byte 0x%02x at byte %zu", p[i], i);
     }
     if ((*k = utf8_seq(p + i, len - i)) > 0)
         return 0;
-    return in_str ? rg_bad(err, errlen, "%s (byte %zu)", msg_utf8, i)
-                  : rg_bad(err, errlen, "the body is not UTF-8 text (byte %zu)", i);
+    return in_str ? rg_errf(err, errlen, RG_EBADREQ, "%s (byte %zu)", msg_utf8, i)
+                  : rg_errf(err, errlen, RG_EBADREQ, "the body is not UTF-8 text (byte %zu)", i);
 }
 
 /* Moves *i past the decimal digits at p[*i]: 0 when there are none. */
@@ -726,8 +639,8 @@ static size_t json_number_len(const unsigned char *p, size_t len)
 /*
  * Checks a JSON body before cJSON parses it: UTF-8 throughout, no NUL byte,
  * no \u0000, no control byte outside strings, numbers as RFC 8259 writes
- * them, and nesting at most WIRE_MAX_DEPTH. Brackets are counted outside strings, which is exact for
- * valid JSON; invalid JSON that this lets through cJSON refuses.
+ * them, and nesting at most WIRE_MAX_DEPTH. Brackets are counted outside strings, which is exact
+ * for valid JSON; invalid JSON that this lets through cJSON refuses.
  */
 static int json_prescan(const unsigned char *p, size_t len, char *err, size_t errlen)
 {
@@ -744,7 +657,7 @@ static int json_prescan(const unsigned char *p, size_t len, char *err, size_t er
         }
         if (in_str && ch == '\\') {
             if (json_nul_escape(p + i, len - i))
-                return rg_bad(err, errlen, "%s (\\u0000 at byte %zu)", msg_utf8, i);
+                return rg_errf(err, errlen, RG_EBADREQ, "%s (\\u0000 at byte %zu)", msg_utf8, i);
             /* Skip the escaped character unless it needs the checks above. */
             i += i + 1 < len && p[i + 1] >= 0x20 && p[i + 1] < 0x80 ? 2 : 1;
             continue;
@@ -752,16 +665,16 @@ static int json_prescan(const unsigned char *p, size_t len, char *err, size_t er
         if (!in_str && (ch == '-' || (ch >= '0' && ch <= '9'))) {
             size_t n = json_number_len(p + i, len - i);
             if (!n)
-                return rg_bad(err, errlen,
-                              "the body is not valid JSON (a malformed number at byte %zu)", i);
+                return rg_errf(err, errlen, RG_EBADREQ,
+                               "the body is not valid JSON (a malformed number at byte %zu)", i);
             i += n;
             continue;
         }
         if (ch == '"')
             in_str = !in_str;
         else if (!in_str && (ch == '[' || ch == '{') && ++depth > WIRE_MAX_DEPTH)
-            return rg_bad(err, errlen, "the body nests deeper than %d levels (byte %zu)",
-                       WIRE_MAX_DEPTH, i);
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "the body nests deeper than %d levels (byte %zu)", WIRE_MAX_DEPTH, i);
         else if (!in_str && (ch == ']' || ch == '}') && depth > 0)
             depth--;
         i++;
@@ -796,11 +709,12 @@ static int json_check(const cJSON *v, int depth, char *err, size_t errlen)
     int r;
 
     if (cJSON_IsNumber(v) && !isfinite(v->valuedouble))
-        return rg_bad(err, errlen, "numbers must be finite (no NaN or infinity)");
+        return rg_errf(err, errlen, RG_EBADREQ, "numbers must be finite (no NaN or infinity)");
     if (!cJSON_IsArray(v) && !cJSON_IsObject(v))
         return 0;
     if (depth >= WIRE_MAX_DEPTH)
-        return rg_bad(err, errlen, "the body nests deeper than %d levels", WIRE_MAX_DEPTH);
+        return rg_errf(err, errlen, RG_EBADREQ, "the body nests deeper than %d levels",
+                       WIRE_MAX_DEPTH);
     if (cJSON_IsObject(v) && (r = json_keys_unique(v, err, errlen)) < 0)
         return r;
     for (const cJSON *ch = v->child; ch; ch = ch->next)
@@ -813,9 +727,9 @@ static int json_check(const cJSON *v, int depth, char *err, size_t errlen)
 static int json_parse_error(const char *buf, size_t len, const char *end, char *err, size_t errlen)
 {
     if (end && end >= buf && (size_t)(end - buf) <= len)
-        return rg_bad(err, errlen, "the body is not valid JSON (error at byte %zu)",
-                   (size_t)(end - buf));
-    return rg_bad(err, errlen, "the body is not valid JSON");
+        return rg_errf(err, errlen, RG_EBADREQ, "the body is not valid JSON (error at byte %zu)",
+                       (size_t)(end - buf));
+    return rg_errf(err, errlen, RG_EBADREQ, "the body is not valid JSON");
 }
 
 int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t errlen)
@@ -826,7 +740,7 @@ int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t
     *out = NULL;
     err_clear(err, errlen);
     if (len == 0)
-        return rg_bad(err, errlen, "the body is empty");
+        return rg_errf(err, errlen, RG_EBADREQ, "the body is empty");
     if ((r = json_prescan(buf, len, err, errlen)) < 0)
         return r;
     /* Not cJSON_GetErrorPtr, which is one global for all threads: end says where. */
@@ -837,7 +751,8 @@ int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t
     while (off < len && json_space((unsigned char)text[off]))
         off++;
     if (off != len)
-        r = rg_bad(err, errlen, "the body has more after its JSON value (byte %zu)", off);
+        r = rg_errf(err, errlen, RG_EBADREQ, "the body has more after its JSON value (byte %zu)",
+                    off);
     else
         r = json_check(root, 0, err, errlen);
     if (r < 0) {
@@ -846,234 +761,4 @@ int wire_json_decode(const void *buf, size_t len, cJSON **out, char *err, size_t
     }
     *out = root;
     return 0;
-}
-
-/* ---- cJSON to msgpack ---------------------------------------------------- */
-
-/* 1 when d is an integer in [-2^63, 2^63), which int64_t holds exactly. */
-static int is_int64(double d)
-{
-    return d >= -9223372036854775808.0 && d < 9223372036854775808.0 && (double)(int64_t)d == d;
-}
-
-/*
- * 1 when d is an integer in [-2^53, 2^53]: the integers msgpack may carry
- * both ways. Larger integral doubles are packed as float64, because
- * wire_mp_decode refuses integers beyond 2^53 and a reply must decode as well
- * as the request it answers.
- */
-static int is_exact_int(double d)
-{
-    return d >= -(double)WIRE_INT_EXACT_MAX && d <= (double)WIRE_INT_EXACT_MAX && is_int64(d);
-}
-
-static int mp_write(void *data, const char *buf, size_t len)
-{
-    return rg_buf_append(data, buf, len);
-}
-
-static int mpe_value(msgpack_packer *pk, const cJSON *v, int depth);
-
-static int mpe_number(msgpack_packer *pk, double d)
-{
-    int r;
-    if (is_exact_int(d) && d < 0)
-        r = msgpack_pack_int64(pk, (int64_t)d);
-    else if (is_exact_int(d))
-        r = msgpack_pack_uint64(pk, (uint64_t)d);
-    else
-        r = msgpack_pack_double(pk, d);
-    return r ? RG_ENOMEM : 0;
-}
-
-static int mpe_str(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s);
-    if (n > UINT32_MAX)
-        return RG_EINTERNAL;
-    return msgpack_pack_str(pk, n) || msgpack_pack_str_body(pk, s, n) ? RG_ENOMEM : 0;
-}
-
-static int mpe_bin(msgpack_packer *pk, const char *s)
-{
-    size_t n = strlen(s), len;
-    if (!b64_valid(s, n))
-        return RG_EINTERNAL;
-    unsigned char *data = rg_base64_decode(s, n, &len);
-    if (!data)
-        return RG_ENOMEM;
-    int r = len > UINT32_MAX ? RG_EINTERNAL : 0;
-    if (r == 0 && (msgpack_pack_bin(pk, len) || msgpack_pack_bin_body(pk, data, len)))
-        r = RG_ENOMEM;
-    free(data);
-    return r;
-}
-
-/* Number of children of an array or object. */
-static size_t child_count(const cJSON *v)
-{
-    size_t n = 0;
-    for (const cJSON *ch = v->child; ch; ch = ch->next)
-        n++;
-    return n;
-}
-
-static int mpe_array(msgpack_packer *pk, const cJSON *v, int depth)
-{
-    size_t n = child_count(v);
-    int r;
-    if (n > UINT32_MAX)
-        return RG_EINTERNAL;
-    if (msgpack_pack_array(pk, n))
-        return RG_ENOMEM;
-    for (const cJSON *ch = v->child; ch; ch = ch->next)
-        if ((r = mpe_value(pk, ch, depth + 1)) < 0)
-            return r;
-    return 0;
-}
-
-static int mpe_object(msgpack_packer *pk, const cJSON *v, int depth)
-{
-    size_t n = child_count(v);
-    int r;
-    if (n > UINT32_MAX)
-        return RG_EINTERNAL;
-    if (msgpack_pack_map(pk, n))
-        return RG_ENOMEM;
-    for (const cJSON *ch = v->child; ch; ch = ch->next) {
-        if (!ch->string)
-            return RG_EINTERNAL;
-        if ((r = mpe_str(pk, ch->string)) < 0 || (r = mpe_value(pk, ch, depth + 1)) < 0)
-            return r;
-    }
-    return 0;
-}
-
-static int mpe_value(msgpack_packer *pk, const cJSON *v, int depth)
-{
-    if (!v || depth > WIRE_ENCODE_MAX_DEPTH)
-        return RG_EINTERNAL;
-    switch (v->type & 0xff) {
-    case cJSON_NULL:
-        return msgpack_pack_nil(pk) ? RG_ENOMEM : 0;
-    case cJSON_False:
-        return msgpack_pack_false(pk) ? RG_ENOMEM : 0;
-    case cJSON_True:
-        return msgpack_pack_true(pk) ? RG_ENOMEM : 0;
-    case cJSON_Number:
-        return (v->type & WIRE_FLOAT) ? (msgpack_pack_double(pk, v->valuedouble) ? RG_ENOMEM : 0)
-                                      : mpe_number(pk, v->valuedouble);
-    case cJSON_String:
-        if (!v->valuestring)
-            return RG_EINTERNAL;
-        return wire_is_bin(v) ? mpe_bin(pk, v->valuestring) : mpe_str(pk, v->valuestring);
-    case cJSON_Array:
-        return mpe_array(pk, v, depth);
-    case cJSON_Object:
-        return mpe_object(pk, v, depth);
-    default:
-        return RG_EINTERNAL;
-    }
-}
-
-int wire_mp_encode(const cJSON *v, rg_buf *out)
-{
-    size_t start = out->len;
-    msgpack_packer pk;
-
-    msgpack_packer_init(&pk, out, mp_write);
-    int r = mpe_value(&pk, v, 0);
-    if (r < 0)
-        buf_rewind(out, start);
-    return r;
-}
-
-/* ---- cJSON to JSON ------------------------------------------------------- */
-
-static int jse_value(rg_buf *b, const cJSON *v, int depth);
-
-static int jse_number(rg_buf *b, double d)
-{
-    char s[32];
-
-    if (!isfinite(d))
-        return rg_buf_puts(b, "null");
-    if (is_int64(d)) {
-        snprintf(s, sizeof s, "%" PRId64, (int64_t)d);
-    } else {
-        snprintf(s, sizeof s, "%.15g", d);
-        if (strtod(s, NULL) != d)
-            snprintf(s, sizeof s, "%.17g", d);
-    }
-    return rg_buf_puts(b, s);
-}
-
-static int jse_str(rg_buf *b, const char *s)
-{
-    return s ? rg_buf_json_str(b, s, strlen(s)) : RG_EINTERNAL;
-}
-
-static int jse_array(rg_buf *b, const cJSON *v, int depth)
-{
-    int r;
-    if (rg_buf_append(b, "[", 1) < 0)
-        return RG_ENOMEM;
-    for (const cJSON *ch = v->child; ch; ch = ch->next) {
-        if (ch != v->child && rg_buf_append(b, ",", 1) < 0)
-            return RG_ENOMEM;
-        if ((r = jse_value(b, ch, depth + 1)) < 0)
-            return r;
-    }
-    return rg_buf_append(b, "]", 1);
-}
-
-static int jse_object(rg_buf *b, const cJSON *v, int depth)
-{
-    int r;
-    if (rg_buf_append(b, "{", 1) < 0)
-        return RG_ENOMEM;
-    for (const cJSON *ch = v->child; ch; ch = ch->next) {
-        if (ch != v->child && rg_buf_append(b, ",", 1) < 0)
-            return RG_ENOMEM;
-        if ((r = jse_str(b, ch->string)) < 0)
-            return r;
-        if (rg_buf_append(b, ":", 1) < 0)
-            return RG_ENOMEM;
-        if ((r = jse_value(b, ch, depth + 1)) < 0)
-            return r;
-    }
-    return rg_buf_append(b, "}", 1);
-}
-
-static int jse_value(rg_buf *b, const cJSON *v, int depth)
-{
-    if (!v || depth > WIRE_ENCODE_MAX_DEPTH)
-        return RG_EINTERNAL;
-    switch (v->type & 0xff) {
-    case cJSON_NULL:
-        return rg_buf_puts(b, "null");
-    case cJSON_False:
-        return rg_buf_puts(b, "false");
-    case cJSON_True:
-        return rg_buf_puts(b, "true");
-    case cJSON_Number:
-        return jse_number(b, v->valuedouble);
-    case cJSON_String:
-        return jse_str(b, v->valuestring);
-    case cJSON_Array:
-        return jse_array(b, v, depth);
-    case cJSON_Object:
-        return jse_object(b, v, depth);
-    default:
-        return RG_EINTERNAL;
-    }
-}
-
-int wire_json_encode(const cJSON *v, rg_buf *out)
-{
-    size_t start = out->len;
-    int r = jse_value(out, v, 0);
-    if (r < 0)
-        buf_rewind(out, start);
-    return r;
 }

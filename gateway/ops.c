@@ -1,0 +1,652 @@
+/*
+ * ops.c - the handlers of the ops in wire/op.h's table: each takes a checked
+ * command (args, timeout, the held session) and leaves its result or error in
+ * it. act runs its steps here, each checked and counted as a command of its
+ * own, on the act's held session.
+ */
+#define _GNU_SOURCE
+#include "gateway/gw_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ACT_STEPS_MAX 100
+
+typedef int (*op_fn)(gw_cmd *c);
+
+static int op_create(gw_cmd *c);
+static int op_info(gw_cmd *c);
+static int op_park(gw_cmd *c);
+static int op_restore(gw_cmd *c);
+static int op_close(gw_cmd *c);
+static int op_navigate(gw_cmd *c);
+static int op_history(gw_cmd *c);
+static int op_observe(gw_cmd *c);
+static int op_action(gw_cmd *c);
+static int op_eval(gw_cmd *c);
+static int op_act(gw_cmd *c);
+static int op_subscribe(gw_cmd *c);
+
+/* The handler and its parameter (a registry op, a history step) of each op. */
+typedef struct op_impl {
+    op_fn run;
+    int param;
+} op_impl;
+
+#define GW_OP_IMPL(ID, name, flags, handler, p, ...) [WIRE_OP_##ID] = {op_##handler, p},
+static const op_impl impls[WIRE_OP_COUNT] = {WIRE_OPS(GW_OP_IMPL)};
+#undef GW_OP_IMPL
+
+int gw_op_run(gw_cmd *c)
+{
+    c->param = impls[c->id].param;
+    return impls[c->id].run(c);
+}
+
+/* ---- session ops ---- */
+
+/* The tenant's URL policy on a navigation target, before the browser sees it. */
+static int check_url(gw_cmd *c, const char *url)
+{
+    char why[256] = "";
+    int rc = sess_check_url(c->g->sessions, c->who->tenant, url, why, sizeof why);
+    if (rc == RG_EBLOCKEDURL)
+        return gw_fail(c, rc, "the URL is refused by the tenant's policy: %s", why);
+    if (rc < 0)
+        return gw_fail(c, rc, "%s", why[0] ? why : "the URL cannot be opened");
+    return 0;
+}
+
+static int op_create(gw_cmd *c)
+{
+    sess_options o = {0};
+    const cJSON *vp = cJSON_GetObjectItemCaseSensitive(c->args, "viewport");
+    if (vp) {
+        const cJSON *e;
+        cJSON_ArrayForEach(e, vp)
+        {
+            if (strcmp(e->string, "width") && strcmp(e->string, "height"))
+                return gw_fail(c, RG_EBADREQ, "args.viewport takes width and height only");
+            if (!gw_is_int(e) || e->valuedouble < 100 || e->valuedouble > 8192)
+                return gw_fail(c, RG_EBADREQ,
+                               "args.viewport.%s must be an integer from 100 to 8192", e->string);
+        }
+        o.width = gw_arg_int(&(gw_cmd){.args = vp}, "width", 0);
+        o.height = gw_arg_int(&(gw_cmd){.args = vp}, "height", 0);
+    }
+    o.user_agent = gw_arg_str(c, "user_agent") ? gw_arg_str(c, "user_agent") : c->who->user_agent;
+    o.locale = gw_arg_str(c, "locale") ? gw_arg_str(c, "locale") : c->who->locale;
+    /* The quota is reserved in Redis by sess_create before it does anything
+       else (one script that counts and adds together, so a burst cannot
+       overshoot it), and given back when the create fails. */
+    if (c->who->max_sessions <= 0)
+        return gw_fail(c, RG_EQUOTA, "the tenant's quota is 0 sessions");
+    o.quota = c->who->max_sessions;
+    o.timezone = gw_arg_str(c, "timezone");
+    const char *url = gw_arg_str(c, "url");
+    if (url && check_url(c, url) < 0)
+        return c->rc;
+    sess *s;
+    int rc =
+        sess_create(c->g->sessions, c->who->tenant, &o, c->timeout_ms, &s, c->err, sizeof c->err);
+    if (rc < 0) {
+        if (rc == RG_EPOOL)
+            c->retry_after_ms = POOL_RETRY_AFTER_MS;
+        return c->rc = rc;
+    }
+    c->s = s;
+    c->full = 1;
+    if (url) {
+        sess_nav nav;
+        rc = sess_navigate(s, url, "load", c->timeout_ms > 5000 ? c->timeout_ms : GW_NAV_TIMEOUT_MS,
+                           &nav, c->err, sizeof c->err);
+        sess_nav_free(&nav);
+        if (rc < 0) {
+            /* The session exists: say so, so the client can use or close it. */
+            c->details = cJSON_CreateObject();
+            cJSON_AddStringToObject(c->details, "session", sess_id(s));
+            return c->rc = rc;
+        }
+    }
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "session", sess_id(s));
+    cJSON_AddStringToObject(c->result, "worker", sess_worker(c->g->sessions));
+    return 0;
+}
+
+static int op_info(gw_cmd *c)
+{
+    sess_wait_turn(c->g->sessions, c->who->tenant, c->sid, c->timeout_ms);
+    sess_info in;
+    int rc = sess_get_info(c->g->sessions, c->who->tenant, c->sid, &in);
+    if (rc == RG_ENOTFOUND)
+        return gw_fail(c, rc, "no session %s", c->sid);
+    if (rc < 0)
+        return gw_fail(c, rc, "Redis is unavailable; try again");
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "session", c->sid);
+    cJSON_AddStringToObject(c->result, "state", in.state);
+    cJSON_AddStringToObject(c->result, "url", in.url);
+    cJSON_AddStringToObject(c->result, "title", in.title);
+    cJSON_AddNumberToObject(c->result, "created_ms", (double)in.created_ms);
+    cJSON_AddNumberToObject(c->result, "last_used_ms", (double)in.last_used_ms);
+    cJSON_AddStringToObject(c->result, "worker", in.worker);
+    cJSON *vp = cJSON_AddObjectToObject(c->result, "viewport");
+    cJSON_AddNumberToObject(vp, "width", in.width);
+    cJSON_AddNumberToObject(vp, "height", in.height);
+    sess_info_free(&in);
+    return 0;
+}
+
+static int op_park(gw_cmd *c)
+{
+    size_t bytes = 0;
+    int rc = sess_park(c->s, &bytes, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "state", "parked");
+    cJSON_AddNumberToObject(c->result, "bytes", (double)bytes);
+    return 0;
+}
+
+/* The restore itself happened when the session was opened: its outcome. */
+static int op_restore(gw_cmd *c)
+{
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "state", "live");
+    cJSON_AddStringToObject(c->result, "worker", sess_worker(c->g->sessions));
+    cJSON_AddBoolToObject(c->result, "restored", c->ri && c->ri->restored);
+    cJSON_AddNumberToObject(c->result, "refs_kept", c->ri ? (double)c->ri->refs_kept : 0);
+    cJSON_AddNumberToObject(c->result, "refs_lost", c->ri ? (double)c->ri->refs_lost : 0);
+    return 0;
+}
+
+static int op_close(gw_cmd *c)
+{
+    int rc = sess_close(c->s);
+    if (rc < 0)
+        return gw_fail(c, rc, "Redis is unavailable; nothing was closed");
+    c->result = cJSON_CreateObject();
+    cJSON_AddBoolToObject(c->result, "closed", 1);
+    return 0;
+}
+
+static void nav_result(gw_cmd *c, const sess_nav *nav, int with_status)
+{
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "url", nav->url);
+    if (with_status)
+        cJSON_AddNumberToObject(c->result, "status", nav->status);
+    cJSON_AddStringToObject(c->result, "title", nav->title);
+}
+
+static int op_navigate(gw_cmd *c)
+{
+    if (check_url(c, gw_arg_str(c, "url")) < 0)
+        return c->rc;
+    sess_nav nav;
+    int rc = sess_navigate(c->s, gw_arg_str(c, "url"), gw_arg_str(c, "wait"), c->timeout_ms, &nav,
+                           c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    nav_result(c, &nav, 1);
+    sess_nav_free(&nav);
+    c->full = 1;
+    return 0;
+}
+
+static int op_history(gw_cmd *c)
+{
+    sess_nav nav;
+    int rc = sess_history(c->s, c->param, gw_arg_str(c, "wait"), c->timeout_ms, &nav, c->err,
+                          sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    nav_result(c, &nav, 0);
+    sess_nav_free(&nav);
+    c->full = 1;
+    return 0;
+}
+
+/* ---- observe ---- */
+
+static const char *stability_name(int s)
+{
+    return s == REG_NEW ? "new" : s == REG_MOVED ? "moved" : "stable";
+}
+
+static cJSON *states_of(unsigned bits)
+{
+    static const char *names[] = {"checked",  "disabled", "expanded", "focused",
+                                  "selected", "required", "readonly"};
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; i < 7; i++)
+        if (bits & (1u << i))
+            cJSON_AddItemToArray(a, cJSON_CreateString(names[i]));
+    return a;
+}
+
+static cJSON *element_of(const reg_node *nd)
+{
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "ref", nd->ref);
+    cJSON_AddStringToObject(e, "role", nd->role ? nd->role : "");
+    cJSON_AddStringToObject(e, "name", nd->name ? nd->name : "");
+    cJSON_AddItemToObject(e, "states", states_of(nd->states));
+    cJSON_AddStringToObject(e, "tag", nd->tag ? nd->tag : "");
+    cJSON *b = cJSON_AddObjectToObject(e, "bounds");
+    cJSON_AddNumberToObject(b, "x", nd->bounds[0]);
+    cJSON_AddNumberToObject(b, "y", nd->bounds[1]);
+    cJSON_AddNumberToObject(b, "w", nd->bounds[2]);
+    cJSON_AddNumberToObject(b, "h", nd->bounds[3]);
+    cJSON_AddStringToObject(e, "selector", nd->selector ? nd->selector : "");
+    cJSON *alt = cJSON_AddArrayToObject(e, "alt_selectors");
+    for (size_t i = 0; i < nd->n_alt; i++)
+        cJSON_AddItemToArray(alt, cJSON_CreateString(nd->alt[i]));
+    cJSON_AddStringToObject(e, "frame", nd->frame ? nd->frame : "");
+    cJSON_AddStringToObject(e, "stability", stability_name(nd->stability));
+    if (nd->previous_ref)
+        cJSON_AddStringToObject(e, "previous_ref", nd->previous_ref);
+    return e;
+}
+
+/* A scope target becomes a CSS selector: css: as it is, anything else through inspect. */
+static int scope_css(gw_cmd *c, const char *scope, char **css)
+{
+    *css = NULL;
+    if (!strncmp(scope, "css:", 4)) {
+        *css = strdup(scope + 4);
+        return *css ? 0 : RG_ENOMEM;
+    }
+    reg_action a = {.op = REG_OP_INSPECT, .target = scope, .timeout_ms = c->timeout_ms};
+    reg_action_result r = {0};
+    int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
+    if (rc == 0) {
+        const cJSON *alt = cJSON_GetObjectItemCaseSensitive(r.value, "sel");
+        const cJSON *last = cJSON_GetArrayItem(alt, cJSON_GetArraySize(alt) - 1);
+        const char *v = cJSON_IsString(last) ? last->valuestring : "";
+        if (!strncmp(v, "css:", 4))
+            v += 4;
+        if (cJSON_IsString(last) && !(*css = strdup(v)))
+            rc = RG_ENOMEM;
+        else if (!cJSON_IsString(last))
+            rc = gw_fail(c, RG_EBADREQ, "the scope element has no CSS path");
+    }
+    reg_action_result_free(&r);
+    return rc < 0 ? (c->rc = rc) : 0;
+}
+
+static int op_observe(gw_cmd *c)
+{
+    const char *format = gw_arg_str(c, "format");
+    if (!format)
+        format = "text";
+    int text = !strcmp(format, "text") || !strcmp(format, "both");
+    int elements = !strcmp(format, "elements") || !strcmp(format, "both");
+    if (!text && !elements)
+        return gw_fail(c, RG_EBADREQ, "args.format must be text, elements or both");
+    int max = gw_arg_int(c, "max_elements", 0);
+    if (gw_has_arg(c, "max_elements") && max < 1)
+        return gw_fail(c, RG_EBADREQ, "args.max_elements must be at least 1");
+    const char *mode = gw_arg_str(c, "mode");
+    if (mode && strcmp(mode, "full") && strcmp(mode, "interactive"))
+        return gw_fail(c, RG_EBADREQ, "args.mode must be full or interactive");
+    int depth = gw_arg_int(c, "depth", 0);
+    if (gw_has_arg(c, "depth") && depth < 1)
+        return gw_fail(c, RG_EBADREQ, "args.depth must be at least 1");
+    char *css = NULL;
+    const char *scope = gw_arg_str(c, "scope");
+    if (scope && scope_css(c, scope, &css) < 0)
+        return c->rc;
+    reg_observe_opts opts = {.scope_css = css,
+                             .viewport_only = gw_arg_bool(c, "viewport_only"),
+                             .max_elements = (size_t)(max > 0 ? max : 0),
+                             .diff = gw_arg_bool(c, "diff"),
+                             .mode = mode && !strcmp(mode, "interactive") ? REG_MODE_INTERACTIVE
+                                                                          : REG_MODE_FULL,
+                             .depth = depth,
+                             .no_selectors = !elements,
+                             .timeout_ms = c->timeout_ms};
+    reg_observation o;
+    int rc = reg_observe(sess_registry(c->s), sess_handle(c->s), &opts, &o);
+    free(css);
+    if (rc == RG_EBADREQ)
+        return gw_fail(c, rc, "the scope matches no element or is not a valid CSS selector");
+    if (rc < 0)
+        return gw_fail(c, rc, "observe failed (%s)", rg_err_code(rc));
+    c->result = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c->result, "snapshot_id", (double)o.snapshot_id);
+    cJSON_AddStringToObject(c->result, "url", o.url);
+    cJSON_AddStringToObject(c->result, "title", o.title);
+    if (text)
+        cJSON_AddStringToObject(c->result, "text", o.text);
+    if (elements) {
+        cJSON *arr = cJSON_AddArrayToObject(c->result, "elements");
+        for (size_t i = 0; i < o.n_nodes; i++)
+            if (o.nodes[i].ref && o.nodes[i].ref[0])
+                cJSON_AddItemToArray(arr, element_of(&o.nodes[i]));
+    }
+    cJSON_AddBoolToObject(c->result, "diff", opts.diff);
+    cJSON_AddBoolToObject(c->result, "truncated", o.truncated);
+    cJSON *counts = cJSON_AddObjectToObject(c->result, "counts");
+    cJSON_AddNumberToObject(counts, "nodes", (double)o.n_nodes);
+    cJSON_AddNumberToObject(counts, "refs", (double)o.n_refs);
+    cJSON_AddNumberToObject(counts, "text", (double)o.n_text);
+    cJSON_AddNumberToObject(counts, "new", (double)o.n_new);
+    cJSON_AddNumberToObject(counts, "moved", (double)o.n_moved);
+    cJSON_AddNumberToObject(counts, "stable", (double)o.n_stable);
+    cJSON_AddNumberToObject(counts, "removed", (double)o.n_removed);
+    reg_observation_free(&o);
+    return 0;
+}
+
+/* ---- actions ---- */
+
+static int modifiers_of(gw_cmd *c, unsigned *out)
+{
+    *out = 0;
+    const cJSON *m = cJSON_GetObjectItemCaseSensitive(c->args, "modifiers");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, m)
+    {
+        const char *k = e->valuestring;
+        if (!strcmp(k, "Alt"))
+            *out |= REG_MOD_ALT;
+        else if (!strcmp(k, "Control"))
+            *out |= REG_MOD_CTRL;
+        else if (!strcmp(k, "Meta"))
+            *out |= REG_MOD_META;
+        else if (!strcmp(k, "Shift"))
+            *out |= REG_MOD_SHIFT;
+        else
+            return gw_fail(c, RG_EBADREQ, "args.modifiers takes Alt, Control, Meta and Shift");
+    }
+    return 0;
+}
+
+static void add_healed(cJSON *res, const reg_action_result *r)
+{
+    if (!r->healed)
+        return;
+    cJSON *h = cJSON_AddObjectToObject(res, "healed");
+    cJSON_AddStringToObject(h, "from", r->healed_from);
+    cJSON_AddStringToObject(h, "via", r->healed_via ? r->healed_via : "");
+}
+
+static cJSON *copy_or(const cJSON *raw, const char *k, cJSON *def)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(raw, k);
+    if (v) {
+        cJSON_Delete(def);
+        return cJSON_Duplicate(v, 1);
+    }
+    return def;
+}
+
+/* The page's inspect answer in docs/protocol.md's shape. */
+static cJSON *inspect_shape(const cJSON *raw)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddItemToObject(o, "ref", copy_or(raw, "ref", cJSON_CreateString("")));
+    cJSON_AddItemToObject(o, "role", copy_or(raw, "role", cJSON_CreateString("none")));
+    cJSON_AddItemToObject(o, "name", copy_or(raw, "name", cJSON_CreateString("")));
+    cJSON_AddItemToObject(o, "description", copy_or(raw, "description", cJSON_CreateString("")));
+    cJSON_AddItemToObject(o, "states", copy_or(raw, "states", cJSON_CreateArray()));
+    cJSON_AddItemToObject(o, "tag", copy_or(raw, "tag", cJSON_CreateString("")));
+    cJSON *id = cJSON_AddObjectToObject(o, "identity");
+    static const char *map[][2] = {
+        {"testid", "testid"}, {"id", "id"},   {"aria_label", "aria"},   {"role", "role"},
+        {"name", "name"},     {"tag", "tag"}, {"parent_role", "prole"}, {"sibling_index", "sib"}};
+    for (size_t i = 0; i < sizeof map / sizeof map[0]; i++)
+        cJSON_AddItemToObject(id, map[i][0], copy_or(raw, map[i][1], cJSON_CreateNull()));
+    const cJSON *sel = cJSON_GetObjectItemCaseSensitive(raw, "sel");
+    const cJSON *first = cJSON_GetArrayItem(sel, 0);
+    cJSON_AddItemToObject(
+        o, "selector", cJSON_IsString(first) ? cJSON_Duplicate(first, 0) : cJSON_CreateString(""));
+    cJSON_AddItemToObject(o, "alt_selectors", copy_or(raw, "sel", cJSON_CreateArray()));
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(raw, "b");
+    cJSON *bo = cJSON_AddObjectToObject(o, "bounds");
+    static const char *bk[] = {"x", "y", "w", "h"};
+    for (int i = 0; i < 4; i++) {
+        const cJSON *v = cJSON_GetArrayItem(b, i);
+        cJSON_AddNumberToObject(bo, bk[i], cJSON_IsNumber(v) ? v->valuedouble : 0);
+    }
+    cJSON_AddItemToObject(o, "frame", copy_or(raw, "frame", cJSON_CreateString("")));
+    if (cJSON_GetObjectItemCaseSensitive(raw, "value"))
+        cJSON_AddItemToObject(o, "value", copy_or(raw, "value", NULL));
+    if (cJSON_GetObjectItemCaseSensitive(raw, "level"))
+        cJSON_AddItemToObject(o, "level", copy_or(raw, "level", NULL));
+    return o;
+}
+
+static cJSON *action_result(int op, reg_action_result *r)
+{
+    cJSON *res = NULL;
+    switch (op) {
+    case REG_OP_INSPECT:
+        res = inspect_shape(r->value);
+        break;
+    case REG_OP_SCROLL:
+        res = r->value && cJSON_IsObject(r->value) ? r->value : cJSON_CreateObject();
+        if (res == r->value)
+            r->value = NULL;
+        break;
+    case REG_OP_READ:
+        res = cJSON_CreateObject();
+        cJSON_AddItemToObject(res, "value", r->value ? r->value : cJSON_CreateNull());
+        r->value = NULL;
+        break;
+    case REG_OP_SELECT:
+        res = cJSON_CreateObject();
+        cJSON_AddItemToObject(res, "selected", r->value ? r->value : cJSON_CreateArray());
+        r->value = NULL;
+        break;
+    case REG_OP_SCREENSHOT:
+        res = cJSON_CreateObject();
+        cJSON_AddItemToObject(res, "data", wire_bin_new(r->data, r->data_len));
+        cJSON_AddNumberToObject(res, "width", r->width);
+        cJSON_AddNumberToObject(res, "height", r->height);
+        break;
+    case REG_OP_WAIT:
+        res = cJSON_CreateObject();
+        cJSON_AddNumberToObject(res, "ms", (double)r->ms);
+        break;
+    case REG_OP_CHECK:
+    case REG_OP_UNCHECK:
+        res = cJSON_CreateObject();
+        cJSON_AddBoolToObject(res, "checked", r->checked);
+        break;
+    default:
+        res = cJSON_CreateObject();
+        break;
+    }
+    if (op != REG_OP_INSPECT && op != REG_OP_SCROLL && r->ref[0])
+        cJSON_AddStringToObject(res, "ref", r->ref);
+    if (r->has_point) {
+        cJSON_AddNumberToObject(res, "x", r->x);
+        cJSON_AddNumberToObject(res, "y", r->y);
+    }
+    add_healed(res, r);
+    return res;
+}
+
+static int op_action(gw_cmd *c)
+{
+    reg_action a = {0};
+    a.op = c->param;
+    a.target = gw_arg_str(c, "target");
+    a.has_nth = gw_has_arg(c, "nth");
+    a.nth = gw_arg_int(c, "nth", 0);
+    a.button = gw_arg_str(c, "button");
+    a.click_count = gw_arg_int(c, "click_count", 0);
+    a.value = gw_arg_str(c, "value");
+    a.text = gw_arg_str(c, "text");
+    a.delay_ms = gw_arg_int(c, "delay_ms", 0);
+    a.key = gw_arg_str(c, "key");
+    a.dx = gw_arg_int(c, "dx", 0);
+    a.dy = gw_arg_int(c, "dy", 0);
+    a.to = gw_arg_str(c, "to");
+    a.what = gw_arg_str(c, "what");
+    a.format = gw_arg_str(c, "format");
+    a.quality = gw_arg_int(c, "quality", 0);
+    a.full_page = gw_arg_bool(c, "full_page");
+    a.state = gw_arg_str(c, "state");
+    a.url = gw_arg_str(c, "url");
+    a.timeout_ms = c->timeout_ms;
+    if (a.op == REG_OP_WAIT)
+        a.text = gw_arg_str(c, "text");
+    if (a.delay_ms < 0 || a.delay_ms > 1000)
+        return gw_fail(c, RG_EBADREQ, "args.delay_ms must be from 0 to 1000");
+    if (gw_has_arg(c, "click_count") && (a.click_count < 1 || a.click_count > 3))
+        return gw_fail(c, RG_EBADREQ, "args.click_count must be 1, 2 or 3");
+    if (modifiers_of(c, &a.modifiers) < 0)
+        return c->rc;
+    const cJSON *vals = cJSON_GetObjectItemCaseSensitive(c->args, "values");
+    const char *vbuf[64];
+    if (vals) {
+        int n = cJSON_GetArraySize(vals);
+        if (n > 64)
+            return gw_fail(c, RG_EBADREQ, "args.values holds at most 64 values");
+        const cJSON *e;
+        cJSON_ArrayForEach(e, vals)
+        {
+            vbuf[a.n_values++] = e->valuestring;
+        }
+        a.values = vbuf;
+    }
+    reg_action_result r = {0};
+    int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
+    if (rc == RG_EAMBIGUOUS) {
+        c->details = cJSON_CreateObject();
+        cJSON_AddNumberToObject(c->details, "count", r.count);
+    }
+    if (rc < 0) {
+        reg_action_result_free(&r);
+        return c->rc = rc;
+    }
+    /* The last action's scroll, or none: a key press may have scrolled since a click. */
+    sess_note_scroll(c->s, r.has_scroll, r.sx, r.sy);
+    c->result = action_result(a.op, &r);
+    reg_action_result_free(&r);
+    return 0;
+}
+
+/* ---- eval ---- */
+
+static int op_eval(gw_cmd *c)
+{
+    if (!c->who->allow_eval)
+        return gw_fail(c, RG_EFORBIDDEN, "eval is not allowed for this tenant");
+    const char *expr = gw_arg_str(c, "expression");
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_printf(&q, "{\"returnByValue\":true,\"awaitPromise\":%s,\"expression\":",
+                  gw_arg_bool(c, "await") ? "true" : "false");
+    rg_buf_json_str(&q, expr, strlen(expr));
+    rg_buf_puts(&q, "}");
+    reg_page_handle h = sess_handle(c->s);
+    cdp_reply r;
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(h.conn, h.session, "Runtime.evaluate", q.data, c->timeout_ms, &r);
+    rg_buf_destroy(&q);
+    if (rc < 0)
+        return gw_fail(c, rc, "the evaluation failed (%s)", rg_err_code(rc));
+    const cJSON *ex = cJSON_GetObjectItemCaseSensitive(r.result, "exceptionDetails");
+    if (ex) {
+        const cJSON *desc = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(ex, "exception"), "description");
+        gw_fail(c, RG_EBADREQ, "the expression threw: %.400s",
+                cJSON_IsString(desc) ? desc->valuestring : "an exception");
+        cdp_reply_free(&r);
+        return c->rc;
+    }
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r.result, "result");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "value");
+    c->result = cJSON_CreateObject();
+    cJSON_AddItemToObject(c->result, "value", v ? cJSON_Duplicate(v, 1) : cJSON_CreateNull());
+    cdp_reply_free(&r);
+    return 0;
+}
+
+/* ---- act and subscribe ---- */
+
+static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok);
+
+static int op_act(gw_cmd *c)
+{
+    const cJSON *steps = cJSON_GetObjectItemCaseSensitive(c->args, "steps");
+    if (cJSON_GetArraySize(steps) > ACT_STEPS_MAX)
+        return gw_fail(c, RG_EBADREQ, "args.steps holds at most %d steps", ACT_STEPS_MAX);
+    int stop = !gw_has_arg(c, "stop_on_error") || gw_arg_bool(c, "stop_on_error");
+    c->result = cJSON_CreateObject();
+    cJSON *results = cJSON_AddArrayToObject(c->result, "results");
+    const cJSON *st;
+    cJSON_ArrayForEach(st, steps)
+    {
+        int ok = 0;
+        cJSON *reply = run_in_session(c, st, &ok);
+        cJSON_AddItemToArray(results, reply);
+        if (!ok && stop)
+            break;
+    }
+    return 0;
+}
+
+static int op_subscribe(gw_cmd *c)
+{
+    static const char *kinds[] = {"navigation", "console", "dialog", "snapshot", "session"};
+    const cJSON *ev = cJSON_GetObjectItemCaseSensitive(c->args, "events");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, ev)
+    {
+        int known = 0;
+        for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+            known |= !strcmp(kinds[i], e->valuestring);
+        if (!known)
+            return gw_fail(c, RG_EBADREQ,
+                           "args.events takes navigation, console, dialog, snapshot and session");
+    }
+    /* The WebSocket side records the subscription from the reply. */
+    c->result = cJSON_CreateObject();
+    cJSON_AddItemToObject(c->result, "events", cJSON_Duplicate(ev, 1));
+    return 0;
+}
+
+/* One act step on the parent's held session: its reply map. */
+static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok)
+{
+    int64_t t0 = rg_now_us();
+    gw_cmd c = {.g = parent->g,
+                .who = parent->who,
+                .sid = parent->sid,
+                .s = parent->s,
+                .nested = 1,
+                .id = -1};
+    const cJSON *id;
+    const char *idem;
+    const wire_op *o = NULL;
+    if (gw_check_map(&c, step, 1, &id, &idem) == 0) {
+        if (cJSON_GetObjectItemCaseSensitive(step, "id") ||
+            cJSON_GetObjectItemCaseSensitive(step, "idempotency_key"))
+            gw_fail(&c, RG_EBADREQ, "act steps take op and args only");
+        else if ((o = gw_prepare(&c, step, NULL)) && (o->flags & WIRE_F_NOT_IN_ACT))
+            gw_fail(&c, RG_EBADREQ, "%s cannot be an act step", c.op);
+        else if (o) {
+            sess_note_scroll(c.s, 0, 0, 0); /* a step that does not say may scroll (eval) */
+            gw_op_run(&c);
+        }
+    }
+    if (c.rc == 0 && o && (o->flags & WIRE_F_CHANGES))
+        parent->changed = 1;
+    parent->full |= c.full;
+    double ms = (double)(rg_now_us() - t0) / 1000.0;
+    if (o)
+        gw_metrics_count(parent->g, c.id, c.rc, ms);
+    *ok = c.rc == 0;
+    cJSON *r = gw_reply_of(&c, NULL, ms);
+    cJSON_Delete(c.result);
+    cJSON_Delete(c.details);
+    return r;
+}
