@@ -8,7 +8,7 @@
  * finds the world's new context and tries again.
  */
 #define _GNU_SOURCE
-#include "reg_int.h"
+#include "registry/reg_int.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -20,7 +20,7 @@
  */
 #define _GNU_SOURCE
 #include "registry.h"
-#include "reg_int.h"
+#include "registry/reg_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -10,7 +10,7 @@
  * Threading: like reg_page, one thread at a time per page.
  */
 #define _GNU_SOURCE
-#include "reg_int.h"
+#include "registry/reg_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

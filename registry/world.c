@@ -20,7 +20,7 @@
  * the page's lease, on the thread that owns the page.
  */
 #define _GNU_SOURCE
-#include "reg_int.h"
+#include "registry/reg_int.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -4,7 +4,7 @@
  * parking, checkpoints, close and info. Capture and restore are in park.c.
  */
 #define _GNU_SOURCE
-#include "sess_int.h"
+#include "session/sess_int.h"
 
 #include <errno.h>
 #include <hiredis/hiredis.h>
