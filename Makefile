@@ -56,6 +56,8 @@ TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
                 tests/support/redis.c tests/support/net.c tests/support/stack.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
            $(BUILD)/bench/load
+# The benches that talk msgpack to a stack through nginx share its client.
+BENCH_CLIENT := $(BUILD)/bench/client.o
 
 .PHONY: all test unit integration asan bench soak run deps clean format fmt-check fuzz
 .DEFAULT_GOAL := all
@@ -163,7 +165,8 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIB
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS_ALL)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
+	$(CC) $(SANFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS_ALL) -lm
+$(BUILD)/bench/gateway: $(BENCH_CLIENT)
 
 include tests/fuzz/fuzz.mk
 
