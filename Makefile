@@ -55,7 +55,7 @@ INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard test
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c \
                 tests/support/redis.c tests/support/net.c tests/support/stack.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
-           $(BUILD)/bench/load
+           $(BUILD)/bench/load $(BUILD)/bench/loop
 # The benches that talk msgpack to a stack through nginx share its client.
 BENCH_CLIENT := $(BUILD)/bench/client.o
 
@@ -166,7 +166,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT)) $(LIB
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS_ALL) -lm
-$(BUILD)/bench/gateway: $(BENCH_CLIENT)
+$(BUILD)/bench/gateway $(BUILD)/bench/loop: $(BENCH_CLIENT)
 
 include tests/fuzz/fuzz.mk
 
