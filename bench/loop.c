@@ -517,7 +517,7 @@ static int start_ab(struct side *s, const char *bin, char *ver, size_t vlen)
         return -1;
     }
     ab_daemon = ab_daemon_pid();
-    fprintf(stderr, "loop: agent-browser %s: daemon %d up in %lld ms\n", ver, (int)ab_daemon,
+    fprintf(stderr, "loop: %s: daemon %d up in %lld ms\n", ver, (int)ab_daemon,
             (long long)(rg_now_ms() - t0));
     return 0;
 }
@@ -627,13 +627,13 @@ static int start_sides(struct side *sides, const char *cli, const char *ab, char
 
 int main(int argc, char **argv)
 {
-    int loops = 30;
+    int loops = 30, quick = 0;
     char cli[PATH_MAX];
     const char *ab = AB_BIN;
     default_cli(argv[0], cli, sizeof cli);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
-            loops = 3;
+            loops = 3, quick = 1;
         else if (!strcmp(argv[i], "--loops") && i + 1 < argc)
             loops = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--cli") && i + 1 < argc)
@@ -686,7 +686,7 @@ int main(int argc, char **argv)
     if (rc == 0) {
         printf("{\"page\":\"%s/todo.html\",\"item\":\"%s\",\"rounds\":%d,\"quick\":%s,"
                "\"agent_browser\":\"%s\",\"agent_browser_killed\":%d,\"sides\":{",
-               FIXTURES, ITEM, loops, loops <= 3 ? "true" : "false", ab_ver, killed);
+               FIXTURES, ITEM, loops, quick ? "true" : "false", ab_ver, killed);
         for (int i = 0; i < SIDES; i++) {
             printf("%s", i ? "," : "");
             print_side(&sides[i]);
