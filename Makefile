@@ -83,9 +83,10 @@ asan: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    sh tests/run.sh $(BUILD)/asan/tests
 
-# `make bench BENCH_ARGS=--quick` for a short smoke run.
+# `make bench BENCH_ARGS=--quick` for a short smoke run. The benches' stacks run
+# the server, and bench/loop times the CLI: both are built too.
 bench: deps
-	@$(MAKE) --no-print-directory $(BENCHES)
+	@$(MAKE) --no-print-directory $(BENCHES) $(SERVER) $(CLI)
 	@sh bench/run.sh $(BUILD) $(BENCH_ARGS)
 
 # `make soak SOAK_SECONDS=60` for a short one: bench/load on a stack of its
