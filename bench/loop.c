@@ -117,6 +117,9 @@ struct side {
     /* figures */
     int loops, ok, failed;
     double *total, *step[STEPS];
+    /* rg: the worker's own time per step (the reply's ms), this loop's and every loop's */
+    int cur_step;
+    double cur_server[STEPS], *server[STEPS];
     size_t observe_bytes; /* the snapshot with the item in it */
 };
 
@@ -283,8 +286,10 @@ static int rg_step(struct side *s, const char *op, const char *const *kv, char *
     cJSON *args, *m = gwc_op_new(op, &args), *rep = NULL;
     for (int i = 0; kv && kv[i]; i += 2)
         cJSON_AddStringToObject(args, kv[i], kv[i + 1]);
-    int rc = gwc_call(gwc_auth, &s->fd, s->sid, m, text ? &rep : NULL, NULL, ms);
+    int rc = gwc_call(gwc_auth, &s->fd, s->sid, m, &rep, NULL, ms);
     cJSON_Delete(m);
+    const cJSON *in = cJSON_GetObjectItemCaseSensitive(rep, "ms");
+    s->cur_server[s->cur_step] = cJSON_IsNumber(in) ? in->valuedouble : 0;
     if (rc == 0 && text) {
         const char *t = gwc_result_str(rep, "text");
         *text = strdup(t ? t : "");
@@ -313,6 +318,7 @@ static int step(struct side *s, int st, const char *url, const char *ref, char *
 {
     char at[80];
     snprintf(at, sizeof at, "%s%s", s->id == SIDE_AB ? "@" : "", ref ? ref : "");
+    s->cur_step = st;
     switch (s->id) {
     case SIDE_RG:
         if (st == S_NAVIGATE)
@@ -416,6 +422,7 @@ static void run_round(struct side *s, const char *url, int i)
     double sum = 0;
     for (int k = 0; k < STEPS; k++) {
         s->step[k][i] = t[k];
+        s->server[k][i] = s->cur_server[k];
         sum += t[k];
     }
     s->total[i] = sum;
@@ -586,7 +593,16 @@ static void print_side(struct side *s)
         printf("%s", k ? "," : "");
         print_mp(step_names[k], s->step[k], s->loops);
     }
-    printf("}}");
+    printf("}");
+    if (s->id == SIDE_RG) {
+        printf(",\"server_steps\":{");
+        for (int k = 0; k < STEPS; k++) {
+            printf("%s", k ? "," : "");
+            print_mp(step_names[k], s->server[k], s->loops);
+        }
+        printf("}");
+    }
+    printf("}");
 }
 
 static void usage(void)
@@ -663,8 +679,10 @@ int main(int argc, char **argv)
     for (int i = 0; i < SIDES && rc == 0; i++) {
         struct side *s = &sides[i];
         s->total = calloc((size_t)loops, sizeof *s->total);
-        for (int k = 0; k < STEPS; k++)
+        for (int k = 0; k < STEPS; k++) {
             s->step[k] = calloc((size_t)loops, sizeof *s->step[k]);
+            s->server[k] = calloc((size_t)loops, sizeof *s->server[k]);
+        }
         if (s->ready)
             run_round(s, url, -1);
     }
@@ -700,8 +718,10 @@ int main(int argc, char **argv)
             close(sides[i].fd);
         env_free(sides[i].envp);
         free(sides[i].total);
-        for (int k = 0; k < STEPS; k++)
+        for (int k = 0; k < STEPS; k++) {
             free(sides[i].step[k]);
+            free(sides[i].server[k]);
+        }
     }
     stack_stop(st);
     httpd_stop(pages);

@@ -496,6 +496,11 @@ function reactLoopTable() {
   rows.push(['loops timed (ok)', ...sides.map(([, x]) => `${x.loops} (${x.ok})`)]);
   rows.push(['snapshot with the item [bytes]', ...sides.map(([, x]) => String(x.observe_bytes ?? '-'))]);
   printTable(['step', ...sides.map(([n]) => n)], rows);
+  const sv = reactLoop?.sides?.rg?.server_steps;
+  if (sv)
+    console.log(`\nrefgate's worker time per step (the reply's \`ms\`, median): ` +
+                steps.map((k) => `${k} ${num(sv[k]?.median)}`).join(', ') + ' ms; the rest of each step is nginx, ' +
+                'FastCGI and the client.');
   for (const [n, x] of sides) if (x.ok < x.loops) notes.push(`React loop: ${n}: ${x.loops - x.ok} of ${x.loops} loops failed a check`);
   if (reactLoop?.agent_browser_killed)
     notes.push(`React loop: ${reactLoop.agent_browser_killed} agent-browser processes outlived its close and were killed`);
