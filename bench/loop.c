@@ -55,10 +55,12 @@
  *
  * agent-browser runs with HOME and AGENT_BROWSER_SOCKET_DIR in a scratch
  * directory, AGENT_BROWSER_EXECUTABLE_PATH=/usr/lib/chromium/chromium,
- * AGENT_BROWSER_ARGS=--no-sandbox and AGENT_BROWSER_NO_VERSION_CHECK=1 (no
- * request to Google). At the end `agent-browser close` stops its daemon and
- * browser; whatever of the daemon's process tree is still there 5 s later
- * is killed by PID, and the scratch directory is removed.
+ * AGENT_BROWSER_ARGS=--no-sandbox, AGENT_BROWSER_NO_VERSION_CHECK=1 (no
+ * request to Google) and AGENT_BROWSER_IDLE_TIMEOUT_MS=120000 (should this
+ * bench die, the daemon quits after 2 idle minutes, not its default hour).
+ * At the end `agent-browser close` stops its daemon and browser; whatever
+ * of the daemon's process tree is still there 5 s later is killed by PID,
+ * and the scratch directory is removed.
  *
  * Full run: 30 rounds. --quick: 3 rounds. Prints one JSON object on stdout;
  * progress on stderr (RG_BENCH_VERBOSE=1 also prints every snapshot).
@@ -507,7 +509,9 @@ static int start_ab(struct side *s, const char *bin, char *ver, size_t vlen)
     s->bin = bin;
     s->envp = env_with((const char *[]){
         home, tmp, sock, "AGENT_BROWSER_EXECUTABLE_PATH=/usr/lib/chromium/chromium",
-        "AGENT_BROWSER_ARGS=--no-sandbox", "AGENT_BROWSER_NO_VERSION_CHECK=1", NULL});
+        "AGENT_BROWSER_ARGS=--no-sandbox", "AGENT_BROWSER_NO_VERSION_CHECK=1",
+        /* a backstop should this bench die: the daemon quits when idle */
+        "AGENT_BROWSER_IDLE_TIMEOUT_MS=120000", NULL});
     if (access(bin, X_OK) < 0 || mkdir(ab_dir, 0700) < 0) {
         snprintf(s->error, sizeof s->error, "%.160s: not installed (bench/peer/install.sh)", bin);
         return -1;
