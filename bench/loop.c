@@ -60,7 +60,9 @@
  * bench die, the daemon quits after 2 idle minutes, not its default hour).
  * At the end `agent-browser close` stops its daemon and browser; whatever
  * of the daemon's process tree is still there 5 s later is killed by PID,
- * and the scratch directory is removed.
+ * and the scratch directory is removed. The bench is a child subreaper, so
+ * the daemon, which detaches from the CLI that started it, is its child and
+ * is reaped here rather than left to init.
  *
  * Full run: 30 rounds. --quick: 3 rounds. Prints one JSON object on stdout;
  * progress on stderr (RG_BENCH_VERBOSE=1 also prints every snapshot).
@@ -78,6 +80,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -522,6 +525,8 @@ static int start_ab(struct side *s, const char *bin, char *ver, size_t vlen)
         snprintf(ver, vlen, "%s", out);
     }
     free(out);
+    /* The daemon detaches from the CLI that starts it: it becomes our child, reaped at the end. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
     int64_t t0 = rg_now_ms();
     if (cli_step(s, (const char *[]){"open", "about:blank", NULL}, NULL, NULL) < 0) {
         snprintf(s->error, sizeof s->error, "its daemon did not start");
@@ -551,8 +556,10 @@ static int stop_ab(struct side *s)
         cli_step(s, (const char *[]){"close", NULL}, NULL, NULL);
     for (int w = 0; w < 50; w++) {
         int alive = 0;
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
+            waitpid(tree[i], NULL, WNOHANG); /* ours since the subreaper bit: reaped */
             alive += procs_running(tree[i]);
+        }
         if (!alive)
             break;
         rg_sleep_ms(100);
@@ -563,8 +570,16 @@ static int stop_ab(struct side *s)
             killed++;
         }
     }
-    if (d > 0)
-        waitpid(d, NULL, WNOHANG); /* not our child in practice: the daemon detaches */
+    for (int w = 0; killed && w < 20; w++) {
+        int alive = 0;
+        for (int i = 0; i < n; i++) {
+            waitpid(tree[i], NULL, WNOHANG);
+            alive += procs_running(tree[i]);
+        }
+        if (!alive)
+            break;
+        rg_sleep_ms(100);
+    }
     if (ab_dir[0])
         nftw(ab_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (killed)
