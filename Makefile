@@ -62,7 +62,9 @@ TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
 TEST_EXPECT := tests/support/expect.c
 LOAD_SRC := bench/load.c bench/load_drive.c bench/load_sample.c bench/load_verdict.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
-           $(BUILD)/bench/load
+           $(BUILD)/bench/load $(BUILD)/bench/loop
+# The benches that talk msgpack to a stack through nginx share its client.
+BENCH_CLIENT := $(BUILD)/bench/client.o
 
 .PHONY: all test unit integration asan bench soak run deps clean format fmt-check fuzz
 .DEFAULT_GOAL := all
@@ -88,9 +90,10 @@ asan: deps
 	@ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
 	    sh tests/run.sh $(BUILD)/asan/tests
 
-# `make bench BENCH_ARGS=--quick` for a short smoke run.
+# `make bench BENCH_ARGS=--quick` for a short smoke run. The benches' stacks run
+# the server, and bench/loop times the CLI: both are built too.
 bench: deps
-	@$(MAKE) --no-print-directory $(BENCHES)
+	@$(MAKE) --no-print-directory $(BENCHES) $(SERVER) $(CLI)
 	@sh bench/run.sh $(BUILD) $(BENCH_ARGS)
 
 # `make soak SOAK_SECONDS=60` for a short one: bench/load on a stack of its
@@ -183,10 +186,11 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT) $(TEST
 	$(CC) $(SANFLAGS) -o $@ $^ $(TEST_LIBS) $(LDLIBS_ALL)
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
+	$(CC) $(SANFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS_ALL) -lm
+$(BUILD)/bench/gateway $(BUILD)/bench/loop: $(BENCH_CLIENT)
 # The soak tool is several files (bench/load.h).
 $(BUILD)/bench/load: $(call obj,$(LOAD_SRC)) $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL) -lm
+	$(CC) $(SANFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS_ALL) -lm
 
 include tests/fuzz/fuzz.mk
 

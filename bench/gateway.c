@@ -3,7 +3,10 @@
  * nginx, FastCGI and a worker, in msgpack on kept-alive connections, on one
  * stack started here (tests/support/stack.c: a private Redis, 2 workers with
  * one Chromium each, nginx). The peers' side of the same figures is
- * bench/peer/mcp.mjs and bench/peer/parallel.mjs.
+ * bench/peer/mcp.mjs and bench/peer/parallel.mjs. The msgpack client is
+ * bench/client.c, shared with bench/loop.c (issue 20's agent loop on a
+ * React app, against refgate-cli, agent-browser and, in mcp.mjs, the MCP
+ * server).
  *
  *   floor     a trivial browser command (`read`: the text of a one-line
  *             page, one Runtime.evaluate) through the whole gateway, against
@@ -55,13 +58,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "bench/client.h"
 #include "wire/wire.h"
 #include "pool/pool.h"
 #include "tenant/tenant.h"
 #include "tests/support/net.h"
 #include "tests/support/page.h"
-#include "tests/support/stack.h"
-#include "tests/support/stats.h"
 #include "tests/support/support.h"
 
 #define WORKERS 2
@@ -75,190 +77,9 @@
  * contexts 4 at a time too.
  */
 #define OPEN_AT_ONCE 4
-/* nginx closes a client connection after 1,000 requests: open a new one first. */
-#define CONN_REQUESTS 500
 #define MAX_PROCS 4096
 
-static stack *st;
-static char auth[160];
 static int quick;
-
-/* ---- statistics ---- */
-
-/* The p-quantile (0..1) of n values, nearest rank; sorts v. 0 for n = 0. */
-static double pct(double *v, int n, double p)
-{
-    return n > 0 ? stats_rank(v, (size_t)n, p) : 0;
-}
-
-/* min, median (nearest rank, as pct) and max of n values as a JSON member; sorts v. */
-static void print_mmm(const char *key, double *v, int n)
-{
-    double med = pct(v, n, 0.5);
-    printf("\"%s\":{\"median\":%.3f,\"min\":%.3f,\"max\":%.3f}", key, med, n ? v[0] : 0,
-           n ? v[n - 1] : 0);
-}
-
-/* ---- talking to the gateway ---- */
-
-/*
- * One command (a cJSON map, borrowed) in msgpack on the kept-alive
- * connection *fd, reconnecting when it was closed under us. On 200 with
- * ok:true returns 0 and, when reply is not NULL, the decoded reply (caller
- * owns). bytes gets the reply body's size, ms the client-side time.
- */
-static int call(const char *who, int *fd, const char *sid, const cJSON *cmd, cJSON **reply,
-                size_t *bytes, double *ms)
-{
-    char path[96], h[320];
-    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", who);
-    rg_buf body;
-    rg_buf_init(&body);
-    wire_mp_encode(cmd, &body);
-    http_resp r;
-    int64_t t0 = rg_now_us();
-    int rc = http_request_on(*fd, "POST", path, h, body.data, body.len, &r);
-    if (ms)
-        *ms = (double)(rg_now_us() - t0) / 1000.0;
-    rg_buf_destroy(&body);
-    if (rc < 0 || r.closed) { /* broken, or closed by nginx after this reply */
-        close(*fd);
-        *fd = http_connect(stack_port(st));
-    }
-    if (rc < 0) {
-        rg_buf_destroy(&r.body);
-        return -1;
-    }
-    if (bytes)
-        *bytes = r.body.len;
-    cJSON *v = NULL;
-    char err[128];
-    if (wire_mp_decode(r.body.data, r.body.len, &v, err, sizeof err) < 0)
-        v = NULL;
-    rg_buf_destroy(&r.body);
-    int ok = r.status == 200 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"));
-    if (!ok && getenv("RG_BENCH_VERBOSE")) {
-        char *s = v ? cJSON_PrintUnformatted(v) : NULL;
-        fprintf(stderr, "gateway: HTTP %d: %.300s\n", r.status, s ? s : "(no body)");
-        free(s);
-    }
-    if (reply && ok)
-        *reply = v;
-    else
-        cJSON_Delete(v);
-    return ok ? 0 : -1;
-}
-
-/*
- * Before the i-th request on *fd: every CONN_REQUESTS requests, a new
- * connection, so that nginx's keepalive_requests never closes one under a
- * timed request (a client would retry that request; a bench would count it).
- */
-static void renew_conn(int *fd, int i)
-{
-    if (i > 0 && i % CONN_REQUESTS == 0) {
-        close(*fd);
-        *fd = http_connect(stack_port(st));
-    }
-}
-
-/* {"op": op} with an args map the caller may fill; caller owns. */
-static cJSON *op_new(const char *op, cJSON **args)
-{
-    cJSON *m = cJSON_CreateObject();
-    cJSON_AddStringToObject(m, "op", op);
-    if (args)
-        *args = cJSON_AddObjectToObject(m, "args");
-    return m;
-}
-
-static const char *result_str(const cJSON *reply, const char *key)
-{
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "result"), key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-/*
- * The ref on the first line of an observe outline that contains `line` (for
- * example `button "Target"`), into out; 0, or -1 when there is none.
- */
-static int find_ref(const char *text, const char *line, char *out, size_t len)
-{
-    const char *p = text ? strstr(text, line) : NULL;
-    if (!p)
-        return -1;
-    const char *eol = strchr(p, '\n');
-    const char *r = strstr(p, "[ref=");
-    if (!r || (eol && r > eol))
-        return -1;
-    r += 5;
-    size_t n = strcspn(r, "]\n");
-    if (n == 0 || n >= len)
-        return -1;
-    memcpy(out, r, n);
-    out[n] = '\0';
-    return 0;
-}
-
-static int create_as(const char *who, const char *url, char *sid)
-{
-    char body[512], h[320];
-    if (url)
-        snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
-    else
-        snprintf(body, sizeof body, "{\"op\":\"session.create\"}");
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", who);
-    http_resp r;
-    int rc = http_request(stack_port(st), "POST", "/v1/sessions", h, body, strlen(body), &r);
-    cJSON *v = NULL;
-    char err[64];
-    sid[0] = '\0';
-    if (rc == 0 && r.status == 200 &&
-        wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) == 0) {
-        const char *s = result_str(v, "session");
-        snprintf(sid, 64, "%s", s ? s : "");
-    } else {
-        int shown = rc == 0 && r.body.data ? (int)(r.body.len < 300 ? r.body.len : 300) : 0;
-        fprintf(stderr, "gateway: session.create failed: HTTP %d: %.*s\n", rc == 0 ? r.status : 0,
-                shown, shown ? r.body.data : "");
-        rc = -1;
-    }
-    cJSON_Delete(v);
-    rg_buf_destroy(&r.body);
-    return rc == 0 && sid[0] ? 0 : -1;
-}
-
-static int create(const char *url, char *sid)
-{
-    return create_as(auth, url, sid);
-}
-
-static void close_session(const char *sid)
-{
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    http_resp r;
-    http_request(stack_port(st), "DELETE", path, auth, NULL, 0, &r);
-    rg_buf_destroy(&r.body);
-}
-
-/* An observe (diff or not); the outline's text into *text (caller frees) when asked. */
-static int observe(int *fd, const char *sid, int diff, char **text, size_t *bytes, double *ms)
-{
-    cJSON *args, *m = op_new("observe", &args), *rep = NULL;
-    if (diff)
-        cJSON_AddTrueToObject(args, "diff");
-    int rc = call(auth, fd, sid, m, &rep, bytes, ms);
-    cJSON_Delete(m);
-    if (rc == 0 && text) {
-        const char *t = result_str(rep, "text");
-        *text = strdup(t ? t : "");
-    }
-    cJSON_Delete(rep);
-    return rc;
-}
 
 /* A tenant for the fairness run; its Authorization header line. */
 static int bench_tenant(const char *name, double rate, char *hdr, size_t len)
@@ -269,7 +90,7 @@ static int bench_tenant(const char *name, double rate, char *hdr, size_t len)
     snprintf(t.name, sizeof t.name, "%s", name);
     t.rate = rate;
     t.allow_private = 1;
-    int rc = stack_make_tenant(stack_redis_url(st), &t, key, sizeof key, err, sizeof err);
+    int rc = stack_make_tenant(stack_redis_url(gwc_st), &t, key, sizeof key, err, sizeof err);
     tenant_destroy(&t);
     snprintf(hdr, len, "Authorization: Bearer %s\r\n", key);
     return rc;
@@ -299,7 +120,7 @@ static double workers_cpu_s(void)
 {
     double s = 0;
     for (int i = 1; i <= WORKERS; i++)
-        s += cpu_s(stack_worker_pid(st, i));
+        s += cpu_s(stack_worker_pid(gwc_st, i));
     return s;
 }
 
@@ -310,7 +131,7 @@ static void workers_pss(long *below, long *own, int *procs)
     *below = *own = 0;
     *procs = 0;
     for (int i = 1; i <= WORKERS; i++) {
-        pid_t w = stack_worker_pid(st, i);
+        pid_t w = stack_worker_pid(gwc_st, i);
         long k = procs_pss_kib(w);
         *own += k > 0 ? k : 0;
         int n = procs_descendants(w, kids, MAX_PROCS);
@@ -362,20 +183,20 @@ static int run_floor(const char *url, struct floor_result *out)
 
     /* The same through the whole gateway. */
     char sid[64];
-    if (create(url, sid) < 0) {
+    if (gwc_create(url, sid) < 0) {
         fprintf(stderr, "gateway: cannot create a session\n");
         free(raw);
         return -1;
     }
     double *gwl = calloc((size_t)rounds, sizeof *gwl);
     double *inside = calloc((size_t)rounds, sizeof *inside);
-    int fd = http_connect(stack_port(st));
-    cJSON *m = op_new("read", NULL);
+    int fd = http_connect(stack_port(gwc_st));
+    cJSON *m = gwc_op_new("read", NULL);
     for (int i = 0; i < rounds + 50; i++) {
         cJSON *rep = NULL;
         double ms = 0;
-        renew_conn(&fd, i);
-        out->errors += call(auth, &fd, sid, m, &rep, NULL, &ms) < 0;
+        gwc_renew_conn(&fd, i);
+        out->errors += gwc_call(gwc_auth, &fd, sid, m, &rep, NULL, &ms) < 0;
         if (i >= 50) {
             gwl[i - 50] = ms;
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(rep, "ms");
@@ -385,12 +206,12 @@ static int run_floor(const char *url, struct floor_result *out)
     }
     cJSON_Delete(m);
     close(fd);
-    close_session(sid);
-    out->raw_p50 = pct(raw, rounds, 0.5);
-    out->raw_p99 = pct(raw, rounds, 0.99);
-    out->gw_p50 = pct(gwl, rounds, 0.5);
-    out->gw_p99 = pct(gwl, rounds, 0.99);
-    out->inside_p50 = pct(inside, rounds, 0.5);
+    gwc_close_session(sid);
+    out->raw_p50 = gwc_pct(raw, rounds, 0.5);
+    out->raw_p99 = gwc_pct(raw, rounds, 0.99);
+    out->gw_p50 = gwc_pct(gwl, rounds, 0.5);
+    out->gw_p99 = gwc_pct(gwl, rounds, 0.99);
+    out->inside_p50 = gwc_pct(inside, rounds, 0.5);
     free(raw);
     free(gwl);
     free(inside);
@@ -408,9 +229,9 @@ static int run_click(const char *url, struct click_result *out)
     int clicks = quick ? 30 : 200;
     char sid[64];
     char *text = NULL;
-    int fd = http_connect(stack_port(st));
-    if (create(url, sid) < 0 || observe(&fd, sid, 0, &text, NULL, NULL) < 0 ||
-        find_ref(text, "button \"Target\"", out->ref, sizeof out->ref) < 0) {
+    int fd = http_connect(stack_port(gwc_st));
+    if (gwc_create(url, sid) < 0 || gwc_observe(&fd, sid, 0, &text, NULL, NULL) < 0 ||
+        gwc_find_ref(text, "button \"Target\"", out->ref, sizeof out->ref) < 0) {
         fprintf(stderr, "gateway: click: no session, no observe or no ref for the target\n");
         free(text);
         close(fd);
@@ -419,27 +240,27 @@ static int run_click(const char *url, struct click_result *out)
     free(text);
     out->clicks = clicks;
     out->t = calloc((size_t)clicks, sizeof *out->t);
-    cJSON *args, *m = op_new("click", &args);
+    cJSON *args, *m = gwc_op_new("click", &args);
     cJSON_AddStringToObject(args, "target", out->ref);
     for (int i = 0; i < 10 + clicks; i++) {
         double ms = 0;
-        renew_conn(&fd, i);
-        if (call(auth, &fd, sid, m, NULL, NULL, &ms) < 0)
+        gwc_renew_conn(&fd, i);
+        if (gwc_call(gwc_auth, &fd, sid, m, NULL, NULL, &ms) < 0)
             out->failed++;
         if (i >= 10)
             out->t[i - 10] = ms;
     }
     cJSON_Delete(m);
-    m = op_new("read", &args);
+    m = gwc_op_new("read", &args);
     cJSON_AddStringToObject(args, "target", "css:#count");
     cJSON *rep = NULL;
     snprintf(out->counted, sizeof out->counted, "0");
-    if (call(auth, &fd, sid, m, &rep, NULL, NULL) == 0 && result_str(rep, "value"))
-        snprintf(out->counted, sizeof out->counted, "%s", result_str(rep, "value"));
+    if (gwc_call(gwc_auth, &fd, sid, m, &rep, NULL, NULL) == 0 && gwc_result_str(rep, "value"))
+        snprintf(out->counted, sizeof out->counted, "%s", gwc_result_str(rep, "value"));
     cJSON_Delete(rep);
     cJSON_Delete(m);
     close(fd);
-    close_session(sid);
+    gwc_close_session(sid);
     return 0;
 }
 
@@ -461,13 +282,13 @@ static int run_observe(const char *url, struct observe_result *out)
     out->runs = quick ? 1 : 5;
     for (int i = 0; i < out->runs; i++) {
         char sid[64];
-        int fd = http_connect(stack_port(st));
-        cJSON *m = op_new("observe", NULL), *rep = NULL;
-        int rc = create(url, sid);
+        int fd = http_connect(stack_port(gwc_st));
+        cJSON *m = gwc_op_new("observe", NULL), *rep = NULL;
+        int rc = gwc_create(url, sid);
         if (rc == 0)
-            rc = call(auth, &fd, sid, m, &rep, NULL, &out->first[i]);
+            rc = gwc_call(gwc_auth, &fd, sid, m, &rep, NULL, &out->first[i]);
         if (rc == 0) {
-            const char *t = result_str(rep, "text");
+            const char *t = gwc_result_str(rep, "text");
             const cJSON *tr = cJSON_GetObjectItemCaseSensitive(
                 cJSON_GetObjectItemCaseSensitive(rep, "result"), "truncated");
             const cJSON *refs = cJSON_GetObjectItemCaseSensitive(
@@ -478,7 +299,7 @@ static int run_observe(const char *url, struct observe_result *out)
             out->truncated = cJSON_IsTrue(tr);
             out->refs = cJSON_IsNumber(refs) ? refs->valueint : 0;
             cJSON_Delete(rep);
-            rc = call(auth, &fd, sid, m, NULL, NULL, &out->second[i]);
+            rc = gwc_call(gwc_auth, &fd, sid, m, NULL, NULL, &out->second[i]);
         }
         cJSON_Delete(m);
         close(fd);
@@ -486,7 +307,7 @@ static int run_observe(const char *url, struct observe_result *out)
             fprintf(stderr, "gateway: observe: run %d failed\n", i);
             return -1;
         }
-        close_session(sid);
+        gwc_close_session(sid);
     }
     return 0;
 }
@@ -510,34 +331,34 @@ static int loop_once(int *fd, const char *sid, const char *url, double *t, size_
     size_t b = 0;
     int rc = -1;
     *reply_bytes = 0;
-    cJSON *args, *m = op_new("navigate", &args);
+    cJSON *args, *m = gwc_op_new("navigate", &args);
     cJSON_AddStringToObject(args, "url", url);
-    int nav = call(auth, fd, sid, m, NULL, &b, &t[STEP_NAVIGATE]);
+    int nav = gwc_call(gwc_auth, fd, sid, m, NULL, &b, &t[STEP_NAVIGATE]);
     cJSON_Delete(m);
     *reply_bytes += b;
-    if (nav < 0 || observe(fd, sid, 0, &text, &b, &t[STEP_OBSERVE]) < 0)
+    if (nav < 0 || gwc_observe(fd, sid, 0, &text, &b, &t[STEP_OBSERVE]) < 0)
         goto out;
     *reply_bytes += b;
     *observe_bytes = strlen(text);
-    if (find_ref(text, "button \"Add a delivery note\"", note, sizeof note) < 0 ||
-        find_ref(text, "textbox \"Email address\"", email, sizeof email) < 0) {
+    if (gwc_find_ref(text, "button \"Add a delivery note\"", note, sizeof note) < 0 ||
+        gwc_find_ref(text, "textbox \"Email address\"", email, sizeof email) < 0) {
         fprintf(stderr, "gateway: loop: the refs are not in the outline\n");
         goto out;
     }
-    m = op_new("click", &args);
+    m = gwc_op_new("click", &args);
     cJSON_AddStringToObject(args, "target", note);
-    int c = call(auth, fd, sid, m, NULL, &b, &t[STEP_CLICK]);
+    int c = gwc_call(gwc_auth, fd, sid, m, NULL, &b, &t[STEP_CLICK]);
     cJSON_Delete(m);
     *reply_bytes += b;
     if (c < 0)
         goto out;
-    m = op_new("fill", &args);
+    m = gwc_op_new("fill", &args);
     cJSON_AddStringToObject(args, "target", email);
     cJSON_AddStringToObject(args, "value", "agent@example.com");
-    int f = call(auth, fd, sid, m, NULL, &b, &t[STEP_FILL]);
+    int f = gwc_call(gwc_auth, fd, sid, m, NULL, &b, &t[STEP_FILL]);
     cJSON_Delete(m);
     *reply_bytes += b;
-    if (f < 0 || observe(fd, sid, 1, &diff, &b, &t[STEP_DIFF]) < 0)
+    if (f < 0 || gwc_observe(fd, sid, 1, &diff, &b, &t[STEP_DIFF]) < 0)
         goto out;
     *reply_bytes += b;
     *diff_bytes = strlen(diff);
@@ -554,11 +375,11 @@ static int run_loop(const char *url, struct loop_result *out)
 {
     int loops = quick ? 5 : 20;
     char sid[64];
-    if (create(NULL, sid) < 0) {
+    if (gwc_create(NULL, sid) < 0) {
         fprintf(stderr, "gateway: loop: no session\n");
         return -1;
     }
-    int fd = http_connect(stack_port(st));
+    int fd = http_connect(stack_port(gwc_st));
     out->loops = loops;
     out->total = calloc((size_t)loops, sizeof *out->total);
     for (int s = 0; s < STEPS; s++)
@@ -582,7 +403,7 @@ static int run_loop(const char *url, struct loop_result *out)
         out->diff_bytes = db;
     }
     close(fd);
-    close_session(sid);
+    gwc_close_session(sid);
     return 0;
 }
 
@@ -602,12 +423,12 @@ struct driver {
 static void *drive(void *arg)
 {
     struct driver *d = arg;
-    int fd = http_connect(stack_port(st));
+    int fd = http_connect(stack_port(gwc_st));
     while (rg_now_ms() < d->until && d->n < d->cap) {
-        renew_conn(&fd, d->n);
+        gwc_renew_conn(&fd, d->n);
         int64_t t0 = rg_now_us();
         double ms = 0;
-        int rc = call(d->who ? d->who : auth, &fd, d->sid, d->cmd, NULL, NULL, &ms);
+        int rc = gwc_call(d->who ? d->who : gwc_auth, &fd, d->sid, d->cmd, NULL, NULL, &ms);
         d->lat[d->n++] = ms;
         d->errors += rc < 0;
         int64_t spent = rg_now_us() - t0;
@@ -627,9 +448,9 @@ static void *open_driver(void *arg)
 {
     struct driver *d = arg;
     char *text = NULL;
-    int fd = http_connect(stack_port(st));
-    if (create(d->url, d->sid) == 0 && observe(&fd, d->sid, 0, &text, NULL, NULL) == 0 &&
-        find_ref(text, "button \"Add one\"", d->ref, sizeof d->ref) == 0) {
+    int fd = http_connect(stack_port(gwc_st));
+    if (gwc_create(d->url, d->sid) == 0 && gwc_observe(&fd, d->sid, 0, &text, NULL, NULL) == 0 &&
+        gwc_find_ref(text, "button \"Add one\"", d->ref, sizeof d->ref) == 0) {
         d->cap = 400000;
         d->lat = calloc((size_t)d->cap, sizeof *d->lat);
     }
@@ -679,8 +500,8 @@ static void run_level(struct driver *d, int n, const cJSON *const *cmds, int sec
     }
     out->commands = total;
     out->per_s = total / out->seconds;
-    out->p50 = pct(all, total, 0.5);
-    out->p99 = pct(all, total, 0.99);
+    out->p50 = gwc_pct(all, total, 0.5);
+    out->p99 = gwc_pct(all, total, 0.99);
     out->cpu_ms_per_command = total ? (cpu1 - cpu0) * 1000.0 / total : 0;
     free(all);
 }
@@ -707,7 +528,7 @@ static int run_parallel(const char *url, struct parallel_result *out)
     workers_pss(&out->base_chromium_pss_kib, &out->base_workers_pss_kib, &procs);
     fprintf(stderr, "gateway: no session live: %d processes below the workers, PSS %.1f MiB\n",
             procs, out->base_chromium_pss_kib / 1024.0);
-    cJSON *read = op_new("read", NULL);
+    cJSON *read = gwc_op_new("read", NULL);
     cJSON *clicks[MAX_SESSIONS];
     const cJSON *reads[MAX_SESSIONS];
     int have = 0;
@@ -733,7 +554,7 @@ static int run_parallel(const char *url, struct parallel_result *out)
                 continue;
             }
             cJSON *args;
-            clicks[i] = op_new("click", &args);
+            clicks[i] = gwc_op_new("click", &args);
             cJSON_AddStringToObject(args, "target", d[i].ref);
             reads[i] = read;
         }
@@ -751,7 +572,7 @@ static int run_parallel(const char *url, struct parallel_result *out)
                 lv->chromium_pss_kib / 1024.0, lv->procs);
     }
     for (int i = 0; i < have; i++) {
-        close_session(d[i].sid);
+        gwc_close_session(d[i].sid);
         cJSON_Delete(clicks[i]);
         free(d[i].lat);
     }
@@ -774,24 +595,24 @@ static int run_fairness(const char *url, struct fairness_result *out)
         fprintf(stderr, "gateway: cannot make the fairness tenants\n");
         return -1;
     }
-    cJSON *read = op_new("read", NULL);
+    cJSON *read = gwc_op_new("read", NULL);
     struct driver q = {.who = quiet_h, .pace_us = 20000, .cap = 100000, .cmd = read};
     q.lat = calloc((size_t)q.cap, sizeof *q.lat);
     struct driver nz[4];
     memset(nz, 0, sizeof nz);
-    int rc = create_as(quiet_h, url, q.sid);
+    int rc = gwc_create_as(quiet_h, url, q.sid);
     for (int i = 0; i < 4 && rc == 0; i++) {
         nz[i].who = noisy_h;
         nz[i].cmd = read;
         nz[i].pace_us = 20000; /* 4 x 50 = 200 a second */
         nz[i].cap = 100000;
         nz[i].lat = calloc((size_t)nz[i].cap, sizeof *nz[i].lat);
-        rc = create_as(noisy_h, url, nz[i].sid);
+        rc = gwc_create_as(noisy_h, url, nz[i].sid);
     }
     if (rc == 0) {
         q.until = rg_now_ms() + out->secs * 1000;
         drive(&q);
-        out->before = pct(q.lat, q.n, 0.5);
+        out->before = gwc_pct(q.lat, q.n, 0.5);
         q.n = 0;
         int64_t end = rg_now_ms() + out->secs * 1000;
         q.until = end;
@@ -803,7 +624,7 @@ static int run_fairness(const char *url, struct fairness_result *out)
         drive(&q);
         for (int i = 0; i < 4; i++)
             pthread_join(nth[i], NULL);
-        out->during = pct(q.lat, q.n, 0.5);
+        out->during = gwc_pct(q.lat, q.n, 0.5);
         for (int i = 0; i < 4; i++) {
             out->noisy_sent += nz[i].n;
             out->noisy_refused += nz[i].errors;
@@ -849,7 +670,7 @@ static void print_floor(const struct floor_result *fl)
 
 static void print_click(struct click_result *ck)
 {
-    double c50 = pct(ck->t, ck->clicks, 0.5), c99 = pct(ck->t, ck->clicks, 0.99);
+    double c50 = gwc_pct(ck->t, ck->clicks, 0.5), c99 = gwc_pct(ck->t, ck->clicks, 0.99);
     printf(",\"click\":{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,"
            "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}",
            ck->ref, ck->clicks, ck->counted, ck->failed, c50, c99, ck->t[0], ck->t[ck->clicks - 1]);
@@ -860,9 +681,9 @@ static void print_observe(struct observe_result *ob)
     printf(",\"observe\":{\"page\":\"controls\",\"runs\":%d,\"bytes\":%zu,\"tokens\":%zu,"
            "\"refs\":%d,\"truncated\":%s,",
            ob->runs, ob->bytes, ob->bytes / 4, ob->refs, ob->truncated ? "true" : "false");
-    print_mmm("first_ms", ob->first, ob->runs);
+    gwc_print_mmm("first_ms", ob->first, ob->runs);
     printf(",");
-    print_mmm("second_ms", ob->second, ob->runs);
+    gwc_print_mmm("second_ms", ob->second, ob->runs);
     printf("}");
 }
 
@@ -871,11 +692,11 @@ static void print_loop(struct loop_result *lp)
     printf(",\"loop\":{\"loops\":%d,\"ok\":%d,\"failed\":%d,\"reply_bytes\":%zu,"
            "\"observe_bytes\":%zu,\"diff_bytes\":%zu,",
            lp->loops, lp->ok, lp->failed, lp->reply_bytes, lp->observe_bytes, lp->diff_bytes);
-    print_mmm("total_ms", lp->total, lp->loops);
+    gwc_print_mmm("total_ms", lp->total, lp->loops);
     printf(",\"steps\":{");
     for (int s = 0; s < STEPS; s++) {
         printf("%s", s ? "," : "");
-        print_mmm(step_names[s], lp->step[s], lp->loops);
+        gwc_print_mmm(step_names[s], lp->step[s], lp->loops);
     }
     printf("}}");
 }
@@ -945,12 +766,12 @@ int main(int argc, char **argv)
     httpd *pages = httpd_start("bench/pages");
     const char *env[] = {"REFGATE_LOG_LEVEL=warn", "REFGATE_CONTEXTS_PER_BROWSER=40",
                          "REFGATE_GATEWAY_THREADS=48", NULL};
-    st = pages ? stack_start(WORKERS, env) : NULL;
+    stack *st = pages ? stack_start(WORKERS, env) : NULL;
     if (!st) {
         fprintf(stderr, "gateway: cannot start the stack\n");
         return 1;
     }
-    snprintf(auth, sizeof auth, "Authorization: Bearer %s\r\n", stack_key(st, 0));
+    gwc_init(st, "gateway");
     char floor_url[256], click_url[256], form_url[256], controls_url[256];
     httpd_url(pages, "/floor.html", floor_url, sizeof floor_url);
     httpd_url(pages, "/click.html", click_url, sizeof click_url);
@@ -969,7 +790,7 @@ int main(int argc, char **argv)
                 fl.raw_p50, fl.gw_p50, (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "click") && (rc = run_click(click_url, &ck)) == 0)
-        fprintf(stderr, "gateway: click: p50 %.2f ms (%lld ms)\n", pct(ck.t, ck.clicks, 0.5),
+        fprintf(stderr, "gateway: click: p50 %.2f ms (%lld ms)\n", gwc_pct(ck.t, ck.clicks, 0.5),
                 (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
@@ -978,7 +799,7 @@ int main(int argc, char **argv)
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "loop") && (rc = run_loop(form_url, &lp)) == 0)
         fprintf(stderr, "gateway: loop: %.1f ms per loop, %d of %d ok (%lld ms)\n",
-                pct(lp.total, lp.loops, 0.5), lp.ok, lp.loops, (long long)(rg_now_ms() - t0));
+                gwc_pct(lp.total, lp.loops, 0.5), lp.ok, lp.loops, (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "parallel") && (rc = run_parallel(form_url, &par)) == 0)
         fprintf(stderr, "gateway: parallel (%lld ms)\n", (long long)(rg_now_ms() - t0));

@@ -7,8 +7,9 @@
 // "median (min-max)"; in a quick run, medians only.
 //
 // Files: floor-refgate, floor-playwright, observe-refgate, observe-playwright,
-// click-refgate, click-playwright, park-refgate, gateway-refgate,
-// parallel-playwright, mcp (each .json), and meta.json from run.sh (quick,
+// click-refgate, click-playwright, park-refgate, gateway-refgate, loop
+// (bench/loop.c: the React agent loop of refgate, refgate-cli and
+// agent-browser), parallel-playwright, mcp (each .json), and meta.json from run.sh (quick,
 // git rev, load averages, the wall time of each step). A missing or broken
 // file leaves its rows out with a note; the report never fails for one.
 //
@@ -57,6 +58,7 @@ const rgPark = load('park-refgate');
 const rgGw = load('gateway-refgate');
 const pwPar = load('parallel-playwright');
 const mcp = load('mcp');
+const reactLoop = load('loop');
 const quick = !!meta.quick;
 
 // ---- formatting ----
@@ -114,8 +116,9 @@ function heading() {
               `${os.type()} ${os.release()}`);
   const chromium = rgFloor?.chromium ?? rgGw?.chromium ?? rgObs?.chromium ?? 'unknown';
   console.log(`versions: Chromium ${chromium.replace(/^Chrome\//, '')} (Debian's /usr/lib/chromium/chromium, ` +
-              `the same binary and flags on every side); playwright-core ${pwFloor?.version ?? pwObs?.version ?? '?'}; ` +
+              `the same binary and flags on every side but agent-browser, which launches it with its own flags); playwright-core ${pwFloor?.version ?? pwObs?.version ?? '?'}; ` +
               `@playwright/mcp ${mcp?.version ?? '?'} (on its own playwright-core ${mcp?.core_version ?? '?'}); ` +
+              `${reactLoop?.agent_browser ?? 'agent-browser ?'}; ` +
               `node ${process.version}; refgate ${meta.git ?? 'unknown'}`);
   if (meta.load_start) {
     // The benches keep both cores busy themselves (a browser, workers, nginx, Redis, a client), so
@@ -458,6 +461,52 @@ function loopTable() {
   console.log('');
 }
 
+/** The React loop's sides that ran: [name, result] for refgate, refgate-cli, agent-browser, MCP, MCP settle 0. */
+function reactSides() {
+  const sides = reactLoop?.sides ?? {};
+  const ok = (x) => (x && !x.error ? x : undefined);
+  for (const [k, v] of Object.entries(sides)) if (v?.error) notes.push(`React loop: ${k} left out: ${v.error}`);
+  return [
+    ['refgate, nginx', ok(sides.rg)], ['refgate-cli', ok(sides.cli)], ['agent-browser CLI', ok(sides.ab)],
+    ['MCP (as installed)', ok(mcp?.default?.react)], ['MCP, settle 0', ok(mcp?.nosettle?.react)],
+  ];
+}
+
+function reactLoopTable() {
+  const sides = reactSides().filter(([, x]) => x);
+  if (!sides.length) return;
+  console.log('## the agent loop on a React app: navigate, observe, fill, press Enter, observe, click, observe');
+  console.log('');
+  console.log('tests/fixtures/react/todo.html (React 18.3.1), served with the same bytes and headers (no-store) to every ' +
+              'side. refgate: seven commands through nginx in msgpack on a kept-alive connection; refgate-cli and ' +
+              'agent-browser: seven processes, one per command (bench/loop.c, the rounds of the three interleaved); ' +
+              'agent-browser observes with `snapshot -i` and acts on `@eN` refs, as its docs tell agents; MCP: six tool ' +
+              'calls over stdio, the fill and the Enter being one browser_type with submit (bench/peer/mcp.mjs). Refs are ' +
+              "parsed from each side's own snapshot; a loop is ok when the item's checkbox ends checked. [ms], median (min-max).");
+  console.log('');
+  const steps = ['navigate', 'observe', 'fill', 'press', 'observe_added', 'click', 'observe_checked'];
+  const col = (x, k) => {
+    const st = x.steps[k] ?? (k === 'fill' ? x.steps.fill_press : undefined);
+    if (!st) return k === 'press' && x.steps.fill_press ? '(in fill)' : '-';
+    return cell(fig(st.median, st.min, st.max)) + (k === 'fill' && x.steps.fill_press ? ' (fill + Enter)' : '');
+  };
+  const rows = steps.map((k) => [k, ...sides.map(([, x]) => col(x, k))]);
+  rows.push(['whole loop', ...sides.map(([, x]) => cell(fig(x.total_ms.median, x.total_ms.min, x.total_ms.max)))]);
+  rows.push(['whole loop, p90', ...sides.map(([, x]) => num(x.total_ms.p90))]);
+  rows.push(['loops timed (ok)', ...sides.map(([, x]) => `${x.loops} (${x.ok})`)]);
+  rows.push(['snapshot with the item [bytes]', ...sides.map(([, x]) => String(x.observe_bytes ?? '-'))]);
+  printTable(['step', ...sides.map(([n]) => n)], rows);
+  const sv = reactLoop?.sides?.rg?.server_steps;
+  if (sv)
+    console.log(`\nrefgate's worker time per step (the reply's \`ms\`, median): ` +
+                steps.map((k) => `${k} ${num(sv[k]?.median)}`).join(', ') + ' ms; the rest of each step is nginx, ' +
+                'FastCGI and the client.');
+  for (const [n, x] of sides) if (x.ok < x.loops) notes.push(`React loop: ${n}: ${x.loops - x.ok} of ${x.loops} loops failed a check`);
+  if (reactLoop?.agent_browser_killed)
+    notes.push(`React loop: ${reactLoop.agent_browser_killed} agent-browser processes outlived its close and were killed`);
+  console.log('');
+}
+
 function parallelTable() {
   const p = rgGw?.parallel;
   if (!p && !pwPar) return;
@@ -665,6 +714,20 @@ function summary() {
     if (mcp?.default?.loop)
       add('agent loop, text the agent reads [bytes]', fig(lp.observe_bytes + lp.diff_bytes), 'MCP, 5 tool calls', fig(mcp.default.loop.agent_text_bytes));
   }
+  // The agent loop on the React app (issue 20).
+  const [[, rl], [, cl], [, ab], [, mr], [, mz]] = reactSides();
+  const med = (x) => (x ? fig(x.total_ms.median, x.total_ms.min, x.total_ms.max) : undefined);
+  const p90 = (x) => (x ? fig(x.total_ms.p90) : undefined);
+  if (rl || cl) {
+    add('agent loop, React app, through nginx [ms]', med(rl), 'agent-browser CLI', med(ab), { max: 1 / 3, text: 'at most 1/3' });
+    add('agent loop, React app, through nginx [ms]', med(rl), 'MCP, 6 tool calls', med(mr), { max: 1 / 10, text: 'at most 1/10' });
+    if (mz) add('agent loop, React app, through nginx [ms]', med(rl), 'MCP, 6 tool calls, settle 0', med(mz));
+    add('agent loop, React app, refgate-cli [ms]', med(cl), 'agent-browser CLI', med(ab), { max: 1 / 2, text: 'at most 1/2' });
+    add('agent loop, React app, refgate-cli [ms]', med(cl), 'MCP, 6 tool calls', med(mr));
+    add('  the same, p90: through nginx [ms]', p90(rl), 'agent-browser CLI', p90(ab));
+    add('  the same, p90: through nginx [ms]', p90(rl), 'MCP, 6 tool calls', p90(mr));
+    add('  the same, p90: refgate-cli [ms]', p90(cl), 'agent-browser CLI', p90(ab));
+  }
   // Parallel sessions and memory.
   const par = g?.parallel;
   for (const l of par?.levels ?? []) {
@@ -698,6 +761,7 @@ observeTable();
 outlineTable();
 clickTable();
 loopTable();
+reactLoopTable();
 parallelTable();
 parkTable();
 summary();

@@ -2,17 +2,23 @@
 # run.sh BUILD [--quick] - `make bench`: refgate's figures and its peers' on
 # the same Chromium binary and flags, in one run, then one report with
 # ratios (bench/report.mjs). Measures; asserts nothing. The peers come from
-# the npm registry (bench/peer/install.sh): playwright-core and the
-# Playwright MCP server, @playwright/mcp.
+# the npm registry (bench/peer/install.sh): playwright-core, the Playwright
+# MCP server (@playwright/mcp) and agent-browser; React for the agent loop's
+# page too (tests/fixtures/react/install.sh).
 #
 #   floor     bench/floor.c, bench/peer/floor.mjs: the pipe, cold start, contexts
 #   gateway   bench/gateway.c: everything through nginx on one stack: the
 #             trivial command against the raw pipe, click by ref, observe on
 #             the 5,000-control page with the default registry cap, the agent
 #             loop, 8/16/32 parallel sessions with PSS per session, fairness
+#   loop      bench/loop.c: issue 20's agent loop on the React todo list
+#             (tests/fixtures/react/todo.html), rounds interleaved: refgate
+#             through nginx (msgpack), refgate-cli and agent-browser's CLI,
+#             one process per command
 #   parallel  bench/peer/parallel.mjs: Playwright, one context per session
-#   mcp       bench/peer/mcp.mjs: @playwright/mcp over stdio: the agent loop,
-#             browser_click, and (full run) browser_snapshot on every page
+#   mcp       bench/peer/mcp.mjs: @playwright/mcp over stdio: the agent loop
+#             on the form page and on the React todo list, browser_click,
+#             and (full run) browser_snapshot on every page
 #   observe   bench/observe.c, bench/peer/observe.mjs: observe (the full
 #             outline, and its size in the interactive mode) against
 #             page.ariaSnapshot({mode:'ai'}) on bench/pages/controls.html and
@@ -23,8 +29,8 @@
 #
 # --quick keeps the whole run short (under two minutes on a quiet 2-core
 # machine): one cold start, 8 parallel sessions only, one run per page on the
-# controls page and 2 corpus pages, few clicks and loops, no MCP page
-# snapshots and no second MCP configuration.
+# controls page and 2 corpus pages, few clicks and loops (3 of the React
+# loop per side), no MCP page snapshots and no second MCP configuration.
 #
 # Results and logs stay in BUILD/bench-out (report.md is the report); a bench
 # that fails leaves its rows out of the report and makes the run exit 1.
@@ -37,6 +43,7 @@ for a in "$@"; do
 done
 here=$(dirname "$0")
 sh "$here/peer/install.sh" || exit 1
+sh "$here/../tests/fixtures/react/install.sh" || exit 1
 out="$build/bench-out"
 rm -rf "$out"
 mkdir -p "$out"
@@ -75,6 +82,7 @@ step() {
 step floor-refgate "$build/bench/floor" $quick
 step floor-playwright node "$here/peer/floor.mjs" $quick
 step gateway-refgate "$build/bench/gateway" $quick
+step loop "$build/bench/loop" $quick
 step parallel-playwright node "$here/peer/parallel.mjs" $quick
 # shellcheck disable=SC2086 # $pages is a word list
 step mcp node "$here/peer/mcp.mjs" $quick $pages

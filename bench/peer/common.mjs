@@ -1,10 +1,13 @@
 // common.mjs - what the peer benches share: statistics, /proc readings, the
 // loopback page server, and a client for Playwright's MCP server over stdio.
 //
-// The page server serves /own/<file> from bench/pages and /corpus/<file> from
-// tests/corpus/pages with the same bytes and Content-Type as refgate's
-// test httpd (tests/support/httpd.c), and /warmup as the small page that
-// httpd gives a path it has no file for.
+// The page server serves /own/<file> from bench/pages, /corpus/<file> from
+// tests/corpus/pages and /react/<path> from tests/fixtures/react (the todo
+// list and the React builds it loads, for the agent loop of bench/loop.c)
+// with the same bytes and headers as refgate's test httpd
+// (tests/support/httpd.c: Content-Type by extension, Cache-Control:
+// no-store, Connection: close), and /warmup and /favicon.ico as the small
+// page that httpd gives a path it has no file for.
 
 import { spawn } from 'node:child_process';
 import { createServer } from 'node:http';
@@ -123,10 +126,17 @@ export function pssKiB(pids) {
 
 // ---- the page server ----
 
-export function startServer(pagesDir = 'bench/pages', corpusDir = 'tests/corpus/pages') {
-    const roots = { own: resolve(pagesDir), corpus: resolve(corpusDir) };
+/** httpd.c's Content-Type for a file name. */
+const typeOf = (name) => (name.endsWith('.html') ? 'text/html; charset=utf-8'
+    : name.endsWith('.js') ? 'text/javascript' : name.endsWith('.css') ? 'text/css'
+        : 'application/octet-stream');
+
+export function startServer(pagesDir = 'bench/pages', corpusDir = 'tests/corpus/pages',
+                            reactDir = 'tests/fixtures/react') {
+    const roots = { own: resolve(pagesDir), corpus: resolve(corpusDir), react: resolve(reactDir) };
     const server = createServer((req, res) => {
-        const m = /^\/(own|corpus)\/([^/?]+\.html)(\?.*)?$/.exec(req.url);
+        const m = /^\/(own|corpus)\/([^/?]+\.html)(\?.*)?$/.exec(req.url) ??
+                  /^\/(react)\/([\w./-]+)(\?.*)?$/.exec(req.url);
         let body = null;
         if (m && !m[2].includes('..')) {
             try {
@@ -136,25 +146,31 @@ export function startServer(pagesDir = 'bench/pages', corpusDir = 'tests/corpus/
             }
         }
         const headers = { 'Cache-Control': 'no-store', Connection: 'close' };
-        if (req.url === '/warmup')
-            body = Buffer.from('<!doctype html><html><head><title>/warmup</title></head>' +
-                               '<body><h1>/warmup</h1><p>fixture page</p></body></html>');
+        // httpd's page for a path it has no file for; the browser's /favicon.ico gets it too,
+        // as it does from httpd.
+        if (req.url === '/warmup' || req.url === '/favicon.ico')
+            body = Buffer.from(`<!doctype html><html><head><title>${req.url}</title></head>` +
+                               `<body><h1>${req.url}</h1><p>fixture page</p></body></html>`);
         if (!body) {
             res.writeHead(404, { ...headers, 'Content-Type': 'text/plain' });
             res.end('not found');
             return;
         }
-        res.writeHead(200, { ...headers, 'Content-Type': 'text/html; charset=utf-8',
+        res.writeHead(200, { ...headers, 'Content-Type': typeOf(m ? m[2] : '.html'),
                              'Content-Length': body.length });
         res.end(body);
     });
     return new Promise((ok) => server.listen(0, '127.0.0.1', () => ok(server)));
 }
 
-/** "warmup", a page of bench/pages by its name without .html, or a corpus file name. */
+/**
+ * "warmup", "react" (the todo list), a page of bench/pages by its name
+ * without .html, or a corpus file name.
+ */
 export function urlOf(server, name) {
     const base = `http://127.0.0.1:${server.address().port}/`;
     if (name === 'warmup') return base + 'warmup';
+    if (name === 'react') return base + 'react/todo.html';
     if (!name.endsWith('.html')) return `${base}own/${name}.html`;
     return `${base}corpus/${name}`;
 }
@@ -275,6 +291,26 @@ export function refIn(text, line) {
     const end = text.indexOf('\n', at);
     const m = /\[ref=([^\]]+)\]/.exec(text.slice(at, end < 0 ? undefined : end));
     return m ? m[1] : undefined;
+}
+
+/**
+ * The ref of the checkbox line nearest (in lines) to the first line that
+ * holds item: the item's own checkbox in a list where each item is a
+ * checkbox and its text (bench/loop.c reads its sides' snapshots the same way).
+ */
+export function checkboxNear(text, item) {
+    const lines = text.split('\n');
+    const at = lines.findIndex((l) => l.includes(item));
+    if (at < 0) return undefined;
+    let best, dist = Infinity;
+    lines.forEach((l, i) => {
+        const m = /checkbox.*\[.*ref=([^\],]+)/.exec(l);
+        if (m && Math.abs(i - at) < dist) {
+            dist = Math.abs(i - at);
+            best = { ref: m[1], line: l };
+        }
+    });
+    return best;
 }
 
 /**

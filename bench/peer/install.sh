@@ -1,8 +1,10 @@
 #!/bin/sh
-# Installs the peers of bench/peer/*.mjs: Node.js and npm from Debian if they
-# are missing, then playwright-core and the Playwright MCP server
-# (@playwright/mcp) at the exact versions pinned in package.json, from the npm
-# registry (never a browser download: Debian's Chromium is used).
+# Installs the peers of bench/peer/*.mjs and bench/loop.c: Node.js and npm
+# from Debian if they are missing, then playwright-core, the Playwright MCP
+# server (@playwright/mcp) and agent-browser at the exact versions pinned in
+# package.json, from the npm registry (never a browser download: Debian's
+# Chromium is used). agent-browser's Linux binary gets its run bit here,
+# since its install script may not run (npm's ignore-scripts).
 # Idempotent and quiet on success; safe to run before every benchmark.
 set -eu
 
@@ -46,3 +48,11 @@ if [ "$have" != "$want" ]; then
     fi
     rm -f "$log"
 fi
+
+# agent-browser ships one binary per platform; bench/loop.c runs the Linux x64 one.
+ab="$here/node_modules/agent-browser/bin/agent-browser-linux-x64"
+if [ ! -f "$ab" ]; then
+    echo "install.sh: $ab is missing after npm install" >&2
+    exit 1
+fi
+[ -x "$ab" ] || chmod +x "$ab"

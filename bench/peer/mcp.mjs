@@ -8,6 +8,18 @@
 //             into "Email address" by its ref (it fills, as refgate's fill
 //             does), browser_snapshot; the refs come from each loop's own
 //             snapshot; one warm-up loop, then `loops` timed ones
+//   react     issue 20's agent loop on the React todo list
+//             (tests/fixtures/react/todo.html, served as bench/loop.c serves
+//             it to refgate and agent-browser), as six tool calls:
+//             browser_navigate, browser_snapshot, browser_type "Buy milk"
+//             into the new-todo box by its ref with submit: true (the fill
+//             and the Enter in one call, as the tool offers it: one action
+//             fewer, so one settle wait fewer, than two calls), browser_snapshot (the
+//             item must be in it), browser_click on the item's checkbox by
+//             its ref, browser_snapshot (the item's checkbox, found again,
+//             must be checked). Refs are read from the snapshots as loop.c
+//             reads its sides'. One warm-up loop, then `reacts` timed ones:
+//             median and p90.
 //   click     browser_click on the target of bench/pages/click.html by its
 //             ref, 3 warm-up clicks, then `clicks` timed ones; the page's
 //             counter is read at the end with browser_evaluate
@@ -22,26 +34,29 @@
 // The server runs twice: as installed (settle: its default --timeout-settle,
 // 500 ms, which every action waits after it acts, before it replies), and
 // with --timeout-settle 0, so the report can show how much of the server's
-// time is that wait. The second run does only loop and click.
+// time is that wait. The second run does only loop, react and click.
 //
 // Same Chromium binary and flags as refgate (flags.mjs), headless, an
 // in-memory profile (--isolated), a 1280x720 viewport.
 //
 // Prints one JSON object on stdout; diagnostics on stderr.
 //
-// Usage: node bench/peer/mcp.mjs [--quick] [--loops N] [--clicks N] [--runs N]
-//            [--no-snapshot] [--no-nosettle] [--corpus DIR] [PAGE...]
+// Usage: node bench/peer/mcp.mjs [--quick] [--loops N] [--reacts N] [--clicks N]
+//            [--runs N] [--only SECTION,...] [--no-snapshot] [--no-nosettle]
+//            [--corpus DIR] [PAGE...]
 //   PAGE: "controls" or a corpus file name (default: all of them).
-//   --quick: 3 loops, 5 clicks, no page snapshots, no second server.
+//   --only: these sections only (loop, react, click, snapshot).
+//   --quick: 3 loops, 3 React loops, 5 clicks, no page snapshots, no second server.
 
 import {
-    log as logger, mmm, MCP_CORE_VERSION, MCP_VERSION, median, pageNames, quantile, refIn,
-    round, runMain, startMcp, startServer, urlOf,
+    checkboxNear, log as logger, mmm, MCP_CORE_VERSION, MCP_VERSION, median, pageNames, quantile,
+    refIn, round, runMain, startMcp, startServer, urlOf,
 } from './common.mjs';
 
 const log = logger('mcp.mjs');
 
-let loops = 10, clicks = 50, runs = 3, snapshots = true, nosettle = true;
+let loops = 10, reacts = 20, clicks = 50, runs = 3, snapshots = true, nosettle = true;
+let only;
 let corpusDir = 'tests/corpus/pages';
 const args = [];
 {
@@ -50,10 +65,13 @@ const args = [];
         const a = argv[i];
         if (a === '--quick') {
             loops = 3;
+            reacts = 3;
             clicks = 5;
             snapshots = false;
             nosettle = false;
         } else if (a === '--loops') loops = Number(argv[++i]);
+        else if (a === '--reacts') reacts = Number(argv[++i]);
+        else if (a === '--only') only = argv[++i].split(',');
         else if (a === '--clicks') clicks = Number(argv[++i]);
         else if (a === '--runs') runs = Number(argv[++i]);
         else if (a === '--no-snapshot') snapshots = false;
@@ -65,6 +83,7 @@ const args = [];
 }
 
 const bytesOf = (s) => Buffer.byteLength(s, 'utf8');
+const wanted = (section) => !only || only.includes(section);
 
 async function loopOnce(mcp, url) {
     const t = {};
@@ -117,6 +136,58 @@ async function runLoop(mcp, url, n) {
     out.observe_bytes = last.observeBytes;
     out.diff_bytes = last.lastBytes;
     out.agent_text_bytes = last.agentBytes;
+    return out;
+}
+
+const ITEM = 'Buy milk';
+
+/** One React loop; throws when a ref is missing, ok says whether the item ended checked. */
+async function reactOnce(mcp, url) {
+    const t = {};
+    t.navigate = (await mcp.call('browser_navigate', { url })).ms;
+    let r = await mcp.call('browser_snapshot');
+    t.observe = r.ms;
+    const box = refIn(r.text, 'textbox "What needs to be done?"');
+    if (!box) throw new Error(`react: no ref for the new-todo box in ${r.text.slice(0, 300)}`);
+    r = await mcp.call('browser_type', {
+        element: 'What needs to be done? textbox', target: box, text: ITEM, submit: true,
+    });
+    t.fill_press = r.ms;
+    r = await mcp.call('browser_snapshot');
+    t.observe_added = r.ms;
+    const observeBytes = bytesOf(r.text);
+    const check = checkboxNear(r.text, ITEM);
+    if (!check) throw new Error(`react: no item or no checkbox in ${r.text.slice(0, 300)}`);
+    t.click = (await mcp.call('browser_click', { element: `${ITEM} checkbox`, target: check.ref })).ms;
+    r = await mcp.call('browser_snapshot');
+    t.observe_checked = r.ms;
+    const again = checkboxNear(r.text, ITEM);
+    const ok = !!again && /\[checked(\]|=true)/.test(again.line);
+    if (!ok) log(`react: the item's checkbox is not checked in ${r.text.slice(0, 300)}`);
+    return { t, ok, observeBytes };
+}
+
+/** { median, p90, min, max } of xs, rounded. */
+const mp = (xs) => ({ ...mmm(xs), p90: round(quantile(xs, 0.9)) });
+
+async function runReact(mcp, url, n) {
+    await reactOnce(mcp, url); // warm-up
+    const steps = { navigate: [], observe: [], fill_press: [], observe_added: [], click: [], observe_checked: [] };
+    const total = [];
+    let ok = 0, observeBytes;
+    for (let i = 0; i < n; i++) {
+        const one = await reactOnce(mcp, url);
+        ok += one.ok;
+        observeBytes = one.observeBytes;
+        let sum = 0;
+        for (const k of Object.keys(steps)) {
+            steps[k].push(one.t[k]);
+            sum += one.t[k];
+        }
+        total.push(sum);
+    }
+    const out = { loops: n, ok, failed: n - ok, observe_bytes: observeBytes, total_ms: mp(total), steps: {} };
+    for (const k of Object.keys(steps)) out.steps[k] = mp(steps[k]);
     return out;
 }
 
@@ -176,12 +247,22 @@ async function session(work, server, settleMs, names) {
     try {
         const tag = settleMs === undefined ? 'default' : `settle ${settleMs}`;
         let t0 = Date.now();
-        out.loop = await runLoop(mcp, urlOf(server, 'form'), loops);
-        log(`${tag}: loop ${out.loop.total_ms.median} ms (${Date.now() - t0} ms)`);
+        if (wanted('loop')) {
+            out.loop = await runLoop(mcp, urlOf(server, 'form'), loops);
+            log(`${tag}: loop ${out.loop.total_ms.median} ms (${Date.now() - t0} ms)`);
+        }
         t0 = Date.now();
-        out.click = await runClick(mcp, urlOf(server, 'click'), clicks);
-        log(`${tag}: click p50 ${out.click.p50_ms} ms (${Date.now() - t0} ms)`);
-        if (names) {
+        if (wanted('react')) {
+            out.react = await runReact(mcp, urlOf(server, 'react'), reacts);
+            log(`${tag}: react loop ${out.react.total_ms.median} ms, ${out.react.ok} of ` +
+                `${out.react.loops} ok (${Date.now() - t0} ms)`);
+        }
+        t0 = Date.now();
+        if (wanted('click')) {
+            out.click = await runClick(mcp, urlOf(server, 'click'), clicks);
+            log(`${tag}: click p50 ${out.click.p50_ms} ms (${Date.now() - t0} ms)`);
+        }
+        if (names && wanted('snapshot')) {
             t0 = Date.now();
             out.pages = await runSnapshots(mcp, server, names);
             log(`${tag}: snapshots (${Date.now() - t0} ms)`);
