@@ -66,10 +66,7 @@ int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
 
 static int call(sess *s, const char *method, const char *params, cdp_reply *r)
 {
-    reg_page_handle h = sess_handle(s);
-    if (!h.conn)
-        return RG_ECRASHED;
-    return cdp_call(h.conn, h.session, method, params, CALL_TIMEOUT_MS, r);
+    return sess_call(s, method, params, CALL_TIMEOUT_MS, r);
 }
 
 /* A page call whose parameters are one string: {"key": value}. */
@@ -96,15 +93,14 @@ static int lock_down(sess *s)
                                   "audioCapture", "midiSysex",     "clipboardReadWrite",
                                   "sensors",      "idleDetection"};
     const char *ctx = pool_lease_context(s->lease);
-    cdp_conn *conn = pool_lease_conn(s->lease);
     rg_buf q;
     rg_buf_init(&q);
     rg_buf_puts(&q, "{\"behavior\":\"deny\",\"browserContextId\":");
     rg_buf_json_str(&q, ctx, strlen(ctx));
     rg_buf_puts(&q, "}");
     int rc = q.failed ? RG_ENOMEM
-                      : cdp_call(conn, NULL, "Browser.setDownloadBehavior", q.data, CALL_TIMEOUT_MS,
-                                 NULL);
+                      : sess_browser_call(s, "Browser.setDownloadBehavior", q.data,
+                                          CALL_TIMEOUT_MS, NULL);
     for (size_t i = 0; rc == 0 && i < sizeof perms / sizeof *perms; i++) {
         rg_buf_reset(&q);
         rg_buf_printf(&q, "{\"permission\":{\"name\":\"%s\"},\"setting\":\"denied\","
@@ -114,8 +110,8 @@ static int lock_down(sess *s)
         rg_buf_puts(&q, "}");
         /* A permission this Chromium does not know is not an error for us. */
         int r = q.failed ? RG_ENOMEM
-                         : cdp_call(conn, NULL, "Browser.setPermission", q.data, CALL_TIMEOUT_MS,
-                                    NULL);
+                         : sess_browser_call(s, "Browser.setPermission", q.data, CALL_TIMEOUT_MS,
+                                             NULL);
         rc = r == RG_ECDP ? 0 : r;
     }
     rg_buf_destroy(&q);
@@ -132,8 +128,8 @@ int sess_apply_options(sess *s)
     if (rc0 == 0) {
         reg_world_free(s->world);
         s->world = NULL;
-        rc0 = reg_world_new(pool_lease_conn(s->lease), pool_lease_session(s->lease),
-                            CALL_TIMEOUT_MS, &s->world);
+        reg_page_handle h = sess_handle(s);
+        rc0 = reg_world_new(h.conn, h.session, CALL_TIMEOUT_MS, &s->world);
     }
     if (rc0 == 0)
         rc0 = sess_intercept(s);
@@ -141,8 +137,8 @@ int sess_apply_options(sess *s)
         rc0 = lock_down(s);
     /* Target events for the whole browser, so popups can be closed (idempotent). */
     if (rc0 == 0)
-        rc0 = cdp_call(pool_lease_conn(s->lease), NULL, "Target.setDiscoverTargets",
-                       "{\"discover\":true}", CALL_TIMEOUT_MS, NULL);
+        rc0 = sess_browser_call(s, "Target.setDiscoverTargets", "{\"discover\":true}",
+                                CALL_TIMEOUT_MS, NULL);
     if (rc0 < 0)
         return rc0;
     rg_buf q;
@@ -155,8 +151,7 @@ int sess_apply_options(sess *s)
         char ua[512] = "";
         if (!s->user_agent) {
             cdp_reply r;
-            if (cdp_call(pool_lease_conn(s->lease), NULL, "Browser.getVersion", NULL,
-                         CALL_TIMEOUT_MS, &r) == 0) {
+            if (sess_browser_call(s, "Browser.getVersion", NULL, CALL_TIMEOUT_MS, &r) == 0) {
                 const cJSON *u = cJSON_GetObjectItemCaseSensitive(r.result, "userAgent");
                 if (cJSON_IsString(u))
                     snprintf(ua, sizeof ua, "%s", u->valuestring);
@@ -202,39 +197,6 @@ static int enable_page(sess *s)
     return rc;
 }
 
-/* Runtime.evaluate returning a JSON string, parsed into *out. */
-static int eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out)
-{
-    *out = NULL;
-    reg_page_handle h = sess_handle(s);
-    if (!h.conn)
-        return RG_ECRASHED;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"returnByValue\":true,\"expression\":");
-    rg_buf_json_str(&q, expr, strlen(expr));
-    rg_buf_puts(&q, "}");
-    cdp_reply r;
-    int rc = q.failed ? RG_ENOMEM
-                      : cdp_call(h.conn, h.session, "Runtime.evaluate", q.data, timeout_ms, &r);
-    rg_buf_destroy(&q);
-    if (rc < 0)
-        return rc;
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.result, "result"),
-                                         "value");
-    if (cJSON_IsString(v))
-        *out = cJSON_Parse(v->valuestring);
-    cdp_reply_free(&r);
-    return *out ? 0 : RG_EINTERNAL;
-}
-
-static char *jdup(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return strdup(cJSON_IsString(v) ? v->valuestring : "");
-}
-
 static const char where_js[] =
     "JSON.stringify({u:location.href,t:document.title,"
     "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
@@ -252,11 +214,11 @@ static const char *wait_event(const char *wait)
 static int read_where(sess *s, sess_nav *out)
 {
     cJSON *where = NULL;
-    int rc = eval_json(s, where_js, CALL_TIMEOUT_MS, &where);
+    int rc = sess_eval_json(s, where_js, CALL_TIMEOUT_MS, &where);
     if (rc < 0)
         return rc;
-    out->url = jdup(where, "u");
-    out->title = jdup(where, "t");
+    out->url = sess_json_dup(where, "u");
+    out->title = sess_json_dup(where, "t");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
     out->status = cJSON_IsNumber(st) ? st->valueint : 0;
     cJSON_Delete(where);
@@ -280,9 +242,8 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     int rc = enable_page(s);
     if (rc < 0)
         return rc;
-    reg_page_handle h = sess_handle(s);
     cdp_waiter *w = NULL;
-    if (*ev && (rc = cdp_waiter_new(h.conn, h.session, ev, &w)) < 0)
+    if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
         return rc;
     rg_buf q;
     rg_buf_init(&q);
@@ -290,7 +251,7 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     rg_buf_json_str(&q, url, strlen(url));
     rg_buf_puts(&q, "}");
     cdp_reply r = {0};
-    rc = q.failed ? RG_ENOMEM : cdp_call(h.conn, h.session, "Page.navigate", q.data, timeout_ms, &r);
+    rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
     rg_buf_destroy(&q);
     if (rc == RG_ECDP) {
         snprintf(err, errlen, "the browser refused the URL: %s", r.error);
@@ -331,7 +292,6 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
     int rc = enable_page(s);
     if (rc < 0)
         return rc;
-    reg_page_handle h = sess_handle(s);
     char params[64] = "";
     const char *method = "Page.reload";
     if (delta != 0) {
@@ -353,9 +313,9 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
     }
     if (method) {
         cdp_waiter *w = NULL;
-        if (*ev && (rc = cdp_waiter_new(h.conn, h.session, ev, &w)) < 0)
+        if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
             return rc;
-        rc = cdp_call(h.conn, h.session, method, params[0] ? params : NULL, timeout_ms, NULL);
+        rc = sess_call(s, method, params[0] ? params : NULL, timeout_ms, NULL);
         /* A page restored from the back/forward cache fires no load event: the
            wait ends at its timeout then, and the page is where it should be. */
         if (rc == 0 && w) {
@@ -437,12 +397,12 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     char expr[sizeof capture_js + 8];
     snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
     cJSON *root = NULL;
-    int rc = eval_json(s, expr, CALL_TIMEOUT_MS, &root);
+    int rc = sess_eval_json(s, expr, CALL_TIMEOUT_MS, &root);
     if (rc < 0)
         return rc;
-    c->url = jdup(root, "u");
-    c->title = jdup(root, "t");
-    c->origin = jdup(root, "o");
+    c->url = sess_json_dup(root, "u");
+    c->title = sess_json_dup(root, "t");
+    c->origin = sess_json_dup(root, "o");
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "x");
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
     c->sx = cJSON_IsNumber(x) ? x->valuedouble : 0;
@@ -464,10 +424,9 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     const char *ctx = pool_lease_context(s->lease);
     rg_buf_json_str(&q, ctx, strlen(ctx));
     rg_buf_puts(&q, "}");
-    cdp_reply r;
+    cdp_reply r = {0};
     rc = q.failed ? RG_ENOMEM
-                  : cdp_call(pool_lease_conn(s->lease), NULL, "Storage.getCookies", q.data,
-                             CALL_TIMEOUT_MS, &r);
+                  : sess_browser_call(s, "Storage.getCookies", q.data, CALL_TIMEOUT_MS, &r);
     rg_buf_destroy(&q);
     if (rc == 0) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
@@ -578,10 +537,9 @@ static int set_cookies(sess *s, const char *cookies)
     const char *ctx = pool_lease_context(s->lease);
     rg_buf_json_str(&q, ctx, strlen(ctx));
     rg_buf_puts(&q, "}");
-    cdp_reply r;
+    cdp_reply r = {0};
     int rc = q.failed ? RG_ENOMEM
-                      : cdp_call(pool_lease_conn(s->lease), NULL, "Storage.setCookies", q.data,
-                                 CALL_TIMEOUT_MS, &r);
+                      : sess_browser_call(s, "Storage.setCookies", q.data, CALL_TIMEOUT_MS, &r);
     if (rc == RG_ECDP)
         rg_log(RG_LOG_WARN, "session", "%s: cookies not restored: %s", s->id, r.error);
     cdp_reply_free(&r);
@@ -604,7 +562,7 @@ static int add_storage_script(sess *s, const sess_capture *p, char *id, size_t i
     rg_buf_puts(&q, "{\"source\":");
     rg_buf_json_str(&q, src.data ? src.data : "", src.len);
     rg_buf_puts(&q, "}");
-    cdp_reply r;
+    cdp_reply r = {0};
     int rc = src.failed || q.failed ? RG_ENOMEM
                                     : call(s, "Page.addScriptToEvaluateOnNewDocument", q.data, &r);
     if (rc == 0) {
@@ -652,7 +610,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         char expr[96];
         snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);JSON.stringify(1)", sx, sy);
         cJSON *ignored = NULL;
-        eval_json(s, expr, CALL_TIMEOUT_MS, &ignored);
+        sess_eval_json(s, expr, CALL_TIMEOUT_MS, &ignored);
         cJSON_Delete(ignored);
     }
     /* One observation re-binds every registered ref by identity. */

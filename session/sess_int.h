@@ -78,13 +78,31 @@ struct sess_mgr {
     pthread_cond_t checks_cv;
 };
 
+/* call.c: the only way to the page on s's lease (RG_ECRASHED without one). */
+
+/** Calls method on s's page and waits up to timeout_ms (the holder's; not on the reader thread). */
+int sess_call(sess *s, const char *method, const char *params, int timeout_ms, cdp_reply *out);
+/** Sends method to s's page without waiting; the reply is dropped (any thread). */
+int sess_call_async(sess *s, const char *method, const char *params, int timeout_ms);
+/** Calls method on s's browser (no session id: contexts, cookies, targets, permissions). */
+int sess_browser_call(sess *s, const char *method, const char *params, int timeout_ms,
+                      cdp_reply *out);
+/** sess_browser_call without waiting; the reply is dropped (any thread). */
+int sess_browser_call_async(sess *s, const char *method, const char *params, int timeout_ms);
+/** A one-shot wait for event on s's page, made before what causes it (cdp_waiter_new). */
+int sess_page_waiter(sess *s, const char *event, cdp_waiter **out);
+/** Evaluates expr (which returns a JSON string) in the page and parses it into *out. */
+int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out);
+/** A copy of o's string member k ("" when absent); NULL only without memory. */
+char *sess_json_dup(const cJSON *o, const char *k);
+
 /* intercept.c */
 
 /** Starts the URL checker threads (when cfg.url_check is set). */
 int sess_checkers_start(sess_mgr *m);
 void sess_checkers_stop(sess_mgr *m);
 /** Fetch.requestPaused of s's page (reader thread). */
-void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params);
+void sess_on_request_paused(sess *s, const cJSON *params);
 /** Waits until s has no URL check in flight. */
 void sess_checks_drain(sess *s);
 /** Pauses every request of s's page for the URL policy. */

@@ -742,39 +742,6 @@ reg_page *sess_registry(sess *s)
     return s->reg;
 }
 
-reg_page_handle sess_handle(sess *s)
-{
-    reg_page_handle h = {s->lease ? pool_lease_conn(s->lease) : NULL,
-                         s->lease ? pool_lease_session(s->lease) : NULL, s->world};
-    return h;
-}
-
-int sess_interrupt(sess *s)
-{
-    if (!s->live || !s->lease || sess_lost(s))
-        return 0;
-    cdp_conn *conn = pool_lease_conn(s->lease);
-    const char *ps = pool_lease_session(s->lease);
-    cdp_call_async(conn, ps, "Runtime.terminateExecution", NULL, 5000, NULL, NULL);
-    /* Does the page answer now? A renderer busy with something no script
-       termination reaches (layout of a huge DOM, a wedged navigation) does
-       not: end it, as a browser ends an unresponsive page, so the session
-       comes back from its checkpoint instead of timing out forever. */
-    int rc = cdp_call(conn, ps, "Runtime.evaluate", "{\"expression\":\"1\"}",
-                      SESS_PROBE_TIMEOUT_MS, NULL);
-    if (rc != RG_ETIMEOUT)
-        return 0;
-    rg_log(RG_LOG_WARN, "session", "%s: the page stopped answering: ending its renderer", s->id);
-    cdp_call_async(conn, ps, "Page.crash", NULL, 5000, NULL, NULL);
-    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
-    return 1;
-}
-
-int sess_lost(const sess *s)
-{
-    return __atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) || !s->lease || pool_lease_lost(s->lease);
-}
-
 /* ---- create ---- */
 
 /* CRC-32 (IEEE 802.3), the checksum nginx's upstream hash is built on. */
@@ -935,17 +902,17 @@ static void on_page_event(void *ud, const char *session_id, const char *method,
 {
     sess *s = ud;
     sess_mgr *m = s->m;
+    (void)session_id; /* the subscription's: always the lease's page */
     if (!method)
         return;
     if (!strcmp(method, "Fetch.requestPaused")) {
-        sess_on_request_paused(s, session_id, params);
+        sess_on_request_paused(s, params);
         return;
     }
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {
-        cdp_call_async(pool_lease_conn(s->lease), session_id, "Page.handleJavaScriptDialog",
-                       "{\"accept\":false}", 5000, NULL, NULL);
+        sess_call_async(s, "Page.handleJavaScriptDialog", "{\"accept\":false}", 5000);
         kind = "dialog";
         d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
@@ -1001,8 +968,7 @@ static void on_target(void *ud, const char *session_id, const char *method, cons
     rg_buf_json_str(&q, tid, strlen(tid));
     rg_buf_puts(&q, "}");
     if (!q.failed)
-        cdp_call_async(pool_lease_conn(s->lease), NULL, "Target.closeTarget", q.data, 5000, NULL,
-                       NULL);
+        sess_browser_call_async(s, "Target.closeTarget", q.data, 5000);
     rg_buf_destroy(&q);
     rg_log(RG_LOG_INFO, "session", "%s: closed a popup (%s)", s->id, jstr_of(ti, "type"));
     sess_mgr *m = s->m;
