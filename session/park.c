@@ -1,8 +1,8 @@
 /*
  * park.c - what a session is made of in the browser, and how it comes back:
- * leasing and configuring a context, navigating, capturing URL, scroll,
- * cookies and storage, packing that as msgpack, and rebuilding a page from
- * it with its registry re-bound by identity.
+ * leasing and configuring a context, capturing URL, scroll, cookies and
+ * storage, packing that as msgpack, and rebuilding a page from it with its
+ * registry re-bound by identity (navigation is nav.c's).
  *
  * Cookies: every cookie of the context (Storage.getCookies with its id), as
  * the parameters Storage.setCookies takes back. Storage: localStorage and
@@ -18,12 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CALL_TIMEOUT_MS 10000
 #define RESTORE_NAV_TIMEOUT_MS 20000
 
 /* ---- leases and options ---- */
-
-static int enable_page(sess *s);
 
 int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
 {
@@ -66,7 +63,7 @@ int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
 
 static int call(sess *s, const char *method, const char *params, cdp_reply *r)
 {
-    return sess_call(s, method, params, CALL_TIMEOUT_MS, r);
+    return sess_call(s, method, params, SESS_CALL_TIMEOUT_MS, r);
 }
 
 /* A page call whose parameters are one string: {"key": value}. */
@@ -100,7 +97,7 @@ static int lock_down(sess *s)
     rg_buf_puts(&q, "}");
     int rc = q.failed ? RG_ENOMEM
                       : sess_browser_call(s, "Browser.setDownloadBehavior", q.data,
-                                          CALL_TIMEOUT_MS, NULL);
+                                          SESS_CALL_TIMEOUT_MS, NULL);
     for (size_t i = 0; rc == 0 && i < sizeof perms / sizeof *perms; i++) {
         rg_buf_reset(&q);
         rg_buf_printf(&q, "{\"permission\":{\"name\":\"%s\"},\"setting\":\"denied\","
@@ -110,8 +107,8 @@ static int lock_down(sess *s)
         rg_buf_puts(&q, "}");
         /* A permission this Chromium does not know is not an error for us. */
         int r = q.failed ? RG_ENOMEM
-                         : sess_browser_call(s, "Browser.setPermission", q.data, CALL_TIMEOUT_MS,
-                                             NULL);
+                         : sess_browser_call(s, "Browser.setPermission", q.data,
+                                             SESS_CALL_TIMEOUT_MS, NULL);
         rc = r == RG_ECDP ? 0 : r;
     }
     rg_buf_destroy(&q);
@@ -121,7 +118,7 @@ static int lock_down(sess *s)
 int sess_apply_options(sess *s)
 {
     /* Page events (dialogs, navigations) and console messages from the start. */
-    int rc0 = enable_page(s);
+    int rc0 = sess_enable_page(s);
     if (rc0 == 0)
         rc0 = call(s, "Runtime.enable", NULL, NULL);
     /* The observer, installed once for the page in its own world. */
@@ -129,7 +126,7 @@ int sess_apply_options(sess *s)
         reg_world_free(s->world);
         s->world = NULL;
         reg_page_handle h = sess_handle(s);
-        rc0 = reg_world_new(h.conn, h.session, CALL_TIMEOUT_MS, &s->world);
+        rc0 = reg_world_new(h.conn, h.session, SESS_CALL_TIMEOUT_MS, &s->world);
     }
     if (rc0 == 0)
         rc0 = sess_intercept(s);
@@ -138,7 +135,7 @@ int sess_apply_options(sess *s)
     /* Target events for the whole browser, so popups can be closed (idempotent). */
     if (rc0 == 0)
         rc0 = sess_browser_call(s, "Target.setDiscoverTargets", "{\"discover\":true}",
-                                CALL_TIMEOUT_MS, NULL);
+                                SESS_CALL_TIMEOUT_MS, NULL);
     if (rc0 < 0)
         return rc0;
     rg_buf q;
@@ -151,7 +148,7 @@ int sess_apply_options(sess *s)
         char ua[512] = "";
         if (!s->user_agent) {
             cdp_reply r;
-            if (sess_browser_call(s, "Browser.getVersion", NULL, CALL_TIMEOUT_MS, &r) == 0) {
+            if (sess_browser_call(s, "Browser.getVersion", NULL, SESS_CALL_TIMEOUT_MS, &r) == 0) {
                 const cJSON *u = cJSON_GetObjectItemCaseSensitive(r.result, "userAgent");
                 if (cJSON_IsString(u))
                     snprintf(ua, sizeof ua, "%s", u->valuestring);
@@ -176,163 +173,6 @@ int sess_apply_options(sess *s)
     rg_buf_destroy(&q);
     /* Chromium refuses an unknown locale or timezone: that is the caller's input. */
     return rc == RG_ECDP ? RG_EBADREQ : rc;
-}
-
-/* ---- navigation ---- */
-
-void sess_nav_free(sess_nav *n)
-{
-    free(n->url);
-    free(n->title);
-    n->url = n->title = NULL;
-}
-
-static int enable_page(sess *s)
-{
-    if (s->page_enabled)
-        return 0;
-    int rc = call(s, "Page.enable", NULL, NULL);
-    if (rc == 0)
-        s->page_enabled = 1;
-    return rc;
-}
-
-static const char where_js[] =
-    "JSON.stringify({u:location.href,t:document.title,"
-    "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
-
-/* The DevTools event a wait names ("" for none), or NULL for a bad name. */
-static const char *wait_event(const char *wait)
-{
-    return !wait || !strcmp(wait, "load")        ? "Page.loadEventFired"
-           : !strcmp(wait, "domcontentloaded") ? "Page.domContentEventFired"
-           : !strcmp(wait, "none")             ? ""
-                                               : NULL;
-}
-
-/* Where the page is now: URL, title, the main document's HTTP status. */
-static int read_where(sess *s, sess_nav *out)
-{
-    cJSON *where = NULL;
-    int rc = sess_eval_json(s, where_js, CALL_TIMEOUT_MS, &where);
-    if (rc < 0)
-        return rc;
-    out->url = sess_json_dup(where, "u");
-    out->title = sess_json_dup(where, "t");
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
-    out->status = cJSON_IsNumber(st) ? st->valueint : 0;
-    cJSON_Delete(where);
-    if (!out->url || !out->title) {
-        sess_nav_free(out);
-        return RG_ENOMEM;
-    }
-    return 0;
-}
-
-int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
-                  char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    const char *ev = wait_event(wait);
-    if (!ev)
-        return rg_bad(err, errlen, "wait must be load, domcontentloaded or none");
-    if (timeout_ms <= 0)
-        timeout_ms = 30000;
-    int64_t deadline = rg_now_ms() + timeout_ms;
-    int rc = enable_page(s);
-    if (rc < 0)
-        return rc;
-    cdp_waiter *w = NULL;
-    if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
-        return rc;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"url\":");
-    rg_buf_json_str(&q, url, strlen(url));
-    rg_buf_puts(&q, "}");
-    cdp_reply r = {0};
-    rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
-    rg_buf_destroy(&q);
-    if (rc == RG_ECDP) {
-        snprintf(err, errlen, "the browser refused the URL: %s", r.error);
-        rc = RG_EBADREQ;
-    } else if (rc == 0) {
-        const cJSON *et = cJSON_GetObjectItemCaseSensitive(r.result, "errorText");
-        const cJSON *loader = cJSON_GetObjectItemCaseSensitive(r.result, "loaderId");
-        if (cJSON_IsString(et) && strstr(et->valuestring, "ERR_BLOCKED_BY_CLIENT")) {
-            snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
-            rc = RG_EBLOCKEDURL;
-        } else if (cJSON_IsString(et) && *et->valuestring) {
-            snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
-            rc = RG_ENAVFAILED;
-        } else if (w && cJSON_IsString(loader)) {
-            int64_t left = deadline - rg_now_ms();
-            rc = cdp_waiter_wait(w, left > 0 ? (int)left : 1, NULL);
-            if (rc == RG_ETIMEOUT)
-                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
-                         wait ? wait : "load", timeout_ms);
-        }
-    }
-    cdp_reply_free(&r);
-    cdp_waiter_free(w);
-    if (rc < 0)
-        return rc;
-    return read_where(s, out);
-}
-
-int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
-                 size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    const char *ev = wait_event(wait);
-    if (!ev)
-        return rg_bad(err, errlen, "wait must be load, domcontentloaded or none");
-    if (timeout_ms <= 0)
-        timeout_ms = 30000;
-    int rc = enable_page(s);
-    if (rc < 0)
-        return rc;
-    char params[64] = "";
-    const char *method = "Page.reload";
-    if (delta != 0) {
-        cdp_reply r;
-        if ((rc = call(s, "Page.getNavigationHistory", NULL, &r)) < 0)
-            return rc;
-        const cJSON *cur = cJSON_GetObjectItemCaseSensitive(r.result, "currentIndex");
-        const cJSON *entries = cJSON_GetObjectItemCaseSensitive(r.result, "entries");
-        int want = (cJSON_IsNumber(cur) ? cur->valueint : 0) + delta;
-        const cJSON *e = want >= 0 ? cJSON_GetArrayItem(entries, want) : NULL;
-        const cJSON *eid = cJSON_GetObjectItemCaseSensitive(e, "id");
-        if (cJSON_IsNumber(eid))
-            snprintf(params, sizeof params, "{\"entryId\":%d}", eid->valueint);
-        cdp_reply_free(&r);
-        if (!params[0])
-            method = NULL; /* nothing there: stay */
-        else
-            method = "Page.navigateToHistoryEntry";
-    }
-    if (method) {
-        cdp_waiter *w = NULL;
-        if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
-            return rc;
-        rc = sess_call(s, method, params[0] ? params : NULL, timeout_ms, NULL);
-        /* A page restored from the back/forward cache fires no load event: the
-           wait ends at its timeout then, and the page is where it should be. */
-        if (rc == 0 && w) {
-            int wrc = cdp_waiter_wait(w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000)
-                                               : timeout_ms,
-                                      NULL);
-            if (wrc < 0 && !(delta && wrc == RG_ETIMEOUT))
-                rc = wrc;
-            if (rc == RG_ETIMEOUT)
-                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
-                         wait ? wait : "load", timeout_ms);
-        }
-        cdp_waiter_free(w);
-        if (rc < 0)
-            return rc;
-    }
-    return read_where(s, out);
 }
 
 /* ---- capture ---- */
@@ -397,7 +237,7 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     char expr[sizeof capture_js + 8];
     snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
     cJSON *root = NULL;
-    int rc = sess_eval_json(s, expr, CALL_TIMEOUT_MS, &root);
+    int rc = sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &root);
     if (rc < 0)
         return rc;
     c->url = sess_json_dup(root, "u");
@@ -426,7 +266,7 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     rg_buf_puts(&q, "}");
     cdp_reply r = {0};
     rc = q.failed ? RG_ENOMEM
-                  : sess_browser_call(s, "Storage.getCookies", q.data, CALL_TIMEOUT_MS, &r);
+                  : sess_browser_call(s, "Storage.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
     rg_buf_destroy(&q);
     if (rc == 0) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
@@ -539,7 +379,7 @@ static int set_cookies(sess *s, const char *cookies)
     rg_buf_puts(&q, "}");
     cdp_reply r = {0};
     int rc = q.failed ? RG_ENOMEM
-                      : sess_browser_call(s, "Storage.setCookies", q.data, CALL_TIMEOUT_MS, &r);
+                      : sess_browser_call(s, "Storage.setCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
     if (rc == RG_ECDP)
         rg_log(RG_LOG_WARN, "session", "%s: cookies not restored: %s", s->id, r.error);
     cdp_reply_free(&r);
@@ -588,7 +428,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     if (parked && parked->cookies && (rc = set_cookies(s, parked->cookies)) < 0)
         goto fail;
     if (parked && (parked->ls || parked->ss) && parked->origin && strcmp(parked->origin, "null") &&
-        ((rc = enable_page(s)) < 0 || (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
+        ((rc = sess_enable_page(s)) < 0 || (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
         goto fail;
     if (url && *url && strcmp(url, "about:blank")) {
         sess_nav nav;
@@ -610,7 +450,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         char expr[96];
         snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);JSON.stringify(1)", sx, sy);
         cJSON *ignored = NULL;
-        sess_eval_json(s, expr, CALL_TIMEOUT_MS, &ignored);
+        sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &ignored);
         cJSON_Delete(ignored);
     }
     /* One observation re-binds every registered ref by identity. */

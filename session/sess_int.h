@@ -1,7 +1,8 @@
 /*
  * sess_int.h - private to session/: the session and manager structures
- * shared by session.c (table, ownership, heartbeat) and park.c (capture,
- * restore, navigation).
+ * shared by session.c (table, ownership, heartbeat), park.c (capture,
+ * restore) and the files below them: nav.c (navigation), intercept.c (URL
+ * checks) and call.c (calls into the page).
  */
 #ifndef SESS_INT_H
 #define SESS_INT_H
@@ -78,6 +79,9 @@ struct sess_mgr {
     pthread_cond_t checks_cv;
 };
 
+/* How long one page call waits unless the command says otherwise. */
+#define SESS_CALL_TIMEOUT_MS 10000
+
 /* call.c: the only way to the page on s's lease (RG_ECRASHED without one). */
 
 /** Calls method on s's page and waits up to timeout_ms (the holder's; not on the reader thread). */
@@ -114,6 +118,11 @@ int sess_intercept(sess *s);
 int sess_park_lru(sess_mgr *m, const sess *except);
 /** Watches s's fresh lease for a dying browser and opens its registry page. */
 int sess_bind_lease(sess *s);
+
+/* nav.c */
+
+/** Page.enable, once per lease (its events: loads, dialogs, navigations). */
+int sess_enable_page(sess *s);
 
 /* park.c */
 
