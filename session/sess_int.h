@@ -100,6 +100,13 @@ int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out);
 /** A copy of o's string member k ("" when absent); NULL only without memory. */
 char *sess_json_dup(const cJSON *o, const char *k);
 
+/* events.c: DevTools event handlers of a live session (the reader thread's). */
+
+/** Subscribes s's handlers to its fresh lease's page and browser (the holder's). */
+void sess_events_bind(sess *s);
+/** Ends those subscriptions (waiting for a handler in progress) before the lease goes. */
+void sess_events_unbind(sess *s);
+
 /* intercept.c */
 
 /** Starts the URL checker threads (when cfg.url_check is set). */
