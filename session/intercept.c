@@ -11,6 +11,10 @@
  * fails (refusing is the safe side). A session's pending checks are drained
  * before its context is released, so no check outlives the connection it
  * answers on.
+ *
+ * Threading: sess_on_request_paused runs on the browser's reader thread and
+ * never blocks; the checker threads answer with sess_call_async; s->checks
+ * is guarded by m->mu, the queue by its own lock.
  */
 #define _GNU_SOURCE
 #include "sess_int.h"

@@ -1,14 +1,17 @@
 /*
  * park.c - what a session is made of in the browser, and how it comes back:
- * leasing and configuring a context, capturing URL, scroll, cookies and
- * storage, packing that as msgpack, and rebuilding a page from it with its
- * registry re-bound by identity (navigation is nav.c's).
+ * configuring a fresh context (options, lock-down, the observer's world),
+ * capturing URL, scroll, cookies and storage, packing that as msgpack, and
+ * rebuilding a page from it with its registry re-bound by identity.
+ * Navigation is nav.c's; leasing the context and writing to Redis, lease.c's.
  *
  * Cookies: every cookie of the context (Storage.getCookies with its id), as
  * the parameters Storage.setCookies takes back. Storage: localStorage and
  * sessionStorage of the top document's origin only (other origins' storage
  * is not captured), put back by a script that runs before the page's own
  * scripts on the first document of that origin, then removed.
+ *
+ * Threading: the session's holder only (synchronous page calls).
  */
 #define _GNU_SOURCE
 #include "sess_int.h"
@@ -20,46 +23,7 @@
 
 #define RESTORE_NAV_TIMEOUT_MS 20000
 
-/* ---- leases and options ---- */
-
-int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
-{
-    sess_mgr *m = s->m;
-    pthread_mutex_lock(&m->mu);
-    int full = m->n_live >= m->cfg.capacity;
-    pthread_mutex_unlock(&m->mu);
-    if (full && m->cfg.park_lru)
-        sess_park_lru(m, s);
-    /* The context's own proxy port, bound to the tenant: its pages reach
-       nothing the tenant's rules do not allow, loopback included. */
-    char proxy[64];
-    pool_lease_opts o = {.proxy_server = NULL};
-    if (m->egress) {
-        int erc = egress_slot_open(m->egress, &s->egress);
-        if (erc < 0) {
-            snprintf(err, errlen, "could not open the egress proxy for the context");
-            return erc;
-        }
-        egress_slot_bind(s->egress, s->tenant);
-        snprintf(proxy, sizeof proxy, "socks5://127.0.0.1:%d", egress_slot_port(s->egress));
-        o.proxy_server = proxy;
-        o.proxy_bypass = "<-loopback>";
-    }
-    int retry = 0;
-    int rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
-    if (rc == RG_EPOOL && m->cfg.park_lru && sess_park_lru(m, s) == 0)
-        rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
-    if (rc < 0) {
-        egress_slot_close(s->egress);
-        s->egress = NULL;
-    }
-    if (rc == RG_EPOOL)
-        snprintf(err, errlen, "no browser capacity: every context is busy; retry in %d ms",
-                 retry);
-    else if (rc < 0)
-        snprintf(err, errlen, "could not get a browser context (%s)", rg_err_code(rc));
-    return rc;
-}
+/* ---- options ---- */
 
 static int call(sess *s, const char *method, const char *params, cdp_reply *r)
 {
@@ -113,6 +77,24 @@ static int lock_down(sess *s)
     }
     rg_buf_destroy(&q);
     return rc;
+}
+
+static char *dup_opt(const char *s)
+{
+    return s && *s ? strdup(s) : NULL;
+}
+
+void sess_set_options(sess *s, int width, int height, const char *user_agent, const char *locale,
+                      const char *timezone)
+{
+    s->width = width > 0 ? width : 1280;
+    s->height = height > 0 ? height : 800;
+    free(s->user_agent);
+    free(s->locale);
+    free(s->timezone);
+    s->user_agent = dup_opt(user_agent);
+    s->locale = dup_opt(locale);
+    s->timezone = dup_opt(timezone);
 }
 
 int sess_apply_options(sess *s)
@@ -379,7 +361,8 @@ static int set_cookies(sess *s, const char *cookies)
     rg_buf_puts(&q, "}");
     cdp_reply r = {0};
     int rc = q.failed ? RG_ENOMEM
-                      : sess_browser_call(s, "Storage.setCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
+                      : sess_browser_call(s, "Storage.setCookies", q.data,
+                                          SESS_CALL_TIMEOUT_MS, &r);
     if (rc == RG_ECDP)
         rg_log(RG_LOG_WARN, "session", "%s: cookies not restored: %s", s->id, r.error);
     cdp_reply_free(&r);
@@ -428,7 +411,8 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     if (parked && parked->cookies && (rc = set_cookies(s, parked->cookies)) < 0)
         goto fail;
     if (parked && (parked->ls || parked->ss) && parked->origin && strcmp(parked->origin, "null") &&
-        ((rc = sess_enable_page(s)) < 0 || (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
+        ((rc = sess_enable_page(s)) < 0 ||
+         (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
         goto fail;
     if (url && *url && strcmp(url, "about:blank")) {
         sess_nav nav;
