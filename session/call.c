@@ -50,8 +50,7 @@ int sess_browser_call_async(sess *s, const char *method, const char *params, int
 {
     if (!s->lease)
         return RG_ECRASHED;
-    return cdp_call_async(pool_lease_conn(s->lease), NULL, method, params, timeout_ms, NULL,
-                          NULL);
+    return cdp_call_async(pool_lease_conn(s->lease), NULL, method, params, timeout_ms, NULL, NULL);
 }
 
 int sess_page_waiter(sess *s, const char *event, cdp_waiter **out)
@@ -75,9 +74,8 @@ int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out)
     rg_buf_destroy(&q);
     if (rc < 0)
         return rc;
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.result, "result"),
-                                         "value");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(r.result, "result"), "value");
     if (cJSON_IsString(v))
         *out = cJSON_Parse(v->valuestring);
     cdp_reply_free(&r);
@@ -111,8 +109,8 @@ int sess_interrupt(sess *s)
        termination reaches (layout of a huge DOM, a wedged navigation) does
        not: end it, as a browser ends an unresponsive page, so the session
        comes back from its checkpoint instead of timing out forever. */
-    int rc = sess_call(s, "Runtime.evaluate", "{\"expression\":\"1\"}", SESS_PROBE_TIMEOUT_MS,
-                       NULL);
+    int rc =
+        sess_call(s, "Runtime.evaluate", "{\"expression\":\"1\"}", SESS_PROBE_TIMEOUT_MS, NULL);
     if (rc != RG_ETIMEOUT)
         return 0;
     rg_log(RG_LOG_WARN, "session", "%s: the page stopped answering: ending its renderer", s->id);

@@ -35,7 +35,7 @@ static void console_text(const cJSON *args, char *out, size_t len)
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "value");
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(a, "description");
         char num[32];
-        const char *t = cJSON_IsString(v) ? v->valuestring
+        const char *t = cJSON_IsString(v)   ? v->valuestring
                         : cJSON_IsNumber(v) ? (snprintf(num, sizeof num, "%g", v->valuedouble), num)
                         : cJSON_IsBool(v)   ? (cJSON_IsTrue(v) ? "true" : "false")
                         : cJSON_IsString(d) ? d->valuestring
@@ -55,8 +55,7 @@ static const char *jstr_of(const cJSON *o, const char *k)
 }
 
 /* Page events of a live session, on the reader thread: dialogs dismissed, all reported. */
-static void on_page_event(void *ud, const char *session_id, const char *method,
-                          const cJSON *params)
+static void on_page_event(void *ud, const char *session_id, const char *method, const cJSON *params)
 {
     sess *s = ud;
     sess_mgr *m = s->m;

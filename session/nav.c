@@ -37,7 +37,7 @@ static const char where_js[] =
 /* The DevTools event a wait names ("" for none), or NULL for a bad name. */
 static const char *wait_event(const char *wait)
 {
-    return !wait || !strcmp(wait, "load")        ? "Page.loadEventFired"
+    return !wait || !strcmp(wait, "load")      ? "Page.loadEventFired"
            : !strcmp(wait, "domcontentloaded") ? "Page.domContentEventFired"
            : !strcmp(wait, "none")             ? ""
                                                : NULL;
@@ -153,9 +153,8 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
         /* A page restored from the back/forward cache fires no load event: the
            wait ends at its timeout then, and the page is where it should be. */
         if (rc == 0 && w) {
-            int wrc = cdp_waiter_wait(w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000)
-                                               : timeout_ms,
-                                      NULL);
+            int wrc = cdp_waiter_wait(
+                w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000) : timeout_ms, NULL);
             if (wrc < 0 && !(delta && wrc == RG_ETIMEOUT))
                 rc = wrc;
             if (rc == RG_ETIMEOUT)
@@ -168,4 +167,3 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
     }
     return read_where(s, out);
 }
-
