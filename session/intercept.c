@@ -11,6 +11,10 @@
  * fails (refusing is the safe side). A session's pending checks are drained
  * before its context is released, so no check outlives the connection it
  * answers on.
+ *
+ * Threading: sess_on_request_paused runs on the browser's reader thread and
+ * never blocks; the checker threads answer with sess_call_async; s->checks
+ * is guarded by m->mu, the queue by its own lock.
  */
 #define _GNU_SOURCE
 #include "session/sess_int.h"
@@ -25,7 +29,6 @@
 struct check_job {
     struct check_job *next;
     sess *s;
-    char *session_id;
     char *request_id;
     char *url;
 };
@@ -40,7 +43,7 @@ struct sess_checkers {
     int n_th;
 };
 
-static void answer(sess *s, const char *session_id, const char *request_id, int allow)
+static void answer(sess *s, const char *request_id, int allow)
 {
     rg_buf q;
     rg_buf_init(&q);
@@ -48,15 +51,12 @@ static void answer(sess *s, const char *session_id, const char *request_id, int 
     rg_buf_json_str(&q, request_id, strlen(request_id));
     rg_buf_puts(&q, allow ? "}" : ",\"errorReason\":\"BlockedByClient\"}");
     if (!q.failed)
-        cdp_call_async(pool_lease_conn(s->lease), session_id,
-                       allow ? "Fetch.continueRequest" : "Fetch.failRequest", q.data, 10000, NULL,
-                       NULL);
+        sess_call_async(s, allow ? "Fetch.continueRequest" : "Fetch.failRequest", q.data, 10000);
     rg_buf_destroy(&q);
 }
 
 static void job_free(struct check_job *j)
 {
-    free(j->session_id);
     free(j->request_id);
     free(j->url);
     free(j);
@@ -91,7 +91,7 @@ static void *checker_main(void *arg)
         int rc = m->cfg.url_check(m->cfg.url_ud, j->s->tenant, j->url, 1, why, sizeof why);
         if (rc != 0)
             rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", j->s->id, why);
-        answer(j->s, j->session_id, j->request_id, rc == 0);
+        answer(j->s, j->request_id, rc == 0);
         job_done(j->s);
         job_free(j);
         pthread_mutex_lock(&k->mu);
@@ -134,7 +134,7 @@ void sess_checkers_stop(sess_mgr *m)
 }
 
 /* A paused request (reader thread): decided at once when no DNS is needed. */
-void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params)
+void sess_on_request_paused(sess *s, const cJSON *params)
 {
     sess_mgr *m = s->m;
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
@@ -143,7 +143,7 @@ void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params
     if (!cJSON_IsString(rid))
         return;
     if (!cJSON_IsString(url)) {
-        answer(s, session_id, rid->valuestring, 0);
+        answer(s, rid->valuestring, 0);
         return;
     }
     char why[256] = "";
@@ -151,21 +151,20 @@ void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params
     if (rc <= 0) {
         if (rc < 0)
             rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", s->id, why);
-        answer(s, session_id, rid->valuestring, rc == 0);
+        answer(s, rid->valuestring, rc == 0);
         return;
     }
     struct sess_checkers *k = m->checkers;
     struct check_job *j = k ? calloc(1, sizeof *j) : NULL;
     if (j) {
         j->s = s;
-        j->session_id = strdup(session_id);
         j->request_id = strdup(rid->valuestring);
         j->url = strdup(url->valuestring);
     }
-    if (!j || !j->session_id || !j->request_id || !j->url) {
+    if (!j || !j->request_id || !j->url) {
         if (j)
             job_free(j);
-        answer(s, session_id, rid->valuestring, 0);
+        answer(s, rid->valuestring, 0);
         return;
     }
     pthread_mutex_lock(&m->mu);
@@ -184,7 +183,7 @@ void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params
     }
     pthread_mutex_unlock(&k->mu);
     if (full) {
-        answer(s, session_id, rid->valuestring, 0);
+        answer(s, rid->valuestring, 0);
         job_done(s);
         job_free(j);
     }
@@ -203,9 +202,7 @@ int sess_intercept(sess *s)
 {
     if (!s->m->cfg.url_check)
         return 0;
-    reg_page_handle h = sess_handle(s);
-    return cdp_call(h.conn, h.session, "Fetch.enable", "{\"patterns\":[{\"urlPattern\":\"*\"}]}",
-                    10000, NULL);
+    return sess_call(s, "Fetch.enable", "{\"patterns\":[{\"urlPattern\":\"*\"}]}", 10000, NULL);
 }
 
 int sess_check_url(sess_mgr *m, const char *tenant, const char *url, char *why, size_t whylen)

@@ -1,14 +1,17 @@
 /*
  * park.c - what a session is made of in the browser, and how it comes back:
- * leasing and configuring a context, navigating, capturing URL, scroll,
- * cookies and storage, packing that as msgpack, and rebuilding a page from
- * it with its registry re-bound by identity.
+ * configuring a fresh context (options, lock-down, the observer's world),
+ * capturing URL, scroll, cookies and storage, packing that as msgpack, and
+ * rebuilding a page from it with its registry re-bound by identity.
+ * Navigation is nav.c's; leasing the context and writing to Redis, lease.c's.
  *
  * Cookies: every cookie of the context (Storage.getCookies with its id), as
  * the parameters Storage.setCookies takes back. Storage: localStorage and
  * sessionStorage of the top document's origin only (other origins' storage
  * is not captured), put back by a script that runs before the page's own
  * scripts on the first document of that origin, then removed.
+ *
+ * Threading: the session's holder only (synchronous page calls).
  */
 #define _GNU_SOURCE
 #include "session/sess_int.h"
@@ -18,58 +21,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define CALL_TIMEOUT_MS 10000
 #define RESTORE_NAV_TIMEOUT_MS 20000
 
-/* ---- leases and options ---- */
-
-static int enable_page(sess *s);
-
-int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
-{
-    sess_mgr *m = s->m;
-    pthread_mutex_lock(&m->mu);
-    int full = m->n_live >= m->cfg.capacity;
-    pthread_mutex_unlock(&m->mu);
-    if (full && m->cfg.park_lru)
-        sess_park_lru(m, s);
-    /* The context's own proxy port, bound to the tenant: its pages reach
-       nothing the tenant's rules do not allow, loopback included. */
-    char proxy[64];
-    pool_lease_opts o = {.proxy_server = NULL};
-    if (m->egress) {
-        int erc = egress_slot_open(m->egress, &s->egress);
-        if (erc < 0) {
-            snprintf(err, errlen, "could not open the egress proxy for the context");
-            return erc;
-        }
-        egress_slot_bind(s->egress, s->tenant);
-        snprintf(proxy, sizeof proxy, "socks5://127.0.0.1:%d", egress_slot_port(s->egress));
-        o.proxy_server = proxy;
-        o.proxy_bypass = "<-loopback>";
-    }
-    int retry = 0;
-    int rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
-    if (rc == RG_EPOOL && m->cfg.park_lru && sess_park_lru(m, s) == 0)
-        rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
-    if (rc < 0) {
-        egress_slot_close(s->egress);
-        s->egress = NULL;
-    }
-    if (rc == RG_EPOOL)
-        snprintf(err, errlen, "no browser capacity: every context is busy; retry in %d ms",
-                 retry);
-    else if (rc < 0)
-        snprintf(err, errlen, "could not get a browser context (%s)", rg_err_code(rc));
-    return rc;
-}
+/* ---- options ---- */
 
 static int call(sess *s, const char *method, const char *params, cdp_reply *r)
 {
-    reg_page_handle h = sess_handle(s);
-    if (!h.conn)
-        return RG_ECRASHED;
-    return cdp_call(h.conn, h.session, method, params, CALL_TIMEOUT_MS, r);
+    return sess_call(s, method, params, SESS_CALL_TIMEOUT_MS, r);
 }
 
 /* A page call whose parameters are one string: {"key": value}. */
@@ -96,15 +54,14 @@ static int lock_down(sess *s)
                                   "audioCapture", "midiSysex",     "clipboardReadWrite",
                                   "sensors",      "idleDetection"};
     const char *ctx = pool_lease_context(s->lease);
-    cdp_conn *conn = pool_lease_conn(s->lease);
     rg_buf q;
     rg_buf_init(&q);
     rg_buf_puts(&q, "{\"behavior\":\"deny\",\"browserContextId\":");
     rg_buf_json_str(&q, ctx, strlen(ctx));
     rg_buf_puts(&q, "}");
     int rc = q.failed ? RG_ENOMEM
-                      : cdp_call(conn, NULL, "Browser.setDownloadBehavior", q.data, CALL_TIMEOUT_MS,
-                                 NULL);
+                      : sess_browser_call(s, "Browser.setDownloadBehavior", q.data,
+                                          SESS_CALL_TIMEOUT_MS, NULL);
     for (size_t i = 0; rc == 0 && i < sizeof perms / sizeof *perms; i++) {
         rg_buf_reset(&q);
         rg_buf_printf(&q, "{\"permission\":{\"name\":\"%s\"},\"setting\":\"denied\","
@@ -114,26 +71,44 @@ static int lock_down(sess *s)
         rg_buf_puts(&q, "}");
         /* A permission this Chromium does not know is not an error for us. */
         int r = q.failed ? RG_ENOMEM
-                         : cdp_call(conn, NULL, "Browser.setPermission", q.data, CALL_TIMEOUT_MS,
-                                    NULL);
+                         : sess_browser_call(s, "Browser.setPermission", q.data,
+                                             SESS_CALL_TIMEOUT_MS, NULL);
         rc = r == RG_ECDP ? 0 : r;
     }
     rg_buf_destroy(&q);
     return rc;
 }
 
+static char *dup_opt(const char *s)
+{
+    return s && *s ? strdup(s) : NULL;
+}
+
+void sess_set_options(sess *s, int width, int height, const char *user_agent, const char *locale,
+                      const char *timezone)
+{
+    s->width = width > 0 ? width : 1280;
+    s->height = height > 0 ? height : 800;
+    free(s->user_agent);
+    free(s->locale);
+    free(s->timezone);
+    s->user_agent = dup_opt(user_agent);
+    s->locale = dup_opt(locale);
+    s->timezone = dup_opt(timezone);
+}
+
 int sess_apply_options(sess *s)
 {
     /* Page events (dialogs, navigations) and console messages from the start. */
-    int rc0 = enable_page(s);
+    int rc0 = sess_enable_page(s);
     if (rc0 == 0)
         rc0 = call(s, "Runtime.enable", NULL, NULL);
     /* The observer, installed once for the page in its own world. */
     if (rc0 == 0) {
         reg_world_free(s->world);
         s->world = NULL;
-        rc0 = reg_world_new(pool_lease_conn(s->lease), pool_lease_session(s->lease),
-                            CALL_TIMEOUT_MS, &s->world);
+        reg_page_handle h = sess_handle(s);
+        rc0 = reg_world_new(h.conn, h.session, SESS_CALL_TIMEOUT_MS, &s->world);
     }
     if (rc0 == 0)
         rc0 = sess_intercept(s);
@@ -141,8 +116,8 @@ int sess_apply_options(sess *s)
         rc0 = lock_down(s);
     /* Target events for the whole browser, so popups can be closed (idempotent). */
     if (rc0 == 0)
-        rc0 = cdp_call(pool_lease_conn(s->lease), NULL, "Target.setDiscoverTargets",
-                       "{\"discover\":true}", CALL_TIMEOUT_MS, NULL);
+        rc0 = sess_browser_call(s, "Target.setDiscoverTargets", "{\"discover\":true}",
+                                SESS_CALL_TIMEOUT_MS, NULL);
     if (rc0 < 0)
         return rc0;
     rg_buf q;
@@ -155,8 +130,7 @@ int sess_apply_options(sess *s)
         char ua[512] = "";
         if (!s->user_agent) {
             cdp_reply r;
-            if (cdp_call(pool_lease_conn(s->lease), NULL, "Browser.getVersion", NULL,
-                         CALL_TIMEOUT_MS, &r) == 0) {
+            if (sess_browser_call(s, "Browser.getVersion", NULL, SESS_CALL_TIMEOUT_MS, &r) == 0) {
                 const cJSON *u = cJSON_GetObjectItemCaseSensitive(r.result, "userAgent");
                 if (cJSON_IsString(u))
                     snprintf(ua, sizeof ua, "%s", u->valuestring);
@@ -181,198 +155,6 @@ int sess_apply_options(sess *s)
     rg_buf_destroy(&q);
     /* Chromium refuses an unknown locale or timezone: that is the caller's input. */
     return rc == RG_ECDP ? RG_EBADREQ : rc;
-}
-
-/* ---- navigation ---- */
-
-void sess_nav_free(sess_nav *n)
-{
-    free(n->url);
-    free(n->title);
-    n->url = n->title = NULL;
-}
-
-static int enable_page(sess *s)
-{
-    if (s->page_enabled)
-        return 0;
-    int rc = call(s, "Page.enable", NULL, NULL);
-    if (rc == 0)
-        s->page_enabled = 1;
-    return rc;
-}
-
-/* Runtime.evaluate returning a JSON string, parsed into *out. */
-static int eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out)
-{
-    *out = NULL;
-    reg_page_handle h = sess_handle(s);
-    if (!h.conn)
-        return RG_ECRASHED;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"returnByValue\":true,\"expression\":");
-    rg_buf_json_str(&q, expr, strlen(expr));
-    rg_buf_puts(&q, "}");
-    cdp_reply r;
-    int rc = q.failed ? RG_ENOMEM
-                      : cdp_call(h.conn, h.session, "Runtime.evaluate", q.data, timeout_ms, &r);
-    rg_buf_destroy(&q);
-    if (rc < 0)
-        return rc;
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r.result, "result"),
-                                         "value");
-    if (cJSON_IsString(v))
-        *out = cJSON_Parse(v->valuestring);
-    cdp_reply_free(&r);
-    return *out ? 0 : RG_EINTERNAL;
-}
-
-static char *jdup(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return strdup(cJSON_IsString(v) ? v->valuestring : "");
-}
-
-static const char where_js[] =
-    "JSON.stringify({u:location.href,t:document.title,"
-    "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
-
-/* The DevTools event a wait names ("" for none), or NULL for a bad name. */
-static const char *wait_event(const char *wait)
-{
-    return !wait || !strcmp(wait, "load")        ? "Page.loadEventFired"
-           : !strcmp(wait, "domcontentloaded") ? "Page.domContentEventFired"
-           : !strcmp(wait, "none")             ? ""
-                                               : NULL;
-}
-
-/* Where the page is now: URL, title, the main document's HTTP status. */
-static int read_where(sess *s, sess_nav *out)
-{
-    cJSON *where = NULL;
-    int rc = eval_json(s, where_js, CALL_TIMEOUT_MS, &where);
-    if (rc < 0)
-        return rc;
-    out->url = jdup(where, "u");
-    out->title = jdup(where, "t");
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
-    out->status = cJSON_IsNumber(st) ? st->valueint : 0;
-    cJSON_Delete(where);
-    if (!out->url || !out->title) {
-        sess_nav_free(out);
-        return RG_ENOMEM;
-    }
-    return 0;
-}
-
-int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
-                  char *err, size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    const char *ev = wait_event(wait);
-    if (!ev)
-        return rg_errf(err, errlen, RG_EBADREQ, "wait must be load, domcontentloaded or none");
-    if (timeout_ms <= 0)
-        timeout_ms = 30000;
-    int64_t deadline = rg_now_ms() + timeout_ms;
-    int rc = enable_page(s);
-    if (rc < 0)
-        return rc;
-    reg_page_handle h = sess_handle(s);
-    cdp_waiter *w = NULL;
-    if (*ev && (rc = cdp_waiter_new(h.conn, h.session, ev, &w)) < 0)
-        return rc;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"url\":");
-    rg_buf_json_str(&q, url, strlen(url));
-    rg_buf_puts(&q, "}");
-    cdp_reply r = {0};
-    rc = q.failed ? RG_ENOMEM : cdp_call(h.conn, h.session, "Page.navigate", q.data, timeout_ms, &r);
-    rg_buf_destroy(&q);
-    if (rc == RG_ECDP) {
-        snprintf(err, errlen, "the browser refused the URL: %s", r.error);
-        rc = RG_EBADREQ;
-    } else if (rc == 0) {
-        const cJSON *et = cJSON_GetObjectItemCaseSensitive(r.result, "errorText");
-        const cJSON *loader = cJSON_GetObjectItemCaseSensitive(r.result, "loaderId");
-        if (cJSON_IsString(et) && strstr(et->valuestring, "ERR_BLOCKED_BY_CLIENT")) {
-            snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
-            rc = RG_EBLOCKEDURL;
-        } else if (cJSON_IsString(et) && *et->valuestring) {
-            snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
-            rc = RG_ENAVFAILED;
-        } else if (w && cJSON_IsString(loader)) {
-            int64_t left = deadline - rg_now_ms();
-            rc = cdp_waiter_wait(w, left > 0 ? (int)left : 1, NULL);
-            if (rc == RG_ETIMEOUT)
-                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
-                         wait ? wait : "load", timeout_ms);
-        }
-    }
-    cdp_reply_free(&r);
-    cdp_waiter_free(w);
-    if (rc < 0)
-        return rc;
-    return read_where(s, out);
-}
-
-int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
-                 size_t errlen)
-{
-    memset(out, 0, sizeof *out);
-    const char *ev = wait_event(wait);
-    if (!ev)
-        return rg_errf(err, errlen, RG_EBADREQ, "wait must be load, domcontentloaded or none");
-    if (timeout_ms <= 0)
-        timeout_ms = 30000;
-    int rc = enable_page(s);
-    if (rc < 0)
-        return rc;
-    reg_page_handle h = sess_handle(s);
-    char params[64] = "";
-    const char *method = "Page.reload";
-    if (delta != 0) {
-        cdp_reply r;
-        if ((rc = call(s, "Page.getNavigationHistory", NULL, &r)) < 0)
-            return rc;
-        const cJSON *cur = cJSON_GetObjectItemCaseSensitive(r.result, "currentIndex");
-        const cJSON *entries = cJSON_GetObjectItemCaseSensitive(r.result, "entries");
-        int want = (cJSON_IsNumber(cur) ? cur->valueint : 0) + delta;
-        const cJSON *e = want >= 0 ? cJSON_GetArrayItem(entries, want) : NULL;
-        const cJSON *eid = cJSON_GetObjectItemCaseSensitive(e, "id");
-        if (cJSON_IsNumber(eid))
-            snprintf(params, sizeof params, "{\"entryId\":%d}", eid->valueint);
-        cdp_reply_free(&r);
-        if (!params[0])
-            method = NULL; /* nothing there: stay */
-        else
-            method = "Page.navigateToHistoryEntry";
-    }
-    if (method) {
-        cdp_waiter *w = NULL;
-        if (*ev && (rc = cdp_waiter_new(h.conn, h.session, ev, &w)) < 0)
-            return rc;
-        rc = cdp_call(h.conn, h.session, method, params[0] ? params : NULL, timeout_ms, NULL);
-        /* A page restored from the back/forward cache fires no load event: the
-           wait ends at its timeout then, and the page is where it should be. */
-        if (rc == 0 && w) {
-            int wrc = cdp_waiter_wait(w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000)
-                                               : timeout_ms,
-                                      NULL);
-            if (wrc < 0 && !(delta && wrc == RG_ETIMEOUT))
-                rc = wrc;
-            if (rc == RG_ETIMEOUT)
-                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
-                         wait ? wait : "load", timeout_ms);
-        }
-        cdp_waiter_free(w);
-        if (rc < 0)
-            return rc;
-    }
-    return read_where(s, out);
 }
 
 /* ---- capture ---- */
@@ -437,12 +219,12 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     char expr[sizeof capture_js + 8];
     snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
     cJSON *root = NULL;
-    int rc = eval_json(s, expr, CALL_TIMEOUT_MS, &root);
+    int rc = sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &root);
     if (rc < 0)
         return rc;
-    c->url = jdup(root, "u");
-    c->title = jdup(root, "t");
-    c->origin = jdup(root, "o");
+    c->url = sess_json_dup(root, "u");
+    c->title = sess_json_dup(root, "t");
+    c->origin = sess_json_dup(root, "o");
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "x");
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
     c->sx = cJSON_IsNumber(x) ? x->valuedouble : 0;
@@ -464,10 +246,9 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     const char *ctx = pool_lease_context(s->lease);
     rg_buf_json_str(&q, ctx, strlen(ctx));
     rg_buf_puts(&q, "}");
-    cdp_reply r;
+    cdp_reply r = {0};
     rc = q.failed ? RG_ENOMEM
-                  : cdp_call(pool_lease_conn(s->lease), NULL, "Storage.getCookies", q.data,
-                             CALL_TIMEOUT_MS, &r);
+                  : sess_browser_call(s, "Storage.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
     rg_buf_destroy(&q);
     if (rc == 0) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
@@ -572,10 +353,10 @@ static int set_cookies(sess *s, const char *cookies)
     const char *ctx = pool_lease_context(s->lease);
     rg_buf_json_str(&q, ctx, strlen(ctx));
     rg_buf_puts(&q, "}");
-    cdp_reply r;
+    cdp_reply r = {0};
     int rc = q.failed ? RG_ENOMEM
-                      : cdp_call(pool_lease_conn(s->lease), NULL, "Storage.setCookies", q.data,
-                                 CALL_TIMEOUT_MS, &r);
+                      : sess_browser_call(s, "Storage.setCookies", q.data,
+                                          SESS_CALL_TIMEOUT_MS, &r);
     if (rc == RG_ECDP)
         rg_log(RG_LOG_WARN, "session", "%s: cookies not restored: %s", s->id, r.error);
     cdp_reply_free(&r);
@@ -598,7 +379,7 @@ static int add_storage_script(sess *s, const sess_capture *p, char *id, size_t i
     rg_buf_puts(&q, "{\"source\":");
     rg_buf_json_str(&q, src.data ? src.data : "", src.len);
     rg_buf_puts(&q, "}");
-    cdp_reply r;
+    cdp_reply r = {0};
     int rc = src.failed || q.failed ? RG_ENOMEM
                                     : call(s, "Page.addScriptToEvaluateOnNewDocument", q.data, &r);
     if (rc == 0) {
@@ -624,7 +405,8 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     if (parked && parked->cookies && (rc = set_cookies(s, parked->cookies)) < 0)
         goto fail;
     if (parked && (parked->ls || parked->ss) && parked->origin && strcmp(parked->origin, "null") &&
-        ((rc = enable_page(s)) < 0 || (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
+        ((rc = sess_enable_page(s)) < 0 ||
+         (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
         goto fail;
     if (url && *url && strcmp(url, "about:blank")) {
         sess_nav nav;
@@ -646,7 +428,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         char expr[96];
         snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);JSON.stringify(1)", sx, sy);
         cJSON *ignored = NULL;
-        eval_json(s, expr, CALL_TIMEOUT_MS, &ignored);
+        sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &ignored);
         cJSON_Delete(ignored);
     }
     /* One observation re-binds every registered ref by identity. */

@@ -1,7 +1,27 @@
 /*
- * sess_int.h - private to session/: the session and manager structures
- * shared by session.c (table, ownership, heartbeat) and park.c (capture,
- * restore, navigation).
+ * sess_int.h - private to session/: the session and manager structures and
+ * the functions the module's files share. The files, lowest first:
+ *
+ *   call.c       the one way to the page on a session's lease (sess_call...)
+ *   nav.c        navigation: go to a URL, back, forward, reload; where it is
+ *   intercept.c  every request of the page through the URL policy
+ *   events.c     DevTools event handlers (dialogs, popups, crashes, reports)
+ *   park.c       options, capture, msgpack of the parked state, rebuild
+ *   quota.c      the tenant's session quota in Redis
+ *   lease.c      ownership: the Redis lease scripts, the context's lease,
+ *                checkpoints, parking, the heartbeat, the takeover
+ *   session.c    the table, the per-session FIFO and the lifecycle
+ *                (create, open, done, close, info, list, the manager)
+ *
+ * A file calls only the files above it, with one loop the design needs:
+ * session.c calls lease.c to take a session over, checkpoint and let go of
+ * it, and lease.c's heartbeat and parks (the module's own background loop)
+ * take idle sessions through session.c's FIFO (sess_hold_locked and kin).
+ *
+ * Threading: a session's fields below "Owned by the holder" are touched only
+ * by the thread that holds it (sess_hold_locked / sess_unhold_locked); the
+ * rest by m->mu or atomics as marked. Event handlers run on the browser's
+ * reader thread (events.c, intercept.c).
  */
 #ifndef SESS_INT_H
 #define SESS_INT_H
@@ -78,29 +98,58 @@ struct sess_mgr {
     pthread_cond_t checks_cv;
 };
 
-/* intercept.c */
+/* How long one page call waits unless the command says otherwise. */
+#define SESS_CALL_TIMEOUT_MS 10000
+
+struct redisReply;
+
+/* ---- call.c: the page on s's lease (RG_ECRASHED without one) ---- */
+
+/** Calls method on s's page, waiting up to timeout_ms (holder; never on the reader thread). */
+int sess_call(sess *s, const char *method, const char *params, int timeout_ms, cdp_reply *out);
+/** Sends method to s's page without waiting; the reply is dropped (any thread). */
+int sess_call_async(sess *s, const char *method, const char *params, int timeout_ms);
+/** Calls method on s's browser (no session id: contexts, cookies, targets, permissions). */
+int sess_browser_call(sess *s, const char *method, const char *params, int timeout_ms,
+                      cdp_reply *out);
+/** sess_browser_call without waiting; the reply is dropped (any thread). */
+int sess_browser_call_async(sess *s, const char *method, const char *params, int timeout_ms);
+/** A one-shot wait for event on s's page, made before what causes it (cdp_waiter_new). */
+int sess_page_waiter(sess *s, const char *event, cdp_waiter **out);
+/** Evaluates expr (which returns a JSON string) in the page and parses it into *out. */
+int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out);
+/** A copy of o's string member k ("" when absent); NULL only without memory. */
+char *sess_json_dup(const cJSON *o, const char *k);
+
+/* ---- nav.c ---- */
+
+/** Page.enable, once per lease (its events: loads, dialogs, navigations). */
+int sess_enable_page(sess *s);
+
+/* ---- intercept.c ---- */
 
 /** Starts the URL checker threads (when cfg.url_check is set). */
 int sess_checkers_start(sess_mgr *m);
 void sess_checkers_stop(sess_mgr *m);
 /** Fetch.requestPaused of s's page (reader thread). */
-void sess_on_request_paused(sess *s, const char *session_id, const cJSON *params);
+void sess_on_request_paused(sess *s, const cJSON *params);
 /** Waits until s has no URL check in flight. */
 void sess_checks_drain(sess *s);
 /** Pauses every request of s's page for the URL policy. */
 int sess_intercept(sess *s);
 
-/* session.c */
+/* ---- events.c: handlers on the reader thread ---- */
 
-/** Parks the least recently used idle live session other than except. */
-int sess_park_lru(sess_mgr *m, const sess *except);
-/** Watches s's fresh lease for a dying browser and opens its registry page. */
-int sess_bind_lease(sess *s);
+/** Subscribes s's handlers to its fresh lease's page and browser (the holder's). */
+void sess_events_bind(sess *s);
+/** Ends those subscriptions (waiting for a handler in progress) before the lease goes. */
+void sess_events_unbind(sess *s);
 
-/* park.c */
+/* ---- park.c ---- */
 
-/** Leases a context for s (parking an idle session first when the pool is full). */
-int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen);
+/** Sets s's viewport (0 or less: 1280 x 800) and options (copied; NULL or "": none). */
+void sess_set_options(sess *s, int width, int height, const char *user_agent, const char *locale,
+                      const char *timezone);
 /** Applies viewport, user agent, locale and timezone to the page. */
 int sess_apply_options(sess *s);
 
@@ -126,7 +175,7 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c);
 int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capture *parked,
                  sess_restore_info *ri, char *err, size_t errlen);
 
-/* quota.c */
+/* ---- quota.c ---- */
 
 /** rg:t:<tenant>:quota, the set of the tenant's sessions the quota counts. */
 void sess_quota_key(char *out, size_t len, const char *tenant);
@@ -134,7 +183,7 @@ void sess_quota_key(char *out, size_t len, const char *tenant);
 void sess_new_key(char *out, size_t len, const char *tenant, const char *sid);
 /**
  * Reserves one of tenant's max sessions for sid, for a create that takes at
- * most ttl_ms (past it the reservation lapses and write_new refuses).
+ * most ttl_ms (past it the reservation lapses and sess_write_new refuses).
  * 0; RG_EQUOTA with *have the tenant's sessions (creates in progress
  * included); RG_EUNAVAIL. Nothing stays reserved after an error.
  */
@@ -149,5 +198,48 @@ void sess_quota_commit(sess_mgr *m, const char *tenant, const char *sid);
 void sess_quota_release(sess_mgr *m, const char *tenant, const char *sid);
 /** How many sessions the quota counts for tenant, dead members dropped first. */
 int sess_quota_count(sess_mgr *m, const char *tenant, size_t *n);
+
+/* ---- lease.c: ownership (s held by the caller unless said otherwise) ---- */
+
+/** rg:<tag>:<kind>, one of s's keys (kind: meta, lease, park, want). */
+void sess_key(char *out, size_t len, const sess *s, const char *kind);
+/** rg:t:<tenant>:sessions, the tenant's listing. */
+void sess_index_key(char *out, size_t len, const char *tenant);
+/** A field of an HGETALL reply: its string ("" when absent), or that as a number. */
+const char *sess_hash_str(const struct redisReply *h, const char *name);
+double sess_hash_num(const struct redisReply *h, const char *name);
+
+/** Leases a context for s (parking an idle session first when the pool is full). */
+int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen);
+/** Watches s's fresh lease (events.c) and opens its registry page. */
+int sess_bind_lease(sess *s);
+/** Lets go of s's context: subscriptions, URL checks, world, pool lease, egress slot. */
+void sess_release_local(sess *s);
+/** Forgets s's local context and marks it not live (the browser died, or it moved). */
+void sess_drop_local(sess *s);
+/** What the last checkpoint wrote is no longer known (a new lease, a restore, a drop). */
+void sess_forget_ckpt(sess *s);
+/** Writes the new session's meta, lease and listing (consuming a quota marker when reserved). */
+int sess_write_new(sess *s, int reserved);
+/** The checkpoint sess_done writes: none when full < 0 or the session is not live here. */
+void sess_checkpoint(sess *s, int full);
+/** Parks the least recently used idle live session other than except (takes it itself). */
+int sess_park_lru(sess_mgr *m, const sess *except);
+/** Makes s (held, not live) live here: claims it, then rebuilds it unless rebuild is 0. */
+int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, char *err,
+                   size_t errlen);
+/** The heartbeat thread's body (arg: the manager): leases, park requests, idle parking. */
+void *sess_heartbeat_main(void *arg);
+
+/* ---- session.c: the per-session FIFO, all with m->mu held ---- */
+
+/** Waits until s is the caller's (who took a reference), in arrival order. 0 or RG_ECONFLICT. */
+int sess_hold_locked(sess_mgr *m, sess *s, int timeout_ms);
+/** Lets the next holder in and drops the caller's reference. */
+void sess_unhold_locked(sess_mgr *m, sess *s);
+/** Takes s, reference included, only if it is live and nobody holds or awaits it. */
+int sess_hold_idle_locked(sess *s);
+/** Drops a reference; frees s once it left the table and nobody has it. */
+void sess_unref_locked(sess_mgr *m, sess *s);
 
 #endif

@@ -1,7 +1,13 @@
 /*
- * session.c - the session table of one worker, ownership in Redis (leases,
- * heartbeat, park requests), commands one at a time per session, idle
- * parking, checkpoints, close and info. Capture and restore are in park.c.
+ * session.c - the sessions of one worker: configuration, the table, the
+ * per-session FIFO that runs a session's commands one at a time in arrival
+ * order, and the lifecycle: create, open (or claim), done, close, info,
+ * listing, and the manager that starts and stops the heartbeat. Who owns a
+ * session (Redis leases, checkpoints, parking, takeover) is lease.c's.
+ *
+ * Threading: any thread may call the public functions. m->mu guards the
+ * table and every session's queue, refs and liveness; a session's other
+ * fields belong to the thread that holds it (between open and done).
  */
 #define _GNU_SOURCE
 #include "session/sess_int.h"
@@ -14,84 +20,6 @@
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
-
-/* ---- Redis scripts ---- */
-
-/* KEYS meta lease park want; ARGV me lease_ms now. Makes this worker the
-   owner unless another live one holds the lease; returns the session's meta
-   and parked state in the same round trip. */
-static rg_redis_script claim_script = {
-    "if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end\n"
-    "local owner = redis.call('GET', KEYS[2])\n"
-    "if owner and owner ~= ARGV[1] then\n"
-    "  return {'busy', owner}\n"
-    "end\n"
-    "redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
-    "redis.call('DEL', KEYS[4])\n"
-    "local prev = redis.call('HGET', KEYS[1], 'state') or ''\n"
-    "if owner then prev = 'mine' end\n"
-    "redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'state', 'live', 'last_used', ARGV[3])\n"
-    "return {'ok', prev, redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[3]) or ''}\n",
-    ""};
-
-/* KEYS lease want meta park; ARGV me lease_ms ttl. -1: no longer ours; 1:
-   asked to park; 0. A lease that expired while Redis was away (its clock ran
-   on) is taken back when nobody else claimed the session meanwhile. A live
-   session's meta and checkpoint live on while it is live: only commands that
-   change the page write a checkpoint, so one only read from would otherwise
-   lose them after the dormant TTL (and with them its listing and its quota
-   slot) while it still runs here. */
-static rg_redis_script beat_script = {
-    "local v = redis.call('GET', KEYS[1])\n"
-    "if not v then\n"
-    "  if redis.call('HGET', KEYS[3], 'owner') ~= ARGV[1] then return -1 end\n"
-    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
-    "elseif v ~= ARGV[1] then return -1\n"
-    "else redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
-    "redis.call('PEXPIRE', KEYS[3], ARGV[3])\n"
-    "redis.call('PEXPIRE', KEYS[4], ARGV[3])\n"
-    "return redis.call('EXISTS', KEYS[2])\n",
-    ""};
-
-/* KEYS meta lease park want; ARGV me ttl now state url title sx sy blob
-   lease_ms. Writes a checkpoint (state 'live') or a park (state 'parked',
-   lease and request gone) only while this worker owns the session (its
-   lease, or no lease and the meta still naming it after a Redis restart). */
-static rg_redis_script save_script = {
-    "local v = redis.call('GET', KEYS[2])\n"
-    "if v ~= ARGV[1] then\n"
-    "  if v or redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end\n"
-    "  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[10])\n"
-    "end\n"
-    "redis.call('HSET', KEYS[1], 'state', ARGV[4], 'url', ARGV[5], 'title', ARGV[6],\n"
-    "           'sx', ARGV[7], 'sy', ARGV[8], 'last_used', ARGV[3])\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "if ARGV[9] ~= '' then redis.call('SET', KEYS[3], ARGV[9], 'PX', ARGV[2])\n"
-    "elseif redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end\n"
-    "if ARGV[4] == 'parked' then\n"
-    "  redis.call('HSET', KEYS[1], 'owner', '')\n"
-    "  redis.call('DEL', KEYS[2], KEYS[4])\n"
-    "end\n"
-    "return 1\n",
-    ""};
-
-/* KEYS meta lease new; ARGV reserved ttl me lease_ms field value...
-   Writes a new session (meta and lease). With reserved 1 only while the
-   create's quota marker is still there, and consumes it: 1, or 0 when it
-   lapsed (nothing written). */
-static rg_redis_script create_script = {
-    "if ARGV[1] == '1' and redis.call('DEL', KEYS[3]) == 0 then return 0 end\n"
-    "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
-    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
-    "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])\n"
-    "return 1\n",
-    ""};
-
-/* KEYS lease; ARGV me. Lets go of a lease only if it is still ours. */
-static rg_redis_script release_script = {
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end\n"
-    "return 1\n",
-    ""};
 
 /* ---- configuration ---- */
 
@@ -136,18 +64,6 @@ void sess_config_from_env(sess_config *cfg)
     reg_config_from_env(&cfg->reg);
 }
 
-/* ---- keys ---- */
-
-static void key(char *out, size_t len, const sess *s, const char *kind)
-{
-    snprintf(out, len, "rg:%s:%s", s->tag, kind);
-}
-
-static void index_key(char *out, size_t len, const char *tenant)
-{
-    snprintf(out, len, "rg:t:%s:sessions", tenant);
-}
-
 static int valid_name(const char *s, size_t max)
 {
     size_t n = 0;
@@ -186,19 +102,9 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
     return s;
 }
 
-/* What the last checkpoint wrote is no longer known (a new lease, a restore, a drop). */
-static void forget_ckpt(sess *s)
-{
-    free(s->ckpt_url);
-    free(s->ckpt_title);
-    free(s->ckpt_origin);
-    s->ckpt_url = s->ckpt_title = s->ckpt_origin = NULL;
-    s->ckpt_valid = 0;
-}
-
 static void sess_free_locals(sess *s)
 {
-    forget_ckpt(s);
+    sess_forget_ckpt(s);
     reg_page_free(s->reg);
     s->reg = NULL;
     free(s->user_agent);
@@ -226,7 +132,7 @@ static void table_remove(sess_mgr *m, sess *s)
 }
 
 /* Drops a reference (m->mu held); frees s once it left the table and nobody has it. */
-static void unref_locked(sess_mgr *m, sess *s)
+void sess_unref_locked(sess_mgr *m, sess *s)
 {
     if (--s->refs == 0 && !s->in_table) {
         sess_free_locals(s);
@@ -236,7 +142,7 @@ static void unref_locked(sess_mgr *m, sess *s)
 }
 
 /* Waits (m->mu held) until s is ours, in arrival order. 0, or RG_ECONFLICT at the deadline. */
-static int hold_locked(sess_mgr *m, sess *s, int timeout_ms)
+int sess_hold_locked(sess_mgr *m, sess *s, int timeout_ms)
 {
     if (!s->busy && !s->qhead) {
         s->busy = 1;
@@ -274,7 +180,7 @@ static int hold_locked(sess_mgr *m, sess *s, int timeout_ms)
 }
 
 /* Lets the next command in (m->mu held); a session that is no longer live here leaves. */
-static void unhold_locked(sess_mgr *m, sess *s)
+void sess_unhold_locked(sess_mgr *m, sess *s)
 {
     struct sess_waiter *w = s->qhead;
     if (w) {
@@ -289,352 +195,17 @@ static void unhold_locked(sess_mgr *m, sess *s)
         if (!s->live && s->in_table)
             table_remove(m, s);
     }
-    unref_locked(m, s);
+    sess_unref_locked(m, s);
 }
 
 /* Takes an idle session for the heartbeat or an LRU park (m->mu held). */
-static int hold_idle_locked(sess *s)
+int sess_hold_idle_locked(sess *s)
 {
     if (s->busy || s->qhead || !s->live)
         return 0;
     s->busy = 1;
     s->refs++;
     return 1;
-}
-
-/* ---- Redis helpers ---- */
-
-static int release_lease(sess *s)
-{
-    char lk[256];
-    key(lk, sizeof lk, s, "lease");
-    redisContext *c = rg_redis_take(s->m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    const char *args[] = {lk, s->m->worker};
-    redisReply *rep = rg_redis_eval(c, &release_script, 1, 1, args, NULL);
-    rg_redis_give(s->m->redis, c, rep == NULL);
-    int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
-    freeReplyObject(rep);
-    return rc;
-}
-
-/*
- * Gives the lease back, after the callbacks that point at s: the
- * browser-level subscription outlives the context, and a check in flight
- * answers on the context's connection.
- */
-static void release_lease_local(sess *s)
-{
-    if (s->sub && s->lease)
-        cdp_unsubscribe(pool_lease_conn(s->lease), s->sub);
-    if (s->popup_sub && s->lease)
-        cdp_unsubscribe(pool_lease_conn(s->lease), s->popup_sub);
-    if (s->crash_sub && s->lease)
-        cdp_unsubscribe(pool_lease_conn(s->lease), s->crash_sub);
-    if (s->info_sub && s->lease)
-        cdp_unsubscribe(pool_lease_conn(s->lease), s->info_sub);
-    s->sub = s->popup_sub = s->crash_sub = s->info_sub = 0;
-    reg_world_free(s->world);
-    s->world = NULL;
-    sess_checks_drain(s);
-    pool_release(s->lease);
-    s->lease = NULL;
-    egress_slot_close(s->egress);
-    s->egress = NULL;
-}
-
-/* Forgets the local context of s (the browser died, or another worker took over). */
-static void drop_local(sess *s)
-{
-    release_lease_local(s);
-    reg_page_free(s->reg);
-    s->reg = NULL;
-    s->page_enabled = 0;
-    s->last_ckpt = 0;
-    forget_ckpt(s);
-    __atomic_store_n(&s->lost, 0, __ATOMIC_SEQ_CST);
-    pthread_mutex_lock(&s->m->mu);
-    if (s->live) {
-        s->live = 0;
-        s->m->n_live--;
-    }
-    pthread_mutex_unlock(&s->m->mu);
-}
-
-static void fmt_num(char *out, size_t len, double v)
-{
-    snprintf(out, len, "%.0f", v);
-}
-
-/*
- * Writes the checkpoint (or the park, with state "parked") of s; blob may be
- * NULL. RG_ECONFLICT when the lease is no longer ours.
- */
-static int save_state(sess *s, const char *state, const sess_capture *c, const char *blob,
-                      size_t blob_len)
-{
-    sess_mgr *m = s->m;
-    char mk[256], lk[256], pk[256], wk[256], ttl[24], now[24], sx[32], sy[32], lease[24];
-    key(mk, sizeof mk, s, "meta");
-    key(lk, sizeof lk, s, "lease");
-    key(pk, sizeof pk, s, "park");
-    key(wk, sizeof wk, s, "want");
-    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
-    snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
-    fmt_num(sx, sizeof sx, c->sx);
-    fmt_num(sy, sizeof sy, c->sy);
-    snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
-    const char *args[] = {mk,    lk,  pk,     wk,       m->worker, ttl, now, state,
-                          c->url ? c->url : "", c->title ? c->title : "", sx, sy,
-                          blob ? blob : "", lease};
-    size_t lens[14];
-    for (int i = 0; i < 14; i++)
-        lens[i] = i == 12 ? (blob ? blob_len : 0) : strlen(args[i]);
-    redisContext *rc = rg_redis_take(m->redis);
-    if (!rc)
-        return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(rc, &save_script, 4, 10, args, lens);
-    rg_redis_give(m->redis, rc, rep == NULL);
-    int r = !rep                                  ? RG_EUNAVAIL
-            : rep->type != REDIS_REPLY_INTEGER    ? RG_EINTERNAL
-            : rep->integer == 1                   ? 0
-                                                  : RG_ECONFLICT;
-    if (rep && rep->type == REDIS_REPLY_ERROR)
-        rg_log(RG_LOG_ERROR, "session", "save of %s failed: %s", s->id, rep->str);
-    freeReplyObject(rep);
-    return r;
-}
-
-/* ---- park ---- */
-
-static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
-{
-    sess_mgr *m = s->m;
-    if (!s->live) {
-        if (bytes)
-            *bytes = 0;
-        return 0;
-    }
-    sess_capture c = {0};
-    int rc = __atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) ? RG_ECRASHED
-                                                          : sess_capture_page(s, 1, &c);
-    char *blob = NULL;
-    size_t len = 0;
-    if (rc == 0)
-        rc = sess_pack(s, &c, &blob, &len);
-    if (rc == 0 && len > m->cfg.park_max_bytes) {
-        /* Storage too large to keep: cookies, URL and scroll still are. */
-        rg_log(RG_LOG_WARN, "session", "%s: storage of %zu bytes not kept at park", s->id, len);
-        free(c.ls);
-        free(c.ss);
-        c.ls = c.ss = NULL;
-        free(blob);
-        blob = NULL;
-        rc = sess_pack(s, &c, &blob, &len);
-    }
-    /* The registry takes its compact form first (for as long as the session
-       lives), so a failure after it leaves a live session that reloads it. */
-    if (rc == 0 && (rc = m->store->ops->park(m->store, s->page_key, m->cfg.dormant_ttl_ms)) == 0 &&
-        (rc = save_state(s, "parked", &c, blob, len)) < 0) {
-        reg_page_free(s->reg);
-        s->reg = NULL;
-        if (reg_page_new(m->store, s->page_key, &m->cfg.reg, &s->reg) < 0)
-            s->reg = NULL;
-    }
-    free(blob);
-    sess_capture_free(&c);
-    if (rc == RG_ECRASHED) {
-        /* Nothing to capture: the last checkpoint stands; just let go. */
-        release_lease(s);
-        drop_local(s);
-        snprintf(err, errlen, "the session's browser died; it restores from its last checkpoint");
-        return RG_ECRASHED;
-    }
-    if (rc < 0) {
-        pthread_mutex_lock(&m->mu);
-        m->stats.park_failures++;
-        pthread_mutex_unlock(&m->mu);
-        if (rc == RG_ECONFLICT) {
-            /* Another worker owns it now: our copy is stale. */
-            drop_local(s);
-            snprintf(err, errlen, "another worker took the session over");
-        } else {
-            snprintf(err, errlen, "could not park the session (%s)", rg_err_code(rc));
-        }
-        return rc;
-    }
-    drop_local(s);
-    if (bytes)
-        *bytes = len;
-    pthread_mutex_lock(&m->mu);
-    m->stats.parked++;
-    pthread_mutex_unlock(&m->mu);
-    rg_log(RG_LOG_DEBUG, "session", "%s parked (%zu bytes)", s->id, len);
-    return 0;
-}
-
-int sess_park(sess *s, size_t *bytes, char *err, size_t errlen)
-{
-    return park_held(s, bytes, err, errlen);
-}
-
-/* Parks the least recently used idle live session of m to free a context. */
-int sess_park_lru(sess_mgr *m, const sess *except)
-{
-    pthread_mutex_lock(&m->mu);
-    sess *best = NULL;
-    for (sess *s = m->table; s; s = s->next)
-        if (s != except && s->live && !s->busy && !s->qhead &&
-            (!best || s->last_used_ms < best->last_used_ms))
-            best = s;
-    int ok = best && hold_idle_locked(best);
-    pthread_mutex_unlock(&m->mu);
-    if (!ok)
-        return RG_EPOOL;
-    char err[128];
-    int rc = park_held(best, NULL, err, sizeof err);
-    rg_log(RG_LOG_INFO, "session", "parked %s (least recently used) to free a context: %s",
-           best->id, rc == 0 ? "ok" : err);
-    pthread_mutex_lock(&m->mu);
-    unhold_locked(m, best);
-    pthread_mutex_unlock(&m->mu);
-    return rc;
-}
-
-int sess_park_all(sess_mgr *m)
-{
-    int failed = 0;
-    for (;;) {
-        pthread_mutex_lock(&m->mu);
-        sess *s = m->table;
-        while (s && !s->live)
-            s = s->next;
-        if (s)
-            s->refs++;
-        pthread_mutex_unlock(&m->mu);
-        if (!s)
-            break;
-        pthread_mutex_lock(&m->mu);
-        int rc = hold_locked(m, s, 30000);
-        pthread_mutex_unlock(&m->mu);
-        if (rc == 0) {
-            char err[128];
-            if (park_held(s, NULL, err, sizeof err) < 0) {
-                failed++;
-                rg_log(RG_LOG_WARN, "session", "%s not parked at shutdown: %s", s->id, err);
-                release_lease(s);
-                drop_local(s);
-            }
-            pthread_mutex_lock(&m->mu);
-            unhold_locked(m, s);
-            pthread_mutex_unlock(&m->mu);
-        } else {
-            failed++;
-            pthread_mutex_lock(&m->mu);
-            if (s->live) {
-                s->live = 0; /* give up on it: its lease expires */
-                m->n_live--;
-            }
-            unref_locked(m, s);
-            pthread_mutex_unlock(&m->mu);
-        }
-    }
-    return failed;
-}
-
-/* ---- heartbeat ---- */
-
-static void beat(sess_mgr *m)
-{
-    pthread_mutex_lock(&m->mu);
-    int n = 0;
-    for (sess *s = m->table; s; s = s->next)
-        n += s->live;
-    sess **v = n ? calloc((size_t)n, sizeof *v) : NULL;
-    int k = 0;
-    for (sess *s = m->table; v && s && k < n; s = s->next)
-        if (s->live) {
-            s->refs++;
-            v[k++] = s;
-        }
-    pthread_mutex_unlock(&m->mu);
-    if (!k) {
-        free(v);
-        return;
-    }
-    int *res = calloc((size_t)k, sizeof *res);
-    redisContext *c = res ? rg_redis_take(m->redis) : NULL;
-    char lease_ms[24], ttl[24];
-    snprintf(lease_ms, sizeof lease_ms, "%d", m->cfg.lease_ms);
-    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
-    for (int i = 0; c && i < k; i++) {
-        char lk[256], wk[256], mk[256], pk[256];
-        key(lk, sizeof lk, v[i], "lease");
-        key(wk, sizeof wk, v[i], "want");
-        key(mk, sizeof mk, v[i], "meta");
-        key(pk, sizeof pk, v[i], "park");
-        const char *args[] = {lk, wk, mk, pk, m->worker, lease_ms, ttl};
-        redisReply *rep = rg_redis_eval(c, &beat_script, 4, 3, args, NULL);
-        if (!rep) {
-            rg_redis_give(m->redis, c, 1);
-            c = NULL;
-            break;
-        }
-        res[i] = rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : 0;
-        freeReplyObject(rep);
-    }
-    if (c)
-        rg_redis_give(m->redis, c, 0);
-    int64_t now = rg_now_ms();
-    for (int i = 0; i < k; i++) {
-        sess *s = v[i];
-        pthread_mutex_lock(&m->mu);
-        int idle = m->cfg.idle_park_ms > 0 && now - s->last_used_ms > m->cfg.idle_park_ms;
-        int act = (res && res[i] != 0) || idle;
-        if (res && res[i] != 0)
-            s->want_park = 1;
-        int held = act && hold_idle_locked(s);
-        pthread_mutex_unlock(&m->mu);
-        if (held) {
-            char err[128];
-            if (res[i] < 0) {
-                rg_log(RG_LOG_WARN, "session", "%s: lease lost, dropping the local copy", s->id);
-                drop_local(s);
-            } else {
-                int rc = park_held(s, NULL, err, sizeof err);
-                rg_log(rc == 0 ? RG_LOG_INFO : RG_LOG_WARN, "session", "%s parked (%s): %s",
-                       s->id, res[i] > 0 ? "another worker asked" : "idle",
-                       rc == 0 ? "ok" : err);
-            }
-            pthread_mutex_lock(&m->mu);
-            unhold_locked(m, s);
-            pthread_mutex_unlock(&m->mu);
-        }
-        pthread_mutex_lock(&m->mu);
-        unref_locked(m, s);
-        pthread_mutex_unlock(&m->mu);
-    }
-    free(res);
-    free(v);
-}
-
-static void *hb_main(void *arg)
-{
-    sess_mgr *m = arg;
-    pthread_mutex_lock(&m->mu);
-    while (!m->stopping) {
-        struct timespec dl;
-        rg_deadline(&dl, m->cfg.heartbeat_ms);
-        pthread_cond_timedwait(&m->hb_cv, &m->mu, &dl);
-        if (m->stopping)
-            break;
-        pthread_mutex_unlock(&m->mu);
-        beat(m);
-        pthread_mutex_lock(&m->mu);
-    }
-    pthread_mutex_unlock(&m->mu);
-    return NULL;
 }
 
 /* ---- manager ---- */
@@ -671,7 +242,7 @@ int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *st
             m->egress = NULL;
     }
     if ((cfg->connect_check && !m->egress) || sess_checkers_start(m) < 0 ||
-        pthread_create(&m->hb, NULL, hb_main, m) != 0) {
+        pthread_create(&m->hb, NULL, sess_heartbeat_main, m) != 0) {
         sess_checkers_stop(m);
         egress_free(m->egress);
         pthread_cond_destroy(&m->checks_cv);
@@ -697,7 +268,7 @@ void sess_mgr_free(sess_mgr *m)
     while (m->table) {
         sess *s = m->table;
         m->table = s->next;
-        release_lease_local(s);
+        sess_release_local(s);
         sess_free_locals(s);
         free(s);
     }
@@ -740,39 +311,6 @@ const char *sess_id(const sess *s)
 reg_page *sess_registry(sess *s)
 {
     return s->reg;
-}
-
-reg_page_handle sess_handle(sess *s)
-{
-    reg_page_handle h = {s->lease ? pool_lease_conn(s->lease) : NULL,
-                         s->lease ? pool_lease_session(s->lease) : NULL, s->world};
-    return h;
-}
-
-int sess_interrupt(sess *s)
-{
-    if (!s->live || !s->lease || sess_lost(s))
-        return 0;
-    cdp_conn *conn = pool_lease_conn(s->lease);
-    const char *ps = pool_lease_session(s->lease);
-    cdp_call_async(conn, ps, "Runtime.terminateExecution", NULL, 5000, NULL, NULL);
-    /* Does the page answer now? A renderer busy with something no script
-       termination reaches (layout of a huge DOM, a wedged navigation) does
-       not: end it, as a browser ends an unresponsive page, so the session
-       comes back from its checkpoint instead of timing out forever. */
-    int rc = cdp_call(conn, ps, "Runtime.evaluate", "{\"expression\":\"1\"}",
-                      SESS_PROBE_TIMEOUT_MS, NULL);
-    if (rc != RG_ETIMEOUT)
-        return 0;
-    rg_log(RG_LOG_WARN, "session", "%s: the page stopped answering: ending its renderer", s->id);
-    cdp_call_async(conn, ps, "Page.crash", NULL, 5000, NULL, NULL);
-    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
-    return 1;
-}
-
-int sess_lost(const sess *s)
-{
-    return __atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) || !s->lease || pool_lease_lost(s->lease);
 }
 
 /* ---- create ---- */
@@ -838,232 +376,6 @@ static void new_id(const sess_mgr *m, char out[SESS_ID_MAX])
     }
 }
 
-static char *dup_opt(const char *s)
-{
-    return s && *s ? strdup(s) : NULL;
-}
-
-/*
- * Writes the new session's meta and lease. reserved: the create holds a
- * quota reservation, whose marker this consumes in the same script, so the
- * session exists from here on without a moment where its quota slot looks
- * dead; a marker that lapsed (the create took too long) writes nothing:
- * RG_ETIMEOUT.
- */
-static int write_new(sess *s, int reserved)
-{
-    sess_mgr *m = s->m;
-    char mk[256], lk[256], nk[256], ik[256];
-    key(mk, sizeof mk, s, "meta");
-    key(lk, sizeof lk, s, "lease");
-    sess_new_key(nk, sizeof nk, s->tenant, s->id);
-    index_key(ik, sizeof ik, s->tenant);
-    char now[24], w[16], h[16], ttl[24], lease[24];
-    snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
-    snprintf(w, sizeof w, "%d", s->width);
-    snprintf(h, sizeof h, "%d", s->height);
-    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
-    snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
-    const char *args[] = {mk, lk, nk, reserved ? "1" : "0", ttl, m->worker, lease,
-                          "state", "live", "owner", m->worker, "url", "about:blank",
-                          "title", "", "created", now, "last_used", now, "w", w, "h", h,
-                          "ua", s->user_agent ? s->user_agent : "",
-                          "locale", s->locale ? s->locale : "",
-                          "tz", s->timezone ? s->timezone : "", "sx", "0", "sy", "0"};
-    int nargs = (int)(sizeof args / sizeof *args) - 3;
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(c, &create_script, 3, nargs, args, NULL);
-    int failed = rep == NULL;
-    int rc = !rep                                  ? RG_EUNAVAIL
-             : rep->type != REDIS_REPLY_INTEGER    ? RG_EUNAVAIL
-             : rep->integer == 1                   ? 0
-                                                   : RG_ETIMEOUT;
-    if (rep && rep->type == REDIS_REPLY_ERROR)
-        rg_log(RG_LOG_ERROR, "session", "create of %s failed: %s", s->id, rep->str);
-    freeReplyObject(rep);
-    if (rc == 0) {
-        rep = redisCommand(c, "ZADD %s %s %s", ik, now, s->id);
-        failed = rep == NULL;
-        rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
-        freeReplyObject(rep);
-    }
-    rg_redis_give(m->redis, c, failed);
-    return rc;
-}
-
-static void on_lost(void *ud, pool_lease *l)
-{
-    (void)l;
-    sess *s = ud;
-    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
-}
-
-static void console_text(const cJSON *args, char *out, size_t len)
-{
-    size_t n = 0;
-    out[0] = '\0';
-    const cJSON *a;
-    cJSON_ArrayForEach(a, args)
-    {
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "value");
-        const cJSON *d = cJSON_GetObjectItemCaseSensitive(a, "description");
-        char num[32];
-        const char *t = cJSON_IsString(v) ? v->valuestring
-                        : cJSON_IsNumber(v) ? (snprintf(num, sizeof num, "%g", v->valuedouble), num)
-                        : cJSON_IsBool(v)   ? (cJSON_IsTrue(v) ? "true" : "false")
-                        : cJSON_IsString(d) ? d->valuestring
-                                            : "";
-        if (n + 2 >= len)
-            break;
-        n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "", t);
-        if (n >= len)
-            n = len - 1;
-    }
-}
-
-static const char *jstr_of(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
-/* Page events of a live session, on the reader thread: dialogs dismissed, all reported. */
-static void on_page_event(void *ud, const char *session_id, const char *method,
-                          const cJSON *params)
-{
-    sess *s = ud;
-    sess_mgr *m = s->m;
-    if (!method)
-        return;
-    if (!strcmp(method, "Fetch.requestPaused")) {
-        sess_on_request_paused(s, session_id, params);
-        return;
-    }
-    const char *kind = NULL;
-    cJSON *d = NULL;
-    if (!strcmp(method, "Page.javascriptDialogOpening")) {
-        cdp_call_async(pool_lease_conn(s->lease), session_id, "Page.handleJavaScriptDialog",
-                       "{\"accept\":false}", 5000, NULL, NULL);
-        kind = "dialog";
-        d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
-        cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
-        cJSON_AddBoolToObject(d, "dismissed", 1);
-    } else if (!strcmp(method, "Page.navigatedWithinDocument")) {
-        /* A fragment or history.pushState: the URL the checkpoint holds moved. */
-        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
-    } else if (!strcmp(method, "Page.frameNavigated")) {
-        const cJSON *fr = cJSON_GetObjectItemCaseSensitive(params, "frame");
-        if (cJSON_GetObjectItemCaseSensitive(fr, "parentId"))
-            return; /* an iframe */
-        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
-        kind = "navigation";
-        d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "url", jstr_of(fr, "url"));
-    } else if (!strcmp(method, "Runtime.consoleAPICalled")) {
-        kind = "console";
-        char text[1024];
-        console_text(cJSON_GetObjectItemCaseSensitive(params, "args"), text, sizeof text);
-        d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
-        cJSON_AddStringToObject(d, "text", text);
-    }
-    if (!kind)
-        return;
-    if (m->cfg.on_event)
-        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, kind, d);
-    else
-        cJSON_Delete(d);
-}
-
-/*
- * A session is one context with one page: any other page that appears in
- * its context (window.open, target=_blank, a form posting to a new window)
- * is closed at once. Its requests would not pass the URL policy's
- * interception, and a page that opens a hundred popups must cost nothing.
- */
-static void on_target(void *ud, const char *session_id, const char *method, const cJSON *params)
-{
-    sess *s = ud;
-    (void)session_id;
-    if (!method || strcmp(method, "Target.targetCreated"))
-        return;
-    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-    const char *ctx = jstr_of(ti, "browserContextId"), *tid = jstr_of(ti, "targetId");
-    if (strcmp(ctx, pool_lease_context(s->lease)) || !strcmp(tid, pool_lease_target(s->lease)) ||
-        !*tid)
-        return;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"targetId\":");
-    rg_buf_json_str(&q, tid, strlen(tid));
-    rg_buf_puts(&q, "}");
-    if (!q.failed)
-        cdp_call_async(pool_lease_conn(s->lease), NULL, "Target.closeTarget", q.data, 5000, NULL,
-                       NULL);
-    rg_buf_destroy(&q);
-    rg_log(RG_LOG_INFO, "session", "%s: closed a popup (%s)", s->id, jstr_of(ti, "type"));
-    sess_mgr *m = s->m;
-    if (m->cfg.on_event) {
-        cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "type", "popup");
-        cJSON_AddStringToObject(d, "message", jstr_of(ti, "url"));
-        cJSON_AddBoolToObject(d, "dismissed", 1);
-        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, "dialog", d);
-    }
-}
-
-/*
- * The page's renderer died (it ran out of memory, or was killed) while the
- * browser lives on: to the session it is the same as a browser crash. The
- * command running fails with browser_crashed and the next one restores the
- * session on a fresh context from its checkpoint.
- */
-static void on_crash(void *ud, const char *session_id, const char *method, const cJSON *params)
-{
-    sess *s = ud;
-    (void)session_id;
-    (void)method;
-    if (strcmp(jstr_of(params, "targetId"), pool_lease_target(s->lease)))
-        return;
-    rg_log(RG_LOG_WARN, "session", "%s: the page's renderer crashed (%s)", s->id,
-           jstr_of(params, "status"));
-    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
-}
-
-/* The page's title or URL changed (browser level, for every target): a checkpoint must ask. */
-static void on_info(void *ud, const char *session_id, const char *method, const cJSON *params)
-{
-    sess *s = ud;
-    (void)session_id;
-    if (!method)
-        return;
-    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-    if (!strcmp(jstr_of(ti, "targetId"), pool_lease_target(s->lease)))
-        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
-}
-
-/* Registers the lost-browser callback and the registry page of a fresh lease. */
-int sess_bind_lease(sess *s)
-{
-    forget_ckpt(s);
-    pool_lease_on_lost(s->lease, on_lost, s);
-    int sub = cdp_subscribe(pool_lease_conn(s->lease), pool_lease_session(s->lease), NULL,
-                            on_page_event, s);
-    s->sub = sub > 0 ? sub : 0;
-    sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetCreated", on_target, s);
-    s->popup_sub = sub > 0 ? sub : 0;
-    sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetCrashed", on_crash, s);
-    s->crash_sub = sub > 0 ? sub : 0;
-    sub = cdp_subscribe(pool_lease_conn(s->lease), NULL, "Target.targetInfoChanged", on_info, s);
-    s->info_sub = sub > 0 ? sub : 0;
-    reg_page_free(s->reg);
-    s->reg = NULL;
-    return reg_page_new(s->m->store, s->page_key, &s->m->cfg.reg, &s->reg);
-}
-
 int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int timeout_ms,
                 sess **out, char *err, size_t errlen)
 {
@@ -1097,15 +409,8 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
             sess_quota_release(m, tenant, sid);
         return RG_ENOMEM;
     }
-    if (o) {
-        if (o->width > 0)
-            s->width = o->width;
-        if (o->height > 0)
-            s->height = o->height;
-        s->user_agent = dup_opt(o->user_agent);
-        s->locale = dup_opt(o->locale);
-        s->timezone = dup_opt(o->timezone);
-    }
+    if (o)
+        sess_set_options(s, o->width, o->height, o->user_agent, o->locale, o->timezone);
     s->created_ms = rg_wall_ms();
     s->last_used_ms = rg_now_ms();
     s->busy = 1;
@@ -1116,7 +421,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     if (rc == 0 && (rc = sess_apply_options(s)) < 0)
         snprintf(err, errlen, "the browser refused the session's options (%s)", rg_err_code(rc));
     if (rc == 0) {
-        rc = write_new(s, reserved);
+        rc = sess_write_new(s, reserved);
         if (rc == RG_ETIMEOUT)
             snprintf(err, errlen, "the session was not ready within %d ms; nothing was created",
                      timeout_ms + RG_QUOTA_GRACE_MS);
@@ -1127,7 +432,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     if (rc < 0) {
         if (reserved)
             sess_quota_release(m, tenant, sid);
-        release_lease_local(s);
+        sess_release_local(s);
         sess_free_locals(s);
         free(s);
         return rc;
@@ -1140,152 +445,6 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     table_add(m, s);
     pthread_mutex_unlock(&m->mu);
     *out = s;
-    return 0;
-}
-
-/* ---- open ---- */
-
-static const redisReply *field(const redisReply *h, const char *name)
-{
-    for (size_t i = 0; h && h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
-        if (h->element[i]->type == REDIS_REPLY_STRING && !strcmp(h->element[i]->str, name))
-            return h->element[i + 1];
-    return NULL;
-}
-
-static const char *fstr(const redisReply *h, const char *name)
-{
-    const redisReply *v = field(h, name);
-    return v && v->type == REDIS_REPLY_STRING ? v->str : "";
-}
-
-static double fnum(const redisReply *h, const char *name)
-{
-    return strtod(fstr(h, name), NULL);
-}
-
-/* Asks the owner to park s: sets `want` for a while. */
-static int ask_owner(sess *s)
-{
-    char wk[256], ms[24];
-    key(wk, sizeof wk, s, "want");
-    snprintf(ms, sizeof ms, "%d", s->m->cfg.lease_ms * 2);
-    redisContext *c = rg_redis_take(s->m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "SET %s %s PX %s", wk, s->m->worker, ms);
-    rg_redis_give(s->m->redis, c, rep == NULL);
-    int rc = rep ? 0 : RG_EUNAVAIL;
-    freeReplyObject(rep);
-    return rc;
-}
-
-/*
- * Makes s live here (s held, not live): claims it in Redis, waiting for
- * another live owner to park it, then rebuilds it on a fresh context.
- */
-static int take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, char *err,
-                     size_t errlen)
-{
-    sess_mgr *m = s->m;
-    char mk[256], lk[256], pk[256], wk[256], lease[24], now[24];
-    key(mk, sizeof mk, s, "meta");
-    key(lk, sizeof lk, s, "lease");
-    key(pk, sizeof pk, s, "park");
-    key(wk, sizeof wk, s, "want");
-    snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
-    int64_t deadline = rg_now_ms() + timeout_ms;
-    int asked = 0;
-    redisReply *rep = NULL;
-    for (;;) {
-        snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
-        const char *args[] = {mk, lk, pk, wk, m->worker, lease, now};
-        redisContext *c = rg_redis_take(m->redis);
-        if (!c) {
-            snprintf(err, errlen, "Redis at %s is unavailable", rg_redis_where(m->redis));
-            return RG_EUNAVAIL;
-        }
-        rep = rg_redis_eval(c, &claim_script, 4, 3, args, NULL);
-        rg_redis_give(m->redis, c, rep == NULL);
-        if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
-            if (rep && rep->type == REDIS_REPLY_ERROR)
-                rg_log(RG_LOG_ERROR, "session", "claim of %s failed: %s", s->id, rep->str);
-            freeReplyObject(rep);
-            snprintf(err, errlen, "Redis at %s is unavailable", rg_redis_where(m->redis));
-            return RG_EUNAVAIL;
-        }
-        const char *what = rep->element[0]->str;
-        if (!strcmp(what, "gone")) {
-            freeReplyObject(rep);
-            snprintf(err, errlen, "no session %s", s->id);
-            return RG_ENOTFOUND;
-        }
-        if (!strcmp(what, "ok"))
-            break;
-        /* busy: another live worker holds it. Ask it to park, then wait. */
-        freeReplyObject(rep);
-        rep = NULL;
-        if (!asked && ask_owner(s) == 0)
-            asked = 1;
-        if (rg_now_ms() >= deadline) {
-            snprintf(err, errlen, "the session is held by another worker that did not let go "
-                                  "in time; try again");
-            return RG_ECONFLICT;
-        }
-        usleep(20000);
-    }
-    if (!rebuild) {
-        freeReplyObject(rep);
-        return 0; /* claimed, not rebuilt: the session is ours to close */
-    }
-    const redisReply *meta = rep->elements > 2 ? rep->element[2] : NULL;
-    const redisReply *blob = rep->elements > 3 ? rep->element[3] : NULL;
-    s->width = (int)fnum(meta, "w");
-    s->height = (int)fnum(meta, "h");
-    if (s->width <= 0)
-        s->width = 1280;
-    if (s->height <= 0)
-        s->height = 800;
-    free(s->user_agent);
-    free(s->locale);
-    free(s->timezone);
-    s->user_agent = dup_opt(fstr(meta, "ua"));
-    s->locale = dup_opt(fstr(meta, "locale"));
-    s->timezone = dup_opt(fstr(meta, "tz"));
-    s->created_ms = (int64_t)fnum(meta, "created");
-    sess_capture parked = {0};
-    int have_parked = blob && blob->type == REDIS_REPLY_STRING && blob->len > 0 &&
-                      sess_unpack(blob->str, blob->len, &parked) == 0;
-    char *url = strdup(fstr(meta, "url"));
-    double sx = fnum(meta, "sx"), sy = fnum(meta, "sy");
-    freeReplyObject(rep);
-    int rc = url ? 0 : RG_ENOMEM;
-    int64_t left = deadline - rg_now_ms();
-    if (rc == 0)
-        rc = sess_lease_context(s, left > 1000 ? (int)left : 1000, err, errlen);
-    if (rc == 0 && (rc = sess_bind_lease(s)) < 0)
-        snprintf(err, errlen, "out of memory");
-    if (rc == 0)
-        rc = sess_apply_options(s);
-    if (rc == 0) {
-        pthread_mutex_lock(&m->mu);
-        s->live = 1;
-        m->n_live++;
-        pthread_mutex_unlock(&m->mu);
-        rc = sess_rebuild(s, url, sx, sy, have_parked ? &parked : NULL, ri, err, errlen);
-    }
-    free(url);
-    sess_capture_free(&parked);
-    if (rc < 0) {
-        release_lease(s);
-        drop_local(s);
-        return rc;
-    }
-    ri->restored = 1;
-    s->last_full_ms = rg_now_ms();
-    pthread_mutex_lock(&m->mu);
-    m->stats.restored++;
-    pthread_mutex_unlock(&m->mu);
     return 0;
 }
 
@@ -1328,11 +487,11 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
         table_add(m, s);
     }
     s->refs++;
-    int rc = hold_locked(m, s, timeout_ms);
+    int rc = sess_hold_locked(m, s, timeout_ms);
     if (rc < 0) {
         if (s->refs == 1 && !s->busy && !s->qhead && !s->live && s->in_table)
             table_remove(m, s); /* nobody else wanted it: unref frees it */
-        unref_locked(m, s);
+        sess_unref_locked(m, s);
         pthread_mutex_unlock(&m->mu);
         snprintf(err, errlen, "the session is busy with earlier commands; try again");
         return RG_ECONFLICT;
@@ -1343,12 +502,12 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
     if (live && sess_lost(s)) {
         /* The browser died: restore from the checkpoint on a fresh one. */
         rg_log(RG_LOG_INFO, "session", "%s: browser gone, restoring from its checkpoint", s->id);
-        drop_local(s);
+        sess_drop_local(s);
         live = 0;
     }
-    if (!live && (rc = take_over(s, timeout_ms, rebuild, ri, err, errlen)) < 0) {
+    if (!live && (rc = sess_take_over(s, timeout_ms, rebuild, ri, err, errlen)) < 0) {
         pthread_mutex_lock(&m->mu);
-        unhold_locked(m, s);
+        sess_unhold_locked(m, s);
         pthread_mutex_unlock(&m->mu);
         return rc;
     }
@@ -1359,111 +518,14 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
     return 0;
 }
 
-static uint64_t checkpoint_hash(const sess_capture *c)
-{
-    uint64_t h = 1469598103934665603ULL;
-    const char *parts[] = {c->url ? c->url : "", "\n", c->title ? c->title : "", "\n"};
-    for (size_t i = 0; i < 4; i++)
-        for (const char *p = parts[i]; *p; p++)
-            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    h ^= (uint64_t)(int64_t)c->sx * 31 + (uint64_t)(int64_t)c->sy;
-    return h ? h : 1;
-}
-
-void sess_note_scroll(sess *s, int known, double sx, double sy)
-{
-    s->has_hint = known;
-    s->hint_sx = sx;
-    s->hint_sy = sy;
-}
-
-/*
- * The light checkpoint without a call into the page: no navigation or title
- * change since the last capture (the events are read first: one that lands
- * during the capture makes the next checkpoint ask again), and the command
- * saw the scroll. 1 when c was filled from what is known.
- */
-static int known_capture(sess *s, unsigned gen, sess_capture *c)
-{
-    if (!s->ckpt_valid || !s->has_hint || gen != s->ckpt_gen)
-        return 0;
-    c->url = strdup(s->ckpt_url);
-    c->title = strdup(s->ckpt_title);
-    c->origin = strdup(s->ckpt_origin);
-    c->sx = s->hint_sx;
-    c->sy = s->hint_sy;
-    if (c->url && c->title && c->origin)
-        return 1;
-    sess_capture_free(c);
-    memset(c, 0, sizeof *c);
-    return 0;
-}
-
-/* Keeps what the checkpoint wrote, for known_capture. */
-static void keep_ckpt(sess *s, unsigned gen, const sess_capture *c)
-{
-    char *u = strdup(c->url), *t = strdup(c->title), *o = strdup(c->origin);
-    forget_ckpt(s);
-    if (!u || !t || !o) {
-        free(u);
-        free(t);
-        free(o);
-        return;
-    }
-    s->ckpt_url = u;
-    s->ckpt_title = t;
-    s->ckpt_origin = o;
-    s->ckpt_sx = c->sx;
-    s->ckpt_sy = c->sy;
-    s->ckpt_gen = gen;
-    s->ckpt_valid = 1;
-}
-
 void sess_done(sess *s, int full)
 {
     sess_mgr *m = s->m;
-    if (full >= 0 && s->live && !sess_lost(s)) {
-        int64_t now = rg_now_ms();
-        full = full || (m->cfg.full_checkpoint_ms >= 0 &&
-                        now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
-        sess_capture c = {0};
-        char *blob = NULL;
-        size_t len = 0;
-        unsigned gen = __atomic_load_n(&s->page_gen, __ATOMIC_SEQ_CST);
-        int known = !full && known_capture(s, gen, &c);
-        int rc = known ? 0 : sess_capture_page(s, full, &c);
-        if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&
-            len > m->cfg.park_max_bytes) {
-            free(blob);
-            blob = NULL;
-        }
-        uint64_t h = rc == 0 ? checkpoint_hash(&c) : 0;
-        /* Nothing moved since the last write: Redis already has it. */
-        if (rc == 0 && (blob || h != s->last_ckpt)) {
-            rc = save_state(s, "live", &c, blob, len);
-            if (rc == 0) {
-                s->last_ckpt = h;
-                if (blob)
-                    s->last_full_ms = now;
-            }
-        }
-        if (rc < 0)
-            forget_ckpt(s);
-        else if (!known)
-            keep_ckpt(s, gen, &c);
-        else
-            s->ckpt_sx = c.sx, s->ckpt_sy = c.sy;
-        if (rc == RG_ECONFLICT) {
-            rg_log(RG_LOG_WARN, "session", "%s: another worker owns it now", s->id);
-            drop_local(s);
-        }
-        free(blob);
-        sess_capture_free(&c);
-    }
+    sess_checkpoint(s, full);
     s->has_hint = 0;
     pthread_mutex_lock(&m->mu);
     s->last_used_ms = rg_now_ms();
-    unhold_locked(m, s);
+    sess_unhold_locked(m, s);
     pthread_mutex_unlock(&m->mu);
 }
 
@@ -1473,11 +535,11 @@ int sess_close(sess *s)
 {
     sess_mgr *m = s->m;
     char mk[256], lk[256], pk[256], wk[256], ik[256], qk[256];
-    key(mk, sizeof mk, s, "meta");
-    key(lk, sizeof lk, s, "lease");
-    key(pk, sizeof pk, s, "park");
-    key(wk, sizeof wk, s, "want");
-    index_key(ik, sizeof ik, s->tenant);
+    sess_key(mk, sizeof mk, s, "meta");
+    sess_key(lk, sizeof lk, s, "lease");
+    sess_key(pk, sizeof pk, s, "park");
+    sess_key(wk, sizeof wk, s, "want");
+    sess_index_key(ik, sizeof ik, s->tenant);
     sess_quota_key(qk, sizeof qk, s->tenant);
     redisContext *c = rg_redis_take(m->redis);
     if (!c)
@@ -1501,7 +563,7 @@ int sess_close(sess *s)
     if (rc < 0)
         return rc;
     m->store->ops->drop(m->store, s->page_key);
-    drop_local(s);
+    sess_drop_local(s);
     return 0;
 }
 
@@ -1511,10 +573,10 @@ void sess_wait_turn(sess_mgr *m, const char *tenant, const char *sid, int timeou
     sess *s = find(m, tenant, sid);
     if (s) {
         s->refs++;
-        if (hold_locked(m, s, timeout_ms) == 0)
-            unhold_locked(m, s);
+        if (sess_hold_locked(m, s, timeout_ms) == 0)
+            sess_unhold_locked(m, s);
         else
-            unref_locked(m, s);
+            sess_unref_locked(m, s);
     }
     pthread_mutex_unlock(&m->mu);
 }
@@ -1535,9 +597,9 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
     memset(&tmp, 0, sizeof tmp);
     snprintf(tmp.tag, sizeof tmp.tag, "{t:%s:s:%s}", tenant, sid);
     char mk[256], lk[256], pk[256];
-    key(mk, sizeof mk, &tmp, "meta");
-    key(lk, sizeof lk, &tmp, "lease");
-    key(pk, sizeof pk, &tmp, "park");
+    sess_key(mk, sizeof mk, &tmp, "meta");
+    sess_key(lk, sizeof lk, &tmp, "lease");
+    sess_key(pk, sizeof pk, &tmp, "park");
     redisContext *c = rg_redis_take(m->redis);
     if (!c)
         return RG_EUNAVAIL;
@@ -1562,12 +624,12 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
         /* Live without a lease: its worker died; the next command restores it. */
         snprintf(out->state, sizeof out->state, "%s", held ? "live" : "parked");
         snprintf(out->worker, sizeof out->worker, "%s", held ? lease->str : "");
-        out->url = strdup(fstr(meta, "url"));
-        out->title = strdup(fstr(meta, "title"));
-        out->created_ms = (int64_t)fnum(meta, "created");
-        out->last_used_ms = (int64_t)fnum(meta, "last_used");
-        out->width = (int)fnum(meta, "w");
-        out->height = (int)fnum(meta, "h");
+        out->url = strdup(sess_hash_str(meta, "url"));
+        out->title = strdup(sess_hash_str(meta, "title"));
+        out->created_ms = (int64_t)sess_hash_num(meta, "created");
+        out->last_used_ms = (int64_t)sess_hash_num(meta, "last_used");
+        out->width = (int)sess_hash_num(meta, "w");
+        out->height = (int)sess_hash_num(meta, "h");
         if (!out->url || !out->title) {
             sess_info_free(out);
             rc = RG_ENOMEM;
@@ -1585,7 +647,7 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
     if (!valid_name(tenant, SESS_TENANT_MAX))
         return 0;
     char ik[256];
-    index_key(ik, sizeof ik, tenant);
+    sess_index_key(ik, sizeof ik, tenant);
     redisContext *c = rg_redis_take(m->redis);
     if (!c)
         return RG_EUNAVAIL;
@@ -1604,7 +666,7 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
         memset(&tmp, 0, sizeof tmp);
         snprintf(tmp.tag, sizeof tmp.tag, "{t:%s:s:%s}", tenant, sid);
         char mk[256];
-        key(mk, sizeof mk, &tmp, "meta");
+        sess_key(mk, sizeof mk, &tmp, "meta");
         redisReply *ex = redisCommand(c, "EXISTS %s", mk);
         if (!ex) {
             failed = 1;

@@ -1,0 +1,200 @@
+/*
+ * events.c - what a live session hears from its browser over DevTools, and
+ * what it does about it: dialogs dismissed, popups closed, navigations,
+ * title changes and console messages reported (sess_config.on_event), the
+ * page's paused requests handed to the URL policy (intercept.c), and a dead
+ * renderer or browser marking the session lost.
+ *
+ * Threading: every handler runs on the browser connection's reader thread.
+ * They must not block nor make synchronous calls (sess_call_async only);
+ * they touch only s's atomics (page_gen, lost) and read the lease, which
+ * stays valid while they run: sess_events_unbind waits for a handler in
+ * progress before the lease is released. Bind and unbind are the holder's.
+ */
+#define _GNU_SOURCE
+#include "session/sess_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void on_lost(void *ud, pool_lease *l)
+{
+    (void)l;
+    sess *s = ud;
+    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
+}
+
+static void console_text(const cJSON *args, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    const cJSON *a;
+    cJSON_ArrayForEach(a, args)
+    {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(a, "value");
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(a, "description");
+        char num[32];
+        const char *t = cJSON_IsString(v)   ? v->valuestring
+                        : cJSON_IsNumber(v) ? (snprintf(num, sizeof num, "%g", v->valuedouble), num)
+                        : cJSON_IsBool(v)   ? (cJSON_IsTrue(v) ? "true" : "false")
+                        : cJSON_IsString(d) ? d->valuestring
+                                            : "";
+        if (n + 2 >= len)
+            break;
+        n += (size_t)snprintf(out + n, len - n, "%s%s", n ? " " : "", t);
+        if (n >= len)
+            n = len - 1;
+    }
+}
+
+static const char *jstr_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/* Page events of a live session, on the reader thread: dialogs dismissed, all reported. */
+static void on_page_event(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess *s = ud;
+    sess_mgr *m = s->m;
+    (void)session_id; /* the subscription's: always the lease's page */
+    if (!method)
+        return;
+    if (!strcmp(method, "Fetch.requestPaused")) {
+        sess_on_request_paused(s, params);
+        return;
+    }
+    const char *kind = NULL;
+    cJSON *d = NULL;
+    if (!strcmp(method, "Page.javascriptDialogOpening")) {
+        sess_call_async(s, "Page.handleJavaScriptDialog", "{\"accept\":false}", 5000);
+        kind = "dialog";
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
+        cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
+        cJSON_AddBoolToObject(d, "dismissed", 1);
+    } else if (!strcmp(method, "Page.navigatedWithinDocument")) {
+        /* A fragment or history.pushState: the URL the checkpoint holds moved. */
+        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
+    } else if (!strcmp(method, "Page.frameNavigated")) {
+        const cJSON *fr = cJSON_GetObjectItemCaseSensitive(params, "frame");
+        if (cJSON_GetObjectItemCaseSensitive(fr, "parentId"))
+            return; /* an iframe */
+        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
+        kind = "navigation";
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "url", jstr_of(fr, "url"));
+    } else if (!strcmp(method, "Runtime.consoleAPICalled")) {
+        kind = "console";
+        char text[1024];
+        console_text(cJSON_GetObjectItemCaseSensitive(params, "args"), text, sizeof text);
+        d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
+        cJSON_AddStringToObject(d, "text", text);
+    }
+    if (!kind)
+        return;
+    if (m->cfg.on_event)
+        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, kind, d);
+    else
+        cJSON_Delete(d);
+}
+
+/*
+ * A session is one context with one page: any other page that appears in
+ * its context (window.open, target=_blank, a form posting to a new window)
+ * is closed at once. Its requests would not pass the URL policy's
+ * interception, and a page that opens a hundred popups must cost nothing.
+ */
+static void on_target(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess *s = ud;
+    (void)session_id;
+    if (!method || strcmp(method, "Target.targetCreated"))
+        return;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
+    const char *ctx = jstr_of(ti, "browserContextId"), *tid = jstr_of(ti, "targetId");
+    if (strcmp(ctx, pool_lease_context(s->lease)) || !strcmp(tid, pool_lease_target(s->lease)) ||
+        !*tid)
+        return;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"targetId\":");
+    rg_buf_json_str(&q, tid, strlen(tid));
+    rg_buf_puts(&q, "}");
+    if (!q.failed)
+        sess_browser_call_async(s, "Target.closeTarget", q.data, 5000);
+    rg_buf_destroy(&q);
+    rg_log(RG_LOG_INFO, "session", "%s: closed a popup (%s)", s->id, jstr_of(ti, "type"));
+    sess_mgr *m = s->m;
+    if (m->cfg.on_event) {
+        cJSON *d = cJSON_CreateObject();
+        cJSON_AddStringToObject(d, "type", "popup");
+        cJSON_AddStringToObject(d, "message", jstr_of(ti, "url"));
+        cJSON_AddBoolToObject(d, "dismissed", 1);
+        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, "dialog", d);
+    }
+}
+
+/*
+ * The page's renderer died (it ran out of memory, or was killed) while the
+ * browser lives on: to the session it is the same as a browser crash. The
+ * command running fails with browser_crashed and the next one restores the
+ * session on a fresh context from its checkpoint.
+ */
+static void on_crash(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess *s = ud;
+    (void)session_id;
+    (void)method;
+    if (strcmp(jstr_of(params, "targetId"), pool_lease_target(s->lease)))
+        return;
+    rg_log(RG_LOG_WARN, "session", "%s: the page's renderer crashed (%s)", s->id,
+           jstr_of(params, "status"));
+    __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
+}
+
+/* The page's title or URL changed (browser level, for every target): a checkpoint must ask. */
+static void on_info(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess *s = ud;
+    (void)session_id;
+    if (!method)
+        return;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
+    if (!strcmp(jstr_of(ti, "targetId"), pool_lease_target(s->lease)))
+        __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
+}
+
+/* Subscribes s's handlers on its fresh lease (unsubscribed by sess_events_unbind). */
+void sess_events_bind(sess *s)
+{
+    pool_lease_on_lost(s->lease, on_lost, s);
+    cdp_conn *conn = pool_lease_conn(s->lease);
+    int sub = cdp_subscribe(conn, pool_lease_session(s->lease), NULL, on_page_event, s);
+    s->sub = sub > 0 ? sub : 0;
+    sub = cdp_subscribe(conn, NULL, "Target.targetCreated", on_target, s);
+    s->popup_sub = sub > 0 ? sub : 0;
+    sub = cdp_subscribe(conn, NULL, "Target.targetCrashed", on_crash, s);
+    s->crash_sub = sub > 0 ? sub : 0;
+    sub = cdp_subscribe(conn, NULL, "Target.targetInfoChanged", on_info, s);
+    s->info_sub = sub > 0 ? sub : 0;
+}
+
+/*
+ * Ends s's subscriptions before its lease goes: the browser-level ones
+ * outlive the context. When it returns no handler runs for s any more.
+ */
+void sess_events_unbind(sess *s)
+{
+    if (s->lease) {
+        cdp_conn *conn = pool_lease_conn(s->lease);
+        int subs[] = {s->sub, s->popup_sub, s->crash_sub, s->info_sub};
+        for (size_t i = 0; i < sizeof subs / sizeof *subs; i++)
+            if (subs[i])
+                cdp_unsubscribe(conn, subs[i]);
+    }
+    s->sub = s->popup_sub = s->crash_sub = s->info_sub = 0;
+}

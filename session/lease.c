@@ -1,0 +1,815 @@
+/*
+ * lease.c - who holds a session: its Redis lease and the browser context it
+ * runs in. The Redis side is a handful of Lua scripts, one round trip each:
+ * create (a new session's meta and lease), claim (take the lease unless
+ * another live worker holds it), beat (refresh the leases this worker holds
+ * and hear park requests), save (a checkpoint or a park, only while the
+ * lease is ours) and release. Around them: leasing a context from the pool
+ * (parking the least recently used idle session when it is full), binding
+ * and letting go of it, the checkpoint at the end of a command, parking,
+ * the heartbeat thread, and the takeover that makes a session live here.
+ *
+ * Threading: the heartbeat runs on its own thread (sess_heartbeat_main) and
+ * takes only idle sessions, through session.c's FIFO, so everything else
+ * here runs for the session's holder (a command, the heartbeat or a park
+ * holding it). m->mu guards the table fields (live, busy, refs, n_live,
+ * stats); Redis calls take their own connection.
+ */
+#define _GNU_SOURCE
+#include "session/sess_int.h"
+
+#include <hiredis/hiredis.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/* ---- Redis scripts ---- */
+
+/* KEYS meta lease park want; ARGV me lease_ms now. Makes this worker the
+   owner unless another live one holds the lease; returns the session's meta
+   and parked state in the same round trip. */
+static rg_redis_script claim_script = {
+    "if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end\n"
+    "local owner = redis.call('GET', KEYS[2])\n"
+    "if owner and owner ~= ARGV[1] then\n"
+    "  return {'busy', owner}\n"
+    "end\n"
+    "redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
+    "redis.call('DEL', KEYS[4])\n"
+    "local prev = redis.call('HGET', KEYS[1], 'state') or ''\n"
+    "if owner then prev = 'mine' end\n"
+    "redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'state', 'live', 'last_used', ARGV[3])\n"
+    "return {'ok', prev, redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[3]) or ''}\n",
+    ""};
+
+/* KEYS lease want meta park; ARGV me lease_ms ttl. -1: no longer ours; 1:
+   asked to park; 0. A lease that expired while Redis was away (its clock ran
+   on) is taken back when nobody else claimed the session meanwhile. A live
+   session's meta and checkpoint live on while it is live: only commands that
+   change the page write a checkpoint, so one only read from would otherwise
+   lose them after the dormant TTL (and with them its listing and its quota
+   slot) while it still runs here. */
+static rg_redis_script beat_script = {
+    "local v = redis.call('GET', KEYS[1])\n"
+    "if not v then\n"
+    "  if redis.call('HGET', KEYS[3], 'owner') ~= ARGV[1] then return -1 end\n"
+    "  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])\n"
+    "elseif v ~= ARGV[1] then return -1\n"
+    "else redis.call('PEXPIRE', KEYS[1], ARGV[2]) end\n"
+    "redis.call('PEXPIRE', KEYS[3], ARGV[3])\n"
+    "redis.call('PEXPIRE', KEYS[4], ARGV[3])\n"
+    "return redis.call('EXISTS', KEYS[2])\n",
+    ""};
+
+/* KEYS meta lease park want; ARGV me ttl now state url title sx sy blob
+   lease_ms. Writes a checkpoint (state 'live') or a park (state 'parked',
+   lease and request gone) only while this worker owns the session (its
+   lease, or no lease and the meta still naming it after a Redis restart). */
+static rg_redis_script save_script = {
+    "local v = redis.call('GET', KEYS[2])\n"
+    "if v ~= ARGV[1] then\n"
+    "  if v or redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end\n"
+    "  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[10])\n"
+    "end\n"
+    "redis.call('HSET', KEYS[1], 'state', ARGV[4], 'url', ARGV[5], 'title', ARGV[6],\n"
+    "           'sx', ARGV[7], 'sy', ARGV[8], 'last_used', ARGV[3])\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "if ARGV[9] ~= '' then redis.call('SET', KEYS[3], ARGV[9], 'PX', ARGV[2])\n"
+    "elseif redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end\n"
+    "if ARGV[4] == 'parked' then\n"
+    "  redis.call('HSET', KEYS[1], 'owner', '')\n"
+    "  redis.call('DEL', KEYS[2], KEYS[4])\n"
+    "end\n"
+    "return 1\n",
+    ""};
+
+/* KEYS meta lease new; ARGV reserved ttl me lease_ms field value...
+   Writes a new session (meta and lease). With reserved 1 only while the
+   create's quota marker is still there, and consumes it: 1, or 0 when it
+   lapsed (nothing written). */
+static rg_redis_script create_script = {
+    "if ARGV[1] == '1' and redis.call('DEL', KEYS[3]) == 0 then return 0 end\n"
+    "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
+    "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
+    "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])\n"
+    "return 1\n",
+    ""};
+
+/* KEYS lease; ARGV me. Lets go of a lease only if it is still ours. */
+static rg_redis_script release_script = {
+    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end\n"
+    "return 1\n",
+    ""};
+
+/* ---- keys ---- */
+
+void sess_key(char *out, size_t len, const sess *s, const char *kind)
+{
+    snprintf(out, len, "rg:%s:%s", s->tag, kind);
+}
+
+void sess_index_key(char *out, size_t len, const char *tenant)
+{
+    snprintf(out, len, "rg:t:%s:sessions", tenant);
+}
+
+static const redisReply *field(const redisReply *h, const char *name)
+{
+    for (size_t i = 0; h && h->type == REDIS_REPLY_ARRAY && i + 1 < h->elements; i += 2)
+        if (h->element[i]->type == REDIS_REPLY_STRING && !strcmp(h->element[i]->str, name))
+            return h->element[i + 1];
+    return NULL;
+}
+
+const char *sess_hash_str(const redisReply *h, const char *name)
+{
+    const redisReply *v = field(h, name);
+    return v && v->type == REDIS_REPLY_STRING ? v->str : "";
+}
+
+double sess_hash_num(const redisReply *h, const char *name)
+{
+    return strtod(sess_hash_str(h, name), NULL);
+}
+
+/* ---- the context on a lease ---- */
+
+int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
+{
+    sess_mgr *m = s->m;
+    pthread_mutex_lock(&m->mu);
+    int full = m->n_live >= m->cfg.capacity;
+    pthread_mutex_unlock(&m->mu);
+    if (full && m->cfg.park_lru)
+        sess_park_lru(m, s);
+    /* The context's own proxy port, bound to the tenant: its pages reach
+       nothing the tenant's rules do not allow, loopback included. */
+    char proxy[64];
+    pool_lease_opts o = {.proxy_server = NULL};
+    if (m->egress) {
+        int erc = egress_slot_open(m->egress, &s->egress);
+        if (erc < 0) {
+            snprintf(err, errlen, "could not open the egress proxy for the context");
+            return erc;
+        }
+        egress_slot_bind(s->egress, s->tenant);
+        snprintf(proxy, sizeof proxy, "socks5://127.0.0.1:%d", egress_slot_port(s->egress));
+        o.proxy_server = proxy;
+        o.proxy_bypass = "<-loopback>";
+    }
+    int retry = 0;
+    int rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
+    if (rc == RG_EPOOL && m->cfg.park_lru && sess_park_lru(m, s) == 0)
+        rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
+    if (rc < 0) {
+        egress_slot_close(s->egress);
+        s->egress = NULL;
+    }
+    if (rc == RG_EPOOL)
+        snprintf(err, errlen, "no browser capacity: every context is busy; retry in %d ms",
+                 retry);
+    else if (rc < 0)
+        snprintf(err, errlen, "could not get a browser context (%s)", rg_err_code(rc));
+    return rc;
+}
+
+/* Registers the lost-browser callback and the registry page of a fresh lease. */
+int sess_bind_lease(sess *s)
+{
+    sess_forget_ckpt(s);
+    sess_events_bind(s);
+    reg_page_free(s->reg);
+    s->reg = NULL;
+    return reg_page_new(s->m->store, s->page_key, &s->m->cfg.reg, &s->reg);
+}
+
+/* What the last checkpoint wrote is no longer known (a new lease, a restore, a drop). */
+void sess_forget_ckpt(sess *s)
+{
+    free(s->ckpt_url);
+    free(s->ckpt_title);
+    free(s->ckpt_origin);
+    s->ckpt_url = s->ckpt_title = s->ckpt_origin = NULL;
+    s->ckpt_valid = 0;
+}
+
+/*
+ * Gives the lease back, after the callbacks that point at s: the
+ * browser-level subscription outlives the context, and a check in flight
+ * answers on the context's connection.
+ */
+void sess_release_local(sess *s)
+{
+    sess_events_unbind(s);
+    reg_world_free(s->world);
+    s->world = NULL;
+    sess_checks_drain(s);
+    pool_release(s->lease);
+    s->lease = NULL;
+    egress_slot_close(s->egress);
+    s->egress = NULL;
+}
+
+/* Forgets the local context of s (the browser died, or another worker took over). */
+void sess_drop_local(sess *s)
+{
+    sess_release_local(s);
+    reg_page_free(s->reg);
+    s->reg = NULL;
+    s->page_enabled = 0;
+    s->last_ckpt = 0;
+    sess_forget_ckpt(s);
+    __atomic_store_n(&s->lost, 0, __ATOMIC_SEQ_CST);
+    pthread_mutex_lock(&s->m->mu);
+    if (s->live) {
+        s->live = 0;
+        s->m->n_live--;
+    }
+    pthread_mutex_unlock(&s->m->mu);
+}
+
+/* ---- writes to Redis ---- */
+
+static int release_lease(sess *s)
+{
+    char lk[256];
+    sess_key(lk, sizeof lk, s, "lease");
+    redisContext *c = rg_redis_take(s->m->redis);
+    if (!c)
+        return RG_EUNAVAIL;
+    const char *args[] = {lk, s->m->worker};
+    redisReply *rep = rg_redis_eval(c, &release_script, 1, 1, args, NULL);
+    rg_redis_give(s->m->redis, c, rep == NULL);
+    int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
+    freeReplyObject(rep);
+    return rc;
+}
+
+/*
+ * Writes the new session's meta and lease. reserved: the create holds a
+ * quota reservation, whose marker this consumes in the same script, so the
+ * session exists from here on without a moment where its quota slot looks
+ * dead; a marker that lapsed (the create took too long) writes nothing:
+ * RG_ETIMEOUT.
+ */
+int sess_write_new(sess *s, int reserved)
+{
+    sess_mgr *m = s->m;
+    char mk[256], lk[256], nk[256], ik[256];
+    sess_key(mk, sizeof mk, s, "meta");
+    sess_key(lk, sizeof lk, s, "lease");
+    sess_new_key(nk, sizeof nk, s->tenant, s->id);
+    sess_index_key(ik, sizeof ik, s->tenant);
+    char now[24], w[16], h[16], ttl[24], lease[24];
+    snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
+    snprintf(w, sizeof w, "%d", s->width);
+    snprintf(h, sizeof h, "%d", s->height);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
+    snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
+    const char *args[] = {mk, lk, nk, reserved ? "1" : "0", ttl, m->worker, lease,
+                          "state", "live", "owner", m->worker, "url", "about:blank",
+                          "title", "", "created", now, "last_used", now, "w", w, "h", h,
+                          "ua", s->user_agent ? s->user_agent : "",
+                          "locale", s->locale ? s->locale : "",
+                          "tz", s->timezone ? s->timezone : "", "sx", "0", "sy", "0"};
+    int nargs = (int)(sizeof args / sizeof *args) - 3;
+    redisContext *c = rg_redis_take(m->redis);
+    if (!c)
+        return RG_EUNAVAIL;
+    redisReply *rep = rg_redis_eval(c, &create_script, 3, nargs, args, NULL);
+    int failed = rep == NULL;
+    int rc = !rep                                  ? RG_EUNAVAIL
+             : rep->type != REDIS_REPLY_INTEGER    ? RG_EUNAVAIL
+             : rep->integer == 1                   ? 0
+                                                   : RG_ETIMEOUT;
+    if (rep && rep->type == REDIS_REPLY_ERROR)
+        rg_log(RG_LOG_ERROR, "session", "create of %s failed: %s", s->id, rep->str);
+    freeReplyObject(rep);
+    if (rc == 0) {
+        rep = redisCommand(c, "ZADD %s %s %s", ik, now, s->id);
+        failed = rep == NULL;
+        rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
+        freeReplyObject(rep);
+    }
+    rg_redis_give(m->redis, c, failed);
+    return rc;
+}
+
+static void fmt_num(char *out, size_t len, double v)
+{
+    snprintf(out, len, "%.0f", v);
+}
+
+/*
+ * Writes the checkpoint (or the park, with state "parked") of s; blob may be
+ * NULL. RG_ECONFLICT when the lease is no longer ours.
+ */
+static int save_state(sess *s, const char *state, const sess_capture *c, const char *blob,
+                      size_t blob_len)
+{
+    sess_mgr *m = s->m;
+    char mk[256], lk[256], pk[256], wk[256], ttl[24], now[24], sx[32], sy[32], lease[24];
+    sess_key(mk, sizeof mk, s, "meta");
+    sess_key(lk, sizeof lk, s, "lease");
+    sess_key(pk, sizeof pk, s, "park");
+    sess_key(wk, sizeof wk, s, "want");
+    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
+    snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
+    fmt_num(sx, sizeof sx, c->sx);
+    fmt_num(sy, sizeof sy, c->sy);
+    snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
+    const char *args[] = {mk,    lk,  pk,     wk,       m->worker, ttl, now, state,
+                          c->url ? c->url : "", c->title ? c->title : "", sx, sy,
+                          blob ? blob : "", lease};
+    size_t lens[14];
+    for (int i = 0; i < 14; i++)
+        lens[i] = i == 12 ? (blob ? blob_len : 0) : strlen(args[i]);
+    redisContext *rc = rg_redis_take(m->redis);
+    if (!rc)
+        return RG_EUNAVAIL;
+    redisReply *rep = rg_redis_eval(rc, &save_script, 4, 10, args, lens);
+    rg_redis_give(m->redis, rc, rep == NULL);
+    int r = !rep                                  ? RG_EUNAVAIL
+            : rep->type != REDIS_REPLY_INTEGER    ? RG_EINTERNAL
+            : rep->integer == 1                   ? 0
+                                                  : RG_ECONFLICT;
+    if (rep && rep->type == REDIS_REPLY_ERROR)
+        rg_log(RG_LOG_ERROR, "session", "save of %s failed: %s", s->id, rep->str);
+    freeReplyObject(rep);
+    return r;
+}
+
+/* ---- checkpoints ---- */
+
+static uint64_t checkpoint_hash(const sess_capture *c)
+{
+    uint64_t h = 1469598103934665603ULL;
+    const char *parts[] = {c->url ? c->url : "", "\n", c->title ? c->title : "", "\n"};
+    for (size_t i = 0; i < 4; i++)
+        for (const char *p = parts[i]; *p; p++)
+            h = (h ^ (unsigned char)*p) * 1099511628211ULL;
+    h ^= (uint64_t)(int64_t)c->sx * 31 + (uint64_t)(int64_t)c->sy;
+    return h ? h : 1;
+}
+
+void sess_note_scroll(sess *s, int known, double sx, double sy)
+{
+    s->has_hint = known;
+    s->hint_sx = sx;
+    s->hint_sy = sy;
+}
+
+/*
+ * The light checkpoint without a call into the page: no navigation or title
+ * change since the last capture (the events are read first: one that lands
+ * during the capture makes the next checkpoint ask again), and the command
+ * saw the scroll. 1 when c was filled from what is known.
+ */
+static int known_capture(sess *s, unsigned gen, sess_capture *c)
+{
+    if (!s->ckpt_valid || !s->has_hint || gen != s->ckpt_gen)
+        return 0;
+    c->url = strdup(s->ckpt_url);
+    c->title = strdup(s->ckpt_title);
+    c->origin = strdup(s->ckpt_origin);
+    c->sx = s->hint_sx;
+    c->sy = s->hint_sy;
+    if (c->url && c->title && c->origin)
+        return 1;
+    sess_capture_free(c);
+    memset(c, 0, sizeof *c);
+    return 0;
+}
+
+/* Keeps what the checkpoint wrote, for known_capture. */
+static void keep_ckpt(sess *s, unsigned gen, const sess_capture *c)
+{
+    char *u = strdup(c->url), *t = strdup(c->title), *o = strdup(c->origin);
+    sess_forget_ckpt(s);
+    if (!u || !t || !o) {
+        free(u);
+        free(t);
+        free(o);
+        return;
+    }
+    s->ckpt_url = u;
+    s->ckpt_title = t;
+    s->ckpt_origin = o;
+    s->ckpt_sx = c->sx;
+    s->ckpt_sy = c->sy;
+    s->ckpt_gen = gen;
+    s->ckpt_valid = 1;
+}
+
+/*
+ * The checkpoint at the end of a command (sess_done): URL, title and scroll,
+ * with cookies and storage when full or due; nothing when full < 0, when the
+ * session is not live here or its page is gone.
+ */
+void sess_checkpoint(sess *s, int full)
+{
+    sess_mgr *m = s->m;
+    if (full < 0 || !s->live || sess_lost(s))
+        return;
+    int64_t now = rg_now_ms();
+    full = full || (m->cfg.full_checkpoint_ms >= 0 &&
+                    now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
+    sess_capture c = {0};
+    char *blob = NULL;
+    size_t len = 0;
+    unsigned gen = __atomic_load_n(&s->page_gen, __ATOMIC_SEQ_CST);
+    int known = !full && known_capture(s, gen, &c);
+    int rc = known ? 0 : sess_capture_page(s, full, &c);
+    if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&
+        len > m->cfg.park_max_bytes) {
+        free(blob);
+        blob = NULL;
+    }
+    uint64_t h = rc == 0 ? checkpoint_hash(&c) : 0;
+    /* Nothing moved since the last write: Redis already has it. */
+    if (rc == 0 && (blob || h != s->last_ckpt)) {
+        rc = save_state(s, "live", &c, blob, len);
+        if (rc == 0) {
+            s->last_ckpt = h;
+            if (blob)
+                s->last_full_ms = now;
+        }
+    }
+    if (rc < 0)
+        sess_forget_ckpt(s);
+    else if (!known)
+        keep_ckpt(s, gen, &c);
+    else
+        s->ckpt_sx = c.sx, s->ckpt_sy = c.sy;
+    if (rc == RG_ECONFLICT) {
+        rg_log(RG_LOG_WARN, "session", "%s: another worker owns it now", s->id);
+        sess_drop_local(s);
+    }
+    free(blob);
+    sess_capture_free(&c);
+}
+
+/* ---- park ---- */
+
+static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
+{
+    sess_mgr *m = s->m;
+    if (!s->live) {
+        if (bytes)
+            *bytes = 0;
+        return 0;
+    }
+    sess_capture c = {0};
+    int rc = __atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) ? RG_ECRASHED
+                                                          : sess_capture_page(s, 1, &c);
+    char *blob = NULL;
+    size_t len = 0;
+    if (rc == 0)
+        rc = sess_pack(s, &c, &blob, &len);
+    if (rc == 0 && len > m->cfg.park_max_bytes) {
+        /* Storage too large to keep: cookies, URL and scroll still are. */
+        rg_log(RG_LOG_WARN, "session", "%s: storage of %zu bytes not kept at park", s->id, len);
+        free(c.ls);
+        free(c.ss);
+        c.ls = c.ss = NULL;
+        free(blob);
+        blob = NULL;
+        rc = sess_pack(s, &c, &blob, &len);
+    }
+    /* The registry takes its compact form first (for as long as the session
+       lives), so a failure after it leaves a live session that reloads it. */
+    if (rc == 0 && (rc = m->store->ops->park(m->store, s->page_key, m->cfg.dormant_ttl_ms)) == 0 &&
+        (rc = save_state(s, "parked", &c, blob, len)) < 0) {
+        reg_page_free(s->reg);
+        s->reg = NULL;
+        if (reg_page_new(m->store, s->page_key, &m->cfg.reg, &s->reg) < 0)
+            s->reg = NULL;
+    }
+    free(blob);
+    sess_capture_free(&c);
+    if (rc == RG_ECRASHED) {
+        /* Nothing to capture: the last checkpoint stands; just let go. */
+        release_lease(s);
+        sess_drop_local(s);
+        snprintf(err, errlen, "the session's browser died; it restores from its last checkpoint");
+        return RG_ECRASHED;
+    }
+    if (rc < 0) {
+        pthread_mutex_lock(&m->mu);
+        m->stats.park_failures++;
+        pthread_mutex_unlock(&m->mu);
+        if (rc == RG_ECONFLICT) {
+            /* Another worker owns it now: our copy is stale. */
+            sess_drop_local(s);
+            snprintf(err, errlen, "another worker took the session over");
+        } else {
+            snprintf(err, errlen, "could not park the session (%s)", rg_err_code(rc));
+        }
+        return rc;
+    }
+    sess_drop_local(s);
+    if (bytes)
+        *bytes = len;
+    pthread_mutex_lock(&m->mu);
+    m->stats.parked++;
+    pthread_mutex_unlock(&m->mu);
+    rg_log(RG_LOG_DEBUG, "session", "%s parked (%zu bytes)", s->id, len);
+    return 0;
+}
+
+int sess_park(sess *s, size_t *bytes, char *err, size_t errlen)
+{
+    return park_held(s, bytes, err, errlen);
+}
+
+/* Parks the least recently used idle live session of m to free a context. */
+int sess_park_lru(sess_mgr *m, const sess *except)
+{
+    pthread_mutex_lock(&m->mu);
+    sess *best = NULL;
+    for (sess *s = m->table; s; s = s->next)
+        if (s != except && s->live && !s->busy && !s->qhead &&
+            (!best || s->last_used_ms < best->last_used_ms))
+            best = s;
+    int ok = best && sess_hold_idle_locked(best);
+    pthread_mutex_unlock(&m->mu);
+    if (!ok)
+        return RG_EPOOL;
+    char err[128];
+    int rc = park_held(best, NULL, err, sizeof err);
+    rg_log(RG_LOG_INFO, "session", "parked %s (least recently used) to free a context: %s",
+           best->id, rc == 0 ? "ok" : err);
+    pthread_mutex_lock(&m->mu);
+    sess_unhold_locked(m, best);
+    pthread_mutex_unlock(&m->mu);
+    return rc;
+}
+
+int sess_park_all(sess_mgr *m)
+{
+    int failed = 0;
+    for (;;) {
+        pthread_mutex_lock(&m->mu);
+        sess *s = m->table;
+        while (s && !s->live)
+            s = s->next;
+        if (s)
+            s->refs++;
+        pthread_mutex_unlock(&m->mu);
+        if (!s)
+            break;
+        pthread_mutex_lock(&m->mu);
+        int rc = sess_hold_locked(m, s, 30000);
+        pthread_mutex_unlock(&m->mu);
+        if (rc == 0) {
+            char err[128];
+            if (park_held(s, NULL, err, sizeof err) < 0) {
+                failed++;
+                rg_log(RG_LOG_WARN, "session", "%s not parked at shutdown: %s", s->id, err);
+                release_lease(s);
+                sess_drop_local(s);
+            }
+            pthread_mutex_lock(&m->mu);
+            sess_unhold_locked(m, s);
+            pthread_mutex_unlock(&m->mu);
+        } else {
+            failed++;
+            pthread_mutex_lock(&m->mu);
+            if (s->live) {
+                s->live = 0; /* give up on it: its lease expires */
+                m->n_live--;
+            }
+            sess_unref_locked(m, s);
+            pthread_mutex_unlock(&m->mu);
+        }
+    }
+    return failed;
+}
+
+/* ---- heartbeat ---- */
+
+static void beat(sess_mgr *m)
+{
+    pthread_mutex_lock(&m->mu);
+    int n = 0;
+    for (sess *s = m->table; s; s = s->next)
+        n += s->live;
+    sess **v = n ? calloc((size_t)n, sizeof *v) : NULL;
+    int k = 0;
+    for (sess *s = m->table; v && s && k < n; s = s->next)
+        if (s->live) {
+            s->refs++;
+            v[k++] = s;
+        }
+    pthread_mutex_unlock(&m->mu);
+    if (!k) {
+        free(v);
+        return;
+    }
+    int *res = calloc((size_t)k, sizeof *res);
+    redisContext *c = res ? rg_redis_take(m->redis) : NULL;
+    char lease_ms[24], ttl[24];
+    snprintf(lease_ms, sizeof lease_ms, "%d", m->cfg.lease_ms);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
+    for (int i = 0; c && i < k; i++) {
+        char lk[256], wk[256], mk[256], pk[256];
+        sess_key(lk, sizeof lk, v[i], "lease");
+        sess_key(wk, sizeof wk, v[i], "want");
+        sess_key(mk, sizeof mk, v[i], "meta");
+        sess_key(pk, sizeof pk, v[i], "park");
+        const char *args[] = {lk, wk, mk, pk, m->worker, lease_ms, ttl};
+        redisReply *rep = rg_redis_eval(c, &beat_script, 4, 3, args, NULL);
+        if (!rep) {
+            rg_redis_give(m->redis, c, 1);
+            c = NULL;
+            break;
+        }
+        res[i] = rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : 0;
+        freeReplyObject(rep);
+    }
+    if (c)
+        rg_redis_give(m->redis, c, 0);
+    int64_t now = rg_now_ms();
+    for (int i = 0; i < k; i++) {
+        sess *s = v[i];
+        pthread_mutex_lock(&m->mu);
+        int idle = m->cfg.idle_park_ms > 0 && now - s->last_used_ms > m->cfg.idle_park_ms;
+        int act = (res && res[i] != 0) || idle;
+        if (res && res[i] != 0)
+            s->want_park = 1;
+        int held = act && sess_hold_idle_locked(s);
+        pthread_mutex_unlock(&m->mu);
+        if (held) {
+            char err[128];
+            if (res[i] < 0) {
+                rg_log(RG_LOG_WARN, "session", "%s: lease lost, dropping the local copy", s->id);
+                sess_drop_local(s);
+            } else {
+                int rc = park_held(s, NULL, err, sizeof err);
+                rg_log(rc == 0 ? RG_LOG_INFO : RG_LOG_WARN, "session", "%s parked (%s): %s",
+                       s->id, res[i] > 0 ? "another worker asked" : "idle",
+                       rc == 0 ? "ok" : err);
+            }
+            pthread_mutex_lock(&m->mu);
+            sess_unhold_locked(m, s);
+            pthread_mutex_unlock(&m->mu);
+        }
+        pthread_mutex_lock(&m->mu);
+        sess_unref_locked(m, s);
+        pthread_mutex_unlock(&m->mu);
+    }
+    free(res);
+    free(v);
+}
+
+void *sess_heartbeat_main(void *arg)
+{
+    sess_mgr *m = arg;
+    pthread_mutex_lock(&m->mu);
+    while (!m->stopping) {
+        struct timespec dl;
+        rg_deadline(&dl, m->cfg.heartbeat_ms);
+        pthread_cond_timedwait(&m->hb_cv, &m->mu, &dl);
+        if (m->stopping)
+            break;
+        pthread_mutex_unlock(&m->mu);
+        beat(m);
+        pthread_mutex_lock(&m->mu);
+    }
+    pthread_mutex_unlock(&m->mu);
+    return NULL;
+}
+
+/* ---- takeover ---- */
+
+/* Asks the owner to park s: sets `want` for a while. */
+static int ask_owner(sess *s)
+{
+    char wk[256], ms[24];
+    sess_key(wk, sizeof wk, s, "want");
+    snprintf(ms, sizeof ms, "%d", s->m->cfg.lease_ms * 2);
+    redisContext *c = rg_redis_take(s->m->redis);
+    if (!c)
+        return RG_EUNAVAIL;
+    redisReply *rep = redisCommand(c, "SET %s %s PX %s", wk, s->m->worker, ms);
+    rg_redis_give(s->m->redis, c, rep == NULL);
+    int rc = rep ? 0 : RG_EUNAVAIL;
+    freeReplyObject(rep);
+    return rc;
+}
+
+/*
+ * Claims s in Redis (claim_script), asking another live owner to park it
+ * and trying again until deadline. 0 with the script's reply in *out
+ * (caller frees): {"ok", previous state, meta, parked state}.
+ */
+static int claim(sess *s, int64_t deadline, redisReply **out, char *err, size_t errlen)
+{
+    sess_mgr *m = s->m;
+    char mk[256], lk[256], pk[256], wk[256], lease[24], now[24];
+    sess_key(mk, sizeof mk, s, "meta");
+    sess_key(lk, sizeof lk, s, "lease");
+    sess_key(pk, sizeof pk, s, "park");
+    sess_key(wk, sizeof wk, s, "want");
+    snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
+    int asked = 0;
+    for (;;) {
+        snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
+        const char *args[] = {mk, lk, pk, wk, m->worker, lease, now};
+        redisContext *c = rg_redis_take(m->redis);
+        if (!c) {
+            snprintf(err, errlen, "Redis at %s is unavailable", rg_redis_where(m->redis));
+            return RG_EUNAVAIL;
+        }
+        redisReply *rep = rg_redis_eval(c, &claim_script, 4, 3, args, NULL);
+        rg_redis_give(m->redis, c, rep == NULL);
+        if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
+            if (rep && rep->type == REDIS_REPLY_ERROR)
+                rg_log(RG_LOG_ERROR, "session", "claim of %s failed: %s", s->id, rep->str);
+            freeReplyObject(rep);
+            snprintf(err, errlen, "Redis at %s is unavailable", rg_redis_where(m->redis));
+            return RG_EUNAVAIL;
+        }
+        const char *what = rep->element[0]->str;
+        if (!strcmp(what, "gone")) {
+            freeReplyObject(rep);
+            snprintf(err, errlen, "no session %s", s->id);
+            return RG_ENOTFOUND;
+        }
+        if (!strcmp(what, "ok")) {
+            *out = rep;
+            return 0;
+        }
+        /* busy: another live worker holds it. Ask it to park, then wait. */
+        freeReplyObject(rep);
+        if (!asked && ask_owner(s) == 0)
+            asked = 1;
+        if (rg_now_ms() >= deadline) {
+            snprintf(err, errlen, "the session is held by another worker that did not let go "
+                                  "in time; try again");
+            return RG_ECONFLICT;
+        }
+        usleep(20000);
+    }
+}
+
+/*
+ * Makes s live here (s held, not live): claims it in Redis, waiting for
+ * another live owner to park it, then rebuilds it on a fresh context.
+ */
+int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, char *err,
+                   size_t errlen)
+{
+    sess_mgr *m = s->m;
+    int64_t deadline = rg_now_ms() + timeout_ms;
+    redisReply *rep = NULL;
+    int rc = claim(s, deadline, &rep, err, errlen);
+    if (rc < 0)
+        return rc;
+    if (!rebuild) {
+        freeReplyObject(rep);
+        return 0; /* claimed, not rebuilt: the session is ours to close */
+    }
+    const redisReply *meta = rep->elements > 2 ? rep->element[2] : NULL;
+    const redisReply *blob = rep->elements > 3 ? rep->element[3] : NULL;
+    sess_set_options(s, (int)sess_hash_num(meta, "w"), (int)sess_hash_num(meta, "h"),
+                     sess_hash_str(meta, "ua"), sess_hash_str(meta, "locale"),
+                     sess_hash_str(meta, "tz"));
+    s->created_ms = (int64_t)sess_hash_num(meta, "created");
+    sess_capture parked = {0};
+    int have_parked = blob && blob->type == REDIS_REPLY_STRING && blob->len > 0 &&
+                      sess_unpack(blob->str, blob->len, &parked) == 0;
+    char *url = strdup(sess_hash_str(meta, "url"));
+    double sx = sess_hash_num(meta, "sx"), sy = sess_hash_num(meta, "sy");
+    freeReplyObject(rep);
+    rc = url ? 0 : RG_ENOMEM;
+    int64_t left = deadline - rg_now_ms();
+    if (rc == 0)
+        rc = sess_lease_context(s, left > 1000 ? (int)left : 1000, err, errlen);
+    if (rc == 0 && (rc = sess_bind_lease(s)) < 0)
+        snprintf(err, errlen, "out of memory");
+    if (rc == 0)
+        rc = sess_apply_options(s);
+    if (rc == 0) {
+        pthread_mutex_lock(&m->mu);
+        s->live = 1;
+        m->n_live++;
+        pthread_mutex_unlock(&m->mu);
+        rc = sess_rebuild(s, url, sx, sy, have_parked ? &parked : NULL, ri, err, errlen);
+    }
+    free(url);
+    sess_capture_free(&parked);
+    if (rc < 0) {
+        release_lease(s);
+        sess_drop_local(s);
+        return rc;
+    }
+    ri->restored = 1;
+    s->last_full_ms = rg_now_ms();
+    pthread_mutex_lock(&m->mu);
+    m->stats.restored++;
+    pthread_mutex_unlock(&m->mu);
+    return 0;
+}

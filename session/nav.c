@@ -1,0 +1,169 @@
+/*
+ * nav.c - where a session's page goes and where it is: navigating to a URL,
+ * going back, forward or reloading, waiting for the load event the caller
+ * names, and reading the URL, title and HTTP status the page ends on.
+ *
+ * Threading: the session's holder only (synchronous page calls, never on
+ * the browser's reader thread).
+ */
+#define _GNU_SOURCE
+#include "session/sess_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void sess_nav_free(sess_nav *n)
+{
+    free(n->url);
+    free(n->title);
+    n->url = n->title = NULL;
+}
+
+int sess_enable_page(sess *s)
+{
+    if (s->page_enabled)
+        return 0;
+    int rc = sess_call(s, "Page.enable", NULL, SESS_CALL_TIMEOUT_MS, NULL);
+    if (rc == 0)
+        s->page_enabled = 1;
+    return rc;
+}
+
+static const char where_js[] =
+    "JSON.stringify({u:location.href,t:document.title,"
+    "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
+
+/* The DevTools event a wait names ("" for none), or NULL for a bad name. */
+static const char *wait_event(const char *wait)
+{
+    return !wait || !strcmp(wait, "load")      ? "Page.loadEventFired"
+           : !strcmp(wait, "domcontentloaded") ? "Page.domContentEventFired"
+           : !strcmp(wait, "none")             ? ""
+                                               : NULL;
+}
+
+/* Where the page is now: URL, title, the main document's HTTP status. */
+static int read_where(sess *s, sess_nav *out)
+{
+    cJSON *where = NULL;
+    int rc = sess_eval_json(s, where_js, SESS_CALL_TIMEOUT_MS, &where);
+    if (rc < 0)
+        return rc;
+    out->url = sess_json_dup(where, "u");
+    out->title = sess_json_dup(where, "t");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
+    out->status = cJSON_IsNumber(st) ? st->valueint : 0;
+    cJSON_Delete(where);
+    if (!out->url || !out->title) {
+        sess_nav_free(out);
+        return RG_ENOMEM;
+    }
+    return 0;
+}
+
+int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
+                  char *err, size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *ev = wait_event(wait);
+    if (!ev)
+        return rg_errf(err, errlen, RG_EBADREQ, "wait must be load, domcontentloaded or none");
+    if (timeout_ms <= 0)
+        timeout_ms = 30000;
+    int64_t deadline = rg_now_ms() + timeout_ms;
+    int rc = sess_enable_page(s);
+    if (rc < 0)
+        return rc;
+    cdp_waiter *w = NULL;
+    if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
+        return rc;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"url\":");
+    rg_buf_json_str(&q, url, strlen(url));
+    rg_buf_puts(&q, "}");
+    cdp_reply r = {0};
+    rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
+    rg_buf_destroy(&q);
+    if (rc == RG_ECDP) {
+        snprintf(err, errlen, "the browser refused the URL: %s", r.error);
+        rc = RG_EBADREQ;
+    } else if (rc == 0) {
+        const cJSON *et = cJSON_GetObjectItemCaseSensitive(r.result, "errorText");
+        const cJSON *loader = cJSON_GetObjectItemCaseSensitive(r.result, "loaderId");
+        if (cJSON_IsString(et) && strstr(et->valuestring, "ERR_BLOCKED_BY_CLIENT")) {
+            snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
+            rc = RG_EBLOCKEDURL;
+        } else if (cJSON_IsString(et) && *et->valuestring) {
+            snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
+            rc = RG_ENAVFAILED;
+        } else if (w && cJSON_IsString(loader)) {
+            int64_t left = deadline - rg_now_ms();
+            rc = cdp_waiter_wait(w, left > 0 ? (int)left : 1, NULL);
+            if (rc == RG_ETIMEOUT)
+                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
+                         wait ? wait : "load", timeout_ms);
+        }
+    }
+    cdp_reply_free(&r);
+    cdp_waiter_free(w);
+    if (rc < 0)
+        return rc;
+    return read_where(s, out);
+}
+
+int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
+                 size_t errlen)
+{
+    memset(out, 0, sizeof *out);
+    const char *ev = wait_event(wait);
+    if (!ev)
+        return rg_errf(err, errlen, RG_EBADREQ, "wait must be load, domcontentloaded or none");
+    if (timeout_ms <= 0)
+        timeout_ms = 30000;
+    int rc = sess_enable_page(s);
+    if (rc < 0)
+        return rc;
+    char params[64] = "";
+    const char *method = "Page.reload";
+    if (delta != 0) {
+        cdp_reply r;
+        rc = sess_call(s, "Page.getNavigationHistory", NULL, SESS_CALL_TIMEOUT_MS, &r);
+        if (rc < 0)
+            return rc;
+        const cJSON *cur = cJSON_GetObjectItemCaseSensitive(r.result, "currentIndex");
+        const cJSON *entries = cJSON_GetObjectItemCaseSensitive(r.result, "entries");
+        int want = (cJSON_IsNumber(cur) ? cur->valueint : 0) + delta;
+        const cJSON *e = want >= 0 ? cJSON_GetArrayItem(entries, want) : NULL;
+        const cJSON *eid = cJSON_GetObjectItemCaseSensitive(e, "id");
+        if (cJSON_IsNumber(eid))
+            snprintf(params, sizeof params, "{\"entryId\":%d}", eid->valueint);
+        cdp_reply_free(&r);
+        if (!params[0])
+            method = NULL; /* nothing there: stay */
+        else
+            method = "Page.navigateToHistoryEntry";
+    }
+    if (method) {
+        cdp_waiter *w = NULL;
+        if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
+            return rc;
+        rc = sess_call(s, method, params[0] ? params : NULL, timeout_ms, NULL);
+        /* A page restored from the back/forward cache fires no load event: the
+           wait ends at its timeout then, and the page is where it should be. */
+        if (rc == 0 && w) {
+            int wrc = cdp_waiter_wait(
+                w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000) : timeout_ms, NULL);
+            if (wrc < 0 && !(delta && wrc == RG_ETIMEOUT))
+                rc = wrc;
+            if (rc == RG_ETIMEOUT)
+                snprintf(err, errlen, "the page did not reach '%s' within %d ms",
+                         wait ? wait : "load", timeout_ms);
+        }
+        cdp_waiter_free(w);
+        if (rc < 0)
+            return rc;
+    }
+    return read_where(s, out);
+}
