@@ -124,6 +124,9 @@ static void session_event(gw_cmd *c, const sess_restore_info *ri)
     cJSON_AddStringToObject(d, "worker", sess_worker(c->g->sessions));
     cJSON_AddNumberToObject(d, "refs_kept", (double)ri->refs_kept);
     cJSON_AddNumberToObject(d, "refs_lost", (double)ri->refs_lost);
+    cJSON_AddNumberToObject(d, "fields_restored", (double)ri->fields_restored);
+    cJSON_AddNumberToObject(d, "fields_lost", (double)ri->fields_lost);
+    cJSON_AddBoolToObject(d, "reloaded", ri->reloaded);
     gw_event(c->g, c->who->tenant, c->sid, "session", d);
 }
 

@@ -90,6 +90,25 @@ cJSON *gw_error_reply(int rc, const char *message, const cJSON *id, double ms, i
     return r;
 }
 
+/*
+ * The command found its session parked (or its worker or browser gone) and
+ * restored it first: every client is told, over HTTP too, what came back.
+ */
+static void add_restored(cJSON *r, const gw_cmd *c)
+{
+    if (!c->ri || !c->ri->restored)
+        return;
+    cJSON *d = cJSON_AddObjectToObject(r, "restored");
+    cJSON_AddBoolToObject(d, "reloaded", c->ri->reloaded);
+    cJSON_AddNumberToObject(d, "refs_kept", (double)c->ri->refs_kept);
+    cJSON_AddNumberToObject(d, "refs_lost", (double)c->ri->refs_lost);
+    cJSON_AddNumberToObject(d, "fields_restored", (double)c->ri->fields_restored);
+    cJSON_AddNumberToObject(d, "fields_lost", (double)c->ri->fields_lost);
+    cJSON *lost = cJSON_AddArrayToObject(d, "lost");
+    if (c->ri->reloaded) /* what no capture holds */
+        cJSON_AddItemToArray(lost, cJSON_CreateString("javascript_state"));
+}
+
 cJSON *gw_reply_of(gw_cmd *c, const cJSON *id, double ms)
 {
     if (c->rc < 0) {
@@ -99,6 +118,7 @@ cJSON *gw_reply_of(gw_cmd *c, const cJSON *id, double ms)
                                   c->details);
             c->details = NULL;
         }
+        add_restored(r, c);
         return r;
     }
     cJSON *r = cJSON_CreateObject();
@@ -107,6 +127,7 @@ cJSON *gw_reply_of(gw_cmd *c, const cJSON *id, double ms)
         cJSON_AddItemToObject(r, "id", cJSON_Duplicate(id, 1));
     cJSON_AddItemToObject(r, "result", c->result ? c->result : cJSON_CreateObject());
     c->result = NULL;
+    add_restored(r, c);
     wire_add_float(r, "ms", ms);
     return r;
 }

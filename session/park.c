@@ -167,6 +167,7 @@ void sess_capture_free(sess_capture *c)
     free(c->cookies);
     free(c->ls);
     free(c->ss);
+    free(c->form);
     memset(c, 0, sizeof *c);
 }
 
@@ -256,6 +257,9 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
             rc = RG_ENOMEM;
     }
     cdp_reply_free(&r);
+    /* What a reload loses, when the page was observed: a bonus, never a failure. */
+    if (rc == 0 && s->reg && reg_state_capture(s->reg, sess_handle(s), &c->form) < 0)
+        rg_log(RG_LOG_INFO, "session", "%s: the page's fields could not be captured", s->id);
     if (rc < 0)
         sess_capture_free(c);
     return rc;
@@ -288,7 +292,7 @@ int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 11);
+    msgpack_pack_map(&pk, 12);
     put_num(&pk, "v", 1);
     put_str(&pk, "url", c->url);
     put_str(&pk, "title", c->title);
@@ -300,6 +304,7 @@ int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
     put_str(&pk, "cookies", c->cookies);
     put_str(&pk, "ls", c->ls);
     put_str(&pk, "ss", c->ss);
+    put_str(&pk, "form", c->form);
     if (!sb.data) {
         msgpack_sbuffer_destroy(&sb);
         return RG_ENOMEM;
@@ -329,6 +334,7 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c)
                      : rg_mp_key_is(k, "cookies") ? &c->cookies
                      : rg_mp_key_is(k, "ls")      ? &c->ls
                      : rg_mp_key_is(k, "ss")      ? &c->ss
+                     : rg_mp_key_is(k, "form")    ? &c->form
                                                   : NULL;
         if (dst && v->type == MSGPACK_OBJECT_STR && !*dst)
             *dst = strndup(v->via.str.ptr, v->via.str.size);
@@ -439,6 +445,14 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     ri->refs_kept = o.n_stable + o.n_moved;
     ri->refs_lost = o.n_unmatched;
     reg_observation_free(&o);
+    ri->reloaded = 1;
+    /* Then what the page held: typed fields, focus, scrolled boxes, by those refs. */
+    int put = 0, lost = 0;
+    if (parked && parked->form && reg_state_restore(s->reg, sess_handle(s), parked->form, &put,
+                                                    &lost) == 0) {
+        ri->fields_restored = (size_t)put;
+        ri->fields_lost = (size_t)lost;
+    }
     return 0;
 fail:
     snprintf(err, errlen, "could not restore the session (%s)", rg_err_code(rc));

@@ -159,10 +159,15 @@ typedef struct sess_capture {
     double sx, sy;
     char *cookies;       /* JSON array of cookie params, or NULL */
     char *ls, *ss;       /* JSON objects, or NULL */
+    char *form;          /* reg_state_capture's JSON: typed fields, focus, scrolled boxes; or NULL */
 } sess_capture;
 
 void sess_capture_free(sess_capture *c);
-/** Reads URL, title and scroll; with full, cookies and the origin's storage too. */
+/**
+ * Reads URL, title and scroll; with full, cookies, the origin's storage and
+ * what a reload loses (reg_state_capture, for the refs of the last
+ * observation) too.
+ */
 int sess_capture_page(sess *s, int full, sess_capture *c);
 /** The parked state as one msgpack value (caller frees *out). */
 int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len);

@@ -148,7 +148,9 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
 
 typedef struct sess_restore_info {
     int restored;        /* the command found the session parked (or orphaned) and rebuilt it */
+    int reloaded;        /* the page was loaded again (its JavaScript state is new) */
     size_t refs_kept, refs_lost;
+    size_t fields_restored, fields_lost; /* typed fields put back, or whose ref is gone */
 } sess_restore_info;
 
 /**

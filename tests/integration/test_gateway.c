@@ -246,6 +246,26 @@ static void test_every_op(void **state)
     assert_string_equal(reply_str(r, "state"), "live");
     assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(result(r), "refs_kept")));
     cJSON_Delete(r);
+    /* A field typed and not submitted survives a park; the command that restored the
+       session says so in its own reply, over HTTP. */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"observe\"}"));
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"fill\",\"args\":{\"target\":\"label:Email address\","
+                           "\"value\":\"ada@example.com\"}}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"read\",\"args\":{\"target\":\"label:Email address\","
+                  "\"what\":\"value\"}}");
+    assert_string_equal(reply_str(r, "value"), "ada@example.com");
+    const cJSON *rest = cJSON_GetObjectItemCaseSensitive(r, "restored");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(rest, "reloaded")));
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(rest, "fields_restored")->valueint, 1);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(rest, "fields_lost")->valueint, 0);
+    cJSON_Delete(r);
+    /* The next command found it live: no restore to report. */
+    r = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
+    assert_null(cJSON_GetObjectItemCaseSensitive(r, "restored"));
+    cJSON_Delete(r);
     /* The list has it; close forgets it. */
     http_resp hr;
     char h[200];
