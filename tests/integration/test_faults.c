@@ -251,6 +251,38 @@ static void test_browser_killed_mid_command(void **state)
     delete_session(sid);
 }
 
+/*
+ * The checkpoint after a navigation holds the page the navigation reached:
+ * its URL, and what it wrote while it loaded (storage, a cookie). The
+ * browser dies right after; the next command restores all of it.
+ */
+static void test_checkpoint_after_navigate_survives_the_browser(void **state)
+{
+    (void)state;
+    char sid[64], url[256], body[400];
+    create("actions.html", sid);
+    httpd_url(gw.pages, "/stored.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    ok(sid, body);
+    ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}"); /* after its checkpoint */
+    int w = owner_of(sid);
+    pid_t br[8];
+    int n = browsers_of(w, br, 8);
+    assert_true(n >= 1);
+    for (int i = 0; i < n; i++)
+        kill(br[i], SIGKILL);
+    reply r = until_ok(sid,
+                       "{\"op\":\"eval\",\"args\":{\"expression\":\"[location.pathname, "
+                       "document.title, localStorage.getItem('loads'), "
+                       "sessionStorage.getItem('loads'), document.cookie].join('|')\"}}",
+                       20);
+    assert_int_equal(r.status, 200);
+    /* The first load's writes came back before the page loaded again, which counted 2. */
+    assert_string_equal(str_of(&r, "value"), "/stored.html|Stored|2|2|loads=2");
+    drop(&r);
+    delete_session(sid);
+}
+
 /* A renderer that allocates until V8's cap ends it: the command gets
    browser_crashed; a session beside it on the same worker keeps its page
    and its state; the crashed one comes back on its next command. */
@@ -625,6 +657,7 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_browser_killed_mid_command),
+        cmocka_unit_test(test_checkpoint_after_navigate_survives_the_browser),
         cmocka_unit_test(test_page_that_eats_memory),
         cmocka_unit_test(test_page_in_an_infinite_loop),
         cmocka_unit_test(test_page_that_stops_answering),
