@@ -193,7 +193,7 @@ static int op_navigate(gw_cmd *c)
         return c->rc = rc;
     nav_result(c, &nav, 1);
     sess_nav_free(&nav);
-    c->full = SESS_DONE_NAV;
+    c->full = 1;
     return 0;
 }
 
@@ -206,7 +206,7 @@ static int op_history(gw_cmd *c)
         return c->rc = rc;
     nav_result(c, &nav, 0);
     sess_nav_free(&nav);
-    c->full = SESS_DONE_NAV;
+    c->full = 1;
     return 0;
 }
 
@@ -640,13 +640,7 @@ static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok)
     }
     if (c.rc == 0 && o && (o->flags & WIRE_F_CHANGES))
         parent->changed = 1;
-    /* The batch ends with a navigation only when its last step is one. */
-    if (c.full == SESS_DONE_NAV)
-        parent->full = SESS_DONE_NAV;
-    else if (parent->full == SESS_DONE_NAV)
-        parent->full = 1;
-    else
-        parent->full |= c.full;
+    parent->full |= c.full;
     double ms = (double)(rg_now_us() - t0) / 1000.0;
     if (o)
         gw_metrics_count(parent->g, c.id, c.rc, ms);

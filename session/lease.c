@@ -186,18 +186,8 @@ int sess_bind_lease(sess *s)
 }
 
 /* What the last checkpoint wrote is no longer known (a new lease, a restore, a drop). */
-void sess_drop_nav_ckpt(sess *s)
-{
-    if (s->nav_ckpt) {
-        sess_capture_free(s->nav_ckpt);
-        free(s->nav_ckpt);
-        s->nav_ckpt = NULL;
-    }
-}
-
 void sess_forget_ckpt(sess *s)
 {
-    sess_drop_nav_ckpt(s);
     free(s->ckpt_url);
     free(s->ckpt_title);
     free(s->ckpt_origin);
@@ -421,12 +411,9 @@ static void keep_ckpt(sess *s, unsigned gen, const sess_capture *c)
 void sess_checkpoint(sess *s, int full)
 {
     sess_mgr *m = s->m;
-    if (full < 0 || !s->live || sess_lost(s)) {
-        sess_drop_nav_ckpt(s); /* it is for this command's checkpoint only */
+    if (full < 0 || !s->live || sess_lost(s))
         return;
-    }
     int64_t now = rg_now_ms();
-    int after_nav = full == SESS_DONE_NAV;
     full = full || (m->cfg.full_checkpoint_ms >= 0 &&
                     now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
     sess_capture c = {0};
@@ -434,20 +421,7 @@ void sess_checkpoint(sess *s, int full)
     size_t len = 0;
     unsigned gen = __atomic_load_n(&s->page_gen, __ATOMIC_SEQ_CST);
     int known = !full && known_capture(s, gen, &c);
-    int rc;
-    if (!known && after_nav && s->nav_ckpt && s->nav_gen == gen) {
-        /* The navigation read the page for its answer, and nothing moved
-           since: only the cookies are left to ask (a fresh page has no
-           typed fields). */
-        c = *s->nav_ckpt;
-        free(s->nav_ckpt);
-        s->nav_ckpt = NULL;
-        gen = s->nav_gen;
-        rc = sess_capture_rest(s, 0, &c);
-    } else {
-        rc = known ? 0 : sess_capture_page(s, full, &c);
-    }
-    sess_drop_nav_ckpt(s); /* stale: an event came after the navigation's reading */
+    int rc = known ? 0 : sess_capture_page(s, full, &c);
     if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&
         len > m->cfg.park_max_bytes) {
         free(blob);

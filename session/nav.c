@@ -30,6 +30,10 @@ int sess_enable_page(sess *s)
     return rc;
 }
 
+static const char where_js[] =
+    "JSON.stringify({u:location.href,t:document.title,"
+    "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
+
 /* The DevTools event a wait names ("" for none), or NULL for a bad name. */
 static const char *wait_event(const char *wait)
 {
@@ -39,32 +43,18 @@ static const char *wait_event(const char *wait)
                                                : NULL;
 }
 
-/*
- * Where the page is now: URL, title, the main document's HTTP status. The
- * same call reads what the full checkpoint after a navigation needs from
- * the page (origin, scroll, storage), kept for it with the event count it
- * was read at: the checkpoint then asks the browser for cookies only.
- */
+/* Where the page is now: URL, title, the main document's HTTP status. */
 static int read_where(sess *s, sess_nav *out)
 {
-    unsigned gen = __atomic_load_n(&s->page_gen, __ATOMIC_SEQ_CST);
-    sess_capture *c = calloc(1, sizeof *c);
-    if (!c)
-        return RG_ENOMEM;
-    int rc = sess_capture_js(s, c);
-    if (rc < 0) {
-        free(c);
+    cJSON *where = NULL;
+    int rc = sess_eval_json(s, where_js, SESS_CALL_TIMEOUT_MS, &where);
+    if (rc < 0)
         return rc;
-    }
-    out->url = strdup(c->url);
-    out->title = strdup(c->title);
-    out->status = c->status;
-    if (s->nav_ckpt) {
-        sess_capture_free(s->nav_ckpt);
-        free(s->nav_ckpt);
-    }
-    s->nav_ckpt = c;
-    s->nav_gen = gen;
+    out->url = sess_json_dup(where, "u");
+    out->title = sess_json_dup(where, "t");
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
+    out->status = cJSON_IsNumber(st) ? st->valueint : 0;
+    cJSON_Delete(where);
     if (!out->url || !out->title) {
         sess_nav_free(out);
         return RG_ENOMEM;

@@ -173,9 +173,7 @@ void sess_capture_free(sess_capture *c)
 
 static const char capture_js[] =
     "(function(full){var r={u:location.href,t:document.title,o:location.origin,"
-    "x:Math.round(scrollX),y:Math.round(scrollY),"
-    "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0};"
-    "if(!full)return JSON.stringify(r);"
+    "x:Math.round(scrollX),y:Math.round(scrollY)};if(!full)return JSON.stringify(r);"
     "function dump(st){var o={};for(var i=0;i<st.length;i++){var k=st.key(i);"
     "o[k]=st.getItem(k)}return o}"
     "try{r.ls=dump(localStorage)}catch(e){}try{r.ss=dump(sessionStorage)}catch(e){}"
@@ -216,8 +214,7 @@ static char *print_obj(const cJSON *root, const char *k)
     return cJSON_IsObject(v) && v->child ? cJSON_PrintUnformatted(v) : NULL;
 }
 
-/* The page's part: one call, with storage when full. */
-static int capture_page_part(sess *s, int full, sess_capture *c)
+int sess_capture_page(sess *s, int full, sess_capture *c)
 {
     memset(c, 0, sizeof *c);
     char expr[sizeof capture_js + 8];
@@ -231,10 +228,8 @@ static int capture_page_part(sess *s, int full, sess_capture *c)
     c->origin = sess_json_dup(root, "o");
     const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "x");
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
-    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "s");
     c->sx = cJSON_IsNumber(x) ? x->valuedouble : 0;
     c->sy = cJSON_IsNumber(y) ? y->valuedouble : 0;
-    c->status = cJSON_IsNumber(st) ? st->valueint : 0;
     if (full) {
         c->ls = print_obj(root, "ls");
         c->ss = print_obj(root, "ss");
@@ -244,16 +239,8 @@ static int capture_page_part(sess *s, int full, sess_capture *c)
         sess_capture_free(c);
         return RG_ENOMEM;
     }
-    return 0;
-}
-
-int sess_capture_js(sess *s, sess_capture *c)
-{
-    return capture_page_part(s, 1, c);
-}
-
-int sess_capture_rest(sess *s, int with_form, sess_capture *c)
-{
+    if (!full)
+        return 0;
     rg_buf q;
     rg_buf_init(&q);
     rg_buf_puts(&q, "{\"browserContextId\":");
@@ -261,9 +248,8 @@ int sess_capture_rest(sess *s, int with_form, sess_capture *c)
     rg_buf_json_str(&q, ctx, strlen(ctx));
     rg_buf_puts(&q, "}");
     cdp_reply r = {0};
-    int rc = q.failed ? RG_ENOMEM
-                      : sess_browser_call(s, "Storage.getCookies", q.data, SESS_CALL_TIMEOUT_MS,
-                                          &r);
+    rc = q.failed ? RG_ENOMEM
+                  : sess_browser_call(s, "Storage.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
     rg_buf_destroy(&q);
     if (rc == 0) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
@@ -272,18 +258,11 @@ int sess_capture_rest(sess *s, int with_form, sess_capture *c)
     }
     cdp_reply_free(&r);
     /* What a reload loses, when the page was observed: a bonus, never a failure. */
-    if (rc == 0 && with_form && s->reg &&
-        reg_state_capture(s->reg, sess_handle(s), &c->form) < 0)
+    if (rc == 0 && s->reg && reg_state_capture(s->reg, sess_handle(s), &c->form) < 0)
         rg_log(RG_LOG_INFO, "session", "%s: the page's fields could not be captured", s->id);
     if (rc < 0)
         sess_capture_free(c);
     return rc;
-}
-
-int sess_capture_page(sess *s, int full, sess_capture *c)
-{
-    int rc = capture_page_part(s, full, c);
-    return rc < 0 || !full ? rc : sess_capture_rest(s, 1, c);
 }
 
 /* ---- msgpack of the parked state ---- */
@@ -467,7 +446,6 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     ri->refs_lost = o.n_unmatched;
     reg_observation_free(&o);
     ri->reloaded = 1;
-    sess_drop_nav_ckpt(s); /* read before the scroll and fields went back */
     /* Then what the page held: typed fields, focus, scrolled boxes, by those refs. */
     int put = 0, lost = 0;
     if (parked && parked->form && reg_state_restore(s->reg, sess_handle(s), parked->form, &put,

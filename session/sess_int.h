@@ -74,10 +74,6 @@ struct sess {
     char *ckpt_url, *ckpt_title, *ckpt_origin;
     double ckpt_sx, ckpt_sy;
     int has_hint;                  /* the command reported the scroll (sess_note_scroll) */
-    /* What the navigation's own answer read from the page (sess_capture_js), for the
-       full checkpoint after it, while page_gen is still nav_gen. */
-    struct sess_capture *nav_ckpt;
-    unsigned nav_gen;
     double hint_sx, hint_sy;
     int info_sub;                  /* Target.targetInfoChanged: the title or URL changed */
     int lost;                      /* atomic: the browser died under the lease */
@@ -164,7 +160,6 @@ typedef struct sess_capture {
     char *cookies;       /* JSON array of cookie params, or NULL */
     char *ls, *ss;       /* JSON objects, or NULL */
     char *form;          /* reg_state_capture's JSON: typed fields, focus, scrolled boxes; or NULL */
-    int status;          /* the main document's HTTP status, 0 when unknown */
 } sess_capture;
 
 void sess_capture_free(sess_capture *c);
@@ -174,17 +169,6 @@ void sess_capture_free(sess_capture *c);
  * observation) too.
  */
 int sess_capture_page(sess *s, int full, sess_capture *c);
-/**
- * The page's part of a full capture, in one call: URL, title, origin,
- * scroll, storage and the document's HTTP status (what a navigation
- * answers with). No cookies, no fields.
- */
-int sess_capture_js(sess *s, sess_capture *c);
-/**
- * Completes a capture sess_capture_js made as a full one: cookies, and the
- * fields when with_form. On error c is freed.
- */
-int sess_capture_rest(sess *s, int with_form, sess_capture *c);
 /** The parked state as one msgpack value (caller frees *out). */
 int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len);
 int sess_unpack(const char *buf, size_t len, sess_capture *c);
@@ -240,8 +224,6 @@ void sess_release_local(sess *s);
 void sess_drop_local(sess *s);
 /** What the last checkpoint wrote is no longer known (a new lease, a restore, a drop). */
 void sess_forget_ckpt(sess *s);
-/** Drops what a navigation read for the checkpoint after it (nav_ckpt). */
-void sess_drop_nav_ckpt(sess *s);
 /** Writes the new session's meta, lease and listing (consuming a quota marker when reserved). */
 int sess_write_new(sess *s, int reserved);
 /** The checkpoint sess_done writes: none when full < 0 or the session is not live here. */

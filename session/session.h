@@ -173,18 +173,11 @@ int sess_open(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, 
 int sess_claim(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, sess **out,
                char *err, size_t errlen);
 
-/* sess_done's full: the command ended with a navigation (navigate, back,
-   forward, reload) and nothing after it. */
-#define SESS_DONE_NAV 2
-
 /**
  * Ends a command: checkpoints the URL and scroll position (and cookies and
  * storage when due or when full is set, after a navigation), marks the
  * session used and lets the next command in. full < 0: the command changed
  * nothing a checkpoint holds (observe, read, inspect...): no checkpoint.
- * full == SESS_DONE_NAV: a full one, for which what the navigation read
- * from the page for its answer stands in for asking it again (only the
- * cookies are asked), unless an event says the page moved since.
  * s may have been parked or closed by the command.
  *
  * A light checkpoint (full == 0) asks the page for its URL, title and
