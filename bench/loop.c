@@ -11,10 +11,17 @@
  *   ab    agent-browser's CLI (bench/peer/node_modules/agent-browser, pinned
  *         in bench/peer/package.json), one process per command, as its docs
  *         tell agents to use it: `snapshot -i` and `@eN` refs
+ *   mcp   refgate's MCP server on stdio (`refgate-cli mcp`), one long-lived
+ *         process, as an agent host runs it, on the same stack: the tool
+ *         calls of bench/peer/mcp.mjs's `react` loop for Playwright's MCP
+ *         server (browser_navigate, browser_snapshot, browser_type with
+ *         submit, browser_click), so that the two MCP servers do the same
+ *         work; fill and Enter are one call there, and press counts 0
  *
- * The fourth side, Playwright's MCP server, is bench/peer/mcp.mjs (its
- * `react` loop): an agent talks to that server over stdio from one
- * long-lived client, which is Node there, as for the other MCP figures.
+ * Playwright's MCP server is bench/peer/mcp.mjs (its `react` loop): an agent
+ * talks to that server over stdio from one long-lived client, which is Node
+ * there, as for the other MCP figures; here the client of refgate's is C.
+ * A JSON-RPC line on a pipe costs microseconds on either side.
  *
  * Why a file of its own and not a section of bench/gateway.c: the two CLI
  * sides need processes spawned and timed, and agent-browser's daemon started
@@ -102,8 +109,8 @@ enum { S_NAVIGATE, S_OBSERVE, S_FILL, S_PRESS, S_OBSERVE_ADDED, S_CLICK, S_OBSER
 static const char *const step_names[STEPS] = {"navigate",      "observe", "fill",           "press",
                                               "observe_added", "click",   "observe_checked"};
 
-enum { SIDE_RG, SIDE_CLI, SIDE_AB, SIDES };
-static const char *const side_names[SIDES] = {"rg", "cli", "ab"};
+enum { SIDE_RG, SIDE_CLI, SIDE_AB, SIDE_MCP, SIDES };
+static const char *const side_names[SIDES] = {"rg", "cli", "ab", "mcp"};
 
 static int verbose;
 
@@ -119,6 +126,10 @@ struct side {
     /* the CLIs */
     const char *bin;
     char **envp;
+    /* mcp: the server's process and pipes, the next request id */
+    pid_t pid;
+    FILE *to, *from;
+    int next_id;
     /* figures */
     int loops, ok, failed;
     double *total, *step[STEPS];
@@ -318,6 +329,79 @@ static int cli_step(struct side *s, const char *const *args, char **text, double
     return rc == 0 ? 0 : -1;
 }
 
+/*
+ * The MCP side: one tools/call of name with arguments (consumed); the
+ * result's text parts into *text (or dropped). 0 when the tool succeeded.
+ */
+static int mcp_call(struct side *s, const char *name, cJSON *args, char **text, double *ms)
+{
+    cJSON *req = cJSON_CreateObject(), *params = cJSON_CreateObject();
+    cJSON_AddStringToObject(req, "jsonrpc", "2.0");
+    cJSON_AddNumberToObject(req, "id", ++s->next_id);
+    cJSON_AddStringToObject(req, "method", "tools/call");
+    cJSON_AddStringToObject(params, "name", name);
+    cJSON_AddItemToObject(params, "arguments", args ? args : cJSON_CreateObject());
+    cJSON_AddItemToObject(req, "params", params);
+    char *line = cJSON_PrintUnformatted(req);
+    cJSON_Delete(req);
+    static char buf[4 << 20];
+    int64_t t0 = rg_now_us();
+    int sent = line && fprintf(s->to, "%s\n", line) > 0 && fflush(s->to) == 0;
+    free(line);
+    int got = sent && fgets(buf, sizeof buf, s->from) != NULL;
+    if (ms)
+        *ms = (double)(rg_now_us() - t0) / 1000.0;
+    cJSON *rep = got ? cJSON_Parse(buf) : NULL;
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(rep, "result");
+    int rc = res && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")) ? 0 : -1;
+    if (rc < 0)
+        fprintf(stderr, "loop: mcp %s: %.300s\n", name, got ? buf : "no reply");
+    if (text) {
+        rg_buf t;
+        rg_buf_init(&t);
+        const cJSON *c;
+        cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(res, "content"))
+        {
+            const cJSON *tx = cJSON_GetObjectItemCaseSensitive(c, "text");
+            if (cJSON_IsString(tx))
+                rg_buf_printf(&t, "%s%s", t.len ? "\n" : "", tx->valuestring);
+        }
+        rg_buf_puts(&t, "");
+        *text = rg_buf_steal(&t);
+    }
+    cJSON_Delete(rep);
+    return rc;
+}
+
+static cJSON *mcp_args(const char *k1, const char *v1, const char *k2, const char *v2)
+{
+    cJSON *a = cJSON_CreateObject();
+    cJSON_AddStringToObject(a, k1, v1);
+    if (k2)
+        cJSON_AddStringToObject(a, k2, v2);
+    return a;
+}
+
+/* The MCP side's step st: the tool calls of mcp.mjs's react loop. */
+static int mcp_step(struct side *s, int st, const char *url, const char *ref, char **text,
+                    double *ms)
+{
+    if (st == S_NAVIGATE)
+        return mcp_call(s, "browser_navigate", mcp_args("url", url, NULL, NULL), NULL, ms);
+    if (st == S_FILL) {
+        cJSON *a = mcp_args("target", ref, "text", ITEM);
+        cJSON_AddTrueToObject(a, "submit");
+        return mcp_call(s, "browser_type", a, NULL, ms);
+    }
+    if (st == S_PRESS) { /* the Enter went with the type */
+        *ms = 0;
+        return 0;
+    }
+    if (st == S_CLICK)
+        return mcp_call(s, "browser_click", mcp_args("target", ref, NULL, NULL), NULL, ms);
+    return mcp_call(s, "browser_snapshot", NULL, text, ms);
+}
+
 /* One step of the loop on side s; ref is the target (as the snapshot spelled it). */
 static int step(struct side *s, int st, const char *url, const char *ref, char **text, double *ms)
 {
@@ -337,6 +421,8 @@ static int step(struct side *s, int st, const char *url, const char *ref, char *
         if (st == S_CLICK)
             return rg_step(s, "click", (const char *[]){"target", at, NULL}, NULL, ms);
         return rg_step(s, "observe", NULL, text, ms);
+    case SIDE_MCP:
+        return mcp_step(s, st, url, at, text, ms);
     case SIDE_CLI:
         if (st == S_NAVIGATE)
             return cli_step(s, (const char *[]){"navigate", url, NULL}, NULL, ms);
@@ -476,6 +562,60 @@ static void stop_cli(struct side *s)
 {
     if (s->ready)
         cli_step(s, (const char *[]){"close", NULL}, NULL, NULL);
+}
+
+/* `refgate-cli mcp` on pipes of ours, initialized: it makes its session at the first call. */
+static int start_mcp(struct side *s, const char *bin)
+{
+    char url[160], key[200];
+    snprintf(url, sizeof url, "REFGATE_URL=http://127.0.0.1:%d", stack_port(gwc_st));
+    snprintf(key, sizeof key, "REFGATE_KEY=%s", stack_key(gwc_st, 0));
+    s->envp = env_with((const char *[]){url, key, NULL});
+    int to[2], from[2];
+    if (access(bin, X_OK) < 0 || pipe2(to, O_CLOEXEC) < 0 || pipe2(from, O_CLOEXEC) < 0) {
+        snprintf(s->error, sizeof s->error, "%.200s: cannot start", bin);
+        return -1;
+    }
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, to[0], 0);
+    posix_spawn_file_actions_adddup2(&fa, from[1], 1);
+    char *argv[] = {(char *)bin, "mcp", NULL};
+    int rc = posix_spawn(&s->pid, bin, &fa, NULL, argv, s->envp);
+    posix_spawn_file_actions_destroy(&fa);
+    close(to[0]);
+    close(from[1]);
+    s->to = fdopen(to[1], "w");
+    s->from = fdopen(from[0], "r");
+    char line[4096];
+    if (rc != 0 || !s->to || !s->from ||
+        fprintf(s->to, "{\"jsonrpc\":\"2.0\",\"id\":0,\"method\":\"initialize\",\"params\":"
+                       "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                       "\"clientInfo\":{\"name\":\"refgate-bench\",\"version\":\"0\"}}}\n"
+                       "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}\n") < 0 ||
+        fflush(s->to) != 0 || !fgets(line, sizeof line, s->from) || !strstr(line, "\"result\"")) {
+        snprintf(s->error, sizeof s->error, "%.200s mcp: no answer to initialize", bin);
+        return -1;
+    }
+    return 0;
+}
+
+/* The end of its input: the server closes the session it made and exits (killed after 10 s). */
+static void stop_mcp(struct side *s)
+{
+    if (s->to)
+        fclose(s->to);
+    if (s->pid > 0) {
+        int status;
+        for (int i = 0; i < 100 && waitpid(s->pid, &status, WNOHANG) == 0; i++)
+            rg_sleep_ms(100);
+        if (waitpid(s->pid, &status, WNOHANG) == 0) {
+            kill(s->pid, SIGKILL);
+            waitpid(s->pid, &status, 0);
+        }
+    }
+    if (s->from)
+        fclose(s->from);
 }
 
 /* agent-browser's scratch directory: its HOME, TMPDIR and socket directory. */
@@ -652,6 +792,7 @@ static int start_sides(struct side *sides, const char *cli, const char *ab, char
         s->fd = -1;
         int rc = i == SIDE_RG    ? start_rg(s)
                  : i == SIDE_CLI ? start_cli(s, cli)
+                 : i == SIDE_MCP ? start_mcp(s, cli)
                                  : start_ab(s, ab, ab_ver, vlen);
         s->ready = rc == 0;
         if (rc < 0)
@@ -718,6 +859,7 @@ int main(int argc, char **argv)
 
     int killed = stop_ab(&sides[SIDE_AB]);
     stop_cli(&sides[SIDE_CLI]);
+    stop_mcp(&sides[SIDE_MCP]);
     if (sides[SIDE_RG].ready)
         gwc_close_session(sides[SIDE_RG].sid);
     if (rc == 0) {

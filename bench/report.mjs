@@ -461,7 +461,10 @@ function loopTable() {
   console.log('');
 }
 
-/** The React loop's sides that ran: [name, result] for refgate, refgate-cli, agent-browser, MCP, MCP settle 0. */
+/**
+ * The React loop's sides that ran: [name, result] for refgate, refgate-cli, agent-browser, MCP, MCP settle 0,
+ * and refgate's own MCP server.
+ */
 function reactSides() {
   const sides = reactLoop?.sides ?? {};
   const ok = (x) => (x && !x.error ? x : undefined);
@@ -469,6 +472,7 @@ function reactSides() {
   return [
     ['refgate, nginx', ok(sides.rg)], ['refgate-cli', ok(sides.cli)], ['agent-browser CLI', ok(sides.ab)],
     ['MCP (as installed)', ok(mcp?.default?.react)], ['MCP, settle 0', ok(mcp?.nosettle?.react)],
+    ['refgate MCP (stdio)', ok(sides.mcp)],
   ];
 }
 
@@ -481,7 +485,8 @@ function reactLoopTable() {
               'side. refgate: seven commands through nginx in msgpack on a kept-alive connection; refgate-cli and ' +
               'agent-browser: seven processes, one per command (bench/loop.c, the rounds of the three interleaved); ' +
               'agent-browser observes with `snapshot -i` and acts on `@eN` refs, as its docs tell agents; MCP: six tool ' +
-              'calls over stdio, the fill and the Enter being one browser_type with submit (bench/peer/mcp.mjs). Refs are ' +
+              'calls over stdio, the fill and the Enter being one browser_type with submit (bench/peer/mcp.mjs); refgate MCP: ' +
+              'the same six tool calls to `refgate-cli mcp` on the same stack (bench/loop.c). Refs are ' +
               "parsed from each side's own snapshot; a loop is ok when the item's checkbox ends checked. [ms], median (min-max).");
   console.log('');
   const steps = ['navigate', 'observe', 'fill', 'press', 'observe_added', 'click', 'observe_checked'];
@@ -715,7 +720,7 @@ function summary() {
       add('agent loop, text the agent reads [bytes]', fig(lp.observe_bytes + lp.diff_bytes), 'MCP, 5 tool calls', fig(mcp.default.loop.agent_text_bytes));
   }
   // The agent loop on the React app (issue 20).
-  const [[, rl], [, cl], [, ab], [, mr], [, mz]] = reactSides();
+  const [[, rl], [, cl], [, ab], [, mr], [, mz], [, rm]] = reactSides();
   const med = (x) => (x ? fig(x.total_ms.median, x.total_ms.min, x.total_ms.max) : undefined);
   const p90 = (x) => (x ? fig(x.total_ms.p90) : undefined);
   if (rl || cl) {
@@ -727,6 +732,11 @@ function summary() {
     add('  the same, p90: through nginx [ms]', p90(rl), 'agent-browser CLI', p90(ab));
     add('  the same, p90: through nginx [ms]', p90(rl), 'MCP, 6 tool calls', p90(mr));
     add('  the same, p90: refgate-cli [ms]', p90(cl), 'agent-browser CLI', p90(ab));
+  }
+  // The same loop over MCP stdio, refgate's server against Playwright's (issue 21).
+  if (rm) {
+    add('agent loop over MCP stdio, React app [ms]', med(rm), 'MCP, 6 tool calls', med(mr), { max: 1 / 5, text: 'at most 1/5' });
+    if (mz) add('agent loop over MCP stdio, React app [ms]', med(rm), 'MCP, 6 tool calls, settle 0', med(mz));
   }
   // Parallel sessions and memory.
   const par = g?.parallel;
