@@ -28,6 +28,7 @@ SESSION_SRC := $(wildcard session/*.c)
 TENANT_SRC := $(wildcard tenant/*.c)
 POLICY_SRC := $(wildcard policy/*.c)
 EGRESS_SRC := $(wildcard egress/*.c)
+MCP_SRC    := $(wildcard mcp/*.c)
 # The gateway's pieces as a library (tests link them); main.c is the server.
 GATEWAY_SRC := $(filter-out gateway/main.c,$(wildcard gateway/*.c))
 
@@ -43,11 +44,12 @@ LIB_GATEWAY := $(BUILD)/libgateway.a
 LIB_TENANT := $(BUILD)/libtenant.a
 LIB_POLICY := $(BUILD)/libpolicy.a
 LIB_EGRESS := $(BUILD)/libegress.a
+LIB_MCP    := $(BUILD)/libmcp.a
 # Link order follows the dependency arrows: gateway -> tenant, policy, session;
-# session -> registry, pool, egress; pool -> cdp -> common; gateway and cli -> wire
-# -> common.
-LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_TENANT) $(LIB_POLICY) $(LIB_SESSION) $(LIB_REGISTRY) \
-                $(LIB_POOL) $(LIB_EGRESS) $(LIB_CDP) $(LIB_WIRE) $(LIB_COMMON)
+# session -> registry, pool, egress; pool -> cdp -> common; gateway and cli -> mcp
+# -> common; gateway and cli -> wire -> common.
+LIBS_REFGATE := $(LIB_GATEWAY) $(LIB_MCP) $(LIB_TENANT) $(LIB_POLICY) $(LIB_SESSION) \
+                $(LIB_REGISTRY) $(LIB_POOL) $(LIB_EGRESS) $(LIB_CDP) $(LIB_WIRE) $(LIB_COMMON)
 SERVER := $(BUILD)/refgate-server
 CLI    := $(BUILD)/refgate-cli
 CLI_SRC := $(wildcard cli/*.c)
@@ -152,6 +154,9 @@ $(LIB_POLICY): $(call obj,$(POLICY_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 $(LIB_EGRESS): $(call obj,$(EGRESS_SRC))
+	@mkdir -p $(dir $@)
+	rm -f $@ && $(AR) rcs $@ $^
+$(LIB_MCP): $(call obj,$(MCP_SRC))
 	@mkdir -p $(dir $@)
 	rm -f $@ && $(AR) rcs $@ $^
 

@@ -1,75 +1,47 @@
 /*
- * mcp.c - `refgate-cli mcp`: an MCP server (Model Context Protocol) on
- * stdio, for agent hosts that launch a local process. JSON-RPC 2.0, one
- * message per line on standard input, one reply per line on standard
- * output; nothing else is ever written to standard output.
+ * mcp.c - `refgate-cli mcp`: refgate's MCP server (mcp/mcp.h) on stdio,
+ * for agent hosts that launch a local process. One JSON-RPC message per
+ * line on standard input, one reply per line on standard output; nothing
+ * else is ever written to standard output.
  *
- * Every tool is one or more commands on one refgate session, sent to the
- * gateway over HTTP as the other commands of refgate-cli are. The session
- * is made on the first tool call that needs one (or attached with
- * --session SID) and, at the end of input, closed when this process made it
- * or parked when it was attached (--on-exit park|close overrides).
- *
- * Tool names and argument shapes follow the Playwright MCP server, so an
- * agent configured for it works unchanged; browser_park is refgate's own.
- * An action answers with what it changed in the outline (observe with
- * diff), a snapshot with the whole outline, a screenshot with an image.
- * refgate's errors are tool results with isError and the error's code and
- * message; protocol errors (malformed JSON, an unknown method or tool,
- * missing arguments, a message over MCP_LINE_MAX) are JSON-RPC errors, and
- * the server goes on reading.
+ * The tools' commands go to the gateway over HTTP, as the other commands of
+ * refgate-cli do. The session is made on the first tool call that needs one
+ * (or attached with --session SID) and, at the end of input, closed when
+ * this process made it or parked when it was attached (--on-exit
+ * park|close overrides). A line over MCP_MESSAGE_MAX is read through and
+ * refused without being held in memory.
  *
  * Single-threaded: one request at a time, in order.
  */
 #define _GNU_SOURCE
-#include "cli.h"
+#include "cli/cli.h"
 
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "mcp/mcp.h"
 #include "wire/wire.h"
 
-#define MCP_LINE_MAX (8u * 1024 * 1024)
-#define MCP_WAIT_MAX_S 30
-
-/* The protocol revisions this server speaks, newest first. */
-static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
-
-/* JSON-RPC error codes. */
-enum {
-    RPC_PARSE = -32700,
-    RPC_INVALID = -32600,
-    RPC_NO_METHOD = -32601,
-    RPC_BAD_PARAMS = -32602,
-};
-
-typedef struct mcp {
+typedef struct stdio_mcp {
     const cli_global *g;
     cli_url u;
-    char sid[128]; /* "" until the first tool call that needs a session */
-    int made;      /* the session was made here */
+    mcp_session s;
     const char *on_exit;
-} mcp;
+} stdio_mcp;
 
-/* ---- the gateway ---------------------------------------------------------- */
-
-/*
- * One command on the session (op, args owned and consumed), or a call
- * without a body (method DELETE). The reply map into *reply; a transport
- * failure is a negative code with a sentence in err.
- */
-static int gw(mcp *m, const char *method, const char *op, cJSON *args, cJSON **reply, char *err,
-              size_t errlen)
+/* The HTTP backend: one command on the session, or its DELETE (close). */
+static int gw_call(void *ud, const char *sid, const char *method, const char *op, cJSON *args,
+                   cJSON **reply, char *err, size_t errlen)
 {
+    stdio_mcp *m = ud;
     *reply = NULL;
     rg_buf path, body;
     rg_buf_init(&path);
     rg_buf_init(&body);
     rg_buf_puts(&path, "/v1/sessions");
-    if (m->sid[0]) {
+    if (sid && sid[0]) {
         rg_buf_puts(&path, "/");
-        cli_path_escape(&path, m->sid);
+        cli_path_escape(&path, sid);
     }
     cJSON *cmd = NULL;
     if (op) {
@@ -100,415 +72,9 @@ static int gw(mcp *m, const char *method, const char *op, cJSON *args, cJSON **r
     return rc;
 }
 
-static const cJSON *item(const cJSON *o, const char *k)
-{
-    return cJSON_GetObjectItemCaseSensitive(o, k);
-}
-
-static const char *str_of(const cJSON *o, const char *k)
-{
-    const cJSON *v = item(o, k);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
-static const char *or_empty(const char *s)
-{
-    return s ? s : "";
-}
-
-/* ---- tool results --------------------------------------------------------- */
-
-/* A tool result: content (text and images) and isError. */
-typedef struct result {
-    cJSON *content;
-    int error;
-} result;
-
-static void add_text(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void add_text(result *r, const char *fmt, ...)
-{
-    char *s = NULL;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vasprintf(&s, fmt, ap);
-    va_end(ap);
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "type", "text");
-    cJSON_AddStringToObject(c, "text", n >= 0 ? s : "out of memory");
-    cJSON_AddItemToArray(r->content, c);
-    free(s);
-}
-
-/* A failed command: its code and message, as the tool's error. */
-static int failed(result *r, const cJSON *reply)
-{
-    const cJSON *e = item(reply, "error");
-    const char *code = str_of(e, "code"), *msg = str_of(e, "message");
-    add_text(r, "error %s: %s", code ? code : "internal", msg ? msg : "no message");
-    r->error = 1;
-    return -1;
-}
-
-/*
- * Runs op with args (consumed) on the session, making the session first
- * when there is none. 0 with *out (the reply's result, owned by *reply), or
- * -1 with the error already in r.
- */
-static int run(mcp *m, result *r, const char *op, cJSON *args, cJSON **reply, const cJSON **out)
-{
-    char err[512];
-    *reply = NULL;
-    if (!m->sid[0]) {
-        cJSON *made = NULL;
-        int rc = gw(m, "POST", "session.create", NULL, &made, err, sizeof err);
-        const char *sid = rc == 0 && cJSON_IsTrue(item(made, "ok"))
-                              ? str_of(item(made, "result"), "session")
-                              : NULL;
-        if (sid) {
-            snprintf(m->sid, sizeof m->sid, "%s", sid);
-            m->made = 1;
-        } else if (rc == 0) {
-            failed(r, made);
-        } else {
-            add_text(r, "error unavailable: %s", err);
-            r->error = 1;
-        }
-        cJSON_Delete(made);
-        if (!sid) {
-            cJSON_Delete(args);
-            return -1;
-        }
-    }
-    if (gw(m, "POST", op, args, reply, err, sizeof err) < 0) {
-        add_text(r, "error unavailable: %s", err);
-        r->error = 1;
-        return -1;
-    }
-    if (!cJSON_IsTrue(item(*reply, "ok"))) {
-        failed(r, *reply);
-        cJSON_Delete(*reply);
-        *reply = NULL;
-        return -1;
-    }
-    *out = item(*reply, "result");
-    return 0;
-}
-
-/* run, for a command whose result is not needed. */
-static int run_only(mcp *m, result *r, const char *op, cJSON *args)
-{
-    cJSON *reply;
-    const cJSON *res;
-    int rc = run(m, r, op, args, &reply, &res);
-    cJSON_Delete(reply);
-    return rc;
-}
-
-/* The outline (whole, or what changed since the last one) after the page header. */
-static void outline(mcp *m, result *r, int diff)
-{
-    cJSON *args = cJSON_CreateObject(), *reply;
-    const cJSON *res;
-    if (diff)
-        cJSON_AddTrueToObject(args, "diff");
-    if (run(m, r, "observe", args, &reply, &res) < 0)
-        return;
-    const char *text = str_of(res, "text");
-    add_text(r, "- Page URL: %s\n- Page Title: %s\n%s\n%s", or_empty(str_of(res, "url")),
-             or_empty(str_of(res, "title")),
-             diff ? "- Changes in the outline (+ added, - removed):" : "- Page outline:",
-             text && *text ? text : diff ? "(none)" : "(empty)");
-    cJSON_Delete(reply);
-}
-
-/* ---- the tools ------------------------------------------------------------ */
-
-#define TARGET_DESC "Exact target element reference from the page snapshot (@ref), or a refgate target"
-#define ELEMENT_PROP                                                                               \
-    "\"element\":{\"type\":\"string\",\"description\":\"Human-readable element description\"},"   \
-    "\"target\":{\"type\":\"string\",\"description\":\"" TARGET_DESC "\"}"
-
-typedef struct tool {
-    const char *name, *title, *description;
-    const char *schema;   /* the inputSchema, JSON */
-    const char *required; /* the arguments a call must carry, space-separated: "name" a
-                             string, "name[]" an array */
-    void (*fn)(mcp *m, const cJSON *a, result *r);
-} tool;
-
-static cJSON *target_args(const cJSON *a)
-{
-    cJSON *args = cJSON_CreateObject();
-    cJSON_AddStringToObject(args, "target", str_of(a, "target"));
-    return args;
-}
-
-/* op with one string argument taken from the tool's own, then the outline (or its diff). */
-static void one_arg(mcp *m, result *r, const char *op, const cJSON *a, const char *key, int diff)
-{
-    cJSON *args = cJSON_CreateObject();
-    cJSON_AddStringToObject(args, key, str_of(a, key));
-    if (run_only(m, r, op, args) == 0)
-        outline(m, r, diff);
-}
-
-static void t_navigate(mcp *m, const cJSON *a, result *r)
-{
-    one_arg(m, r, "navigate", a, "url", 0);
-}
-
-static void t_back(mcp *m, const cJSON *a, result *r)
-{
-    (void)a;
-    if (run_only(m, r, "back", NULL) == 0)
-        outline(m, r, 0);
-}
-
-static void t_snapshot(mcp *m, const cJSON *a, result *r)
-{
-    (void)a;
-    outline(m, r, 0);
-}
-
-static void t_click(mcp *m, const cJSON *a, result *r)
-{
-    cJSON *args = target_args(a);
-    const char *button = str_of(a, "button");
-    if (button)
-        cJSON_AddStringToObject(args, "button", button);
-    if (cJSON_IsTrue(item(a, "doubleClick")))
-        cJSON_AddNumberToObject(args, "click_count", 2);
-    if (run_only(m, r, "click", args) == 0)
-        outline(m, r, 1);
-}
-
-static void t_hover(mcp *m, const cJSON *a, result *r)
-{
-    if (run_only(m, r, "hover", target_args(a)) == 0)
-        outline(m, r, 1);
-}
-
-/* Playwright's browser_type replaces the field's text: emptied, then typed
-   key by key, so fields that listen for keydown react; submit is Enter. */
-static void t_type(mcp *m, const cJSON *a, result *r)
-{
-    cJSON *args = target_args(a);
-    cJSON_AddStringToObject(args, "value", "");
-    if (run_only(m, r, "fill", args) < 0)
-        return;
-    args = target_args(a);
-    cJSON_AddStringToObject(args, "text", str_of(a, "text"));
-    if (run_only(m, r, "type", args) < 0)
-        return;
-    if (cJSON_IsTrue(item(a, "submit"))) {
-        args = target_args(a);
-        cJSON_AddStringToObject(args, "key", "Enter");
-        if (run_only(m, r, "press", args) < 0)
-            return;
-    }
-    outline(m, r, 1);
-}
-
-static void t_press(mcp *m, const cJSON *a, result *r)
-{
-    one_arg(m, r, "press", a, "key", 1);
-}
-
-static void t_select(mcp *m, const cJSON *a, result *r)
-{
-    cJSON *args = target_args(a);
-    cJSON_AddItemToObject(args, "values", cJSON_Duplicate(item(a, "values"), 1));
-    if (run_only(m, r, "select", args) == 0)
-        outline(m, r, 1);
-}
-
-/* One field of browser_fill_form, by its type. -1 with the error in r. */
-static int fill_field(mcp *m, const cJSON *f, result *r)
-{
-    const char *type = str_of(f, "type"), *value = str_of(f, "value");
-    cJSON *args = target_args(f);
-    if (!strcmp(type, "checkbox") || !strcmp(type, "radio"))
-        return run_only(m, r, strcmp(value, "true") ? "uncheck" : "check", args);
-    if (!strcmp(type, "combobox")) {
-        cJSON *vals = cJSON_CreateArray();
-        cJSON_AddItemToArray(vals, cJSON_CreateString(value));
-        cJSON_AddItemToObject(args, "values", vals);
-        return run_only(m, r, "select", args);
-    }
-    cJSON_AddStringToObject(args, "value", value);
-    return run_only(m, r, "fill", args);
-}
-
-static void t_fill_form(mcp *m, const cJSON *a, result *r)
-{
-    const cJSON *f;
-    cJSON_ArrayForEach(f, item(a, "fields"))
-    {
-        if (fill_field(m, f, r) < 0)
-            return;
-    }
-    outline(m, r, 1);
-}
-
-static void t_screenshot(mcp *m, const cJSON *a, result *r)
-{
-    const char *type = str_of(a, "type");
-    int jpeg = type && !strcmp(type, "jpeg");
-    cJSON *args = cJSON_CreateObject();
-    cJSON_AddStringToObject(args, "format", jpeg ? "jpeg" : "png");
-    if (cJSON_IsTrue(item(a, "fullPage")))
-        cJSON_AddTrueToObject(args, "full_page");
-    if (str_of(a, "target"))
-        cJSON_AddStringToObject(args, "target", str_of(a, "target"));
-    cJSON *reply;
-    const cJSON *res;
-    if (run(m, r, "screenshot", args, &reply, &res) < 0)
-        return;
-    cJSON *c = cJSON_CreateObject();
-    cJSON_AddStringToObject(c, "type", "image");
-    cJSON_AddStringToObject(c, "data", or_empty(str_of(res, "data"))); /* bin arrives as base64 */
-    cJSON_AddStringToObject(c, "mimeType", jpeg ? "image/jpeg" : "image/png");
-    cJSON_AddItemToArray(r->content, c);
-    cJSON_Delete(reply);
-}
-
-static void t_wait(mcp *m, const cJSON *a, result *r)
-{
-    const cJSON *t = item(a, "time");
-    if (cJSON_IsNumber(t)) {
-        double s = t->valuedouble < 0 ? 0 : t->valuedouble > MCP_WAIT_MAX_S ? MCP_WAIT_MAX_S
-                                                                           : t->valuedouble;
-        rg_sleep_ms((int)(s * 1000));
-    }
-    if (str_of(a, "textGone")) {
-        add_text(r, "error bad_request: textGone is not supported; wait for a text that appears");
-        r->error = 1;
-        return;
-    }
-    if (str_of(a, "text")) {
-        cJSON *args = cJSON_CreateObject();
-        cJSON_AddStringToObject(args, "text", str_of(a, "text"));
-        if (run_only(m, r, "wait", args) < 0)
-            return;
-    }
-    outline(m, r, 1);
-}
-
-static void t_evaluate(mcp *m, const cJSON *a, result *r)
-{
-    if (str_of(a, "target")) {
-        add_text(r, "error bad_request: browser_evaluate on an element is not supported");
-        r->error = 1;
-        return;
-    }
-    cJSON *args = cJSON_CreateObject();
-    char *expr = NULL;
-    if (asprintf(&expr, "(%s)()", str_of(a, "function")) < 0)
-        expr = NULL;
-    cJSON_AddStringToObject(args, "expression", expr ? expr : "undefined");
-    cJSON_AddTrueToObject(args, "await");
-    free(expr);
-    cJSON *reply;
-    const cJSON *res;
-    if (run(m, r, "eval", args, &reply, &res) < 0)
-        return;
-    char *v = cJSON_PrintUnformatted(item(res, "value"));
-    add_text(r, "%s", v ? v : "undefined");
-    free(v);
-    cJSON_Delete(reply);
-}
-
-static void t_park(mcp *m, const cJSON *a, result *r)
-{
-    (void)a;
-    if (run_only(m, r, "session.park", NULL) == 0)
-        add_text(r, "The session %s is parked; the next tool call restores it.", m->sid);
-}
-
-static void t_close(mcp *m, const cJSON *a, result *r)
-{
-    (void)a;
-    char err[512];
-    cJSON *reply = NULL;
-    if (!m->sid[0]) {
-        add_text(r, "No session was open.");
-        return;
-    }
-    if (gw(m, "DELETE", NULL, NULL, &reply, err, sizeof err) < 0) {
-        add_text(r, "error unavailable: %s", err);
-        r->error = 1;
-    } else if (!cJSON_IsTrue(item(reply, "ok"))) {
-        failed(r, reply);
-    } else {
-        add_text(r, "The session %s is closed; the next tool call opens a new one.", m->sid);
-        m->sid[0] = '\0';
-        m->made = 0;
-    }
-    cJSON_Delete(reply);
-}
-
-// clang-format off
-static const tool tools[] = {
-    {"browser_navigate", "Navigate to a URL", "Navigate to a URL",
-     "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"description\":\"The URL to navigate to\"}},\"required\":[\"url\"]}",
-     "url", t_navigate},
-    {"browser_navigate_back", "Go back", "Go back to the previous page in the history",
-     "{\"type\":\"object\",\"properties\":{}}", "", t_back},
-    {"browser_snapshot", "Page snapshot",
-     "The page as a compact outline: its elements with refs (@ref) to act on, its structure and its text",
-     "{\"type\":\"object\",\"properties\":{}}", "", t_snapshot},
-    {"browser_click", "Click", "Perform click on a web page",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"doubleClick\":{\"type\":\"boolean\"},"
-     "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"]}},\"required\":[\"target\"]}",
-     "target", t_click},
-    {"browser_hover", "Hover mouse", "Hover over element on page",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP "},\"required\":[\"target\"]}",
-     "target", t_hover},
-    {"browser_type", "Type text",
-     "Type text into editable element: its text is replaced, key by key",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"text\":{\"type\":\"string\"},"
-     "\"submit\":{\"type\":\"boolean\",\"description\":\"Press Enter after\"},"
-     "\"slowly\":{\"type\":\"boolean\",\"description\":\"Accepted; typing is always key by key\"}},"
-     "\"required\":[\"target\",\"text\"]}",
-     "target text", t_type},
-    {"browser_press_key", "Press a key", "Press a key on the keyboard",
-     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Name of the key to press or a character to generate, such as ArrowLeft, a or Control+a\"}},\"required\":[\"key\"]}",
-     "key", t_press},
-    {"browser_select_option", "Select option", "Select an option in a dropdown",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"values\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},\"required\":[\"target\",\"values\"]}",
-     "target values[]", t_select},
-    {"browser_fill_form", "Fill form", "Fill multiple form fields",
-     "{\"type\":\"object\",\"properties\":{\"fields\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
-     "\"properties\":{\"name\":{\"type\":\"string\"},\"type\":{\"type\":\"string\",\"enum\":[\"textbox\",\"checkbox\",\"radio\",\"combobox\",\"slider\"]},"
-     "\"target\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"name\",\"type\",\"target\",\"value\"]}}},\"required\":[\"fields\"]}",
-     "fields[]", t_fill_form},
-    {"browser_take_screenshot", "Take a screenshot",
-     "Take a screenshot of the page; act with browser_snapshot's refs",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"type\":{\"type\":\"string\",\"enum\":[\"png\",\"jpeg\"]},\"fullPage\":{\"type\":\"boolean\"}}}",
-     "", t_screenshot},
-    {"browser_wait_for", "Wait for", "Wait for text to appear or a time to pass",
-     "{\"type\":\"object\",\"properties\":{\"time\":{\"type\":\"number\",\"description\":\"Seconds, at most 30\"},"
-     "\"text\":{\"type\":\"string\"},\"textGone\":{\"type\":\"string\"}}}",
-     "", t_wait},
-    {"browser_evaluate", "Evaluate JavaScript",
-     "Evaluate a JavaScript function on the page (tenants allowed to eval only)",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"function\":{\"type\":\"string\",\"description\":\"() => { /* code */ }\"}},\"required\":[\"function\"]}",
-     "function", t_evaluate},
-    {"browser_close", "Close browser", "Close the page and its session",
-     "{\"type\":\"object\",\"properties\":{}}", "", t_close},
-    {"browser_park", "Park the session",
-     "Park the session: the browser is let go, the page's state is kept and comes back at the next call",
-     "{\"type\":\"object\",\"properties\":{}}", "", t_park},
-};
-// clang-format on
-
-#define NTOOLS (sizeof tools / sizeof *tools)
-
-/* ---- JSON-RPC -------------------------------------------------------------- */
-
 static void send_msg(cJSON *msg)
 {
-    char *s = cJSON_PrintUnformatted(msg);
+    char *s = msg ? cJSON_PrintUnformatted(msg) : NULL;
     if (s) {
         fputs(s, stdout);
         fputc('\n', stdout);
@@ -518,169 +84,10 @@ static void send_msg(cJSON *msg)
     cJSON_Delete(msg);
 }
 
-static void send_error(const cJSON *id, int code, const char *message)
-{
-    cJSON *msg = cJSON_CreateObject();
-    cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(msg, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
-    cJSON *e = cJSON_AddObjectToObject(msg, "error");
-    cJSON_AddNumberToObject(e, "code", code);
-    cJSON_AddStringToObject(e, "message", message);
-    send_msg(msg);
-}
-
-static void send_result(const cJSON *id, cJSON *res)
-{
-    cJSON *msg = cJSON_CreateObject();
-    cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
-    cJSON_AddItemToObject(msg, "id", cJSON_Duplicate(id, 1));
-    cJSON_AddItemToObject(msg, "result", res);
-    send_msg(msg);
-}
-
-static cJSON *initialize(const cJSON *params)
-{
-    const char *asked = str_of(params, "protocolVersion"), *v = versions[0];
-    for (size_t i = 0; asked && i < sizeof versions / sizeof *versions; i++)
-        if (!strcmp(asked, versions[i]))
-            v = versions[i];
-    cJSON *res = cJSON_CreateObject();
-    cJSON_AddStringToObject(res, "protocolVersion", v);
-    cJSON *caps = cJSON_AddObjectToObject(res, "capabilities");
-    cJSON_AddFalseToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged");
-    cJSON *info = cJSON_AddObjectToObject(res, "serverInfo");
-    cJSON_AddStringToObject(info, "name", "refgate");
-    cJSON_AddStringToObject(info, "version", "1.1");
-    cJSON_AddStringToObject(res, "instructions",
-                            "Call browser_snapshot to see the page as an outline; act on "
-                            "elements by their @ref. Actions answer with what changed.");
-    return res;
-}
-
-static cJSON *list_tools(void)
-{
-    cJSON *res = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(res, "tools");
-    for (size_t i = 0; i < NTOOLS; i++) {
-        cJSON *t = cJSON_CreateObject();
-        cJSON_AddStringToObject(t, "name", tools[i].name);
-        cJSON_AddStringToObject(t, "title", tools[i].title);
-        cJSON_AddStringToObject(t, "description", tools[i].description);
-        cJSON *schema = cJSON_Parse(tools[i].schema);
-        if (!schema)
-            abort(); /* the table above is wrong */
-        cJSON_AddItemToObject(t, "inputSchema", schema);
-        cJSON_AddItemToArray(arr, t);
-    }
-    return res;
-}
-
-/* The first required argument the call lacks or gives with the wrong type, or NULL. */
-static const char *missing(const tool *t, const cJSON *args, char *buf, size_t len)
-{
-    const char *p = t->required;
-    while (*p) {
-        size_t n = strcspn(p, " ");
-        int array = n > 2 && !strncmp(p + n - 2, "[]", 2);
-        snprintf(buf, len, "%.*s", (int)(array ? n - 2 : n), p);
-        const cJSON *v = item(args, buf);
-        if (!v || (array ? !cJSON_IsArray(v) : !cJSON_IsString(v)))
-            return buf;
-        p += n;
-        while (*p == ' ')
-            p++;
-    }
-    return NULL;
-}
-
-static void call_tool(mcp *m, const cJSON *id, const cJSON *params)
-{
-    const char *name = str_of(params, "name");
-    const cJSON *args = item(params, "arguments");
-    const tool *t = NULL;
-    for (size_t i = 0; name && i < NTOOLS; i++)
-        if (!strcmp(name, tools[i].name))
-            t = &tools[i];
-    char msg[256], arg[64];
-    if (!t) {
-        snprintf(msg, sizeof msg, "unknown tool \"%.80s\"", name ? name : "");
-        send_error(id, RPC_BAD_PARAMS, msg);
-        return;
-    }
-    if (args && !cJSON_IsObject(args)) {
-        send_error(id, RPC_BAD_PARAMS, "arguments must be an object");
-        return;
-    }
-    const char *miss = missing(t, args, arg, sizeof arg);
-    if (miss) {
-        snprintf(msg, sizeof msg, "%s needs the argument \"%s\" of its schema", t->name, miss);
-        send_error(id, RPC_BAD_PARAMS, msg);
-        return;
-    }
-    result r = {cJSON_CreateArray(), 0};
-    t->fn(m, args, &r);
-    cJSON *res = cJSON_CreateObject();
-    cJSON_AddItemToObject(res, "content", r.content);
-    cJSON_AddBoolToObject(res, "isError", r.error);
-    send_result(id, res);
-}
-
-/* One message from the client. */
-static void handle(mcp *m, const char *line)
-{
-    cJSON *msg = cJSON_Parse(line);
-    if (!msg) {
-        send_error(NULL, RPC_PARSE, "parse error: the line is not JSON");
-        return;
-    }
-    const cJSON *id = item(msg, "id");
-    int has_id = id && (cJSON_IsString(id) || cJSON_IsNumber(id));
-    const char *method = str_of(msg, "method"), *jv = str_of(msg, "jsonrpc");
-    if (!cJSON_IsObject(msg) || !jv || strcmp(jv, "2.0") || (id && !has_id && !cJSON_IsNull(id))) {
-        send_error(has_id ? id : NULL, RPC_INVALID,
-                   cJSON_IsArray(msg) ? "invalid request: batches are not supported"
-                                      : "invalid request: not a JSON-RPC 2.0 message");
-    } else if (!method) {
-        /* A response to a request of ours: this server sends none. */
-    } else if (!has_id) {
-        /* A notification (initialized, cancelled, ...): never answered. */
-    } else if (!strcmp(method, "initialize")) {
-        send_result(id, initialize(item(msg, "params")));
-    } else if (!strcmp(method, "ping")) {
-        send_result(id, cJSON_CreateObject());
-    } else if (!strcmp(method, "tools/list")) {
-        send_result(id, list_tools());
-    } else if (!strcmp(method, "tools/call")) {
-        call_tool(m, id, item(msg, "params"));
-    } else {
-        char text[160];
-        snprintf(text, sizeof text, "method not found: %.100s", method);
-        send_error(id, RPC_NO_METHOD, text);
-    }
-    cJSON_Delete(msg);
-}
-
-/* At the end of input: the session closed or parked, as --on-exit says. */
-static void leave(mcp *m)
-{
-    if (!m->sid[0])
-        return;
-    const char *how = m->on_exit ? m->on_exit : m->made ? "close" : "park";
-    char err[512];
-    cJSON *reply = NULL;
-    int rc = !strcmp(how, "close") ? gw(m, "DELETE", NULL, NULL, &reply, err, sizeof err)
-                                   : gw(m, "POST", "session.park", NULL, &reply, err, sizeof err);
-    if (rc < 0)
-        cli_error(stderr, "could not %s session %s: %s", how, m->sid, err);
-    else if (!cJSON_IsTrue(item(reply, "ok")))
-        cli_error(stderr, "could not %s session %s: %s", how, m->sid,
-                  or_empty(str_of(item(reply, "error"), "message")));
-    cJSON_Delete(reply);
-}
-
 /*
  * The next line of f into b (without its end of line, NUL-terminated). A
- * line over MCP_LINE_MAX is read to its end and dropped, with *too_long set:
- * memory stays bounded whatever comes in. 0 at the end of input.
+ * line over MCP_MESSAGE_MAX is read to its end and dropped, with *too_long
+ * set: memory stays bounded whatever comes in. 0 at the end of input.
  */
 static int read_line(FILE *f, rg_buf *b, int *too_long)
 {
@@ -698,7 +105,7 @@ static int read_line(FILE *f, rg_buf *b, int *too_long)
         int end = n > 0 && chunk[n - 1] == '\n';
         if (!*too_long) {
             rg_buf_append(b, chunk, n - (size_t)end);
-            if (b->len > MCP_LINE_MAX) {
+            if (b->len > MCP_MESSAGE_MAX) {
                 *too_long = 1;
                 rg_buf_destroy(b);
                 rg_buf_init(b);
@@ -713,15 +120,37 @@ static int read_line(FILE *f, rg_buf *b, int *too_long)
     }
 }
 
+/* At the end of input: the session closed or parked, as --on-exit says. */
+static void leave(stdio_mcp *m)
+{
+    if (!m->s.sid[0])
+        return;
+    const char *how = m->on_exit ? m->on_exit : m->s.made ? "close" : "park";
+    char err[512];
+    cJSON *reply = NULL;
+    int rc = !strcmp(how, "close")
+                 ? gw_call(m, m->s.sid, "DELETE", NULL, NULL, &reply, err, sizeof err)
+                 : gw_call(m, m->s.sid, "POST", "session.park", NULL, &reply, err, sizeof err);
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(reply, "error");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+    if (rc < 0)
+        cli_error(stderr, "could not %s session %s: %s", how, m->s.sid, err);
+    else if (!cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "ok")))
+        cli_error(stderr, "could not %s session %s: %s", how, m->s.sid,
+                  cJSON_IsString(msg) ? msg->valuestring : "error");
+    cJSON_Delete(reply);
+}
+
 int cli_mcp_main(const cli_global *g, int argc, char **argv)
 {
-    mcp m = {.g = g};
+    stdio_mcp m = {.g = g, .s = {.call = gw_call}};
+    m.s.ud = &m;
     char err[512];
     if (g->session)
-        snprintf(m.sid, sizeof m.sid, "%s", g->session);
+        snprintf(m.s.sid, sizeof m.s.sid, "%s", g->session);
     for (int i = 0; i < argc; i++) {
         if ((!strcmp(argv[i], "--session") || !strcmp(argv[i], "-s")) && i + 1 < argc) {
-            snprintf(m.sid, sizeof m.sid, "%s", argv[++i]);
+            snprintf(m.s.sid, sizeof m.s.sid, "%s", argv[++i]);
         } else if (!strcmp(argv[i], "--on-exit") && i + 1 < argc &&
                    (!strcmp(argv[i + 1], "park") || !strcmp(argv[i + 1], "close"))) {
             m.on_exit = argv[++i];
@@ -742,11 +171,11 @@ int cli_mcp_main(const cli_global *g, int argc, char **argv)
         int too_long = 0;
         more = read_line(stdin, &line, &too_long);
         if (too_long)
-            send_error(NULL, RPC_INVALID, "invalid request: the message is over 8 MiB");
+            send_msg(mcp_error(NULL, MCP_INVALID, "invalid request: the message is over 8 MiB"));
         else if (line.failed)
-            send_error(NULL, RPC_INVALID, "invalid request: out of memory for the message");
+            send_msg(mcp_error(NULL, MCP_INVALID, "invalid request: out of memory for it"));
         else if (line.len > 0)
-            handle(&m, line.data);
+            send_msg(mcp_handle(&m.s, line.data, NULL));
     }
     rg_buf_destroy(&line);
     leave(&m);

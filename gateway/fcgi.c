@@ -33,6 +33,7 @@ static const char *reason(int status)
 {
     switch (status) {
     case 200: return "OK";
+    case 202: return "Accepted";
     case 400: return "Bad Request";
     case 401: return "Unauthorized";
     case 403: return "Forbidden";
@@ -150,6 +151,7 @@ static void serve_one(gw *g, FCGX_Request *r)
                        .accept = FCGX_GetParam("HTTP_ACCEPT", r->envp),
                        .authorization = FCGX_GetParam("HTTP_AUTHORIZATION", r->envp),
                        .request_id = FCGX_GetParam("HTTP_X_REQUEST_ID", r->envp),
+                       .mcp_session = FCGX_GetParam("HTTP_MCP_SESSION_ID", r->envp),
                        .body = body,
                        .body_len = body ? len : 0,
                        .body_too_large = too_large};
@@ -162,6 +164,9 @@ static void serve_one(gw *g, FCGX_Request *r)
                      resp.status, reason(resp.status), resp.content_type, resp.body.len);
     if (resp.retry_after_s > 0)
         n += snprintf(head + n, sizeof head - (size_t)n, "Retry-After: %d\r\n", resp.retry_after_s);
+    if (resp.mcp_session[0])
+        n += snprintf(head + n, sizeof head - (size_t)n, "Mcp-Session-Id: %s\r\n",
+                      resp.mcp_session);
     if (req.request_id && strlen(req.request_id) < 128 && !strpbrk(req.request_id, "\r\n"))
         n += snprintf(head + n, sizeof head - (size_t)n, "X-Request-Id: %s\r\n", req.request_id);
     snprintf(head + n, sizeof head - (size_t)n, "\r\n");

@@ -65,6 +65,7 @@ typedef struct gw_http_req {
     const char *accept;        /* may be NULL */
     const char *authorization; /* the header, may be NULL */
     const char *request_id;    /* X-Request-Id, may be NULL */
+    const char *mcp_session;   /* Mcp-Session-Id (POST /v1/mcp), may be NULL */
     const void *body;
     size_t body_len;
     int body_too_large;        /* the transport saw more than max_body bytes */
@@ -77,6 +78,7 @@ typedef struct gw_http_resp {
     rg_buf body;
     const char *code;          /* the error code for the log line, NULL when none (static) */
     gw_after after;            /* run it once the response is sent */
+    char mcp_session[72];      /* "": none; else sent as Mcp-Session-Id (initialize) */
 } gw_http_resp;
 
 /**

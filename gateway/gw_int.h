@@ -159,8 +159,12 @@ enum gw_route {
     GW_ROUTE_SESSIONS, /* /v1/sessions */
     GW_ROUTE_SESSION,  /* /v1/sessions/{sid} */
     GW_ROUTE_WS,       /* /v1/sessions/{sid}/ws (the WebSocket, not for HTTP) */
+    GW_ROUTE_MCP,      /* /v1/mcp (MCP over Streamable HTTP, mcp_http.c) */
 };
 enum gw_route gw_http_route(const char *path, char *sid, size_t len);
+
+/** POST or DELETE /v1/mcp for an authenticated, admitted caller (mcp_http.c). */
+void gw_handle_mcp(gw *g, const gw_http_req *req, const gw_caller *who, gw_http_resp *resp);
 
 /* ---- WebSocket (ws.c) ---- */
 

@@ -156,6 +156,8 @@ enum gw_route gw_http_route(const char *path, char *sid, size_t len)
 {
     static const char base[] = "/v1/sessions";
     sid[0] = '\0';
+    if (!strcmp(path, "/v1/mcp"))
+        return GW_ROUTE_MCP;
     if (strncmp(path, base, sizeof base - 1))
         return GW_ROUTE_NONE;
     const char *p = path + sizeof base - 1;
@@ -214,7 +216,20 @@ static int refused(gw *g, const gw_http_req *req, enum gw_route kind, const char
         return 1;
     }
     int post = !strcmp(method, "POST");
-    int allowed = (kind == GW_ROUTE_SESSIONS && (post || !strcmp(method, "GET"))) ||
+    if (kind == GW_ROUTE_MCP && !post && strcmp(method, "DELETE")) {
+        /* No server-sent stream: MCP clients take 405 as "POST only". */
+        respond_error(resp, F_JSON, RG_EBADREQ,
+                      "POST /v1/mcp (JSON-RPC, JSON replies) or DELETE with Mcp-Session-Id", 0,
+                      0);
+        resp->status = 405;
+        return 1;
+    }
+    if (kind == GW_ROUTE_MCP && post && !is_json(req->content_type)) {
+        respond_error(resp, F_JSON, RG_EMEDIA, "POST /v1/mcp takes application/json", 0, 0);
+        return 1;
+    }
+    int allowed = kind == GW_ROUTE_MCP ||
+                  (kind == GW_ROUTE_SESSIONS && (post || !strcmp(method, "GET"))) ||
                   (kind == GW_ROUTE_SESSION && (post || !strcmp(method, "DELETE")));
     if (!allowed) {
         respond_error(resp, f, RG_EBADREQ,
@@ -353,6 +368,12 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
     if (kind == GW_ROUTE_SESSIONS && !strcmp(method, "GET")) {
         op = "list";
         list_sessions(g, &who, f, resp);
+        gw_leave(g, t.id);
+        goto log;
+    }
+    if (kind == GW_ROUTE_MCP) {
+        op = "mcp";
+        gw_handle_mcp(g, req, &who, resp);
         gw_leave(g, t.id);
         goto log;
     }

@@ -10,7 +10,11 @@
  *     version negotiation, tools/list schemas, notifications unanswered,
  *     malformed JSON, a wrong jsonrpc, an unknown method and tool, missing
  *     arguments and an oversized message each refused with the right
- *     JSON-RPC error, and the server still serving afterwards.
+ *     JSON-RPC error, and the server still serving afterwards;
+ *   - the same task over Streamable HTTP (POST /v1/mcp through nginx), with
+ *     the SDK's HTTP client transport, and that endpoint's answers to what
+ *     it refuses: GET, a wrong content type, a missing or unknown
+ *     Mcp-Session-Id, a notification (202), DELETE.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -29,7 +33,9 @@
 
 #include <cjson/cJSON.h>
 
+#include "tests/support/expect.h"
 #include "tests/support/fixture.h"
+#include "tests/support/net.h"
 
 #define APP "tests/mcp/app"
 
@@ -47,14 +53,14 @@ static void find_cli(void)
     strcat(cli, "/refgate-cli");
 }
 
-static void test_agent_task_through_the_sdk_client(void **state)
+/* Runs tests/mcp/agent.mjs (extra: its transport options); it must end with "done". */
+static void agent_task(const char *extra)
 {
-    (void)state;
-    char url[256], cmd[1200];
+    char url[256], cmd[1400];
     httpd_url(gw.pages, "", url, sizeof url);
     snprintf(cmd, sizeof cmd,
-             "REFGATE_URL='%s' REFGATE_KEY='%s' node tests/mcp/agent.mjs '%s' '%s' 2>&1", gw_url,
-             stack_key(gw.st, 0), cli, url);
+             "REFGATE_URL='%s' REFGATE_KEY='%s' node tests/mcp/agent.mjs '%s' '%s' %s 2>&1",
+             gw_url, stack_key(gw.st, 0), cli, url, extra);
     FILE *p = popen(cmd, "r");
     assert_non_null(p);
     char line[4096], last[4096] = "";
@@ -66,6 +72,84 @@ static void test_agent_task_through_the_sdk_client(void **state)
     assert_true(WIFEXITED(status));
     assert_int_equal(WEXITSTATUS(status), 0);
     assert_string_equal(last, "done\n");
+}
+
+static void test_agent_task_through_the_sdk_client(void **state)
+{
+    (void)state;
+    agent_task("");
+}
+
+static void test_agent_task_over_http(void **state)
+{
+    (void)state;
+    char extra[128];
+    snprintf(extra, sizeof extra, "--http '%s/v1/mcp'", gw_url);
+    agent_task(extra);
+}
+
+/* POST /v1/mcp through nginx with extra headers; the status, and the body into body. */
+static int mcp_post(const char *headers, const char *body, char *out, size_t len)
+{
+    char h[600];
+    snprintf(h, sizeof h, "%s%s", gw.auth[0], headers);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(gw.st), "POST", "/v1/mcp", h, body, strlen(body), &r),
+                     0);
+    if (out)
+        snprintf(out, len, "%s", r.body.data ? r.body.data : "");
+    rg_buf_destroy(&r.body);
+    return r.status;
+}
+
+static void test_http_endpoint_refusals(void **state)
+{
+    (void)state;
+    const char *json = "Content-Type: application/json\r\n";
+    char h[300], body[2000];
+    http_resp r;
+    /* No server-sent stream: GET is 405. */
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/mcp", gw.auth[0], NULL, 0, &r), 0);
+    assert_int_equal(r.status, 405);
+    rg_buf_destroy(&r.body);
+    /* JSON only; a key is needed as on every request. */
+    assert_int_equal(mcp_post("Content-Type: text/plain\r\n", "{}", NULL, 0), 415);
+    assert_int_equal(http_request(stack_port(gw.st), "POST", "/v1/mcp", json, "{}", 2, &r), 0);
+    assert_int_equal(r.status, 401);
+    rg_buf_destroy(&r.body);
+    /* After initialize every request names its session. */
+    assert_int_equal(mcp_post(json, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", NULL, 0),
+                     400);
+    snprintf(h, sizeof h, "%sMcp-Session-Id: sNoSuchSession123\r\n", json);
+    assert_int_equal(mcp_post(h, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"ping\"}", NULL, 0),
+                     404);
+    /* An MCP session is a refgate session: one made through the API serves. */
+    char sid[64];
+    int st = 0;
+    cJSON *made = expect_post(&gw, 0, "/v1/sessions", "{}", &st);
+    assert_int_equal(st, 200);
+    snprintf(sid, sizeof sid, "%s", reply_str(made, "session"));
+    cJSON_Delete(made);
+    snprintf(h, sizeof h, "%sMcp-Session-Id: %s\r\n", json, sid);
+    assert_int_equal(mcp_post(h, "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/initialized\"}",
+                              body, sizeof body),
+                     202);
+    assert_string_equal(body, "");
+    assert_int_equal(mcp_post(h, "{\"jsonrpc\":\"2.0\",\"id\":7,\"method\":\"ping\"}", body,
+                              sizeof body),
+                     200);
+    assert_string_equal(body, "{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}}");
+    assert_int_equal(mcp_post(h, "{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":", body, sizeof body),
+                     200);
+    assert_non_null(strstr(body, "-32700"));
+    /* DELETE ends it: the session is gone, and so is the MCP session. */
+    char dh[300];
+    snprintf(dh, sizeof dh, "%sMcp-Session-Id: %s\r\n", gw.auth[0], sid);
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", "/v1/mcp", dh, NULL, 0, &r), 0);
+    assert_int_equal(r.status, 200);
+    rg_buf_destroy(&r.body);
+    assert_int_equal(mcp_post(h, "{\"jsonrpc\":\"2.0\",\"id\":9,\"method\":\"ping\"}", NULL, 0),
+                     404);
 }
 
 /* ---- conformance: the server on pipes of our own ---- */
@@ -277,6 +361,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agent_task_through_the_sdk_client),
         cmocka_unit_test(test_protocol_conformance),
+        cmocka_unit_test(test_agent_task_over_http),
+        cmocka_unit_test(test_http_endpoint_refusals),
     };
     rc = FX_RUN("mcp", tests, NULL, NULL);
     fx_stack_stop(&gw);

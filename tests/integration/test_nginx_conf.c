@@ -177,8 +177,15 @@ static void check_upstream(const char *conf, const char *name, const char *const
 /* What every rendering must say, local or docker. */
 static void check_common(const char *conf)
 {
-    /* The session id from the path is the hash key; others spread by request id. */
-    assert_contains(conf, "\"~^/v1/sessions/([^/]+)(/ws)?$\" $1;");
+    /* The session id from the path (or an MCP request's Mcp-Session-Id header) is the
+       hash key; others spread by request id. */
+    assert_contains(conf, "map \"$uri|$http_mcp_session_id\" $rg_sid {");
+    assert_contains(conf, "\"~^/v1/sessions/([^/|]+)(/ws)?\\|\" $1;");
+    assert_contains(conf, "\"~^/v1/mcp\\|([A-Za-z0-9_-]{1,64})$\" $1;");
+    assert_contains(conf, "fastcgi_param HTTP_MCP_SESSION_ID $http_mcp_session_id if_not_empty;");
+    char *mcp = block(conf, "location = /v1/mcp {");
+    assert_contains(mcp, "fastcgi_pass refgate_fcgi;");
+    free(mcp);
     assert_contains(conf, "\"\" $request_id;");
     char *ws = block(conf, "location ~ ^/v1/sessions/[^/]+/ws$ {");
     assert_contains(ws, "proxy_pass http://refgate_ws;");

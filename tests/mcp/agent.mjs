@@ -1,7 +1,9 @@
-// agent.mjs CLI APP_URL - an agent-style task through refgate's MCP server,
-// driven by the official MCP TypeScript SDK client (tests/mcp/package.json
-// pins it) over stdio: the client starts `CLI mcp` itself, as an agent host
-// does. REFGATE_URL and REFGATE_KEY pass through to it.
+// agent.mjs CLI APP_URL [--http MCP_URL] - an agent-style task through
+// refgate's MCP server, driven by the official MCP TypeScript SDK client
+// (tests/mcp/package.json pins it). Over stdio the client starts `CLI mcp`
+// itself, as an agent host does (REFGATE_URL and REFGATE_KEY pass through to
+// it); with --http it speaks Streamable HTTP to MCP_URL (POST /v1/mcp through
+// nginx) with REFGATE_KEY as its Bearer key, as a hosted agent does.
 //
 // The task, on tests/mcp/app: list the tools; navigate to the shop; find the
 // search box in the snapshot; type into it (the page reacts to keydown
@@ -11,8 +13,10 @@
 // check exits with status 1 and says what was wrong.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 
-const [cli, appUrl] = process.argv.slice(2);
+const [cli, appUrl, flag, mcpUrl] = process.argv.slice(2);
+const overHttp = flag === '--http';
 
 function fail(msg) {
   console.log('FAIL ' + msg);
@@ -31,15 +35,21 @@ function refOf(text, role, name) {
   return m[1];
 }
 
-const transport = new StdioClientTransport({
-  command: cli,
-  args: ['mcp'],
-  env: { REFGATE_URL: process.env.REFGATE_URL, REFGATE_KEY: process.env.REFGATE_KEY, PATH: process.env.PATH },
-  stderr: 'inherit',
-});
+const transport = overHttp
+  ? new StreamableHTTPClientTransport(new URL(mcpUrl), {
+    requestInit: { headers: { Authorization: `Bearer ${process.env.REFGATE_KEY}` } },
+  })
+  : new StdioClientTransport({
+    command: cli,
+    args: ['mcp'],
+    env: { REFGATE_URL: process.env.REFGATE_URL, REFGATE_KEY: process.env.REFGATE_KEY, PATH: process.env.PATH },
+    stderr: 'inherit',
+  });
 const client = new Client({ name: 'refgate-test-agent', version: '1.0.0' });
 await client.connect(transport);
 check(client.getServerVersion()?.name === 'refgate', 'initialize: the server is refgate');
+if (overHttp) check(typeof transport.sessionId === 'string' && transport.sessionId.length > 8,
+  'over HTTP, initialize gave an Mcp-Session-Id');
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);

@@ -1,0 +1,582 @@
+/*
+ * mcp.c - refgate's MCP server (Model Context Protocol), whatever carries
+ * its messages: JSON-RPC 2.0 framed on cJSON, the tools with the Playwright
+ * MCP server's names and argument shapes, each a command or a few on one
+ * refgate session through the session's backend (mcp_session.call): the
+ * gateway over HTTP for refgate-cli mcp (stdio), the command pipeline in
+ * process for POST /v1/mcp. See mcp/mcp.h.
+ *
+ * An action answers with what it changed in the outline (observe with
+ * diff), a snapshot with the whole outline, a screenshot with an image.
+ * refgate's errors are tool results with isError and the error's code and
+ * message; protocol errors (malformed JSON, an unknown method or tool,
+ * missing arguments) are JSON-RPC errors.
+ *
+ * Threading: a session is used by one thread at a time.
+ */
+#define _GNU_SOURCE
+#include "mcp/mcp.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/rg.h"
+
+#define MCP_WAIT_MAX_S 30
+
+/* The protocol revisions this server speaks, newest first. */
+static const char *const versions[] = {"2025-06-18", "2025-03-26", "2024-11-05"};
+
+static const cJSON *item(const cJSON *o, const char *k)
+{
+    return cJSON_GetObjectItemCaseSensitive(o, k);
+}
+
+static const char *str_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = item(o, k);
+    return cJSON_IsString(v) ? v->valuestring : NULL;
+}
+
+static const char *or_empty(const char *s)
+{
+    return s ? s : "";
+}
+
+/* ---- tool results --------------------------------------------------------- */
+
+/* A tool result: content (text and images) and isError. */
+typedef struct result {
+    cJSON *content;
+    int error;
+} result;
+
+static void add_text(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add_text(result *r, const char *fmt, ...)
+{
+    char *s = NULL;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vasprintf(&s, fmt, ap);
+    va_end(ap);
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", "text");
+    cJSON_AddStringToObject(c, "text", n >= 0 ? s : "out of memory");
+    cJSON_AddItemToArray(r->content, c);
+    free(s);
+}
+
+/* A failed command: its code and message, as the tool's error. */
+static int failed(result *r, const cJSON *reply)
+{
+    const cJSON *e = item(reply, "error");
+    const char *code = str_of(e, "code"), *msg = str_of(e, "message");
+    add_text(r, "error %s: %s", code ? code : "internal", msg ? msg : "no message");
+    r->error = 1;
+    return -1;
+}
+
+/*
+ * Runs op with args (consumed) on the session, making the session first
+ * when there is none. 0 with *out (the reply's result, owned by *reply), or
+ * -1 with the error already in r.
+ */
+static int run(mcp_session *m, result *r, const char *op, cJSON *args, cJSON **reply, const cJSON **out)
+{
+    char err[512];
+    *reply = NULL;
+    if (!m->sid[0] && m->no_create) {
+        add_text(r, "error not_found: the session was closed; initialize a new MCP session");
+        r->error = 1;
+        cJSON_Delete(args);
+        return -1;
+    }
+    if (!m->sid[0]) {
+        cJSON *made = NULL;
+        int rc = m->call(m->ud, m->sid, "POST", "session.create", NULL, &made, err, sizeof err);
+        const char *sid = rc == 0 && cJSON_IsTrue(item(made, "ok"))
+                              ? str_of(item(made, "result"), "session")
+                              : NULL;
+        if (sid) {
+            snprintf(m->sid, sizeof m->sid, "%s", sid);
+            m->made = 1;
+        } else if (rc == 0) {
+            failed(r, made);
+        } else {
+            add_text(r, "error unavailable: %s", err);
+            r->error = 1;
+        }
+        cJSON_Delete(made);
+        if (!sid) {
+            cJSON_Delete(args);
+            return -1;
+        }
+    }
+    if (m->call(m->ud, m->sid, "POST", op, args, reply, err, sizeof err) < 0) {
+        add_text(r, "error unavailable: %s", err);
+        r->error = 1;
+        return -1;
+    }
+    if (!cJSON_IsTrue(item(*reply, "ok"))) {
+        failed(r, *reply);
+        cJSON_Delete(*reply);
+        *reply = NULL;
+        return -1;
+    }
+    *out = item(*reply, "result");
+    return 0;
+}
+
+/* run, for a command whose result is not needed. */
+static int run_only(mcp_session *m, result *r, const char *op, cJSON *args)
+{
+    cJSON *reply;
+    const cJSON *res;
+    int rc = run(m, r, op, args, &reply, &res);
+    cJSON_Delete(reply);
+    return rc;
+}
+
+/* The outline (whole, or what changed since the last one) after the page header. */
+static void outline(mcp_session *m, result *r, int diff)
+{
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    if (diff)
+        cJSON_AddTrueToObject(args, "diff");
+    if (run(m, r, "observe", args, &reply, &res) < 0)
+        return;
+    const char *text = str_of(res, "text");
+    add_text(r, "- Page URL: %s\n- Page Title: %s\n%s\n%s", or_empty(str_of(res, "url")),
+             or_empty(str_of(res, "title")),
+             diff ? "- Changes in the outline (+ added, - removed):" : "- Page outline:",
+             text && *text ? text : diff ? "(none)" : "(empty)");
+    cJSON_Delete(reply);
+}
+
+/* ---- the tools ------------------------------------------------------------ */
+
+#define TARGET_DESC "Exact target element reference from the page snapshot (@ref), or a refgate target"
+#define ELEMENT_PROP                                                                               \
+    "\"element\":{\"type\":\"string\",\"description\":\"Human-readable element description\"},"   \
+    "\"target\":{\"type\":\"string\",\"description\":\"" TARGET_DESC "\"}"
+
+typedef struct tool {
+    const char *name, *title, *description;
+    const char *schema;   /* the inputSchema, JSON */
+    const char *required; /* the arguments a call must carry, space-separated: "name" a
+                             string, "name[]" an array */
+    void (*fn)(mcp_session *m, const cJSON *a, result *r);
+} tool;
+
+static cJSON *target_args(const cJSON *a)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "target", str_of(a, "target"));
+    return args;
+}
+
+/* op with one string argument taken from the tool's own, then the outline (or its diff). */
+static void one_arg(mcp_session *m, result *r, const char *op, const cJSON *a, const char *key, int diff)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, key, str_of(a, key));
+    if (run_only(m, r, op, args) == 0)
+        outline(m, r, diff);
+}
+
+static void t_navigate(mcp_session *m, const cJSON *a, result *r)
+{
+    one_arg(m, r, "navigate", a, "url", 0);
+}
+
+static void t_back(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    if (run_only(m, r, "back", NULL) == 0)
+        outline(m, r, 0);
+}
+
+static void t_snapshot(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    outline(m, r, 0);
+}
+
+static void t_click(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = target_args(a);
+    const char *button = str_of(a, "button");
+    if (button)
+        cJSON_AddStringToObject(args, "button", button);
+    if (cJSON_IsTrue(item(a, "doubleClick")))
+        cJSON_AddNumberToObject(args, "click_count", 2);
+    if (run_only(m, r, "click", args) == 0)
+        outline(m, r, 1);
+}
+
+static void t_hover(mcp_session *m, const cJSON *a, result *r)
+{
+    if (run_only(m, r, "hover", target_args(a)) == 0)
+        outline(m, r, 1);
+}
+
+/* Playwright's browser_type replaces the field's text: emptied, then typed
+   key by key, so fields that listen for keydown react; submit is Enter. */
+static void t_type(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = target_args(a);
+    cJSON_AddStringToObject(args, "value", "");
+    if (run_only(m, r, "fill", args) < 0)
+        return;
+    args = target_args(a);
+    cJSON_AddStringToObject(args, "text", str_of(a, "text"));
+    if (run_only(m, r, "type", args) < 0)
+        return;
+    if (cJSON_IsTrue(item(a, "submit"))) {
+        args = target_args(a);
+        cJSON_AddStringToObject(args, "key", "Enter");
+        if (run_only(m, r, "press", args) < 0)
+            return;
+    }
+    outline(m, r, 1);
+}
+
+static void t_press(mcp_session *m, const cJSON *a, result *r)
+{
+    one_arg(m, r, "press", a, "key", 1);
+}
+
+static void t_select(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = target_args(a);
+    cJSON_AddItemToObject(args, "values", cJSON_Duplicate(item(a, "values"), 1));
+    if (run_only(m, r, "select", args) == 0)
+        outline(m, r, 1);
+}
+
+/* One field of browser_fill_form, by its type. -1 with the error in r. */
+static int fill_field(mcp_session *m, const cJSON *f, result *r)
+{
+    const char *type = str_of(f, "type"), *value = str_of(f, "value");
+    cJSON *args = target_args(f);
+    if (!strcmp(type, "checkbox") || !strcmp(type, "radio"))
+        return run_only(m, r, strcmp(value, "true") ? "uncheck" : "check", args);
+    if (!strcmp(type, "combobox")) {
+        cJSON *vals = cJSON_CreateArray();
+        cJSON_AddItemToArray(vals, cJSON_CreateString(value));
+        cJSON_AddItemToObject(args, "values", vals);
+        return run_only(m, r, "select", args);
+    }
+    cJSON_AddStringToObject(args, "value", value);
+    return run_only(m, r, "fill", args);
+}
+
+static void t_fill_form(mcp_session *m, const cJSON *a, result *r)
+{
+    const cJSON *f;
+    cJSON_ArrayForEach(f, item(a, "fields"))
+    {
+        if (fill_field(m, f, r) < 0)
+            return;
+    }
+    outline(m, r, 1);
+}
+
+static void t_screenshot(mcp_session *m, const cJSON *a, result *r)
+{
+    const char *type = str_of(a, "type");
+    int jpeg = type && !strcmp(type, "jpeg");
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "format", jpeg ? "jpeg" : "png");
+    if (cJSON_IsTrue(item(a, "fullPage")))
+        cJSON_AddTrueToObject(args, "full_page");
+    if (str_of(a, "target"))
+        cJSON_AddStringToObject(args, "target", str_of(a, "target"));
+    cJSON *reply;
+    const cJSON *res;
+    if (run(m, r, "screenshot", args, &reply, &res) < 0)
+        return;
+    cJSON *c = cJSON_CreateObject();
+    cJSON_AddStringToObject(c, "type", "image");
+    cJSON_AddStringToObject(c, "data", or_empty(str_of(res, "data"))); /* bin arrives as base64 */
+    cJSON_AddStringToObject(c, "mimeType", jpeg ? "image/jpeg" : "image/png");
+    cJSON_AddItemToArray(r->content, c);
+    cJSON_Delete(reply);
+}
+
+static void t_wait(mcp_session *m, const cJSON *a, result *r)
+{
+    const cJSON *t = item(a, "time");
+    if (cJSON_IsNumber(t)) {
+        double s = t->valuedouble < 0 ? 0 : t->valuedouble > MCP_WAIT_MAX_S ? MCP_WAIT_MAX_S
+                                                                           : t->valuedouble;
+        rg_sleep_ms((int)(s * 1000));
+    }
+    if (str_of(a, "textGone")) {
+        add_text(r, "error bad_request: textGone is not supported; wait for a text that appears");
+        r->error = 1;
+        return;
+    }
+    if (str_of(a, "text")) {
+        cJSON *args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "text", str_of(a, "text"));
+        if (run_only(m, r, "wait", args) < 0)
+            return;
+    }
+    outline(m, r, 1);
+}
+
+static void t_evaluate(mcp_session *m, const cJSON *a, result *r)
+{
+    if (str_of(a, "target")) {
+        add_text(r, "error bad_request: browser_evaluate on an element is not supported");
+        r->error = 1;
+        return;
+    }
+    cJSON *args = cJSON_CreateObject();
+    char *expr = NULL;
+    if (asprintf(&expr, "(%s)()", str_of(a, "function")) < 0)
+        expr = NULL;
+    cJSON_AddStringToObject(args, "expression", expr ? expr : "undefined");
+    cJSON_AddTrueToObject(args, "await");
+    free(expr);
+    cJSON *reply;
+    const cJSON *res;
+    if (run(m, r, "eval", args, &reply, &res) < 0)
+        return;
+    char *v = cJSON_PrintUnformatted(item(res, "value"));
+    add_text(r, "%s", v ? v : "undefined");
+    free(v);
+    cJSON_Delete(reply);
+}
+
+static void t_park(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    if (run_only(m, r, "session.park", NULL) == 0)
+        add_text(r, "The session %s is parked; the next tool call restores it.", m->sid);
+}
+
+static void t_close(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    char err[512];
+    cJSON *reply = NULL;
+    if (!m->sid[0]) {
+        add_text(r, "No session was open.");
+        return;
+    }
+    if (m->call(m->ud, m->sid, "DELETE", NULL, NULL, &reply, err, sizeof err) < 0) {
+        add_text(r, "error unavailable: %s", err);
+        r->error = 1;
+    } else if (!cJSON_IsTrue(item(reply, "ok"))) {
+        failed(r, reply);
+    } else {
+        add_text(r, "The session %s is closed; the next tool call opens a new one.", m->sid);
+        m->sid[0] = '\0';
+        m->made = 0;
+    }
+    cJSON_Delete(reply);
+}
+
+// clang-format off
+static const tool tools[] = {
+    {"browser_navigate", "Navigate to a URL", "Navigate to a URL",
+     "{\"type\":\"object\",\"properties\":{\"url\":{\"type\":\"string\",\"description\":\"The URL to navigate to\"}},\"required\":[\"url\"]}",
+     "url", t_navigate},
+    {"browser_navigate_back", "Go back", "Go back to the previous page in the history",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_back},
+    {"browser_snapshot", "Page snapshot",
+     "The page as a compact outline: its elements with refs (@ref) to act on, its structure and its text",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_snapshot},
+    {"browser_click", "Click", "Perform click on a web page",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"doubleClick\":{\"type\":\"boolean\"},"
+     "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"]}},\"required\":[\"target\"]}",
+     "target", t_click},
+    {"browser_hover", "Hover mouse", "Hover over element on page",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP "},\"required\":[\"target\"]}",
+     "target", t_hover},
+    {"browser_type", "Type text",
+     "Type text into editable element: its text is replaced, key by key",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"text\":{\"type\":\"string\"},"
+     "\"submit\":{\"type\":\"boolean\",\"description\":\"Press Enter after\"},"
+     "\"slowly\":{\"type\":\"boolean\",\"description\":\"Accepted; typing is always key by key\"}},"
+     "\"required\":[\"target\",\"text\"]}",
+     "target text", t_type},
+    {"browser_press_key", "Press a key", "Press a key on the keyboard",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Name of the key to press or a character to generate, such as ArrowLeft, a or Control+a\"}},\"required\":[\"key\"]}",
+     "key", t_press},
+    {"browser_select_option", "Select option", "Select an option in a dropdown",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"values\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},\"required\":[\"target\",\"values\"]}",
+     "target values[]", t_select},
+    {"browser_fill_form", "Fill form", "Fill multiple form fields",
+     "{\"type\":\"object\",\"properties\":{\"fields\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
+     "\"properties\":{\"name\":{\"type\":\"string\"},\"type\":{\"type\":\"string\",\"enum\":[\"textbox\",\"checkbox\",\"radio\",\"combobox\",\"slider\"]},"
+     "\"target\":{\"type\":\"string\"},\"value\":{\"type\":\"string\"}},\"required\":[\"name\",\"type\",\"target\",\"value\"]}}},\"required\":[\"fields\"]}",
+     "fields[]", t_fill_form},
+    {"browser_take_screenshot", "Take a screenshot",
+     "Take a screenshot of the page; act with browser_snapshot's refs",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"type\":{\"type\":\"string\",\"enum\":[\"png\",\"jpeg\"]},\"fullPage\":{\"type\":\"boolean\"}}}",
+     "", t_screenshot},
+    {"browser_wait_for", "Wait for", "Wait for text to appear or a time to pass",
+     "{\"type\":\"object\",\"properties\":{\"time\":{\"type\":\"number\",\"description\":\"Seconds, at most 30\"},"
+     "\"text\":{\"type\":\"string\"},\"textGone\":{\"type\":\"string\"}}}",
+     "", t_wait},
+    {"browser_evaluate", "Evaluate JavaScript",
+     "Evaluate a JavaScript function on the page (tenants allowed to eval only)",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"function\":{\"type\":\"string\",\"description\":\"() => { /* code */ }\"}},\"required\":[\"function\"]}",
+     "function", t_evaluate},
+    {"browser_close", "Close browser", "Close the page and its session",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_close},
+    {"browser_park", "Park the session",
+     "Park the session: the browser is let go, the page's state is kept and comes back at the next call",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_park},
+};
+// clang-format on
+
+#define NTOOLS (sizeof tools / sizeof *tools)
+
+/* ---- JSON-RPC -------------------------------------------------------------- */
+
+/* A JSON-RPC error message for id (NULL: null). */
+cJSON *mcp_error(const cJSON *id, int code, const char *message)
+{
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(msg, "id", id ? cJSON_Duplicate(id, 1) : cJSON_CreateNull());
+    cJSON *e = cJSON_AddObjectToObject(msg, "error");
+    cJSON_AddNumberToObject(e, "code", code);
+    cJSON_AddStringToObject(e, "message", message);
+    return msg;
+}
+
+static cJSON *result_msg(const cJSON *id, cJSON *res)
+{
+    cJSON *msg = cJSON_CreateObject();
+    cJSON_AddStringToObject(msg, "jsonrpc", "2.0");
+    cJSON_AddItemToObject(msg, "id", cJSON_Duplicate(id, 1));
+    cJSON_AddItemToObject(msg, "result", res);
+    return msg;
+}
+
+static cJSON *initialize(const cJSON *params)
+{
+    const char *asked = str_of(params, "protocolVersion"), *v = versions[0];
+    for (size_t i = 0; asked && i < sizeof versions / sizeof *versions; i++)
+        if (!strcmp(asked, versions[i]))
+            v = versions[i];
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddStringToObject(res, "protocolVersion", v);
+    cJSON *caps = cJSON_AddObjectToObject(res, "capabilities");
+    cJSON_AddFalseToObject(cJSON_AddObjectToObject(caps, "tools"), "listChanged");
+    cJSON *info = cJSON_AddObjectToObject(res, "serverInfo");
+    cJSON_AddStringToObject(info, "name", "refgate");
+    cJSON_AddStringToObject(info, "version", "1.1");
+    cJSON_AddStringToObject(res, "instructions",
+                            "Call browser_snapshot to see the page as an outline; act on "
+                            "elements by their @ref. Actions answer with what changed.");
+    return res;
+}
+
+static cJSON *list_tools(void)
+{
+    cJSON *res = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(res, "tools");
+    for (size_t i = 0; i < NTOOLS; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "name", tools[i].name);
+        cJSON_AddStringToObject(t, "title", tools[i].title);
+        cJSON_AddStringToObject(t, "description", tools[i].description);
+        cJSON *schema = cJSON_Parse(tools[i].schema);
+        if (!schema)
+            abort(); /* the table above is wrong */
+        cJSON_AddItemToObject(t, "inputSchema", schema);
+        cJSON_AddItemToArray(arr, t);
+    }
+    return res;
+}
+
+/* The first required argument the call lacks or gives with the wrong type, or NULL. */
+static const char *missing(const tool *t, const cJSON *args, char *buf, size_t len)
+{
+    const char *p = t->required;
+    while (*p) {
+        size_t n = strcspn(p, " ");
+        int array = n > 2 && !strncmp(p + n - 2, "[]", 2);
+        snprintf(buf, len, "%.*s", (int)(array ? n - 2 : n), p);
+        const cJSON *v = item(args, buf);
+        if (!v || (array ? !cJSON_IsArray(v) : !cJSON_IsString(v)))
+            return buf;
+        p += n;
+        while (*p == ' ')
+            p++;
+    }
+    return NULL;
+}
+
+static cJSON *call_tool(mcp_session *m, const cJSON *id, const cJSON *params)
+{
+    const char *name = str_of(params, "name");
+    const cJSON *args = item(params, "arguments");
+    const tool *t = NULL;
+    for (size_t i = 0; name && i < NTOOLS; i++)
+        if (!strcmp(name, tools[i].name))
+            t = &tools[i];
+    char msg[256], arg[64];
+    if (!t) {
+        snprintf(msg, sizeof msg, "unknown tool \"%.80s\"", name ? name : "");
+        return mcp_error(id, MCP_BAD_PARAMS, msg);
+    }
+    if (args && !cJSON_IsObject(args))
+        return mcp_error(id, MCP_BAD_PARAMS, "arguments must be an object");
+    const char *miss = missing(t, args, arg, sizeof arg);
+    if (miss) {
+        snprintf(msg, sizeof msg, "%s needs the argument \"%s\" of its schema", t->name, miss);
+        return mcp_error(id, MCP_BAD_PARAMS, msg);
+    }
+    result r = {cJSON_CreateArray(), 0};
+    t->fn(m, args, &r);
+    cJSON *res = cJSON_CreateObject();
+    cJSON_AddItemToObject(res, "content", r.content);
+    cJSON_AddBoolToObject(res, "isError", r.error);
+    return result_msg(id, res);
+}
+
+cJSON *mcp_handle(mcp_session *m, const char *text, int *initialize_out)
+{
+    if (initialize_out)
+        *initialize_out = 0;
+    cJSON *msg = cJSON_Parse(text);
+    if (!msg)
+        return mcp_error(NULL, MCP_PARSE, "parse error: the message is not JSON");
+    const cJSON *id = item(msg, "id");
+    int has_id = id && (cJSON_IsString(id) || cJSON_IsNumber(id));
+    const char *method = str_of(msg, "method"), *jv = str_of(msg, "jsonrpc");
+    cJSON *reply = NULL;
+    if (!cJSON_IsObject(msg) || !jv || strcmp(jv, "2.0") || (id && !has_id && !cJSON_IsNull(id))) {
+        reply = mcp_error(has_id ? id : NULL, MCP_INVALID,
+                          cJSON_IsArray(msg) ? "invalid request: batches are not supported"
+                                             : "invalid request: not a JSON-RPC 2.0 message");
+    } else if (!method || !has_id) {
+        /* A response to a request of ours (this server sends none), or a
+           notification (initialized, cancelled, ...): never answered. */
+    } else if (!strcmp(method, "initialize")) {
+        reply = result_msg(id, initialize(item(msg, "params")));
+        if (initialize_out)
+            *initialize_out = 1;
+    } else if (!strcmp(method, "ping")) {
+        reply = result_msg(id, cJSON_CreateObject());
+    } else if (!strcmp(method, "tools/list")) {
+        reply = result_msg(id, list_tools());
+    } else if (!strcmp(method, "tools/call")) {
+        reply = call_tool(m, id, item(msg, "params"));
+    } else {
+        char t[160];
+        snprintf(t, sizeof t, "method not found: %.100s", method);
+        reply = mcp_error(id, MCP_NO_METHOD, t);
+    }
+    cJSON_Delete(msg);
+    return reply;
+}
