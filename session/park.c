@@ -85,7 +85,7 @@ static char *dup_opt(const char *s)
 }
 
 void sess_set_options(sess *s, int width, int height, const char *user_agent, const char *locale,
-                      const char *timezone)
+                      const char *tz)
 {
     s->width = width > 0 ? width : 1280;
     s->height = height > 0 ? height : 800;
@@ -94,7 +94,7 @@ void sess_set_options(sess *s, int width, int height, const char *user_agent, co
     free(s->timezone);
     s->user_agent = dup_opt(user_agent);
     s->locale = dup_opt(locale);
-    s->timezone = dup_opt(timezone);
+    s->timezone = dup_opt(tz);
 }
 
 int sess_apply_options(sess *s)

@@ -149,7 +149,7 @@ void sess_events_unbind(sess *s);
 
 /** Sets s's viewport (0 or less: 1280 x 800) and options (copied; NULL or "": none). */
 void sess_set_options(sess *s, int width, int height, const char *user_agent, const char *locale,
-                      const char *timezone);
+                      const char *tz);
 /** Applies viewport, user agent, locale and timezone to the page. */
 int sess_apply_options(sess *s);
 

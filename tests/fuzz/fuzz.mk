@@ -22,7 +22,7 @@ FUZZ_LDFLAGS := $(FUZZ_SAN) -fsanitize=fuzzer
 # gateway's command checks, which live among the gateway's ops, so they take
 # the whole server but main.c (nothing of it starts: no browser, no Redis).
 FUZZ_APP_SRC := $(COMMON_SRC) $(WIRE_SRC) $(CDP_SRC) $(POOL_SRC) $(REGISTRY_SRC) $(SESSION_SRC) \
-                $(TENANT_SRC) $(POLICY_SRC) $(EGRESS_SRC) $(GATEWAY_SRC)
+                $(TENANT_SRC) $(POLICY_SRC) $(EGRESS_SRC) $(MCP_SRC) $(GATEWAY_SRC)
 FUZZ_SRC_mp_command   := tests/fuzz/fuzz_util.c tests/fuzz/fuzz_wire.c $(FUZZ_APP_SRC)
 FUZZ_SRC_json_command := tests/fuzz/fuzz_util.c tests/fuzz/fuzz_wire.c $(FUZZ_APP_SRC)
 FUZZ_SRC_target       := tests/fuzz/fuzz_util.c registry/target.c common/rg.c
@@ -47,9 +47,9 @@ $(FUZZ_DIR)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -c $< -o $@
 
-$(FUZZ_DIR)/obj/registry/observer_js.o: registry/observer_js.S registry/observer.js
+$(FUZZ_DIR)/obj/registry/observer_js.o: registry/observer_js.S $(BUILD)/registry/observer.js
 	@mkdir -p $(dir $@)
-	$(FUZZ_CC) -c $< -o $@
+	$(FUZZ_CC) -Wa,-I$(BUILD) -c $< -o $@
 
 define FUZZ_LINK
 $(FUZZ_DIR)/fuzz_$(1): $(call fuzz_obj,tests/fuzz/fuzz_$(1).c $(sort $(FUZZ_SRC_$(1))))
