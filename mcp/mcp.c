@@ -261,6 +261,11 @@ static void t_select(mcp_session *m, const cJSON *a, result *r)
 static int fill_field(mcp_session *m, const cJSON *f, result *r)
 {
     const char *type = str_of(f, "type"), *value = str_of(f, "value");
+    if (!type || !value || !str_of(f, "target")) {
+        add_text(r, "error bad_request: every field needs a type, a target and a value (strings)");
+        r->error = 1;
+        return -1;
+    }
     cJSON *args = target_args(f);
     if (!strcmp(type, "checkbox") || !strcmp(type, "radio"))
         return run_only(m, r, strcmp(value, "true") ? "uncheck" : "check", args);
@@ -311,9 +316,9 @@ static void t_wait(mcp_session *m, const cJSON *a, result *r)
 {
     const cJSON *t = item(a, "time");
     if (cJSON_IsNumber(t)) {
-        double s = t->valuedouble < 0 ? 0 : t->valuedouble > MCP_WAIT_MAX_S ? MCP_WAIT_MAX_S
-                                                                           : t->valuedouble;
-        rg_sleep_ms((int)(s * 1000));
+        double most = m->wait_max_ms > 0 ? m->wait_max_ms : MCP_WAIT_MAX_S * 1000.0;
+        double ms = t->valuedouble * 1000.0;
+        rg_sleep_ms((int)(ms > most ? most : ms > 0 ? ms : 0)); /* NaN is refused by cJSON */
     }
     if (str_of(a, "textGone")) {
         add_text(r, "error bad_request: textGone is not supported; wait for a text that appears");

@@ -49,6 +49,7 @@ typedef struct mcp_session {
     char sid[128]; /* "" until made; the first tool call makes it unless no_create */
     int made;      /* the session was made by this MCP session */
     int no_create; /* HTTP: the session is made at initialize; once closed, it stays so */
+    int wait_max_ms; /* browser_wait_for's time is at most this; 0: 30 s */
 } mcp_session;
 
 /**

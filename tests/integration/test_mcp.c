@@ -334,6 +334,15 @@ static void test_protocol_conformance(void **state)
     assert_non_null(strstr(rstr(c0, "text"), "error "));
     cJSON_Delete(r);
 
+    /* A field without its target or value is the tool's error, not the server's end
+       (the fuzzer's first find). */
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":15,\"method\":\"tools/call\",\"params\":"
+                  "{\"name\":\"browser_fill_form\",\"arguments\":{\"fields\":[{\"name\":\"n\","
+                  "\"type\":\"checkbox\"},7]}}}");
+    r = expect_result(&s, 15, &res);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")));
+    cJSON_Delete(r);
+
     /* At the end of input the session it made is closed and the server exits 0. */
     fclose(s.in);
     int status;
