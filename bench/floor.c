@@ -9,7 +9,7 @@
  *   context_pss_mib      added PSS of the browser's processes per context, N = 1, 10, 50
  *
  * Prints one JSON object on stdout (the same keys bench/peer/floor.mjs uses
- * for Playwright, so bench/report.mjs can print ratios). `--quick` makes it
+ * for Playwright, so bench/peer/report.mjs can print ratios). `--quick` makes it
  * short: one cold start, 500 calls, and only N = 10 contexts. It measures; it asserts nothing.
  */
 #define _GNU_SOURCE

@@ -43,7 +43,7 @@
  * With --snap DIR, the last run's outlines of each page are written to
  * DIR/refgate/<page>.txt (full) and DIR/refgate-interactive/<page>.txt, with
  * <page> the file name without .html ("controls" for the controls page), and
- * the JSON names the full one (snap); bench/report.mjs measures the text
+ * the JSON names the full one (snap); bench/peer/report.mjs measures the text
  * coverage from them.
  *
  * Usage: observe [--quick] [--runs N] [--pages DIR] [--corpus DIR] [--snap DIR]

@@ -1,7 +1,7 @@
 #!/bin/sh
 # run.sh BUILD [--quick] - `make bench`: refgate's figures and its peers' on
 # the same Chromium binary and flags, in one run, then one report with
-# ratios (bench/report.mjs). Measures; asserts nothing. The peers come from
+# ratios (bench/peer/report.mjs). Measures; asserts nothing. The peers come from
 # the npm registry (bench/peer/install.sh): playwright-core, the Playwright
 # MCP server (@playwright/mcp) and agent-browser; React for the agent loop's
 # page too (tests/fixtures/react/install.sh).
@@ -106,7 +106,7 @@ cat >"$out/meta.json" <<EOF
  "git":"$rev","load_start":[$load_start],"load_end":[$(loadavg)],
  "seconds":$total,"steps":{$steps},"load_after_step":{$loads}}
 EOF
-node "$here/report.mjs" "$out" | tee "$out/report.md"
+node "$here/peer/report.mjs" "$out" | tee "$out/report.md"
 echo "bench: results and logs in $out" >&2
 if [ -n "$failed" ]; then
     echo "bench: failed:$failed" >&2

@@ -55,4 +55,11 @@ int reg_page_register(reg_page *pg, const reg_node *nd, char ref[REG_REF_MAX]);
 const char *jstr(const cJSON *o, const char *k);
 int jint(const cJSON *o, const char *k, int def);
 
+/* keys.c */
+/** press: "Enter", "Control+a", ...; RG_EBADREQ for a key or modifier it does not know. */
+int reg_press(reg_page_handle h, const char *spec, char *err, size_t errlen);
+/** type: a key per character (insertText for the rest), until deadline (RG_ETIMEOUT). */
+int reg_type_text(reg_page_handle h, const char *text, int delay_ms, int64_t deadline,
+                  char *err, size_t errlen);
+
 #endif

@@ -37,7 +37,7 @@
 // With --snap DIR, the last run's first snapshot of each page is written to
 // DIR/playwright/<page>.txt, <page> the file name without .html ("controls"
 // for the controls page), as observe.c writes refgate's outlines beside it,
-// and the JSON names it (snap); bench/report.mjs measures the text coverage
+// and the JSON names it (snap); bench/peer/report.mjs measures the text coverage
 // of both sides from these files, with one tokenizer.
 //
 // Usage: node bench/peer/observe.mjs [--quick] [--runs N] [--pages DIR]

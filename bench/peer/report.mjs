@@ -168,7 +168,7 @@ const mcpPage = (n) => mcp?.default?.pages?.[n];
 // ---- text coverage ----
 
 /** Chromium's trees of the corpus pages, beside the pages. */
-const AX_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', 'tests', 'corpus', 'pages-ax');
+const AX_DIR = join(dirname(fileURLToPath(import.meta.url)), '..', '..', 'tests', 'corpus', 'pages-ax');
 /** The distinct words of a text: lowercased runs of 3 or more Unicode letters or digits. */
 const wordsOf = (text) => new Set(text.toLowerCase().match(/[\p{L}\p{N}]{3,}/gu) ?? []);
 const pageBase = (n) => n.replace(/\.html$/, '');
