@@ -112,6 +112,11 @@ void gw_metrics_text(gw *g, rg_buf *out)
     pool_get_stats(g->pool, &ps);
     rg_buf_printf(out,
                   "# TYPE refgate_sessions_live gauge\nrefgate_sessions_live %d\n"
+                  "# TYPE refgate_sessions_frozen gauge\nrefgate_sessions_frozen %d\n"
+                  "# TYPE refgate_sessions_frozen_total counter\n"
+                  "refgate_sessions_frozen_total %llu\n"
+                  "# TYPE refgate_sessions_woken_total counter\n"
+                  "refgate_sessions_woken_total %llu\n"
                   "# TYPE refgate_sessions_parked_total counter\n"
                   "refgate_sessions_parked_total %llu\n"
                   "# TYPE refgate_sessions_restored_total counter\n"
@@ -127,7 +132,8 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   "# TYPE refgate_redis_errors_total counter\nrefgate_redis_errors_total %llu\n"
                   "# TYPE refgate_ws_connections_total counter\n"
                   "refgate_ws_connections_total %llu\n",
-                  ss.live, (unsigned long long)ss.parked, (unsigned long long)ss.restored,
+                  ss.live, ss.frozen, (unsigned long long)ss.freezes, (unsigned long long)ss.wakes,
+                  (unsigned long long)ss.parked, (unsigned long long)ss.restored,
                   ps.browsers, ps.browsers_ready, ps.contexts_in_use, ps.queue_depth,
                   (unsigned long long)ps.restarts, (unsigned long long)ps.pings_missed,
                   (unsigned long long)m.redis_errors,

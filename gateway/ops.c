@@ -127,6 +127,7 @@ static int op_info(gw_cmd *c)
     c->result = cJSON_CreateObject();
     cJSON_AddStringToObject(c->result, "session", c->sid);
     cJSON_AddStringToObject(c->result, "state", in.state);
+    cJSON_AddBoolToObject(c->result, "frozen", in.frozen);
     cJSON_AddStringToObject(c->result, "url", in.url);
     cJSON_AddStringToObject(c->result, "title", in.title);
     cJSON_AddNumberToObject(c->result, "created_ms", (double)in.created_ms);

@@ -4,16 +4,19 @@
  * create (a new session's meta and lease), claim (take the lease unless
  * another live worker holds it), beat (refresh the leases this worker holds
  * and hear park requests), save (a checkpoint or a park, only while the
- * lease is ours) and release. Around them: leasing a context from the pool
+ * lease is ours), frozen (what session.info says of a frozen page) and
+ * release. Around them: leasing a context from the pool
  * (parking the least recently used idle session when it is full), binding
  * and letting go of it, the checkpoint at the end of a command, parking,
- * the heartbeat thread, and the takeover that makes a session live here.
+ * the heartbeat thread (which also freezes the pages of sessions idle for
+ * freeze_idle_ms; sess_wake wakes them), and the takeover that makes a
+ * session live here.
  *
  * Threading: the heartbeat runs on its own thread (sess_heartbeat_main) and
  * takes only idle sessions, through session.c's FIFO, so everything else
  * here runs for the session's holder (a command, the heartbeat or a park
  * holding it). m->mu guards the table fields (live, busy, refs, n_live,
- * stats); Redis calls take their own connection.
+ * frozen, stats); Redis calls take their own connection.
  */
 #define _GNU_SOURCE
 #include "session/sess_int.h"
@@ -40,7 +43,8 @@ static rg_redis_script claim_script = {
     "redis.call('DEL', KEYS[4])\n"
     "local prev = redis.call('HGET', KEYS[1], 'state') or ''\n"
     "if owner then prev = 'mine' end\n"
-    "redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'state', 'live', 'last_used', ARGV[3])\n"
+    "redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'state', 'live', 'last_used', ARGV[3],\n"
+    "           'frozen', '0')\n"
     "return {'ok', prev, redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[3]) or ''}\n",
     ""};
 
@@ -94,6 +98,14 @@ static rg_redis_script create_script = {
     "redis.call('HSET', KEYS[1], unpack(ARGV, 5))\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
     "redis.call('SET', KEYS[2], ARGV[3], 'PX', ARGV[4])\n"
+    "return 1\n",
+    ""};
+
+/* KEYS meta lease; ARGV me frozen. Says whether the owner froze the page
+   (session.info), only while the lease is ours. */
+static rg_redis_script frozen_script = {
+    "if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
+    "redis.call('HSET', KEYS[1], 'frozen', ARGV[2])\n"
     "return 1\n",
     ""};
 
@@ -223,6 +235,10 @@ void sess_drop_local(sess *s)
     sess_forget_ckpt(s);
     __atomic_store_n(&s->lost, 0, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(&s->m->mu);
+    if (s->frozen) {
+        s->frozen = 0; /* the page went with the context */
+        s->m->stats.frozen--;
+    }
     if (s->live) {
         s->live = 0;
         s->m->n_live--;
@@ -462,8 +478,10 @@ static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
         return 0;
     }
     sess_capture c = {0};
-    int rc = __atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) ? RG_ECRASHED
-                                                          : sess_capture_page(s, 1, &c);
+    /* The capture runs script in the page: a frozen one is woken first. */
+    int rc = __atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) ? RG_ECRASHED : sess_wake(s);
+    if (rc == 0)
+        rc = sess_capture_page(s, 1, &c);
     char *blob = NULL;
     size_t len = 0;
     if (rc == 0)
@@ -588,6 +606,128 @@ int sess_park_all(sess_mgr *m)
     return failed;
 }
 
+/* ---- freezing ---- */
+
+/* How long the page may take to answer a freeze or a wake. */
+#define FREEZE_TIMEOUT_MS 5000
+
+/* Tells Redis whether s is frozen, for session.info; best effort (a claim resets it). */
+static void mark_frozen(sess *s, int frozen)
+{
+    char mk[256], lk[256];
+    sess_key(mk, sizeof mk, s, "meta");
+    sess_key(lk, sizeof lk, s, "lease");
+    redisContext *c = rg_redis_take(s->m->redis);
+    if (!c)
+        return;
+    const char *args[] = {mk, lk, s->m->worker, frozen ? "1" : "0"};
+    redisReply *rep = rg_redis_eval(c, &frozen_script, 2, 2, args, NULL);
+    rg_redis_give(s->m->redis, c, rep == NULL);
+    freeReplyObject(rep);
+}
+
+/* Sets the page's lifecycle state: "frozen" or "active". */
+static int set_lifecycle(sess *s, const char *state)
+{
+    char q[64];
+    snprintf(q, sizeof q, "{\"state\":\"%s\"}", state);
+    cdp_reply r;
+    int rc = sess_call(s, "Page.setWebLifecycleState", q, FREEZE_TIMEOUT_MS, &r);
+    if (rc < 0)
+        rg_log(RG_LOG_WARN, "session", "%s: the page was not made %s: %s", s->id, state,
+               r.error[0] ? r.error : rg_err_code(rc));
+    cdp_reply_free(&r);
+    return rc;
+}
+
+/*
+ * Sets the state of the page's window ("minimized" or "normal"). A frozen
+ * page is hidden, and "active" alone leaves it hidden (timers throttled, no
+ * animation frames): only a window coming back from minimized shows it again.
+ */
+static int set_window(sess *s, const char *state)
+{
+    char q[128];
+    snprintf(q, sizeof q, "{\"windowId\":%d,\"bounds\":{\"windowState\":\"%s\"}}",
+             s->window_id, state);
+    cdp_reply r;
+    int rc = sess_call(s, "Browser.setWindowBounds", q, FREEZE_TIMEOUT_MS, &r);
+    if (rc < 0)
+        rg_log(RG_LOG_WARN, "session", "%s: the page's window was not made %s: %s", s->id, state,
+               r.error[0] ? r.error : rg_err_code(rc));
+    cdp_reply_free(&r);
+    return rc;
+}
+
+/* The id of the page's window into s->window_id. */
+static int find_window(sess *s)
+{
+    cdp_reply r;
+    int rc = sess_call(s, "Browser.getWindowForTarget", "{}", FREEZE_TIMEOUT_MS, &r);
+    const cJSON *id = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "windowId") : NULL;
+    if (rc == 0 && !cJSON_IsNumber(id))
+        rc = RG_EPROTO;
+    if (rc == 0)
+        s->window_id = id->valueint;
+    cdp_reply_free(&r);
+    return rc;
+}
+
+/*
+ * Freezes the page of s (held idle by the heartbeat): its window is
+ * minimized, then its timers, tasks and rendering stop until sess_wake. A
+ * page that refuses is left running and not tried again before its next
+ * command.
+ */
+static void freeze_held(sess *s)
+{
+    sess_mgr *m = s->m;
+    if (!s->live || sess_lost(s))
+        return;
+    int rc = find_window(s);
+    if (rc == 0)
+        rc = set_window(s, "minimized");
+    if (rc == 0 && (rc = set_lifecycle(s, "frozen")) < 0)
+        set_window(s, "normal");
+    pthread_mutex_lock(&m->mu);
+    if (rc == 0) {
+        s->frozen = 1;
+        m->stats.frozen++;
+        m->stats.freezes++;
+    } else {
+        s->no_freeze = 1;
+    }
+    pthread_mutex_unlock(&m->mu);
+    if (rc == 0) {
+        mark_frozen(s, 1);
+        rg_log(RG_LOG_DEBUG, "session", "%s frozen (idle)", s->id);
+    }
+}
+
+int sess_wake(sess *s)
+{
+    sess_mgr *m = s->m;
+    pthread_mutex_lock(&m->mu);
+    int frozen = s->frozen;
+    pthread_mutex_unlock(&m->mu);
+    if (!frozen)
+        return 0;
+    int rc = set_lifecycle(s, "active");
+    if (rc < 0)
+        return rc;
+    /* Running but hidden is still a working page: a failure here is only logged. */
+    set_window(s, "normal");
+    pthread_mutex_lock(&m->mu);
+    if (s->frozen) {
+        s->frozen = 0;
+        m->stats.frozen--;
+    }
+    m->stats.wakes++;
+    pthread_mutex_unlock(&m->mu);
+    mark_frozen(s, 0);
+    return 0;
+}
+
 /* ---- heartbeat ---- */
 
 static void beat(sess_mgr *m)
@@ -639,17 +779,25 @@ static void beat(sess_mgr *m)
         int act = (res && res[i] != 0) || idle;
         if (res && res[i] != 0)
             s->want_park = 1;
-        int held = act && sess_hold_idle_locked(s);
+        /* Freezing comes first; parking, for the longer idle, after it. */
+        int cold = !act && m->cfg.freeze_idle_ms > 0 && !s->frozen && !s->no_freeze &&
+                   now - s->last_used_ms > m->cfg.freeze_idle_ms;
+        int held = (act || cold) && sess_hold_idle_locked(s);
         pthread_mutex_unlock(&m->mu);
-        if (held) {
+        if (held && !act) {
+            freeze_held(s);
+            pthread_mutex_lock(&m->mu);
+            sess_unhold_locked(m, s);
+            pthread_mutex_unlock(&m->mu);
+        } else if (held) {
             char err[128];
-            if (res[i] < 0) {
+            if (res && res[i] < 0) {
                 rg_log(RG_LOG_WARN, "session", "%s: lease lost, dropping the local copy", s->id);
                 sess_drop_local(s);
             } else {
                 int rc = park_held(s, NULL, err, sizeof err);
                 rg_log(rc == 0 ? RG_LOG_INFO : RG_LOG_WARN, "session", "%s parked (%s): %s",
-                       s->id, res[i] > 0 ? "another worker asked" : "idle",
+                       s->id, res && res[i] > 0 ? "another worker asked" : "idle",
                        rc == 0 ? "ok" : err);
             }
             pthread_mutex_lock(&m->mu);

@@ -9,14 +9,17 @@
  *   park.c       options, capture, msgpack of the parked state, rebuild
  *   quota.c      the tenant's session quota in Redis
  *   lease.c      ownership: the Redis lease scripts, the context's lease,
- *                checkpoints, parking, the heartbeat, the takeover
+ *                checkpoints, parking, the heartbeat (and its freezing of
+ *                idle pages), the takeover
  *   session.c    the table, the per-session FIFO and the lifecycle
  *                (create, open, done, close, info, list, the manager)
  *
  * A file calls only the files above it, with one loop the design needs:
  * session.c calls lease.c to take a session over, checkpoint and let go of
  * it, and lease.c's heartbeat and parks (the module's own background loop)
- * take idle sessions through session.c's FIFO (sess_hold_locked and kin).
+ * take idle sessions through session.c's FIFO (sess_hold_locked and kin); a
+ * frozen session is woken by session.c when a command takes it, and by the
+ * park that takes it.
  *
  * Threading: a session's fields below "Owned by the holder" are touched only
  * by the thread that holds it (sess_hold_locked / sess_unhold_locked); the
@@ -50,6 +53,8 @@ struct sess {
     int in_table;
     int live;                      /* holds a context here and owns the lease */
     int want_park;                 /* another worker asked, or the lease was lost */
+    int frozen;                    /* its page is frozen (the heartbeat froze it; not woken) */
+    int no_freeze;                 /* a freeze failed: not tried again before the next command */
     int64_t last_used_ms;
     sess *next;
 
@@ -60,6 +65,7 @@ struct sess {
     int width, height;
     char *user_agent, *locale, *timezone;
     int page_enabled;
+    int window_id;                 /* the page's window (Browser.getWindowForTarget) when frozen */
     int sub;                       /* the page-event subscription, 0 when none */
     int popup_sub;                 /* the browser-level one that closes popups */
     int crash_sub;                 /* the browser-level one that sees the renderer crash */
@@ -233,7 +239,13 @@ int sess_park_lru(sess_mgr *m, const sess *except);
 /** Makes s (held, not live) live here: claims it, then rebuilds it unless rebuild is 0. */
 int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, char *err,
                    size_t errlen);
-/** The heartbeat thread's body (arg: the manager): leases, park requests, idle parking. */
+/**
+ * Wakes s's page if the heartbeat froze it (Page.setWebLifecycleState
+ * active), before anything else touches the page. 0 when it runs (or never
+ * slept); the call's error when the page did not answer.
+ */
+int sess_wake(sess *s);
+/** The heartbeat thread's body (arg: the manager): leases, park requests, freezes, idle parks. */
 void *sess_heartbeat_main(void *arg);
 
 /* ---- session.c: the per-session FIFO, all with m->mu held ---- */

@@ -32,6 +32,7 @@ void sess_config_default(sess_config *cfg)
     cfg->lease_ms = 5000;
     cfg->heartbeat_ms = 1000;
     cfg->dormant_ttl_ms = 24LL * 3600 * 1000;
+    cfg->freeze_idle_ms = 30 * 1000;
     cfg->idle_park_ms = 300 * 1000;
     cfg->park_lru = 1;
     cfg->full_checkpoint_ms = 5000;
@@ -51,6 +52,8 @@ void sess_config_from_env(sess_config *cfg)
     cfg->heartbeat_ms = cfg->lease_ms / 5;
     cfg->dormant_ttl_ms =
         rg_env_long("REFGATE_DORMANT_TTL_S", cfg->dormant_ttl_ms / 1000, 10, 30L * 86400) * 1000;
+    cfg->freeze_idle_ms =
+        rg_env_long("REFGATE_FREEZE_IDLE_MS", cfg->freeze_idle_ms, 0, 30L * 86400 * 1000);
     cfg->idle_park_ms =
         rg_env_long("REFGATE_IDLE_PARK_S", cfg->idle_park_ms / 1000, 0, 30L * 86400) * 1000;
     cfg->park_lru = (int)rg_env_long("REFGATE_PARK_LRU", cfg->park_lru, 0, 1);
@@ -505,6 +508,12 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
         sess_drop_local(s);
         live = 0;
     }
+    if (live && sess_wake(s) < 0) {
+        /* A frozen page that does not wake: restore it from its checkpoint instead. */
+        rg_log(RG_LOG_WARN, "session", "%s: the frozen page did not wake, restoring it", s->id);
+        sess_drop_local(s);
+        live = 0;
+    }
     if (!live && (rc = sess_take_over(s, timeout_ms, rebuild, ri, err, errlen)) < 0) {
         pthread_mutex_lock(&m->mu);
         sess_unhold_locked(m, s);
@@ -513,6 +522,7 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
     }
     pthread_mutex_lock(&m->mu);
     s->last_used_ms = rg_now_ms();
+    s->no_freeze = 0;
     pthread_mutex_unlock(&m->mu);
     *out = s;
     return 0;
@@ -623,6 +633,7 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
         int held = lease && lease->type == REDIS_REPLY_STRING;
         /* Live without a lease: its worker died; the next command restores it. */
         snprintf(out->state, sizeof out->state, "%s", held ? "live" : "parked");
+        out->frozen = held && !strcmp(sess_hash_str(meta, "frozen"), "1");
         snprintf(out->worker, sizeof out->worker, "%s", held ? lease->str : "");
         out->url = strdup(sess_hash_str(meta, "url"));
         out->title = strdup(sess_hash_str(meta, "title"));

@@ -6,7 +6,8 @@
  *
  * Redis data model (docs/architecture.md), all keys of a session under one hash tag:
  *   rg:{t:<tenant>:s:<sid>}:meta       hash   state (live/parked), owner, url,
- *                                             title, scroll, options, times
+ *                                             title, scroll, options, times,
+ *                                             frozen (1 while its owner froze it)
  *   rg:{t:<tenant>:s:<sid>}:lease      string the owning worker's id, with a TTL
  *                                             it refreshes by heartbeat
  *   rg:{t:<tenant>:s:<sid>}:want       string another worker asks the owner to park
@@ -24,6 +25,12 @@
  * anywhere restores the session from its last checkpoint. A worker that
  * wants a session another live worker holds sets `want`; the owner parks it
  * at its next heartbeat, and the requester restores it.
+ *
+ * Tiers: a live session unused for freeze_idle_ms is frozen by the
+ * heartbeat (Page.setWebLifecycleState frozen: its timers and rendering
+ * stop, it keeps its memory and its JavaScript state) and woken by its next
+ * command before that command touches the page; one unused for
+ * idle_park_ms is parked (its context freed, restored by a reload).
  *
  * Commands on one session run one at a time in arrival order (sess_open
  * queues FIFO); different sessions run in parallel.
@@ -53,6 +60,9 @@ typedef struct sess_config {
     int lease_ms;                /* REFGATE_SESSION_LEASE_MS [5000] */
     int heartbeat_ms;            /* lease_ms / 5 */
     int64_t dormant_ttl_ms;      /* REFGATE_DORMANT_TTL_S [86400] */
+    int64_t freeze_idle_ms;      /* REFGATE_FREEZE_IDLE_MS [30000]: a live session unused
+                                    this long is frozen (timers and rendering stop) until
+                                    its next command; 0 never */
     int64_t idle_park_ms;        /* REFGATE_IDLE_PARK_S [300]; 0 never */
     int park_lru;                /* REFGATE_PARK_LRU [1]: park the least recently used
                                     idle session when the pool is full */
@@ -109,7 +119,7 @@ typedef struct sess sess;
 /**
  * A worker's sessions. pool, redis and store are borrowed and outlive the
  * manager; store must be a Redis store for sessions to move between workers.
- * Starts the heartbeat thread (leases, park requests, idle parking).
+ * Starts the heartbeat thread (leases, park requests, freezing, idle parking).
  */
 int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *store,
                  sess_mgr **out);
@@ -249,6 +259,7 @@ int sess_close(sess *s);
 
 typedef struct sess_info {
     char state[16];        /* live, parked */
+    int frozen;            /* live, and frozen by its worker until the next command */
     char worker[64];       /* the owner when live */
     char *url, *title;     /* owned */
     int64_t created_ms, last_used_ms;
@@ -280,7 +291,9 @@ size_t sess_count(sess_mgr *m, const char *tenant);
 
 typedef struct sess_stats {
     int live;       /* sessions live on this worker */
+    int frozen;     /* of those, frozen (idle; woken by the next command) */
     uint64_t parked, restored, park_failures;
+    uint64_t freezes, wakes; /* freezes done, and wakes of frozen sessions */
 } sess_stats;
 
 void sess_get_stats(sess_mgr *m, sess_stats *st);
