@@ -35,10 +35,7 @@
 #define TENANT "acme"
 #define FREEZE_MS 300 /* the idle time before a freeze, short for the test */
 
-static fx_redis db;
-static fx_browser chrome;
-static reg_store *store;
-static char docroot[256];
+static fx_sessions fx; /* Redis, the pool beside the pages, the registry's store */
 
 /* A counter to click, and a timer that keeps the time of each of its ticks. */
 static const char ticks_html[] =
@@ -59,7 +56,7 @@ static sess_mgr *new_mgr(const char *worker, int capacity, int64_t idle_park_ms)
     cfg.freeze_idle_ms = FREEZE_MS;
     cfg.idle_park_ms = idle_park_ms;
     sess_mgr *m;
-    assert_int_equal(sess_mgr_new(&cfg, chrome.pool, db.conn, store, &m), 0);
+    assert_int_equal(sess_mgr_new(&cfg, fx.chrome.pool, fx.db.conn, fx.store, &m), 0);
     return m;
 }
 
@@ -77,7 +74,7 @@ static sess *create(sess_mgr *m, char *inc)
     int rc = sess_create(m, TENANT, NULL, 20000, &s, err, sizeof err);
     if (rc < 0)
         fail_msg("create: %s", err);
-    httpd_url(chrome.pages, "/ticks.html", url, sizeof url);
+    httpd_url(fx.chrome.pages, "/ticks.html", url, sizeof url);
     sess_nav nav;
     if ((rc = sess_navigate(s, url, "load", 20000, &nav, err, sizeof err)) < 0)
         fail_msg("navigate %s: %s (%s)", url, err, rg_err_code(rc));
@@ -309,7 +306,7 @@ static void test_frozen_session_closes(void **state)
     assert_int_equal(ss.live, 0);
     assert_int_equal(ss.frozen, 0);
     pool_stats ps;
-    pool_get_stats(chrome.pool, &ps);
+    pool_get_stats(fx.chrome.pool, &ps);
     assert_int_equal(ps.contexts_in_use, 0);
     sess_mgr_free(m);
 }
@@ -373,28 +370,9 @@ static int measure(int n)
 
 int main(int argc, char **argv)
 {
-    snprintf(docroot, sizeof docroot, "/tmp/refgate-test-freeze-docs-%d", (int)getpid());
-    mkdir(docroot, 0700);
-    char path[512];
-    snprintf(path, sizeof path, "%s/ticks.html", docroot);
-    FILE *f = fopen(path, "w");
-    if (!f || fputs(ticks_html, f) < 0 || fclose(f) != 0)
+    if (fx_sessions_start(&fx, "test_freeze_chromium", "test-freeze") < 0 ||
+        fx_sessions_page(&fx, "ticks.html", ticks_html) < 0)
         return 1;
-    if (fx_redis_start(&db, "test_freeze_chromium") < 0)
-        return 1;
-    if (fx_browser_start(&chrome, "test_freeze_chromium", "test-freeze", docroot) < 0) {
-        fx_redis_stop(&db);
-        return 1;
-    }
-    char err[256];
-    reg_redis_config sc;
-    reg_redis_config_default(&sc);
-    sc.conn = db.conn;
-    store = reg_store_redis_new(&sc, err, sizeof err);
-    if (!store) {
-        fprintf(stderr, "test_freeze_chromium: %s\n", err);
-        return 1;
-    }
     int r;
     if (argc == 3 && !strcmp(argv[1], "--measure")) {
         r = measure(atoi(argv[2]) > 0 ? atoi(argv[2]) : 20);
@@ -407,12 +385,6 @@ int main(int argc, char **argv)
         };
         r = FX_RUN("freeze_chromium", tests, NULL, NULL);
     }
-    reg_store_free(store);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docroot, chrome.run_dir);
-    fx_browser_stop(&chrome);
-    fx_redis_stop(&db);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", docroot);
+    fx_sessions_stop(&fx);
     return r;
 }

@@ -38,12 +38,9 @@
 
 #define TENANT "acme"
 
-static fx_redis db;
-static fx_browser chrome;
-static reg_store *store;
+static fx_sessions fx; /* Redis, the pool beside the pages, the registry's store */
 static sess_mgr *mgr;
 static sess_config mgr_cfg;
-static char docroot[256];
 
 /* ---- the fixture pages ---- */
 
@@ -79,12 +76,7 @@ static const char ckpt_html[] =
 
 static void write_page(const char *name, const char *html)
 {
-    char path[512];
-    snprintf(path, sizeof path, "%s/%s", docroot, name);
-    FILE *f = fopen(path, "w");
-    assert_non_null(f);
-    fputs(html, f);
-    fclose(f);
+    assert_int_equal(fx_sessions_page(&fx, name, html), 0);
 }
 
 /* ---- helpers ---- */
@@ -115,7 +107,7 @@ static void page_url(const char *name, char *out, size_t len)
 {
     char path[128];
     snprintf(path, sizeof path, "/%s", name);
-    httpd_url(chrome.pages, path, out, len);
+    httpd_url(fx.chrome.pages, path, out, len);
 }
 
 static sess *create(sess_mgr *m, const char *page)
@@ -158,13 +150,13 @@ static void state_of(const char *sid, char *state)
 /* One field of the session's meta in Redis (what a restore starts from), into out. */
 static void meta_field(const char *sid, const char *field, char *out, size_t len)
 {
-    redisContext *c = rg_redis_take(db.conn);
+    redisContext *c = rg_redis_take(fx.db.conn);
     assert_non_null(c);
     redisReply *r = redisCommand(c, "HGET rg:{t:%s:s:%s}:meta %s", TENANT, sid, field);
     assert_non_null(r);
     snprintf(out, len, "%s", r->type == REDIS_REPLY_STRING ? r->str : "");
     freeReplyObject(r);
-    rg_redis_give(db.conn, c, 0);
+    rg_redis_give(fx.db.conn, c, 0);
 }
 
 /* ---- the child worker ---- */
@@ -261,7 +253,7 @@ static pid_t run_child(const char *mode, char *line1, size_t n1, char *line2, si
         dup2(fds[1], 1);
         close(fds[0]);
         close(fds[1]);
-        execl("/proc/self/exe", "test_session_chromium", "--child", mode, redissrv_url(db.srv), url,
+        execl("/proc/self/exe", "test_session_chromium", "--child", mode, redissrv_url(fx.db.srv), url,
               (char *)NULL);
         _exit(127);
     }
@@ -342,19 +334,19 @@ static void test_one_round_trip_per_observe(void **state)
     (void)state;
     pool_lease *l;
     char url[256];
-    assert_int_equal(pool_acquire(chrome.pool, 20000, &l, NULL), 0);
+    assert_int_equal(pool_acquire(fx.chrome.pool, 20000, &l, NULL), 0);
     reg_page_handle h = {pool_lease_conn(l), pool_lease_session(l), NULL};
     page_url("counter.html", url, sizeof url);
     assert_int_equal(page_navigate(h.conn, h.session, url), 0);
     reg_page *pg;
-    assert_int_equal(reg_page_new(store, "{t:acme:s:rt}:main", &mgr_cfg.reg, &pg), 0);
+    assert_int_equal(reg_page_new(fx.store, "{t:acme:s:rt}:main", &mgr_cfg.reg, &pg), 0);
     reg_observation o;
     reg_observe_opts opts = {0};
     assert_int_equal(reg_observe(pg, h, &opts, &o), 0); /* the first one also loads */
     reg_observation_free(&o);
     /* MONITOR shows what clients send ("[0 127.0.0.1:port] ...") apart from
        what scripts run inside Redis ("[0 lua] ..."). */
-    redisContext *mon = redissrv_connect(db.srv);
+    redisContext *mon = redissrv_connect(fx.db.srv);
     assert_non_null(mon);
     redisReply *r = redisCommand(mon, "MONITOR");
     assert_non_null(r);
@@ -367,7 +359,7 @@ static void test_one_round_trip_per_observe(void **state)
     assert_int_equal(reg_observe(pg, h, &opts, &o), 0);
     assert_true(o.n_refs >= 52);
     reg_observation_free(&o);
-    redisContext *c = redissrv_connect(db.srv);
+    redisContext *c = redissrv_connect(fx.db.srv);
     r = redisCommand(c, "ECHO round-trips-end");
     freeReplyObject(r);
     redisFree(c);
@@ -390,7 +382,7 @@ static void test_one_round_trip_per_observe(void **state)
     redisFree(mon);
     assert_int_equal(from_clients, 1); /* one EVALSHA for 52 elements */
     assert_true(in_scripts >= 2);
-    store->ops->drop(store, "{t:acme:s:rt}:main");
+    fx.store->ops->drop(fx.store, "{t:acme:s:rt}:main");
     reg_page_free(pg);
     pool_release(l);
 }
@@ -403,6 +395,9 @@ static void test_park_in_one_process_restore_in_another(void **state)
     int status;
     assert_int_equal(waitpid(pid, &status, 0), pid);
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char child_dir[64]; /* the child's pool leaves its (empty) run directory */
+    snprintf(child_dir, sizeof child_dir, "/tmp/refgate-test-sess-child-%d", (int)pid);
+    rmdir(child_dir);
     assert_int_equal(sscanf(l1, "%63s %31s %31s", sid, inc, dec), 3);
     assert_string_not_equal(inc, dec);
     size_t bytes = 0;
@@ -537,7 +532,7 @@ static void test_redis_outage_is_unavailable_then_recovers(void **state)
     sess_done(gone, 0);
     sess_done(live, 0);
 
-    redissrv_stop(db.srv);
+    redissrv_stop(fx.db.srv);
     int64_t t0 = rg_now_ms();
     sess *s;
     sess_restore_info ri;
@@ -554,7 +549,7 @@ static void test_redis_outage_is_unavailable_then_recovers(void **state)
     /* Every failure came at once, not after a hang (a generous bound). */
     assert_true(rg_now_ms() - t0 < 20000);
 
-    assert_int_equal(redissrv_restart(db.srv), 0);
+    assert_int_equal(redissrv_restart(fx.db.srv), 0);
     s = open_s(mgr, live_id, &ri);
     assert_false(ri.restored);
     observe(s, &o);
@@ -581,12 +576,12 @@ static void test_frozen_redis_times_out(void **state)
     char sid[64];
     strcpy(sid, sess_id(s));
     sess_done(s, 0);
-    redissrv_freeze(db.srv, 1);
+    redissrv_freeze(fx.db.srv, 1);
     sess_info in;
     int64_t t0 = rg_now_ms();
     int rc = sess_get_info(mgr, TENANT, sid, &in);
     int64_t took = rg_now_ms() - t0;
-    redissrv_freeze(db.srv, 0);
+    redissrv_freeze(fx.db.srv, 0);
     assert_int_equal(rc, RG_EUNAVAIL);
     assert_true(took < 20000);
     assert_int_equal(sess_get_info(mgr, TENANT, sid, &in), 0);
@@ -606,7 +601,7 @@ static sess_mgr *small_mgr(const char *worker, int capacity, int64_t idle_ms)
     cfg.capacity = capacity;
     cfg.idle_park_ms = idle_ms;
     sess_mgr *m;
-    assert_int_equal(sess_mgr_new(&cfg, chrome.pool, db.conn, store, &m), 0);
+    assert_int_equal(sess_mgr_new(&cfg, fx.chrome.pool, fx.db.conn, fx.store, &m), 0);
     return m;
 }
 
@@ -741,27 +736,17 @@ int main(int argc, char **argv)
 {
     if (argc == 5 && !strcmp(argv[1], "--child"))
         return child_main(argv[2], argv[3], argv[4]);
-    snprintf(docroot, sizeof docroot, "/tmp/refgate-test-sess-docs-%d", (int)getpid());
-    mkdir(docroot, 0700);
-    write_page("counter.html", counter_html);
-    if (fx_redis_start(&db, "test_session_chromium") < 0)
+    if (fx_sessions_start(&fx, "test_session_chromium", "test-sess") < 0 ||
+        fx_sessions_page(&fx, "counter.html", counter_html) < 0)
         return 1;
-    if (fx_browser_start(&chrome, "test_session_chromium", "test-sess", docroot) < 0) {
-        fx_redis_stop(&db);
-        return 1;
-    }
-    char err[256];
-    reg_redis_config sc;
-    reg_redis_config_default(&sc);
-    sc.conn = db.conn;
-    store = reg_store_redis_new(&sc, err, sizeof err);
     sess_config_default(&mgr_cfg);
     mgr_cfg.worker_id = "main";
     mgr_cfg.lease_ms = 1500;
     mgr_cfg.heartbeat_ms = 300;
     mgr_cfg.idle_park_ms = 0;
-    if (!store || sess_mgr_new(&mgr_cfg, chrome.pool, db.conn, store, &mgr) < 0) {
-        fprintf(stderr, "test_session_chromium: %s\n", err);
+    if (sess_mgr_new(&mgr_cfg, fx.chrome.pool, fx.db.conn, fx.store, &mgr) < 0) {
+        fprintf(stderr, "test_session_chromium: no session manager\n");
+        fx_sessions_stop(&fx);
         return 1;
     }
     const struct CMUnitTest tests[] = {
@@ -779,12 +764,6 @@ int main(int argc, char **argv)
     };
     int r = FX_RUN("session_chromium", tests, NULL, NULL);
     sess_mgr_free(mgr);
-    reg_store_free(store);
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docroot, chrome.run_dir);
-    fx_browser_stop(&chrome);
-    fx_redis_stop(&db);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", docroot);
+    fx_sessions_stop(&fx);
     return r;
 }

@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "fixture.h"
 
+#include "registry/registry.h"
+
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <string.h>
@@ -118,4 +120,56 @@ void fx_stack_stop(fx_stack *f)
     if (f->pages)
         httpd_stop(f->pages);
     memset(f, 0, sizeof *f);
+}
+
+/* ---- sessions ---- */
+
+int fx_sessions_start(fx_sessions *f, const char *who, const char *tag)
+{
+    memset(f, 0, sizeof *f);
+    snprintf(f->docroot, sizeof f->docroot, "/tmp/refgate-%s-docs-%d", tag, (int)getpid());
+    if (mkdir(f->docroot, 0700) < 0) {
+        fprintf(stderr, "%s: cannot make %s\n", who, f->docroot);
+        return -1;
+    }
+    if (fx_redis_start(&f->db, who) < 0)
+        return -1;
+    if (fx_browser_start(&f->chrome, who, tag, f->docroot) < 0) {
+        fx_redis_stop(&f->db);
+        return -1;
+    }
+    char err[256];
+    reg_redis_config sc;
+    reg_redis_config_default(&sc);
+    sc.conn = f->db.conn;
+    if (!(f->store = reg_store_redis_new(&sc, err, sizeof err))) {
+        fprintf(stderr, "%s: the registry's store: %s\n", who, err);
+        fx_browser_stop(&f->chrome);
+        fx_redis_stop(&f->db);
+        return -1;
+    }
+    return 0;
+}
+
+int fx_sessions_page(fx_sessions *f, const char *name, const char *html)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s/%s", f->docroot, name);
+    FILE *fp = fopen(path, "w");
+    if (!fp)
+        return -1;
+    int ok = fputs(html, fp) >= 0;
+    return fclose(fp) == 0 && ok ? 0 : -1;
+}
+
+void fx_sessions_stop(fx_sessions *f)
+{
+    reg_store_free(f->store);
+    f->store = NULL;
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", f->docroot, f->chrome.run_dir);
+    fx_browser_stop(&f->chrome);
+    fx_redis_stop(&f->db);
+    if (f->docroot[0] && system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", f->docroot);
 }

@@ -61,6 +61,22 @@ int fx_redis_start(fx_redis *f, const char *who);
 int fx_redis_flush(fx_redis *f);
 void fx_redis_stop(fx_redis *f);
 
+/* ---- sessions: a Redis, a Chromium pool beside a docroot of pages, the registry's store ---- */
+
+typedef struct fx_sessions {
+    fx_redis db;
+    fx_browser chrome;       /* serves docroot */
+    struct reg_store *store; /* the registry in db (reg_store_redis_new) */
+    char docroot[96];        /* /tmp/refgate-<tag>-docs-<pid>, removed at stop */
+} fx_sessions;
+
+/** Makes the docroot, starts Redis, the pool beside a server of the docroot, and the store. 0 or -1. */
+int fx_sessions_start(fx_sessions *f, const char *who, const char *tag);
+/** Writes html as docroot/name (a page the tests then load). 0 or -1. */
+int fx_sessions_page(fx_sessions *f, const char *name, const char *html);
+/** Frees the store, stops the pool and Redis, and removes the docroot and the run directory. */
+void fx_sessions_stop(fx_sessions *f);
+
 /* ---- the whole stack ---- */
 
 typedef struct fx_stack {
