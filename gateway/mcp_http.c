@@ -115,7 +115,7 @@ void gw_handle_mcp(gw *g, const gw_http_req *req, const gw_caller *who, gw_http_
     const cJSON *pm = cJSON_GetObjectItemCaseSensitive(peek, "method");
     int init = cJSON_IsString(pm) && !strcmp(pm->valuestring, "initialize");
     cJSON_Delete(peek);
-    mcp_session s = {.call = run_here, .ud = &x, .no_create = 1};
+    mcp_session s = {.call = run_here, .ud = &x, .no_create = 1, .no_eval = !who->allow_eval};
     if (init) {
         cJSON *made = NULL;
         char err[8];

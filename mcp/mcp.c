@@ -486,10 +486,18 @@ static cJSON *initialize(const cJSON *params)
     return res;
 }
 
-static cJSON *list_tools(void)
+/* A tool this session offers: browser_evaluate only to a tenant allowed to eval. */
+static int offered(const mcp_session *m, const tool *t)
+{
+    return !(m->no_eval && t->fn == t_evaluate);
+}
+
+static cJSON *list_tools(const mcp_session *m)
 {
     cJSON *res = cJSON_CreateObject(), *arr = cJSON_AddArrayToObject(res, "tools");
     for (size_t i = 0; i < NTOOLS; i++) {
+        if (!offered(m, &tools[i]))
+            continue;
         cJSON *t = cJSON_CreateObject();
         cJSON_AddStringToObject(t, "name", tools[i].name);
         cJSON_AddStringToObject(t, "title", tools[i].title);
@@ -527,7 +535,7 @@ static cJSON *call_tool(mcp_session *m, const cJSON *id, const cJSON *params)
     const cJSON *args = item(params, "arguments");
     const tool *t = NULL;
     for (size_t i = 0; name && i < NTOOLS; i++)
-        if (!strcmp(name, tools[i].name))
+        if (!strcmp(name, tools[i].name) && offered(m, &tools[i]))
             t = &tools[i];
     char msg[256], arg[64];
     if (!t) {
@@ -574,7 +582,7 @@ cJSON *mcp_handle(mcp_session *m, const char *text, int *initialize_out)
     } else if (!strcmp(method, "ping")) {
         reply = result_msg(id, cJSON_CreateObject());
     } else if (!strcmp(method, "tools/list")) {
-        reply = result_msg(id, list_tools());
+        reply = result_msg(id, list_tools(m));
     } else if (!strcmp(method, "tools/call")) {
         reply = call_tool(m, id, item(msg, "params"));
     } else {

@@ -50,6 +50,7 @@ typedef struct mcp_session {
     int made;      /* the session was made by this MCP session */
     int no_create; /* HTTP: the session is made at initialize; once closed, it stays so */
     int wait_max_ms; /* browser_wait_for's time is at most this; 0: 30 s */
+    int no_eval;     /* the tenant may not eval: browser_evaluate is not offered */
 } mcp_session;
 
 /**

@@ -102,6 +102,37 @@ static int mcp_post(const char *headers, const char *body, char *out, size_t len
     return r.status;
 }
 
+/* tools/list over HTTP as tenant who (0 acme, allowed to eval; 1 other, not) on a session of its own. */
+static void list_as(int who, char *out, size_t len)
+{
+    int st = 0;
+    cJSON *made = expect_post(&gw, who, "/v1/sessions", "{}", &st);
+    assert_int_equal(st, 200);
+    char h[400];
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\nMcp-Session-Id: %s\r\n",
+             gw.auth[who], reply_str(made, "session"));
+    cJSON_Delete(made);
+    const char *body = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/list\"}";
+    http_resp r;
+    assert_int_equal(
+        http_request(stack_port(gw.st), "POST", "/v1/mcp", h, body, strlen(body), &r), 0);
+    assert_int_equal(r.status, 200);
+    snprintf(out, len, "%s", r.body.data ? r.body.data : "");
+    rg_buf_destroy(&r.body);
+}
+
+/* Over HTTP the server knows the tenant: browser_evaluate is offered only where eval is allowed. */
+static void test_http_offers_evaluate_only_to_eval_tenants(void **state)
+{
+    (void)state;
+    static char acme[65536], other[65536];
+    list_as(0, acme, sizeof acme);
+    list_as(1, other, sizeof other);
+    assert_non_null(strstr(acme, "\"browser_evaluate\""));
+    assert_null(strstr(other, "\"browser_evaluate\""));
+    assert_non_null(strstr(other, "\"browser_click\""));
+}
+
 static void test_http_endpoint_refusals(void **state)
 {
     (void)state;
@@ -372,6 +403,7 @@ int main(void)
         cmocka_unit_test(test_protocol_conformance),
         cmocka_unit_test(test_agent_task_over_http),
         cmocka_unit_test(test_http_endpoint_refusals),
+        cmocka_unit_test(test_http_offers_evaluate_only_to_eval_tenants),
     };
     rc = FX_RUN("mcp", tests, NULL, NULL);
     fx_stack_stop(&gw);
