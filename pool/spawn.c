@@ -205,6 +205,32 @@ static void close_from(int lo)
         close(fd);
 }
 
+/*
+ * Closes every descriptor from 3 up but the n in keep. The guard is a fork
+ * of the worker: without this it would hold the worker's listening sockets
+ * (FastCGI, WebSocket) and Redis connections for as long as it lives, and a
+ * worker started again after a crash could not bind its ports while the
+ * dead one's guards were still taking Chromium down.
+ */
+static void keep_only(int *keep, int n)
+{
+    for (int i = 1; i < n; i++) /* a few numbers: insertion sort */
+        for (int j = i; j > 0 && keep[j - 1] > keep[j]; j--) {
+            int t = keep[j];
+            keep[j] = keep[j - 1];
+            keep[j - 1] = t;
+        }
+    int lo = 3;
+    for (int i = 0; i < n; i++) {
+        if (keep[i] < lo)
+            continue;
+        for (int fd = lo; fd < keep[i]; fd++)
+            close(fd);
+        lo = keep[i] + 1;
+    }
+    close_from(lo);
+}
+
 /* Moves fd to a number >= 10 so that dup2 onto 3 and 4 cannot clobber it. */
 static int lift(int fd)
 {
@@ -234,6 +260,8 @@ static void exec_chromium(const struct launch *l, int in_r, int out_w, int log_f
 static void run_guard(const struct launch *l, pid_t owner, int in_r, int out_w, int log_fd,
                       int null_fd)
 {
+    int keep[] = {in_r, out_w, log_fd, null_fd};
+    keep_only(keep, 4);
     setpgid(0, 0);
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
