@@ -175,7 +175,7 @@ int cli_mcp_main(const cli_global *g, int argc, char **argv)
         else if (line.failed)
             send_msg(mcp_error(NULL, MCP_INVALID, "invalid request: out of memory for it"));
         else if (line.len > 0)
-            send_msg(mcp_handle(&m.s, line.data, NULL));
+            send_msg(mcp_handle(&m.s, line.data));
     }
     rg_buf_destroy(&line);
     leave(&m);

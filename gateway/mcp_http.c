@@ -105,64 +105,53 @@ void gw_handle_mcp(gw *g, const gw_http_req *req, const gw_caller *who, gw_http_
             resp->status = 200;
         return;
     }
-    char *text = strndup(req->body ? req->body : "", req->body_len);
-    if (!text) {
-        refuse(resp, 500, MCP_INVALID, "out of memory");
-        return;
-    }
-    /* initialize makes the session; anything else names one. */
-    cJSON *peek = cJSON_Parse(text);
-    const cJSON *pm = cJSON_GetObjectItemCaseSensitive(peek, "method");
+    /* The body, parsed once; what is not JSON is still answered as a message. */
+    cJSON *msg = cJSON_ParseWithLength(req->body ? req->body : "", req->body_len);
+    const cJSON *pm = cJSON_GetObjectItemCaseSensitive(msg, "method");
     int init = cJSON_IsString(pm) && !strcmp(pm->valuestring, "initialize");
-    cJSON_Delete(peek);
     mcp_session s = {.call = run_here, .ud = &x, .no_create = 1, .no_eval = !who->allow_eval};
-    if (init) {
+    const char *refusal = NULL;
+    int refusal_status = 0;
+    if (msg && init) {
+        /* initialize makes the session */
         cJSON *made = NULL;
         char err[8];
         run_here(&x, NULL, "POST", "session.create", NULL, &made, err, sizeof err);
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(made, "result"), "session");
-        if (!cJSON_IsString(v)) {
+        if (cJSON_IsString(v)) {
+            snprintf(s.sid, sizeof s.sid, "%s", v->valuestring);
+            snprintf(resp->mcp_session, sizeof resp->mcp_session, "%s", v->valuestring);
+            s.made = 1;
+        } else {
             cJSON *e = cJSON_GetObjectItemCaseSensitive(made, "error");
-            const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+            const cJSON *em = cJSON_GetObjectItemCaseSensitive(e, "message");
             char m[300];
             snprintf(m, sizeof m, "the session could not be made: %s",
-                     cJSON_IsString(msg) ? msg->valuestring : "error");
-            cJSON_Delete(made);
-            free(text);
+                     cJSON_IsString(em) ? em->valuestring : "error");
             refuse(resp, 503, MCP_INVALID, m);
             resp->code = "unavailable";
+            cJSON_Delete(made);
+            cJSON_Delete(msg);
             return;
         }
-        snprintf(s.sid, sizeof s.sid, "%s", v->valuestring);
-        snprintf(resp->mcp_session, sizeof resp->mcp_session, "%s", v->valuestring);
-        s.made = 1;
         cJSON_Delete(made);
+    } else if (msg && !sid) {
+        refusal = "the Mcp-Session-Id header is required after initialize";
+        refusal_status = 400;
+    } else if (msg && !session_exists(&x, sid)) {
+        refusal = "no such MCP session: initialize a new one";
+        refusal_status = 404;
     } else if (sid) {
-        if (!session_exists(&x, sid)) {
-            free(text);
-            refuse(resp, 404, MCP_INVALID, "no such MCP session: initialize a new one");
-            return;
-        }
         snprintf(s.sid, sizeof s.sid, "%s", sid);
     }
-    int was_init = 0;
-    cJSON *reply = NULL;
-    if (!init && !sid) {
-        /* a message that is not JSON is still answered as one */
-        cJSON *probe = cJSON_Parse(text);
-        if (!probe)
-            reply = mcp_error(NULL, MCP_PARSE, "parse error: the message is not JSON");
-        cJSON_Delete(probe);
-        if (!reply) {
-            free(text);
-            refuse(resp, 400, MCP_INVALID, "the Mcp-Session-Id header is required after initialize");
-            return;
-        }
-    } else {
-        reply = mcp_handle(&s, text, &was_init);
+    if (refusal) {
+        cJSON_Delete(msg);
+        refuse(resp, refusal_status, MCP_INVALID, refusal);
+        return;
     }
-    free(text);
+    cJSON *reply = mcp_handle_msg(&s, msg);
+    cJSON_Delete(msg);
     if (!reply) {
         resp->status = 202; /* a notification or a response: nothing to say */
         resp->content_type = "application/json";

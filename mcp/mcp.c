@@ -557,11 +557,8 @@ static cJSON *call_tool(mcp_session *m, const cJSON *id, const cJSON *params)
     return result_msg(id, res);
 }
 
-cJSON *mcp_handle(mcp_session *m, const char *text, int *initialize_out)
+cJSON *mcp_handle_msg(mcp_session *m, const cJSON *msg)
 {
-    if (initialize_out)
-        *initialize_out = 0;
-    cJSON *msg = cJSON_Parse(text);
     if (!msg)
         return mcp_error(NULL, MCP_PARSE, "parse error: the message is not JSON");
     const cJSON *id = item(msg, "id");
@@ -577,8 +574,6 @@ cJSON *mcp_handle(mcp_session *m, const char *text, int *initialize_out)
            notification (initialized, cancelled, ...): never answered. */
     } else if (!strcmp(method, "initialize")) {
         reply = result_msg(id, initialize(item(msg, "params")));
-        if (initialize_out)
-            *initialize_out = 1;
     } else if (!strcmp(method, "ping")) {
         reply = result_msg(id, cJSON_CreateObject());
     } else if (!strcmp(method, "tools/list")) {
@@ -590,6 +585,13 @@ cJSON *mcp_handle(mcp_session *m, const char *text, int *initialize_out)
         snprintf(t, sizeof t, "method not found: %.100s", method);
         reply = mcp_error(id, MCP_NO_METHOD, t);
     }
+    return reply;
+}
+
+cJSON *mcp_handle(mcp_session *m, const char *text)
+{
+    cJSON *msg = cJSON_Parse(text);
+    cJSON *reply = mcp_handle_msg(m, msg);
     cJSON_Delete(msg);
     return reply;
 }

@@ -56,10 +56,11 @@ typedef struct mcp_session {
 /**
  * One message from the client (a JSON text, NUL-terminated). Returns the
  * reply message (the caller frees it), or NULL when none is due (a
- * notification, or a response). *initialize is set when the message was an
- * initialize request (the HTTP transport makes the session then).
+ * notification, or a response).
  */
-cJSON *mcp_handle(mcp_session *m, const char *text, int *initialize);
+cJSON *mcp_handle(mcp_session *m, const char *text);
+/** The same for a message already parsed (NULL: it was not JSON). */
+cJSON *mcp_handle_msg(mcp_session *m, const cJSON *msg);
 
 /** A JSON-RPC error message for id (NULL: null), for what a transport refuses itself. */
 cJSON *mcp_error(const cJSON *id, int code, const char *message);

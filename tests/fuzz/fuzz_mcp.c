@@ -55,8 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     mcp_session s = {.call = backend, .no_create = (size & 1), .wait_max_ms = 1};
     if (size & 2)
         snprintf(s.sid, sizeof s.sid, "sFuzz");
-    int init = 0;
-    cJSON *reply = mcp_handle(&s, text, &init);
+    cJSON *reply = mcp_handle(&s, text);
     FZ_CHECK(calls <= CALLS_MAX, "%d commands for one message", calls);
     if (reply) {
         const cJSON *jv = cJSON_GetObjectItemCaseSensitive(reply, "jsonrpc");
