@@ -69,14 +69,6 @@ static char *quote(const char *s)
     return b.failed ? (rg_buf_destroy(&b), NULL) : rg_buf_steal(&b);
 }
 
-static int index_of_ref(reg_page *pg, const char *ref)
-{
-    for (size_t i = 0; i < pg->n_prev; i++)
-        if (pg->prev_refs[i] && !strcmp(pg->prev_refs[i], ref))
-            return (int)i;
-    return -1;
-}
-
 static const reg_entry *entry_of(reg_page *pg, const char *ref)
 {
     for (size_t i = 0; i < pg->n_entries; i++)
@@ -245,7 +237,7 @@ static int resolve_ref(reg_page *pg, reg_page_handle h, const char *ref, reg_res
         return RG_ESTALE;
     }
     snprintf(out->ref, sizeof out->ref, "%s", ref);
-    int i = index_of_ref(pg, ref);
+    int i = reg_page_index(pg, ref);
     if (i >= 0) {
         if (confident(h, i, e, &rc)) {
             out->index = i;

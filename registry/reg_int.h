@@ -49,6 +49,8 @@ struct reg_page {
 int reg_page_load(reg_page *pg);
 /** Remembers that page-side index holds ref (for the cached-node path). */
 int reg_page_bind(reg_page *pg, int index, const char *ref);
+/** The page-side index of ref in the last observation, or -1 (ref may be NULL). */
+int reg_page_index(const reg_page *pg, const char *ref);
 /** Registers one element that has no ref yet (inspect): a fresh unique ref into ref. */
 int reg_page_register(reg_page *pg, const reg_node *nd, char ref[REG_REF_MAX]);
 

@@ -654,6 +654,14 @@ fail:
     return rc;
 }
 
+int reg_page_index(const reg_page *pg, const char *ref)
+{
+    for (size_t i = 0; ref && i < pg->n_prev; i++)
+        if (pg->prev_refs[i] && !strcmp(pg->prev_refs[i], ref))
+            return (int)i;
+    return -1;
+}
+
 int reg_page_bind(reg_page *pg, int index, const char *ref)
 {
     if (index < 0)

@@ -26,15 +26,6 @@ static const char *ref_at(const reg_page *pg, const cJSON *i)
     return pg->prev_refs[(size_t)i->valuedouble];
 }
 
-/* The page-side index of ref in the last observation, or -1. */
-static int index_at(const reg_page *pg, const char *ref)
-{
-    for (size_t k = 0; ref && k < pg->n_prev; k++)
-        if (pg->prev_refs[k] && !strcmp(pg->prev_refs[k], ref))
-            return (int)k;
-    return -1;
-}
-
 int reg_state_capture(reg_page *pg, reg_page_handle h, char **out)
 {
     *out = NULL;
@@ -81,7 +72,7 @@ int reg_state_restore(reg_page *pg, reg_page_handle h, const char *state, int *r
     for (cJSON *f = fields ? fields->child : NULL, *next; f; f = next) {
         next = f->next;
         const cJSON *ref = cJSON_GetObjectItemCaseSensitive(f, "ref");
-        int i = index_at(pg, cJSON_IsString(ref) ? ref->valuestring : NULL);
+        int i = reg_page_index(pg, cJSON_IsString(ref) ? ref->valuestring : NULL);
         if (i < 0) {
             gone++;
             cJSON_Delete(cJSON_DetachItemViaPointer(fields, f));
@@ -90,7 +81,7 @@ int reg_state_restore(reg_page *pg, reg_page_handle h, const char *state, int *r
         cJSON_AddNumberToObject(f, "i", i);
     }
     const cJSON *focus = cJSON_GetObjectItemCaseSensitive(st, "focus");
-    int fi = index_at(pg, cJSON_IsString(focus) ? focus->valuestring : NULL);
+    int fi = reg_page_index(pg, cJSON_IsString(focus) ? focus->valuestring : NULL);
     cJSON_DeleteItemFromObjectCaseSensitive(st, "focus");
     cJSON_AddNumberToObject(st, "focus", fi);
     char *json = cJSON_PrintUnformatted(st);
