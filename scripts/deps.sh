@@ -47,6 +47,10 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export DEBIAN_FRONTEND=noninteractive
 # Package lists may be absent (fresh image) or stale: refresh once, then install.
-apt-get update -q
+# Another apt (unattended-upgrades, a second `make` started at the same time)
+# may hold dpkg's lock: wait for it, within a bound, rather than fail.
+lock="-o DPkg::Lock::Timeout=600"
 # shellcheck disable=SC2086
-apt-get install -y -q --no-install-recommends $missing
+apt-get $lock update -q
+# shellcheck disable=SC2086
+apt-get $lock install -y -q --no-install-recommends $missing
