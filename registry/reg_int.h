@@ -29,6 +29,8 @@ int reg_main_frame(reg_page_handle h, int timeout_ms, char *out, size_t outlen);
 /** The world's execution context in the main frame's document, 0 when unknown. */
 int reg_world_ctx(reg_world *w);
 void reg_world_set_ctx(reg_world *w, int ctx);
+/** How many contexts the world has had in the main frame (one per document it reached). */
+unsigned reg_world_gen(reg_world *w);
 const char *reg_world_frame(reg_world *w);
 
 /* A page's registry (see registry.c). */
@@ -43,6 +45,7 @@ struct reg_page {
     size_t n_prev;
     char *prev_text[2]; /* the last outline of each mode (REG_MODE_*), for diffs */
     uint64_t seq;
+    unsigned obs_gen;   /* 1 + reg_world_gen at the last observation (its document); 0: unknown */
 };
 
 /** Reloads pg->entries from the store. */

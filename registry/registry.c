@@ -625,6 +625,7 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
     if (rc < 0)
         goto fail;
     remember(pg, out);
+    pg->obs_gen = h.world ? reg_world_gen(h.world) + 1 : 0;
     out->snapshot_id = ++pg->seq;
     out->mode = opts->mode == REG_MODE_INTERACTIVE ? REG_MODE_INTERACTIVE : REG_MODE_FULL;
     out->depth = opts->depth > 0 ? opts->depth : 0;

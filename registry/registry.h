@@ -449,6 +449,9 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
  * caller: {"fields":[{"ref":"@q","value":"milk"},{"ref":"@agree","checked":
  * true},{"ref":"@size","selected":["m"]}],"focus":"@q","scroll":[{"css":
  * "...","x":0,"y":120}]}. A field whose element has no ref is not kept.
+ * When the page's current document is not the one last observed (a
+ * navigation since), nothing is captured and the page is not asked: *out
+ * stays NULL and the call returns 0.
  */
 int reg_state_capture(reg_page *pg, reg_page_handle h, char **out);
 

@@ -29,6 +29,12 @@ static const char *ref_at(const reg_page *pg, const cJSON *i)
 int reg_state_capture(reg_page *pg, reg_page_handle h, char **out)
 {
     *out = NULL;
+    /* The page-side indexes are those of the last observation's document: in
+       a document nobody observed yet (right after a navigation) no field has
+       a ref to be kept by, so the page is not asked. Without a world to
+       follow the documents, it is asked. */
+    if (pg->obs_gen && h.world && reg_world_gen(h.world) + 1 != pg->obs_gen)
+        return 0;
     cJSON *js = NULL;
     char err[256];
     int rc = reg_js(h, "g.captureState()", 0, STATE_TIMEOUT_MS, &js, err, sizeof err);

@@ -31,6 +31,7 @@ struct reg_world {
     char frame[64]; /* the main frame's id */
     int sub;
     int ctx;        /* the world's execution context in the main frame's document, 0: unknown */
+    unsigned gen;   /* contexts the world was given in the main frame: one per document */
 };
 
 static void on_context(void *ud, const char *session_id, const char *method, const cJSON *params)
@@ -46,8 +47,11 @@ static void on_context(void *ud, const char *session_id, const char *method, con
         const char *name = jstr(c, "name");
         const char *frame = jstr(cJSON_GetObjectItemCaseSensitive(c, "auxData"), "frameId");
         int id = jint(c, "id", 0);
-        if (name && !strcmp(name, REG_WORLD_NAME) && frame && !strcmp(frame, w->frame) && id > 0)
+        if (name && !strcmp(name, REG_WORLD_NAME) && frame && !strcmp(frame, w->frame) && id > 0) {
+            /* Ids are no identity: a new renderer process counts from 1 again. */
+            __atomic_add_fetch(&w->gen, 1, __ATOMIC_SEQ_CST);
             __atomic_store_n(&w->ctx, id, __ATOMIC_SEQ_CST);
+        }
     } else if (!strcmp(method, "Runtime.executionContextDestroyed")) {
         int id = jint(params, "executionContextId", 0);
         int cur = id;
@@ -84,7 +88,9 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
     reg_page_handle h = {conn, session, NULL};
     int rc = reg_main_frame(h, timeout_ms, w->frame, sizeof w->frame);
     if (rc == 0) {
-        int sub = cdp_subscribe(conn, session, "Runtime.executionContext", on_context, w);
+        /* The domain: a method name without its final '.' would match only
+           itself (cdp_subscribe), and the context events are three. */
+        int sub = cdp_subscribe(conn, session, "Runtime.", on_context, w);
         if (sub < 0)
             rc = sub;
         else
@@ -125,6 +131,11 @@ void reg_world_free(reg_world *w)
 int reg_world_ctx(reg_world *w)
 {
     return w ? __atomic_load_n(&w->ctx, __ATOMIC_SEQ_CST) : 0;
+}
+
+unsigned reg_world_gen(reg_world *w)
+{
+    return w ? __atomic_load_n(&w->gen, __ATOMIC_SEQ_CST) : 0;
 }
 
 void reg_world_set_ctx(reg_world *w, int ctx)

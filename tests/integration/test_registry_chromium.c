@@ -508,6 +508,9 @@ static void test_state_survives_a_reload(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, "/state.html", NULL);
+    /* The world a session makes: it follows the page's documents. */
+    reg_world *w = NULL;
+    assert_int_equal(page_handle(f.l, &f.h, &w), 0);
     reg_observation o;
     observe(&f, &o, 0);
     reg_observation_free(&o);
@@ -525,6 +528,10 @@ static void test_state_survives_a_reload(void **state)
     httpd_url(chrome.pages, "/state.html", url, sizeof url);
     assert_int_equal(page_navigate(f.h.conn, f.h.session, url), 0);
     js_is(&f, "buyer.value + '|' + gift.checked", "|false");
+    /* A document nobody observed has nothing to capture by ref. */
+    char *none = (char *)"unset";
+    assert_int_equal(reg_state_capture(f.pg, f.h, &none), 0);
+    assert_null(none);
     observe(&f, &o, 0);
     reg_observation_free(&o);
     int restored = -1, lost = -1;
@@ -539,9 +546,14 @@ static void test_state_survives_a_reload(void **state)
           "Ada|leave at the door|true|false|true|m||as loaded|Ring twice|70|buyer");
     js_is(&f, "[model.buyer, model.gift, model.size, model.size_changed].join('|')",
           "Ada|true|m|true");
+    /* Observed again: the restored fields are captured as any typed ones. */
+    assert_int_equal(reg_state_capture(f.pg, f.h, &st), 0);
+    assert_non_null(strstr(st, "Ada"));
+    free(st);
 
     /* A state that is not a capture is refused. */
     assert_int_equal(reg_state_restore(f.pg, f.h, "[1,2", &restored, &lost), RG_EBADREQ);
+    reg_world_free(w);
     fx_close(&f);
 }
 
