@@ -18,6 +18,12 @@
  *             stack's default registry cap (2,000 refs, so the outline is
  *             truncated): first after load and again unchanged, 5 runs (1
  *             with --quick), each in a new session
+ *   navigate  `navigate` to bench/pages/form.html (wait for load) through the
+ *             gateway, against Page.navigate to its load event straight down
+ *             the pipe of a pool of our own (no URL policy, interception or
+ *             egress proxy), one of each in turn, `rounds` times after 3
+ *             warm-ups: what the gateway adds to a navigation (issue 20's
+ *             target: at most 5 ms)
  *   loop      the agent loop on bench/pages/form.html: navigate, observe,
  *             click "Add a delivery note" by its ref, fill "Email address"
  *             by its ref, observe with diff; one warm-up loop, then `loops`
@@ -39,15 +45,16 @@
  * workers however nginx's hash spreads them, and the per-tenant cap (three
  * quarters of a worker's threads) is not what the parallel figure measures.
  *
- * Full run: 2,000 floor rounds, 200 clicks, 20 loops, 10 s per command and
- * level, 10 s of fairness. --quick: 300 rounds, 30 clicks, 5 loops, only the
+ * Full run: 2,000 floor rounds, 200 clicks, 40 navigations, 20 loops, 10 s per
+ * command and level, 10 s of fairness. --quick: 300 rounds, 30 clicks, 10
+ * navigations, 5 loops, only the
  * 8-session level for 2 s per command, 2 s of fairness.
  *
  * Prints one JSON object on stdout; progress on stderr (RG_BENCH_VERBOSE=1
  * also prints every failed reply). Measures; asserts nothing.
  * Usage: gateway [--quick] [--only SECTION,...] [--levels N,...] [--secs S]
- *   --only: run these sections only (floor, click, observe, loop, parallel,
- *   fairness);
+ *   --only: run these sections only (floor, click, observe, navigate, loop,
+ *   parallel, fairness);
  *   --levels: the parallel run's session counts (ascending, at most 32);
  *   --secs: its seconds per command and level. Run from the repository root.
  */
@@ -215,6 +222,70 @@ static int run_floor(const char *url, struct floor_result *out)
     free(raw);
     free(gwl);
     free(inside);
+    return 0;
+}
+
+struct nav_result {
+    int rounds, errors;
+    double *raw, *gw, *inside;
+};
+
+/* Navigations in turn: one raw down our own pipe, one through the gateway. */
+static int run_navigate(const char *url, struct nav_result *out)
+{
+    int rounds = quick ? 10 : 40;
+    out->rounds = rounds;
+    out->raw = calloc((size_t)rounds, sizeof *out->raw);
+    out->gw = calloc((size_t)rounds, sizeof *out->gw);
+    out->inside = calloc((size_t)rounds, sizeof *out->inside);
+    char run_dir[64];
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-bench-nav-%d", (int)getpid());
+    pool_config pc;
+    pool_config_default(&pc);
+    pc.run_dir = run_dir;
+    pc.browsers = 1;
+    pool *p = NULL;
+    pool_lease *l = NULL;
+    char sid[64];
+    if (!out->raw || !out->gw || !out->inside || pool_new(&pc, &p) < 0 ||
+        pool_acquire(p, 30000, &l, NULL) < 0 ||
+        cdp_call(pool_lease_conn(l), pool_lease_session(l), "Page.enable", NULL, 10000, NULL) < 0 ||
+        gwc_create(NULL, sid) < 0) {
+        fprintf(stderr, "gateway: navigate: no pool or no session\n");
+        if (l)
+            pool_release(l);
+        pool_free(p);
+        rmdir(run_dir);
+        return -1;
+    }
+    int fd = http_connect(stack_port(gwc_st));
+    cJSON *args, *m = gwc_op_new("navigate", &args);
+    cJSON_AddStringToObject(args, "url", url);
+    for (int i = 0; i < rounds + 3; i++) {
+        int64_t t0 = rg_now_us();
+        int load_rc = 0;
+        if (page_goto(pool_lease_conn(l), pool_lease_session(l), url, 20000, &load_rc) < 0 ||
+            load_rc < 0)
+            out->errors++;
+        double raw = (double)(rg_now_us() - t0) / 1000.0;
+        cJSON *rep = NULL;
+        double ms = 0;
+        gwc_renew_conn(&fd, i);
+        out->errors += gwc_call(gwc_auth, &fd, sid, m, &rep, NULL, &ms) < 0;
+        if (i >= 3) {
+            out->raw[i - 3] = raw;
+            out->gw[i - 3] = ms;
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(rep, "ms");
+            out->inside[i - 3] = cJSON_IsNumber(v) ? v->valuedouble : 0;
+        }
+        cJSON_Delete(rep);
+    }
+    cJSON_Delete(m);
+    close(fd);
+    gwc_close_session(sid);
+    pool_release(l);
+    pool_free(p);
+    rmdir(run_dir);
     return 0;
 }
 
@@ -640,7 +711,8 @@ static int run_fairness(const char *url, struct fairness_result *out)
 static void usage(void)
 {
     fprintf(stderr, "usage: gateway [--quick] [--only SECTION[,SECTION...]] [--levels N[,N...]] "
-                    "[--secs S]\n  sections: floor, click, observe, loop, parallel, fairness\n");
+                    "[--secs S]\n  sections: floor, click, observe, navigate, loop, parallel, "
+                    "fairness\n");
     exit(2);
 }
 
@@ -685,6 +757,19 @@ static void print_observe(struct observe_result *ob)
     printf(",");
     gwc_print_mmm("second_ms", ob->second, ob->runs);
     printf("}");
+}
+
+static void print_navigate(struct nav_result *nv)
+{
+    printf(",\"navigate\":{\"page\":\"form\",\"rounds\":%d,\"errors\":%d,", nv->rounds,
+           nv->errors);
+    gwc_print_mmm("raw_ms", nv->raw, nv->rounds);
+    printf(",");
+    gwc_print_mmm("gateway_ms", nv->gw, nv->rounds);
+    printf(",");
+    gwc_print_mmm("in_worker_ms", nv->inside, nv->rounds);
+    printf(",\"added_p50_ms\":%.3f}",
+           gwc_pct(nv->gw, nv->rounds, 0.5) - gwc_pct(nv->raw, nv->rounds, 0.5));
 }
 
 static void print_loop(struct loop_result *lp)
@@ -781,6 +866,7 @@ int main(int argc, char **argv)
     struct floor_result fl = {0};
     struct click_result ck = {0};
     struct loop_result lp = {0};
+    struct nav_result nv = {0};
     static struct observe_result ob;
     struct fairness_result fa = {0};
     int rc = 0;
@@ -796,6 +882,11 @@ int main(int argc, char **argv)
     if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
         fprintf(stderr, "gateway: observe: first %.1f ms, second %.1f ms (%lld ms)\n", ob.first[0],
                 ob.second[0], (long long)(rg_now_ms() - t0));
+    t0 = rg_now_ms();
+    if (rc == 0 && listed(only, "navigate") && (rc = run_navigate(form_url, &nv)) == 0)
+        fprintf(stderr, "gateway: navigate: raw %.1f ms, through nginx %.1f ms (%lld ms)\n",
+                gwc_pct(nv.raw, nv.rounds, 0.5), gwc_pct(nv.gw, nv.rounds, 0.5),
+                (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "loop") && (rc = run_loop(form_url, &lp)) == 0)
         fprintf(stderr, "gateway: loop: %.1f ms per loop, %d of %d ok (%lld ms)\n",
@@ -824,6 +915,8 @@ int main(int argc, char **argv)
         print_click(&ck);
     if (listed(only, "observe"))
         print_observe(&ob);
+    if (listed(only, "navigate"))
+        print_navigate(&nv);
     if (listed(only, "loop"))
         print_loop(&lp);
     if (listed(only, "parallel"))
@@ -833,6 +926,9 @@ int main(int argc, char **argv)
     printf("}\n");
 
     free(ck.t);
+    free(nv.raw);
+    free(nv.gw);
+    free(nv.inside);
     free(lp.total);
     for (int s = 0; s < STEPS; s++)
         free(lp.step[s]);
