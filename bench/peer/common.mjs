@@ -124,6 +124,26 @@ export function pssKiB(pids) {
     return total;
 }
 
+/**
+ * CPU milliseconds (user + system, fields 14 and 15 of /proc/<pid>/stat) so
+ * far, summed over pids; gone processes count 0. The clock tick is 100 Hz on
+ * Linux (sysconf(_SC_CLK_TCK), which Node does not expose).
+ */
+export function cpuMs(pids) {
+    let total = 0;
+    for (const pid of pids) {
+        let text;
+        try {
+            text = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        } catch {
+            continue;
+        }
+        const f = text.slice(text.lastIndexOf(')') + 2).split(' ');
+        total += (Number(f[11]) + Number(f[12])) * 10;
+    }
+    return total;
+}
+
 // ---- the page server ----
 
 /** httpd.c's Content-Type for a file name. */

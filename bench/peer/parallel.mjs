@@ -10,7 +10,9 @@
 //          without a target is the same text, one Runtime.evaluate
 //   click  page.getByRef(ref).click(): refgate's `click @addone`
 // and reports commands/s, p50 and p99 of the per-command times (nearest
-// rank, as gateway.c), and errors.
+// rank, as gateway.c), errors, and the CPU per command of the Node process
+// and, apart, of the browser's process tree (as gateway.c counts its workers
+// and their browsers).
 //
 // Memory, at each level after its run and one second of rest: PSS (the "Pss:"
 // line of /proc/<pid>/smaps_rollup) of the browser's whole process tree,
@@ -28,7 +30,7 @@ import { chromium } from 'playwright-core';
 import { createRequire } from 'node:module';
 import { setTimeout as sleep } from 'node:timers/promises';
 import {
-    chromiumChildren, log as logger, msSince, now, pssKiB, quantile, round, startServer,
+    chromiumChildren, cpuMs, log as logger, msSince, now, pssKiB, quantile, round, startServer,
     runMain, treeOf, urlOf,
 } from './common.mjs';
 import { EXECUTABLE, FLAGS } from './flags.mjs';
@@ -64,9 +66,11 @@ async function openSession(browser, url) {
 }
 
 /** Every session runs op(session) back to back until the deadline. */
-async function runLevel(sessions, op) {
+async function runLevel(sessions, op, root) {
     const lat = [];
     let errors = 0;
+    const procs = treeOf(root);
+    const node0 = process.cpuUsage(), ch0 = cpuMs(procs);
     const t0 = now();
     const until = Date.now() + secs * 1000;
     await Promise.all(sessions.map(async (s) => {
@@ -81,7 +85,11 @@ async function runLevel(sessions, op) {
         }
     }));
     const seconds = msSince(t0) / 1000;
+    const node = process.cpuUsage(node0), ch = cpuMs(procs) - ch0;
+    const per = (ms) => (lat.length ? round(ms / lat.length, 3) : 0);
     return {
+        node_cpu_ms_per_command: per((node.user + node.system) / 1000),
+        chromium_cpu_ms_per_command: per(ch),
         commands: lat.length, errors, seconds: round(seconds, 2),
         per_s: round(lat.length / seconds, 1), p50_ms: round(quantile(lat, 0.5)),
         p99_ms: round(quantile(lat, 0.99)),
@@ -120,8 +128,9 @@ async function main(home) {
                 sessions.push(...(await Promise.all(more)));
             }
             const opened = Date.now() - t0;
-            const read = await runLevel(sessions, (s) => s.page.evaluate(() => document.body.innerText));
-            const click = await runLevel(sessions, (s) => s.page.getByRef(s.ref).click());
+            const read = await runLevel(sessions, (s) => s.page.evaluate(() => document.body.innerText),
+                                        root);
+            const click = await runLevel(sessions, (s) => s.page.getByRef(s.ref).click(), root);
             await sleep(1000);
             const procs = treeOf(root);
             const pss = pssKiB(procs);

@@ -512,6 +512,23 @@ function reactLoopTable() {
   console.log('');
 }
 
+/**
+ * Commands per second of CPU at one level, for a mix of half reads and half
+ * clicks (the same mix on both sides, whatever rate each run reached): the
+ * driver's CPU (refgate's workers, or Playwright's Node process, named by
+ * driverKey) plus the browsers' process trees, per command of each kind.
+ */
+function coreRate(level, driverKey) {
+  if (!level) return undefined;
+  let ms = 0;
+  for (const k of ['read', 'click']) {
+    const r = level[k];
+    if (!isNum(r?.[driverKey]) || !isNum(r?.chromium_cpu_ms_per_command)) return undefined;
+    ms += (r[driverKey] + r.chromium_cpu_ms_per_command) / 2;
+  }
+  return ms > 0 ? 1000 / ms : undefined;
+}
+
 function parallelTable() {
   const p = rgGw?.parallel;
   if (!p && !pwPar) return;
@@ -544,7 +561,9 @@ function parallelTable() {
                 `${num(last.workers_pss_kib / 1024)} MiB PSS together (${num(p.base_workers_pss_kib / 1024)} with no session); ` +
                 `Playwright's Node process ${lastPw ? num(lastPw.node_pss_kib / 1024) : '-'} MiB. Worker CPU per command ` +
                 `(the gateway processes, not Chromium): read ${num(last.read.worker_cpu_ms_per_command)} ms, click ` +
-                `${num(last.click.worker_cpu_ms_per_command)} ms.`);
+                `${num(last.click.worker_cpu_ms_per_command)} ms; with the browsers' CPU, commands per core-second ` +
+                `(half reads, half clicks): refgate ${num(coreRate(last, 'worker_cpu_ms_per_command'))}, Playwright ` +
+                `${num(coreRate(lastPw, 'node_cpu_ms_per_command'))}.`);
   console.log('');
 }
 
@@ -607,7 +626,7 @@ function summary() {
     let t = '';
     if (target) {
       const value = target.on === 'rg' ? rg?.med : r;
-      const met = isNum(value) ? value <= target.max : undefined;
+      const met = !isNum(value) ? undefined : target.min !== undefined ? value >= target.min : value <= target.max;
       t = `${target.text}: ${met === undefined ? 'not measured' : met ? 'met' : 'MISSED'}`;
     }
     rows.push([figure, cell(rg), peer, cell(pv), r2(r), t]);
@@ -619,6 +638,13 @@ function summary() {
     add("gateway's added latency p50 [ms]", fig(g.floor.added_p50_ms), '-', undefined,
         { on: 'rg', max: 0.5, text: 'at most 0.5 ms' });
     if (pwFloor) add('trivial command p50 [ms]', fig(g.floor.gateway_p50_ms), 'Playwright page.evaluate', fig(pwFloor.evaluate_p50_ms));
+  }
+  if (g?.navigate) {
+    const n = g.navigate;
+    add('navigate to the load event, form page, through nginx [ms]', fig(n.gateway_ms.median, n.gateway_ms.min, n.gateway_ms.max),
+        'raw Page.navigate to load, pipe', fig(n.raw_ms.median, n.raw_ms.min, n.raw_ms.max));
+    add('  what the gateway adds to a navigation, p50 [ms]', fig(n.added_p50_ms), '-', undefined,
+        { on: 'rg', max: 5, text: 'at most 5 ms' });
   }
   if (rgFloor && pwFloor) add('cold start of a browser [ms]', fig(rgFloor.cold_start_ms), 'Playwright launch', fig(pwFloor.cold_start_ms));
   // Observe.
@@ -746,6 +772,10 @@ function summary() {
       add(`${l.sessions} sessions, ${k}: commands/s (higher is better)`, fig(l[k].per_s), 'Playwright, contexts in one process', fig(b?.[k].per_s));
       add(`${l.sessions} sessions, ${k}: p99 [ms]`, fig(l[k].p99_ms), 'Playwright, contexts in one process', fig(b?.[k].p99_ms));
     }
+    const rgCore = coreRate(l, 'worker_cpu_ms_per_command'), pwCore = coreRate(b, 'node_cpu_ms_per_command');
+    if (l === par.levels[par.levels.length - 1])
+      add(`${l.sessions} sessions, half read, half click: commands per core-second (higher is better)`, fig(rgCore),
+          'Playwright, contexts in one process', fig(pwCore), { min: 2, text: 'at least 2x' });
     add(`PSS per live session, ${l.sessions} sessions [MiB]`, fig(l.chromium_pss_mib_per_session), 'Playwright PSS per context',
         fig(b?.chromium_pss_mib_per_session));
   }
