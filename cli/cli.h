@@ -259,6 +259,7 @@ enum {
     CLI_SET_LOCALE = 1 << 6,
     CLI_SET_ALLOW = 1 << 7, /* the allow list is replaced by allow[] */
     CLI_SET_DENY = 1 << 8,
+    CLI_SET_DOWNLOADS = 1 << 9,
 };
 
 /** An admin command line. Strings are borrowed from argv. */
@@ -268,7 +269,7 @@ typedef struct cli_admin {
     unsigned has;
     int max_sessions, max_concurrent;
     double rate;
-    int allow_private, allow_eval;
+    int allow_private, allow_eval, allow_downloads;
     const char *user_agent, *locale; /* "" clears */
     const char *allow[TENANT_HOSTS_MAX];
     size_t n_allow;
