@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "wire/wire.h"
@@ -402,6 +403,158 @@ static void test_scratch_dir_private_and_removed(void **state)
     assert_int_equal(stat(dir, &sb), -1);
 }
 
+/* ---- refgate-cli and MCP ---- */
+
+static cJSON *downloads_settled(const char *auth, const char *sid, int want);
+static const char *field(const cJSON *o, const char *k);
+
+/* BUILD/refgate-cli, beside this test's BUILD/tests/. */
+static void find_cli(char *cli, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", cli, len - 32);
+    assert_true(n > 0);
+    cli[n] = '\0';
+    for (int i = 0; i < 2; i++)
+        *strrchr(cli, '/') = '\0';
+    strcat(cli, "/refgate-cli");
+}
+
+/* Runs a shell command; its standard output (caller frees) and exit status. */
+static char *run_cmd(const char *cmd, int *status)
+{
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    rg_buf b;
+    rg_buf_init(&b);
+    char chunk[4096];
+    size_t n;
+    while ((n = fread(chunk, 1, sizeof chunk, p)) > 0)
+        rg_buf_append(&b, chunk, n);
+    int ws = pclose(p);
+    *status = WIFEXITED(ws) ? WEXITSTATUS(ws) : -1;
+    rg_buf_append(&b, "", 1);
+    return rg_buf_steal(&b);
+}
+
+static void test_cli_upload_and_download(void **state)
+{
+    (void)state;
+    char cli[512], sid[64], local[128], cmd[1600], env[400];
+    find_cli(cli, sizeof cli);
+    create(dl_auth, sid);
+    snprintf(local, sizeof local, "%s/local-\xc3\xa9.bin", docroot);
+    unsigned char *bytes = pattern(3000, 11);
+    write_doc("local-\xc3\xa9.bin", bytes, 3000);
+    const char *key = strstr(dl_auth, "Bearer ") + 7;
+    snprintf(env, sizeof env, "REFGATE_URL=http://127.0.0.1:%d REFGATE_KEY=%.*s REFGATE_SESSION=%s",
+             stack_port(st.st), (int)strcspn(key, "\r"), key, sid);
+    /* upload reads the local file and sends its bytes under its own name. */
+    snprintf(cmd, sizeof cmd, "%s '%s' upload css:#one '%s' 2>&1", env, cli, local);
+    int status;
+    char *out = run_cmd(cmd, &status);
+    if (status != 0)
+        fail_msg("%s -> %d: %s", cmd, status, out);
+    free(out);
+    char want[96];
+    snprintf(want, sizeof want, "one: local-\xc3\xa9.bin 3000 %02x%02x%02x%02x%02x%02x", bytes[0],
+             bytes[1], bytes[2], bytes[3], bytes[4], bytes[5]);
+    wait_out(dl_auth, sid, want);
+    /* A file that is not there: a clear error, nothing sent. */
+    snprintf(cmd, sizeof cmd, "%s '%s' upload css:#one /nonexistent/x.bin 2>&1", env, cli);
+    out = run_cmd(cmd, &status);
+    assert_int_not_equal(status, 0);
+    assert_non_null(strstr(out, "/nonexistent/x.bin"));
+    free(out);
+    /* download writes the file's bytes, listed by downloads. */
+    cJSON_Delete(ok_json(dl_auth, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}"));
+    cJSON *r = downloads_settled(dl_auth, sid, 1);
+    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
+    char saved[160];
+    snprintf(saved, sizeof saved, "%s/saved.txt", docroot);
+    snprintf(cmd, sizeof cmd, "%s '%s' download '%s' -o '%s' 2>&1", env, cli, field(d, "id"),
+             saved);
+    cJSON_Delete(r);
+    out = run_cmd(cmd, &status);
+    if (status != 0)
+        fail_msg("%s -> %d: %s", cmd, status, out);
+    free(out);
+    size_t n = 0;
+    char *got = support_slurp(saved, &n);
+    assert_non_null(got);
+    assert_int_equal(n, 17);
+    assert_memory_equal(got, "small \x00\x01\x02\xff file\n", 17);
+    free(got);
+    /* browser_file_upload on stdio: Playwright's paths, read here. */
+    char lines[1400];
+    snprintf(lines, sizeof lines,
+             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+             "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n"
+             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"browser_file_upload\",\"arguments\":{\"paths\":[\"%s\"],\"target\":\"css:#many\"}}}\n"
+             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"browser_wait_for\",\"arguments\":{\"text\":\"many: local-\xc3\xa9.bin 3000\"}}}\n",
+             local);
+    char lines_path[160];
+    snprintf(lines_path, sizeof lines_path, "%s/mcp-lines.txt", docroot);
+    write_doc("mcp-lines.txt", lines, strlen(lines));
+    snprintf(cmd, sizeof cmd, "%s '%s' mcp --session %s --on-exit close < '%s' 2>&1", env, cli,
+             sid, lines_path);
+    out = run_cmd(cmd, &status);
+    assert_int_equal(status, 0);
+    /* Three answers, none an error: the upload, then the page's own text. */
+    if (strstr(out, "\"isError\":true") || !strstr(out, "\"id\":3") ||
+        !strstr(out, "Uploaded 1 file."))
+        fail_msg("MCP on stdio answered:\n%s", out);
+    free(out);
+    free(bytes);
+}
+
+static void test_mcp_over_http_takes_bytes_not_paths(void **state)
+{
+    (void)state;
+    char sid[64], h[400];
+    create(st.auth[0], sid);
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\nMcp-Session-Id: %s\r\n",
+             st.auth[0], sid);
+    /* Paths are files on the agent's machine: refused with what to do instead. */
+    const char *paths = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+                        "\"name\":\"browser_file_upload\",\"arguments\":{\"paths\":[\"/etc/hostname\"]}}}";
+    int status;
+    cJSON *r = expect_json(stack_port(st.st), "POST", "/v1/mcp", h, paths, &status);
+    assert_int_equal(status, 200);
+    char *txt = cJSON_PrintUnformatted(r);
+    if (!strstr(txt, "\"isError\":true") || !strstr(txt, "cannot read over HTTP"))
+        fail_msg("paths over HTTP: %s", txt);
+    free(txt);
+    cJSON_Delete(r);
+    char text[256];
+    out_text(st.auth[0], sid, text, sizeof text);
+    assert_string_equal(text, "none");
+    /* files carry the bytes ("mcp!" in base64) into the input the target names. */
+    const char *files = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+                        "\"name\":\"browser_file_upload\",\"arguments\":{\"target\":\"label:Document\","
+                        "\"files\":[{\"name\":\"m.txt\",\"data\":\"bWNwIQ==\"}]}}}";
+    r = expect_json(stack_port(st.st), "POST", "/v1/mcp", h, files, &status);
+    assert_int_equal(status, 200);
+    txt = cJSON_PrintUnformatted(r);
+    if (strstr(txt, "\"isError\":true") || !strstr(txt, "Uploaded 1 file."))
+        fail_msg("files over HTTP: %s", txt);
+    free(txt);
+    cJSON_Delete(r);
+    wait_out(st.auth[0], sid, "one: m.txt 4 6d637021");
+    /* Without a target, the page's only file input; here there are three: ambiguous. */
+    const char *anon = "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{"
+                       "\"name\":\"browser_file_upload\",\"arguments\":{"
+                       "\"files\":[{\"name\":\"m.txt\",\"data\":\"bWNwIQ==\"}]}}}";
+    r = expect_json(stack_port(st.st), "POST", "/v1/mcp", h, anon, &status);
+    txt = cJSON_PrintUnformatted(r);
+    if (!strstr(txt, "\"isError\":true") || !strstr(txt, "ambiguous"))
+        fail_msg("no target over HTTP: %s", txt);
+    free(txt);
+    cJSON_Delete(r);
+    close_session(st.auth[0], sid);
+}
+
 /* ---- downloads ---- */
 
 /* The downloads listing of sid; waits (bounded) until none is in progress. */
@@ -620,6 +773,8 @@ int main(void)
                 cmocka_unit_test(test_scratch_dir_private_and_removed),
                 cmocka_unit_test(test_downloads_refused_without_the_flag),
                 cmocka_unit_test(test_downloads_allowed_exact_bytes_and_quota),
+                cmocka_unit_test(test_cli_upload_and_download),
+                cmocka_unit_test(test_mcp_over_http_takes_bytes_not_paths),
             };
             rc = FX_RUN("files", tests, NULL, NULL);
         }
