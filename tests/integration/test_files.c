@@ -359,6 +359,16 @@ static void test_upload_refusals_change_nothing(void **state)
                  "{\"op\":\"upload\",\"args\":{\"target\":\"css:#one\",\"files\":[]}}", &status);
     expect_error(r, status, 400, "bad_request", NULL);
     cJSON_Delete(r);
+    /* Another tenant's session id is not_found for the file ops. */
+    static const char *theirs[] = {
+        "{\"op\":\"upload\",\"args\":{\"target\":\"css:#one\",\"files\":[{\"name\":\"a\","
+        "\"data\":\"YQ==\"}]}}",
+        "{\"op\":\"downloads\"}", "{\"op\":\"download.get\",\"args\":{\"id\":\"abc\"}}"};
+    for (size_t i = 0; i < sizeof theirs / sizeof *theirs; i++) {
+        r = json_cmd(st.auth[1], sid, theirs[i], &status);
+        expect_error(r, status, 404, "not_found", NULL);
+        cJSON_Delete(r);
+    }
     /* After all that, the page still holds the first file and the disk only it. */
     out_text(st.auth[0], sid, text, sizeof text);
     assert_non_null(strstr(text, "one: first.bin 60000"));
