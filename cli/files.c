@@ -27,8 +27,8 @@ cJSON *cli_upload_entry(const char *path, char *err, size_t errlen)
     }
     if ((unsigned long long)st.st_size > CLI_UPLOAD_FILE_MAX) {
         fclose(f);
-        rg_errf(err, errlen, RG_EBADREQ, "%s has %lld bytes; refgate-cli sends at most %llu",
-                path, (long long)st.st_size, (unsigned long long)CLI_UPLOAD_FILE_MAX);
+        rg_errf(err, errlen, RG_EBADREQ, "%s has %lld bytes; refgate-cli sends at most %llu", path,
+                (long long)st.st_size, (unsigned long long)CLI_UPLOAD_FILE_MAX);
         return NULL;
     }
     size_t n = (size_t)st.st_size;

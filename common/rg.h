@@ -81,9 +81,9 @@ int rg_err_transient(int err);
                                      browser context by this much */
 
 /* Files of a session (session/files.c; the byte limits are REFGATE_* variables). */
-#define RG_UPLOAD_FILES_MAX 32     /* files one upload may carry */
-#define RG_FILE_NAME_MAX 255       /* bytes of an uploaded or downloaded file's name */
-#define RG_DOWNLOADS_MAX 64        /* downloads a session lists; more are refused */
+#define RG_UPLOAD_FILES_MAX 32 /* files one upload may carry */
+#define RG_FILE_NAME_MAX 255   /* bytes of an uploaded or downloaded file's name */
+#define RG_DOWNLOADS_MAX 64    /* downloads a session lists; more are refused */
 
 /* ---- time ---------------------------------------------------------------- */
 

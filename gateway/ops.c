@@ -602,8 +602,7 @@ static int upload_file_of(gw_cmd *c, const cJSON *e, int i, sess_file *f, unsign
                        i);
     if (mime && (!cJSON_IsString(mime) || wire_is_bin(mime) || !strchr(mime->valuestring, '/') ||
                  strlen(mime->valuestring) > 127))
-        return gw_fail(c, RG_EBADREQ, "args.files[%d].mime must be a media type (type/subtype)",
-                       i);
+        return gw_fail(c, RG_EBADREQ, "args.files[%d].mime must be a media type (type/subtype)", i);
     char why[256];
     if (sess_file_name_check(name->valuestring, why, sizeof why) < 0)
         return gw_fail(c, RG_EBADREQ, "args.files[%d].name: %s", i, why);
@@ -690,8 +689,7 @@ static int op_download_get(gw_cmd *c)
     sess_download d;
     unsigned char *data;
     size_t len;
-    int rc = sess_download_read(c->s, gw_arg_str(c, "id"), &d, &data, &len, c->err,
-                                sizeof c->err);
+    int rc = sess_download_read(c->s, gw_arg_str(c, "id"), &d, &data, &len, c->err, sizeof c->err);
     if (rc < 0)
         return c->rc = rc;
     c->result = cJSON_CreateObject();
@@ -741,8 +739,9 @@ static int op_subscribe(gw_cmd *c)
         for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
             known |= !strcmp(kinds[i], e->valuestring);
         if (!known)
-            return gw_fail(c, RG_EBADREQ, "args.events takes navigation, console, dialog, "
-                                          "snapshot, session and download");
+            return gw_fail(c, RG_EBADREQ,
+                           "args.events takes navigation, console, dialog, "
+                           "snapshot, session and download");
     }
     /* The WebSocket side records the subscription from the reply. */
     c->result = cJSON_CreateObject();

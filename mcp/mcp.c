@@ -393,8 +393,7 @@ static void t_file_upload(mcp_session *m, const cJSON *a, result *r)
     cJSON_ArrayForEach(e, paths)
     {
         char err[512] = "";
-        cJSON *f = cJSON_IsString(e) ? m->local_file(m->ud, e->valuestring, err, sizeof err)
-                                     : NULL;
+        cJSON *f = cJSON_IsString(e) ? m->local_file(m->ud, e->valuestring, err, sizeof err) : NULL;
         if (!f) {
             add_text(r, "error bad_request: %s", err[0] ? err : "paths holds strings");
             r->error = 1;

@@ -660,11 +660,12 @@ static int upload(reg_page_handle h, const reg_action *a, int i, char *err, size
     rg_buf_puts(&q, ",\"returnByValue\":true,\"functionDeclaration\":\"function(){"
                     "return JSON.stringify({tag:String(this.localName||''),"
                     "type:String(this.getAttribute('type')||''),"
-                    "file:this.localName==='input'&&this.type==='file',multiple:!!this.multiple,disabled:!!this.disabled})}\"}");
+                    "file:this.localName==='input'&&this.type==='file',multiple:!!this.multiple,"
+                    "disabled:!!this.disabled})}\"}");
     cdp_reply r = {0};
-    rc = q.failed ? RG_ENOMEM
-                  : cdp_call(h.conn, h.session, "Runtime.callFunctionOn", q.data, JS_TIMEOUT_MS,
-                             &r);
+    rc = q.failed
+             ? RG_ENOMEM
+             : cdp_call(h.conn, h.session, "Runtime.callFunctionOn", q.data, JS_TIMEOUT_MS, &r);
     cJSON *info = NULL;
     if (rc == 0) {
         const char *v = jstr(cJSON_GetObjectItemCaseSensitive(r.result, "result"), "value");
@@ -706,9 +707,9 @@ static int upload(reg_page_handle h, const reg_action *a, int i, char *err, size
         rg_buf_json_str(&q, obj, strlen(obj));
         rg_buf_puts(&q, "}");
         memset(&r, 0, sizeof r);
-        rc = q.failed ? RG_ENOMEM
-                      : cdp_call(h.conn, h.session, "DOM.setFileInputFiles", q.data, JS_TIMEOUT_MS,
-                                 &r);
+        rc = q.failed
+                 ? RG_ENOMEM
+                 : cdp_call(h.conn, h.session, "DOM.setFileInputFiles", q.data, JS_TIMEOUT_MS, &r);
         if (rc < 0)
             snprintf(err, errlen, "the browser did not take the files: %s",
                      r.error[0] ? r.error : rg_err_code(rc));
@@ -834,8 +835,7 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         return rc;
     int needs_target = a->op == REG_OP_CLICK || a->op == REG_OP_HOVER || a->op == REG_OP_FOCUS ||
                        a->op == REG_OP_FILL || a->op == REG_OP_SELECT || a->op == REG_OP_CHECK ||
-                       a->op == REG_OP_UNCHECK || a->op == REG_OP_INSPECT ||
-                       a->op == REG_OP_UPLOAD;
+                       a->op == REG_OP_UNCHECK || a->op == REG_OP_INSPECT || a->op == REG_OP_UPLOAD;
     if (needs_target && !has_target) {
         snprintf(err, errlen, "this operation needs a target");
         return RG_EBADREQ;

@@ -37,11 +37,11 @@
 
 struct sess_files {
     pthread_mutex_t mu;
-    int made;            /* the session's directory exists */
-    size_t up_bytes;     /* bytes of this context's uploads */
-    unsigned up_seq;     /* uploads so far: up/<n> */
-    int dl_allowed;      /* set at lock-down for the context */
-    sess_download *dl;   /* RG_DOWNLOADS_MAX entries once the first download begins */
+    int made;          /* the session's directory exists */
+    size_t up_bytes;   /* bytes of this context's uploads */
+    unsigned up_seq;   /* uploads so far: up/<n> */
+    int dl_allowed;    /* set at lock-down for the context */
+    sess_download *dl; /* RG_DOWNLOADS_MAX entries once the first download begins */
     size_t n_dl;
 };
 
@@ -146,8 +146,11 @@ void sess_files_clear(sess *s)
 static size_t utf8_len(const unsigned char *p, size_t n)
 {
     unsigned char c = p[0];
-    size_t len = c < 0x80 ? 1 : (c & 0xe0) == 0xc0 ? 2 : (c & 0xf0) == 0xe0 ? 3
-                                                     : (c & 0xf8) == 0xf0 ? 4 : 0;
+    size_t len = c < 0x80             ? 1
+                 : (c & 0xe0) == 0xc0 ? 2
+                 : (c & 0xf0) == 0xe0 ? 3
+                 : (c & 0xf8) == 0xf0 ? 4
+                                      : 0;
     if (!len || len > n || (len == 2 && c < 0xc2) || c > 0xf4)
         return 0;
     for (size_t i = 1; i < len; i++)
@@ -165,8 +168,7 @@ int sess_file_name_check(const char *name, char *err, size_t errlen)
 {
     size_t n = name ? strlen(name) : 0;
     if (n == 0 || n > RG_FILE_NAME_MAX)
-        return rg_errf(err, errlen, RG_EBADREQ, "a file name has 1 to %d bytes",
-                       RG_FILE_NAME_MAX);
+        return rg_errf(err, errlen, RG_EBADREQ, "a file name has 1 to %d bytes", RG_FILE_NAME_MAX);
     if (!strcmp(name, ".") || !strcmp(name, ".."))
         return rg_errf(err, errlen, RG_EBADREQ, "a file name cannot be \"%s\"", name);
     const unsigned char *p = (const unsigned char *)name;
@@ -212,15 +214,24 @@ static void name_from_page(const char *in, char *out, size_t len)
 static const char *mime_of(const char *name)
 {
     static const char *types[][2] = {
-        {"txt", "text/plain"},        {"csv", "text/csv"},
-        {"html", "text/html"},        {"htm", "text/html"},
-        {"json", "application/json"}, {"xml", "application/xml"},
-        {"pdf", "application/pdf"},   {"zip", "application/zip"},
-        {"gz", "application/gzip"},   {"png", "image/png"},
-        {"jpg", "image/jpeg"},        {"jpeg", "image/jpeg"},
-        {"gif", "image/gif"},         {"svg", "image/svg+xml"},
-        {"webp", "image/webp"},       {"js", "text/javascript"},
-        {"css", "text/css"},          {"md", "text/markdown"},
+        {"txt", "text/plain"},
+        {"csv", "text/csv"},
+        {"html", "text/html"},
+        {"htm", "text/html"},
+        {"json", "application/json"},
+        {"xml", "application/xml"},
+        {"pdf", "application/pdf"},
+        {"zip", "application/zip"},
+        {"gz", "application/gzip"},
+        {"png", "image/png"},
+        {"jpg", "image/jpeg"},
+        {"jpeg", "image/jpeg"},
+        {"gif", "image/gif"},
+        {"svg", "image/svg+xml"},
+        {"webp", "image/webp"},
+        {"js", "text/javascript"},
+        {"css", "text/css"},
+        {"md", "text/markdown"},
         {"xlsx", "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet"},
         {"docx", "application/vnd.openxmlformats-officedocument.wordprocessingml.document"},
     };
@@ -392,7 +403,7 @@ static double jnum_of(const cJSON *o, const char *k)
 static int id_ok(const char *id)
 {
     size_t n = strlen(id);
-    if (n == 0 || n >= sizeof ((sess_download *)0)->id)
+    if (n == 0 || n >= sizeof((sess_download *)0)->id)
         return 0;
     for (size_t i = 0; i < n; i++)
         if (!((id[i] >= '0' && id[i] <= '9') || (id[i] >= 'a' && id[i] <= 'f') ||
@@ -588,8 +599,8 @@ static int read_all(const char *path, size_t max, unsigned char **data, size_t *
     return 0;
 }
 
-int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char **data,
-                       size_t *len, char *err, size_t errlen)
+int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char **data, size_t *len,
+                       char *err, size_t errlen)
 {
     struct sess_files *f = s->files;
     *data = NULL;

@@ -67,8 +67,8 @@ void sess_config_from_env(sess_config *cfg)
     long browsers = rg_env_long("REFGATE_BROWSERS", POOL_BROWSERS, 1, 64);
     long per = rg_env_long("REFGATE_CONTEXTS_PER_BROWSER", POOL_CONTEXTS_PER_BROWSER, 1, 256);
     cfg->capacity = (int)(browsers * per);
-    cfg->upload_file_max = (size_t)rg_env_long("REFGATE_UPLOAD_FILE_MAX",
-                                               (long)cfg->upload_file_max, 0, 1L << 30);
+    cfg->upload_file_max =
+        (size_t)rg_env_long("REFGATE_UPLOAD_FILE_MAX", (long)cfg->upload_file_max, 0, 1L << 30);
     cfg->upload_session_max = (size_t)rg_env_long("REFGATE_UPLOAD_SESSION_MAX",
                                                   (long)cfg->upload_session_max, 0, 4L << 30);
     cfg->download_session_max = (size_t)rg_env_long("REFGATE_DOWNLOAD_SESSION_MAX",

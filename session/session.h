@@ -348,8 +348,8 @@ int sess_downloads(sess *s, sess_download **out, size_t *n);
  * frees) and its entry into *d. RG_ENOTFOUND (no such download, or it was
  * refused), RG_ECONFLICT (still in progress), with a sentence in err.
  */
-int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char **data,
-                       size_t *len, char *err, size_t errlen);
+int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char **data, size_t *len,
+                       char *err, size_t errlen);
 
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);

@@ -153,9 +153,8 @@ static void test_create_prints_only_a_key(void **state)
     /* A second tenant with options; --json gives the key with its tenant. */
     r = ADMIN("tenant", "create", "beta", "--max-sessions", "3", "--max-concurrent", "2", "--rate",
               "1.5", "--allow-private", "--allow-eval", "--allow-downloads", "--allow-host",
-              "*.example.com",
-              "--deny-host", "10.0.0.0/8", "--user-agent", "Bot/1.0 (x)", "--locale", "fr-FR",
-              "--json");
+              "*.example.com", "--deny-host", "10.0.0.0/8", "--user-agent", "Bot/1.0 (x)",
+              "--locale", "fr-FR", "--json");
     assert_int_equal(r.status, 0);
     cJSON *j = cJSON_Parse(r.out);
     assert_string_equal(cJSON_GetObjectItem(j, "tenant")->valuestring, "beta");

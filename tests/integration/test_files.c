@@ -308,8 +308,7 @@ static void test_upload_refusals_change_nothing(void **state)
     out_text(st.auth[0], sid, text, sizeof text);
     assert_non_null(strstr(text, "one: first.bin 60000"));
     /* Names that are paths or hold control characters: bad_request. */
-    static const char *bad_names[] = {"../x", "a/b", "..", ".", "a\\b", "tab\there", "bell\a",
-                                      ""};
+    static const char *bad_names[] = {"../x", "a/b", "..", ".", "a\\b", "tab\there", "bell\a", ""};
     for (size_t i = 0; i < sizeof bad_names / sizeof *bad_names; i++) {
         r = upload_one(sid, "css:#one", bad_names[i], (const unsigned char *)"x", 1, &status);
         expect_error(r, status, 400, "bad_request", NULL);
@@ -317,17 +316,16 @@ static void test_upload_refusals_change_nothing(void **state)
     }
     /* A NUL inside a name (msgpack can carry one; the decoder refuses it). */
     static const unsigned char nul_name[] = {
-        0x82, 0xa2, 'o', 'p', 0xa6, 'u', 'p', 'l', 'o', 'a', 'd', 0xa4, 'a', 'r', 'g', 's',
-        0x82, 0xa6, 't', 'a', 'r', 'g', 'e', 't', 0xa8, 'c', 's', 's', ':', '#', 'o', 'n', 'e',
-        0xa5, 'f', 'i', 'l', 'e', 's', 0x91, 0x82, 0xa4, 'n', 'a', 'm', 'e', 0xa3, 'a', 0x00, 'b',
-        0xa4, 'd', 'a', 't', 'a', 0xc4, 0x01, 'x'};
+        0x82, 0xa2, 'o',  'p',  0xa6, 'u',  'p', 'l', 'o', 'a',  'd',  0xa4, 'a', 'r', 'g',
+        's',  0x82, 0xa6, 't',  'a',  'r',  'g', 'e', 't', 0xa8, 'c',  's',  's', ':', '#',
+        'o',  'n',  'e',  0xa5, 'f',  'i',  'l', 'e', 's', 0x91, 0x82, 0xa4, 'n', 'a', 'm',
+        'e',  0xa3, 'a',  0x00, 'b',  0xa4, 'd', 'a', 't', 'a',  0xc4, 0x01, 'x'};
     char h[300], path[96];
     snprintf(h, sizeof h, "%sContent-Type: application/msgpack\r\n", st.auth[0]);
     snprintf(path, sizeof path, "/v1/sessions/%s", sid);
     http_resp hr;
-    assert_int_equal(http_request(stack_port(st.st), "POST", path, h, nul_name, sizeof nul_name,
-                                  &hr),
-                     0);
+    assert_int_equal(
+        http_request(stack_port(st.st), "POST", path, h, nul_name, sizeof nul_name, &hr), 0);
     assert_int_equal(hr.status, 400);
     rg_buf_destroy(&hr.body);
     /* Not a file input, two files for a single input, a disabled one, not base64. */
@@ -478,7 +476,8 @@ static void test_cli_upload_and_download(void **state)
     /* download writes the file's bytes, listed by downloads. */
     cJSON_Delete(ok_json(dl_auth, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}"));
     cJSON *r = downloads_settled(dl_auth, sid, 1);
-    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
+    const cJSON *d =
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
     char saved[160];
     snprintf(saved, sizeof saved, "%s/saved.txt", docroot);
     snprintf(cmd, sizeof cmd, "%s '%s' download '%s' -o '%s' 2>&1", env, cli, field(d, "id"),
@@ -496,19 +495,20 @@ static void test_cli_upload_and_download(void **state)
     free(got);
     /* browser_file_upload on stdio: Playwright's paths, read here. */
     char lines[1400];
-    snprintf(lines, sizeof lines,
-             "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
-             "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n"
-             "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
-             "\"browser_file_upload\",\"arguments\":{\"paths\":[\"%s\"],\"target\":\"css:#many\"}}}\n"
-             "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
-             "\"browser_wait_for\",\"arguments\":{\"text\":\"many: local-\xc3\xa9.bin 3000\"}}}\n",
-             local);
+    snprintf(
+        lines, sizeof lines,
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":{\"protocolVersion\":"
+        "\"2025-06-18\",\"capabilities\":{},\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{\"name\":"
+        "\"browser_file_upload\",\"arguments\":{\"paths\":[\"%s\"],\"target\":\"css:#many\"}}}\n"
+        "{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":"
+        "\"browser_wait_for\",\"arguments\":{\"text\":\"many: local-\xc3\xa9.bin 3000\"}}}\n",
+        local);
     char lines_path[160];
     snprintf(lines_path, sizeof lines_path, "%s/mcp-lines.txt", docroot);
     write_doc("mcp-lines.txt", lines, strlen(lines));
-    snprintf(cmd, sizeof cmd, "%s '%s' mcp --session %s --on-exit close < '%s' 2>&1", env, cli,
-             sid, lines_path);
+    snprintf(cmd, sizeof cmd, "%s '%s' mcp --session %s --on-exit close < '%s' 2>&1", env, cli, sid,
+             lines_path);
     out = run_cmd(cmd, &status);
     assert_int_equal(status, 0);
     /* Three answers, none an error: the upload, then the page's own text. */
@@ -524,11 +524,12 @@ static void test_mcp_over_http_takes_bytes_not_paths(void **state)
     (void)state;
     char sid[64], h[400];
     create(st.auth[0], sid);
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\nMcp-Session-Id: %s\r\n",
-             st.auth[0], sid);
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\nMcp-Session-Id: %s\r\n", st.auth[0],
+             sid);
     /* Paths are files on the agent's machine: refused with what to do instead. */
-    const char *paths = "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
-                        "\"name\":\"browser_file_upload\",\"arguments\":{\"paths\":[\"/etc/hostname\"]}}}";
+    const char *paths =
+        "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"tools/call\",\"params\":{"
+        "\"name\":\"browser_file_upload\",\"arguments\":{\"paths\":[\"/etc/hostname\"]}}}";
     int status;
     cJSON *r = expect_json(stack_port(st.st), "POST", "/v1/mcp", h, paths, &status);
     assert_int_equal(status, 200);
@@ -541,9 +542,10 @@ static void test_mcp_over_http_takes_bytes_not_paths(void **state)
     out_text(st.auth[0], sid, text, sizeof text);
     assert_string_equal(text, "none");
     /* files carry the bytes ("mcp!" in base64) into the input the target names. */
-    const char *files = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
-                        "\"name\":\"browser_file_upload\",\"arguments\":{\"target\":\"label:Document\","
-                        "\"files\":[{\"name\":\"m.txt\",\"data\":\"bWNwIQ==\"}]}}}";
+    const char *files =
+        "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/call\",\"params\":{"
+        "\"name\":\"browser_file_upload\",\"arguments\":{\"target\":\"label:Document\","
+        "\"files\":[{\"name\":\"m.txt\",\"data\":\"bWNwIQ==\"}]}}}";
     r = expect_json(stack_port(st.st), "POST", "/v1/mcp", h, files, &status);
     assert_int_equal(status, 200);
     txt = cJSON_PrintUnformatted(r);
@@ -600,9 +602,11 @@ static void test_downloads_refused_without_the_flag(void **state)
     (void)state;
     char sid[64], dir[256];
     create(st.auth[0], sid);
-    cJSON_Delete(ok_json(st.auth[0], sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}"));
+    cJSON_Delete(
+        ok_json(st.auth[0], sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}"));
     cJSON *r = downloads_settled(st.auth[0], sid, 1);
-    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
+    const cJSON *d =
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
     assert_string_equal(field(d, "name"), "small.txt");
     assert_string_equal(field(d, "state"), "refused");
     char body[200];
@@ -670,7 +674,8 @@ static void test_downloads_allowed_exact_bytes_and_quota(void **state)
     assert_true(ws_download_event(w, "small.txt", "started"));
     assert_true(ws_download_event(w, "small.txt", "done"));
     cJSON *r = downloads_settled(dl_auth, sid, 1);
-    const cJSON *d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
+    const cJSON *d =
+        cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
     assert_string_equal(field(d, "state"), "done");
     assert_string_equal(field(d, "mime"), "text/plain");
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(d, "bytes")->valueint, 17);

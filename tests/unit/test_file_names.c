@@ -18,10 +18,17 @@
 static void test_names_accepted(void **state)
 {
     (void)state;
-    static const char *good[] = {
-        "a",          "report.pdf",        "My CV (final) v2.docx", ".hidden",
-        "a..b",       "...",               "\xc3\xa9t\xc3\xa9.csv", "\xe2\x82\xac 10.txt",
-        "\xf0\x9f\x93\x84.txt", "semi;colon&amp'quote\".txt", "~tilde$dollar"};
+    static const char *good[] = {"a",
+                                 "report.pdf",
+                                 "My CV (final) v2.docx",
+                                 ".hidden",
+                                 "a..b",
+                                 "...",
+                                 "\xc3\xa9t\xc3\xa9.csv",
+                                 "\xe2\x82\xac 10.txt",
+                                 "\xf0\x9f\x93\x84.txt",
+                                 "semi;colon&amp'quote\".txt",
+                                 "~tilde$dollar"};
     char err[256];
     for (size_t i = 0; i < sizeof good / sizeof *good; i++)
         if (sess_file_name_check(good[i], err, sizeof err) != 0)
@@ -36,9 +43,9 @@ static void test_names_refused(void **state)
 {
     (void)state;
     static const char *bad[] = {
-        "",            ".",          "..",          "a/b",         "/etc/passwd", "../up",
-        "dir/",        "a\\b",       "..\\x",       "tab\there",   "nl\n",        "bell\a",
-        "del\x7f",     "\xff.txt",   "\xc0\xaf",    "\xed\xa0\x80", "\xe2\x82",    "\xf4\x90\x80\x80"};
+        "",        ".",        "..",       "a/b",          "/etc/passwd", "../up",
+        "dir/",    "a\\b",     "..\\x",    "tab\there",    "nl\n",        "bell\a",
+        "del\x7f", "\xff.txt", "\xc0\xaf", "\xed\xa0\x80", "\xe2\x82",    "\xf4\x90\x80\x80"};
     char err[256];
     for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
         err[0] = '\0';

@@ -165,7 +165,8 @@ static void test_args_against_the_table(void **state)
     refused(&http_caller, "s1", "{\"op\":\"upload\",\"args\":{\"target\":\"@f\",\"files\":\"a\"}}",
             RG_EBADREQ, "args.files must be an array of maps");
     passes(&http_caller, "s1",
-           "{\"op\":\"upload\",\"args\":{\"target\":\"@f\",\"files\":[{\"name\":\"a\",\"data\":\"\"}]}}");
+           "{\"op\":\"upload\",\"args\":{\"target\":\"@f\",\"files\":[{\"name\":\"a\",\"data\":"
+           "\"\"}]}}");
     passes(&http_caller, "s1", "{\"op\":\"downloads\"}");
     refused(&http_caller, "s1", "{\"op\":\"downloads\",\"args\":{\"id\":\"x\"}}", RG_EBADREQ,
             "downloads takes no argument \"id\"");
