@@ -597,13 +597,38 @@ static const char *field(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
+static int ws_download_event(wsc *w, const char *name, const char *state);
+
+/* A subscriber of sid's download events, on the WebSocket as auth. */
+static wsc *download_subscriber(const char *auth, const char *sid)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
+    int status;
+    wsc *w = wsc_open(stack_port(st.st), path, auth, &status);
+    if (!w)
+        fail_msg("WebSocket: HTTP %d", status);
+    const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"download\"]}}";
+    assert_int_equal(wsc_send(w, sub, strlen(sub), 1), 0);
+    rg_buf in;
+    rg_buf_init(&in);
+    assert_int_equal(wsc_recv(w, &in, 10000), 1);
+    assert_non_null(strstr(in.data, "\"ok\":true"));
+    rg_buf_destroy(&in);
+    return w;
+}
+
 static void test_downloads_refused_without_the_flag(void **state)
 {
     (void)state;
     char sid[64], dir[256];
     create(st.auth[0], sid);
+    wsc *w = download_subscriber(st.auth[0], sid);
     cJSON_Delete(
         ok_json(st.auth[0], sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}"));
+    /* Reported as it happens, and listed. */
+    assert_true(ws_download_event(w, "small.txt", "refused"));
+    wsc_close(w);
     cJSON *r = downloads_settled(st.auth[0], sid, 1);
     const cJSON *d =
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
@@ -653,20 +678,10 @@ static int ws_download_event(wsc *w, const char *name, const char *state)
 static void test_downloads_allowed_exact_bytes_and_quota(void **state)
 {
     (void)state;
-    char sid[64], dir[256], path[96];
-    create(dl_auth, sid);
-    snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
+    char sid[64], dir[256];
     int status;
-    wsc *w = wsc_open(stack_port(st.st), path, dl_auth, &status);
-    if (!w)
-        fail_msg("WebSocket: HTTP %d", status);
-    const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"download\"]}}";
-    assert_int_equal(wsc_send(w, sub, strlen(sub), 1), 0);
-    rg_buf in;
-    rg_buf_init(&in);
-    assert_int_equal(wsc_recv(w, &in, 10000), 1);
-    assert_non_null(strstr(in.data, "\"ok\":true"));
-    rg_buf_destroy(&in);
+    create(dl_auth, sid);
+    wsc *w = download_subscriber(dl_auth, sid);
 
     /* A small text file: started, then done, listed, and its exact bytes back. */
     const char *click = "{\"id\":2,\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}";
