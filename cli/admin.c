@@ -83,6 +83,9 @@ static int tenant_opt(int argc, char **argv, int *i, cli_admin *a, char *err, si
     } else if (!strcmp(w, "--allow-eval") || !strcmp(w, "--no-allow-eval")) {
         a->has |= CLI_SET_EVAL;
         a->allow_eval = w[2] != 'n';
+    } else if (!strcmp(w, "--allow-downloads") || !strcmp(w, "--no-allow-downloads")) {
+        a->has |= CLI_SET_DOWNLOADS;
+        a->allow_downloads = w[2] != 'n';
     } else if (!strcmp(w, "--no-allow-hosts")) {
         a->has |= CLI_SET_ALLOW;
         a->n_allow = 0;
@@ -238,6 +241,8 @@ int cli_admin_apply(const cli_admin *a, tenant *t)
         t->allow_private = a->allow_private;
     if (a->has & CLI_SET_EVAL)
         t->allow_eval = a->allow_eval;
+    if (a->has & CLI_SET_DOWNLOADS)
+        t->allow_downloads = a->allow_downloads;
     if (a->has & CLI_SET_UA)
         rc = tenant_set_str(&t->user_agent, a->user_agent);
     if (!rc && (a->has & CLI_SET_LOCALE))
@@ -322,6 +327,7 @@ static int show(rg_redis *r, const cli_admin *a)
     cJSON_AddNumberToObject(o, "rate", t.rate);
     cJSON_AddBoolToObject(o, "allow_private", t.allow_private);
     cJSON_AddBoolToObject(o, "allow_eval", t.allow_eval);
+    cJSON_AddBoolToObject(o, "allow_downloads", t.allow_downloads);
     cJSON_AddItemToObject(o, "allow_hosts", hosts_array(t.allow_hosts, t.n_allow));
     cJSON_AddItemToObject(o, "deny_hosts", hosts_array(t.deny_hosts, t.n_deny));
     cJSON_AddItemToObject(o, "user_agent", str_or_null(t.user_agent));

@@ -259,6 +259,7 @@ enum {
     CLI_SET_LOCALE = 1 << 6,
     CLI_SET_ALLOW = 1 << 7, /* the allow list is replaced by allow[] */
     CLI_SET_DENY = 1 << 8,
+    CLI_SET_DOWNLOADS = 1 << 9,
 };
 
 /** An admin command line. Strings are borrowed from argv. */
@@ -268,7 +269,7 @@ typedef struct cli_admin {
     unsigned has;
     int max_sessions, max_concurrent;
     double rate;
-    int allow_private, allow_eval;
+    int allow_private, allow_eval, allow_downloads;
     const char *user_agent, *locale; /* "" clears */
     const char *allow[TENANT_HOSTS_MAX];
     size_t n_allow;
@@ -295,6 +296,23 @@ void cli_error(FILE *f, const char *fmt, ...) __attribute__((format(printf, 2, 3
 
 /** Prints v as one line of compact JSON on f. 0, or -1 (message on stderr). */
 int cli_print_json(FILE *f, const cJSON *v);
+
+/* ---- local files (files.c) ---- */
+
+#define CLI_UPLOAD_FILE_MAX (1ull << 30) /* bytes of one local file refgate-cli sends */
+
+/**
+ * The upload entry {name, data} of the local file at path: its base name and
+ * its bytes as a bin item. NULL with a sentence in err when it cannot be
+ * read (or is not a regular file).
+ */
+cJSON *cli_upload_entry(const char *path, char *err, size_t errlen);
+/**
+ * In the command map body, replaces each string of args.files (a local
+ * path, as `upload TARGET FILE...` puts it) by its upload entry. 0, or
+ * RG_EBADREQ with a sentence in err.
+ */
+int cli_load_upload(cJSON *body, char *err, size_t errlen);
 
 /**
  * Prints a decoded reply for call c: with json (or CLI_OUT_REPLY) the whole

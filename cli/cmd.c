@@ -107,6 +107,11 @@ static const cmd_spec cmds[] = {
       {"--full-page", NULL, "full_page", VT_TRUE}, {"--format", NULL, "format", VT_STR},
       {"--quality", NULL, "quality", VT_INT}},
      "screenshot -o FILE [--target T] [--full-page] [--format png|jpeg] [--quality N]"},
+    {"upload", WIRE_OP_UPLOAD, NULL, {"target", "*files"}, 2, CLI_OUT_REF, {NTH},
+     "upload TARGET FILE... [--nth N]"},
+    {"downloads", WIRE_OP_DOWNLOADS, NULL, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "downloads"},
+    {"download", WIRE_OP_DOWNLOAD_GET, NULL, {"id"}, 1, CLI_OUT_FILE,
+     {{"-o", "--output", NULL, VT_OUTFILE}}, "download ID -o FILE"},
     {"eval", WIRE_OP_EVAL, NULL, {"expression"}, 1, CLI_OUT_VALUE,
      {{"--await", NULL, "await", VT_TRUE}},
      "eval EXPR [--await]"},
@@ -408,8 +413,8 @@ static int build(const cmd_spec *spec, const char **pos, int npos, cJSON *args, 
         rc = rg_errf(err, errlen, RG_EBADREQ,
                      "%s needs a session: pass -s SID or set REFGATE_SESSION", spec->name);
     if (!rc && spec->out == CLI_OUT_FILE && !c->out_file)
-        rc = rg_errf(err, errlen, RG_EBADREQ,
-                     "screenshot needs -o FILE (or -o - for standard output)");
+        rc = rg_errf(err, errlen, RG_EBADREQ, "%s needs -o FILE (or -o - for standard output)",
+                     spec->name);
     if (!rc)
         rc = make_path(c, needs_session ? g->session : NULL, err, errlen);
     if (rc) {
@@ -549,7 +554,8 @@ void cli_print_help(FILE *f)
     fputs("\nOutput: session create prints the session id; observe the text outline (with\n"
           "--format elements|both the elements as JSON); click, fill, type, hover, focus the\n"
           "element's ref; read and eval the value (strings raw, others as JSON); inspect,\n"
-          "info and list JSON; screenshot writes the image to FILE (- for stdout);\n"
+          "info and list JSON; screenshot writes the image to FILE (- for stdout), download\n"
+          "the downloaded file; upload reads each local FILE and sends its bytes;\n"
           "call prints the whole reply as JSON.\n"
           "\nMCP server (for agent hosts; JSON-RPC on stdin and stdout):\n"
           "  mcp [--session SID] [--on-exit park|close]   tools as the Playwright MCP server\n"
@@ -557,12 +563,13 @@ void cli_print_help(FILE *f)
           "        then closed at exit (an attached one parked) unless --on-exit says\n"
           "\nAdmin commands (straight to Redis; no gateway needed):\n"
           "  admin tenant create NAME [--max-sessions N] [--max-concurrent N] [--rate N]\n"
-          "        [--allow-private] [--allow-eval] [--allow-host H]... [--deny-host H]...\n"
-          "        [--user-agent UA] [--locale L]          prints the new API key alone\n"
+          "        [--allow-private] [--allow-eval] [--allow-downloads] [--allow-host H]...\n"
+          "        [--deny-host H]... [--user-agent UA] [--locale L]\n"
+          "                                                prints the new API key alone\n"
           "  admin tenant list                             one tenant per line\n"
           "  admin tenant show NAME                        JSON, with the key count only\n"
           "  admin tenant update NAME [the create options, --no-allow-private,\n"
-          "        --no-allow-eval, --no-allow-hosts, --no-deny-hosts]\n"
+          "        --no-allow-eval, --no-allow-downloads, --no-allow-hosts, --no-deny-hosts]\n"
           "        (--allow-host and --deny-host replace the whole list; an empty\n"
           "        --user-agent or --locale clears it)\n"
           "  admin tenant delete NAME                      the tenant and all its keys\n"

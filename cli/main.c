@@ -28,6 +28,11 @@ static int run(const cli_global *g, const cli_call *c)
         return usage_error(err);
     if (!g->key)
         return usage_error("no API key: set REFGATE_KEY or pass --key K");
+    /* upload names local files: their bytes go in the command. */
+    if (c->body && !strcmp(c->name, "upload") && cli_load_upload(c->body, err, sizeof err) < 0) {
+        cli_error(stderr, "%s", err);
+        return CLI_EXIT_USAGE;
+    }
     rg_buf body;
     rg_buf_init(&body);
     if (c->body && wire_mp_encode(c->body, &body) < 0) {

@@ -29,6 +29,13 @@ typedef struct stdio_mcp {
     const char *on_exit;
 } stdio_mcp;
 
+/* browser_file_upload's paths: the file on this machine, its bytes as bin. */
+static cJSON *local_file(void *ud, const char *path, char *err, size_t errlen)
+{
+    (void)ud;
+    return cli_upload_entry(path, err, errlen);
+}
+
 /* The HTTP backend: one command on the session, or its DELETE (close). */
 static int gw_call(void *ud, const char *sid, const char *method, const char *op, cJSON *args,
                    cJSON **reply, char *err, size_t errlen)
@@ -143,7 +150,7 @@ static void leave(stdio_mcp *m)
 
 int cli_mcp_main(const cli_global *g, int argc, char **argv)
 {
-    stdio_mcp m = {.g = g, .s = {.call = gw_call}};
+    stdio_mcp m = {.g = g, .s = {.call = gw_call, .local_file = local_file}};
     m.s.ud = &m;
     char err[512];
     if (g->session)

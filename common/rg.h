@@ -80,6 +80,11 @@ int rg_err_transient(int err);
 #define RG_QUOTA_GRACE_MS 15000   /* a create's quota reservation outlives its wait for a
                                      browser context by this much */
 
+/* Files of a session (session/files.c; the byte limits are REFGATE_* variables). */
+#define RG_UPLOAD_FILES_MAX 32 /* files one upload may carry */
+#define RG_FILE_NAME_MAX 255   /* bytes of an uploaded or downloaded file's name */
+#define RG_DOWNLOADS_MAX 64    /* downloads a session lists; more are refused */
+
 /* ---- time ---------------------------------------------------------------- */
 
 /** Milliseconds of CLOCK_MONOTONIC. */

@@ -63,6 +63,20 @@ static void page_event(void *ud, const char *tid, const char *sid, const char *k
     gw_event(ud, tid, sid, kind, data);
 }
 
+/*
+ * The session manager's downloads_allowed hook: the tenant's allow_downloads
+ * as Redis holds it now, read when a session gets a context; no when it
+ * cannot be read.
+ */
+static int downloads_allowed(void *ud, const char *tid)
+{
+    gw *g = ud;
+    tenant t;
+    int ok = tenant_get(g->redis, tid, &t) == 0 && t.allow_downloads;
+    tenant_destroy(&t);
+    return ok;
+}
+
 int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
 {
     *out = NULL;
@@ -103,6 +117,8 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
     sc.event_ud = g;
     sc.url_check = gw_url_check;
     sc.url_ud = g;
+    sc.downloads_allowed = downloads_allowed;
+    sc.downloads_ud = g;
     /* Every connection of every page through the egress proxy, checked on
        the address it goes to (REFGATE_EGRESS=0 turns it off, for
        deployments that enforce egress in the network instead). */

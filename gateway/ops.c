@@ -27,6 +27,9 @@ static int op_action(gw_cmd *c);
 static int op_eval(gw_cmd *c);
 static int op_act(gw_cmd *c);
 static int op_subscribe(gw_cmd *c);
+static int op_upload(gw_cmd *c);
+static int op_downloads(gw_cmd *c);
+static int op_download_get(gw_cmd *c);
 
 /* The handler and its parameter (a registry op, a history step) of each op. */
 typedef struct op_impl {
@@ -571,6 +574,135 @@ static int op_eval(gw_cmd *c)
     return 0;
 }
 
+/* ---- files ---- */
+
+/*
+ * One entry of upload's files, {name, data, mime}, into f: data is msgpack
+ * bin, or in a JSON body the base64 of the bytes (JSON has no bin); *bytes
+ * gets the decoded copy (caller frees).
+ */
+static int upload_file_of(gw_cmd *c, const cJSON *e, int i, sess_file *f, unsigned char **bytes)
+{
+    *bytes = NULL;
+    const cJSON *k;
+    cJSON_ArrayForEach(k, e)
+    {
+        if (strcmp(k->string, "name") && strcmp(k->string, "data") && strcmp(k->string, "mime"))
+            return gw_fail(c, RG_EBADREQ, "args.files[%d] takes name, data and mime only", i);
+    }
+    const cJSON *name = cJSON_GetObjectItemCaseSensitive(e, "name");
+    const cJSON *data = cJSON_GetObjectItemCaseSensitive(e, "data");
+    const cJSON *mime = cJSON_GetObjectItemCaseSensitive(e, "mime");
+    if (!cJSON_IsString(name) || wire_is_bin(name))
+        return gw_fail(c, RG_EBADREQ, "args.files[%d].name must be a string", i);
+    if (!cJSON_IsString(data))
+        return gw_fail(c, RG_EBADREQ,
+                       "args.files[%d].data must be the file's bytes: bin in msgpack, a base64 "
+                       "string in JSON",
+                       i);
+    if (mime && (!cJSON_IsString(mime) || wire_is_bin(mime) || !strchr(mime->valuestring, '/') ||
+                 strlen(mime->valuestring) > 127))
+        return gw_fail(c, RG_EBADREQ, "args.files[%d].mime must be a media type (type/subtype)", i);
+    char why[256];
+    if (sess_file_name_check(name->valuestring, why, sizeof why) < 0)
+        return gw_fail(c, RG_EBADREQ, "args.files[%d].name: %s", i, why);
+    size_t n = strlen(data->valuestring), len = 0;
+    if (n) {
+        *bytes = rg_base64_decode(data->valuestring, n, &len);
+        if (!*bytes)
+            return gw_fail(c, RG_EBADREQ, "args.files[%d].data is not base64", i);
+    }
+    f->name = name->valuestring;
+    f->data = *bytes ? (const void *)*bytes : (const void *)"";
+    f->len = len;
+    return 0;
+}
+
+static int op_upload(gw_cmd *c)
+{
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(c->args, "files");
+    int n = cJSON_GetArraySize(arr);
+    if (n < 1 || n > RG_UPLOAD_FILES_MAX)
+        return gw_fail(c, RG_EBADREQ, "args.files holds 1 to %d files", RG_UPLOAD_FILES_MAX);
+    sess_file files[RG_UPLOAD_FILES_MAX];
+    unsigned char *bytes[RG_UPLOAD_FILES_MAX] = {0};
+    int i = 0, rc = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        if ((rc = upload_file_of(c, e, i, &files[i], &bytes[i])) < 0)
+            break;
+        i++;
+    }
+    reg_action a = {.target = gw_arg_str(c, "target"),
+                    .has_nth = gw_has_arg(c, "nth"),
+                    .nth = gw_arg_int(c, "nth", 0),
+                    .timeout_ms = c->timeout_ms};
+    reg_action_result r = {0};
+    if (rc == 0) {
+        rc = sess_upload(c->s, &a, files, (size_t)n, &r, c->err, sizeof c->err);
+        if (rc == RG_EAMBIGUOUS) {
+            c->details = cJSON_CreateObject();
+            cJSON_AddNumberToObject(c->details, "count", r.count);
+        }
+        if (rc < 0)
+            c->rc = rc;
+    }
+    for (int k = 0; k < RG_UPLOAD_FILES_MAX; k++)
+        free(bytes[k]);
+    if (rc < 0) {
+        reg_action_result_free(&r);
+        return c->rc;
+    }
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "ref", r.ref);
+    cJSON_AddNumberToObject(c->result, "files", n);
+    add_healed(c->result, &r);
+    reg_action_result_free(&r);
+    return 0;
+}
+
+static int op_downloads(gw_cmd *c)
+{
+    sess_download *d;
+    size_t n;
+    int rc = sess_downloads(c->s, &d, &n);
+    if (rc < 0)
+        return gw_fail(c, rc, "the downloads could not be listed");
+    c->result = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(c->result, "downloads");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddStringToObject(o, "id", d[i].id);
+        cJSON_AddStringToObject(o, "name", d[i].name);
+        cJSON_AddNumberToObject(o, "bytes", (double)d[i].bytes);
+        cJSON_AddStringToObject(o, "mime", d[i].mime);
+        cJSON_AddStringToObject(o, "state", sess_dl_state_name(d[i].state));
+        cJSON_AddItemToArray(arr, o);
+    }
+    free(d);
+    return 0;
+}
+
+static int op_download_get(gw_cmd *c)
+{
+    sess_download d;
+    unsigned char *data;
+    size_t len;
+    int rc = sess_download_read(c->s, gw_arg_str(c, "id"), &d, &data, &len, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    c->result = cJSON_CreateObject();
+    cJSON *bin = wire_bin_new(data, len);
+    free(data);
+    if (!bin)
+        return gw_fail(c, RG_ENOMEM, "the download is too large to send");
+    cJSON_AddItemToObject(c->result, "data", bin);
+    cJSON_AddStringToObject(c->result, "name", d.name);
+    cJSON_AddStringToObject(c->result, "mime", d.mime);
+    return 0;
+}
+
 /* ---- act and subscribe ---- */
 
 static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok);
@@ -597,7 +729,8 @@ static int op_act(gw_cmd *c)
 
 static int op_subscribe(gw_cmd *c)
 {
-    static const char *kinds[] = {"navigation", "console", "dialog", "snapshot", "session"};
+    static const char *kinds[] = {"navigation", "console", "dialog",
+                                  "snapshot",   "session", "download"};
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(c->args, "events");
     const cJSON *e;
     cJSON_ArrayForEach(e, ev)
@@ -607,7 +740,8 @@ static int op_subscribe(gw_cmd *c)
             known |= !strcmp(kinds[i], e->valuestring);
         if (!known)
             return gw_fail(c, RG_EBADREQ,
-                           "args.events takes navigation, console, dialog, snapshot and session");
+                           "args.events takes navigation, console, dialog, "
+                           "snapshot, session and download");
     }
     /* The WebSocket side records the subscription from the reply. */
     c->result = cJSON_CreateObject();

@@ -358,6 +358,65 @@ static void t_evaluate(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/*
+ * Playwright's browser_file_upload answers a file chooser that a click
+ * opened; refgate sets the files on the file input itself: target, or the
+ * page's only <input type=file>. paths are read on the agent's machine
+ * (stdio); files carry the bytes in base64 (any transport).
+ */
+static void t_file_upload(mcp_session *m, const cJSON *a, result *r)
+{
+    const cJSON *paths = item(a, "paths"), *files = item(a, "files");
+    int np = cJSON_GetArraySize(paths), nf = cJSON_GetArraySize(files);
+    if ((paths && !cJSON_IsArray(paths)) || (files && !cJSON_IsArray(files))) {
+        add_text(r, "error bad_request: paths and files are arrays");
+        r->error = 1;
+        return;
+    }
+    if (np + nf == 0) {
+        add_text(r, "No file was given, and refgate opens no file chooser: nothing to do. Give "
+                    "paths (files on this machine) or files ([{name, data}], data in base64).");
+        return;
+    }
+    if (np && !m->local_file) {
+        add_text(r, "error bad_request: paths name files on the agent's machine, which "
+                    "refgate's server cannot read over HTTP; send their bytes instead: files "
+                    "[{name, data (base64), mime}]");
+        r->error = 1;
+        return;
+    }
+    cJSON *args = cJSON_CreateObject();
+    const char *target = str_of(a, "target");
+    cJSON_AddStringToObject(args, "target", target ? target : "css:input[type=file]");
+    cJSON *list = cJSON_AddArrayToObject(args, "files");
+    const cJSON *e;
+    cJSON_ArrayForEach(e, paths)
+    {
+        char err[512] = "";
+        cJSON *f = cJSON_IsString(e) ? m->local_file(m->ud, e->valuestring, err, sizeof err) : NULL;
+        if (!f) {
+            add_text(r, "error bad_request: %s", err[0] ? err : "paths holds strings");
+            r->error = 1;
+            cJSON_Delete(args);
+            return;
+        }
+        cJSON_AddItemToArray(list, f);
+    }
+    cJSON_ArrayForEach(e, files)
+    {
+        cJSON *f = cJSON_CreateObject();
+        static const char *keys[] = {"name", "data", "mime"};
+        for (size_t k = 0; k < 3; k++)
+            if (item(e, keys[k]))
+                cJSON_AddItemToObject(f, keys[k], cJSON_Duplicate(item(e, keys[k]), 1));
+        cJSON_AddItemToArray(list, f);
+    }
+    if (run_only(m, r, "upload", args) == 0) {
+        add_text(r, "Uploaded %d file%s.", np + nf, np + nf == 1 ? "" : "s");
+        outline(m, r, 1);
+    }
+}
+
 static void t_park(mcp_session *m, const cJSON *a, result *r)
 {
     (void)a;
@@ -434,6 +493,15 @@ static const tool tools[] = {
      "Evaluate a JavaScript function on the page (tenants allowed to eval only)",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"function\":{\"type\":\"string\",\"description\":\"() => { /* code */ }\"}},\"required\":[\"function\"]}",
      "function", t_evaluate},
+    {"browser_file_upload", "Upload files",
+     "Upload one or more files into a file input (target, or the page's only one)",
+     "{\"type\":\"object\",\"properties\":{\"paths\":{\"type\":\"array\",\"items\":{\"type\":\"string\"},"
+     "\"description\":\"The absolute paths to the files to upload (refgate-cli mcp reads them; not over HTTP)\"},"
+     "\"files\":{\"type\":\"array\",\"description\":\"The files themselves, for agents whose files are not on refgate-cli's machine\","
+     "\"items\":{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\"},"
+     "\"data\":{\"type\":\"string\",\"description\":\"The file's bytes in base64\"},\"mime\":{\"type\":\"string\"}},"
+     "\"required\":[\"name\",\"data\"]}}," ELEMENT_PROP "}}",
+     "", t_file_upload},
     {"browser_close", "Close browser", "Close the page and its session",
      "{\"type\":\"object\",\"properties\":{}}", "", t_close},
     {"browser_park", "Park the session",

@@ -51,6 +51,13 @@ typedef struct mcp_session {
     int no_create; /* HTTP: the session is made at initialize; once closed, it stays so */
     int wait_max_ms; /* browser_wait_for's time is at most this; 0: 30 s */
     int no_eval;     /* the tenant may not eval: browser_evaluate is not offered */
+    /**
+     * browser_file_upload's paths: the upload entry {name, data} of the file
+     * at path on this machine (stdio, where the agent's files are), or NULL
+     * with a sentence in err. NULL over HTTP: paths name files on the
+     * agent's machine, which the server cannot read; files carry the bytes.
+     */
+    cJSON *(*local_file)(void *ud, const char *path, char *err, size_t errlen);
 } mcp_session;
 
 /**

@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -76,6 +77,7 @@ struct pool {
     char *chromium, *run_dir;
     char **extra;
     char tag[48];
+    char files_dir[PATH_MAX]; /* "" until made */
     int lock_fd;
 
     pthread_mutex_t mu;
@@ -547,6 +549,8 @@ static void *manager_main(void *arg)
 
 static void pool_destroy(pool *p)
 {
+    if (p->files_dir[0])
+        rmtree(p->files_dir);
     if (p->lock_fd >= 0) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/owner-%s.lock", p->run_dir, p->tag);
@@ -632,6 +636,15 @@ int pool_new(const pool_config *cfg, pool **out)
         pool_destroy(p);
         return RG_EUNAVAIL;
     }
+    /* Sessions' files: private to this user, gone with the pool. */
+    char files[PATH_MAX];
+    snprintf(files, sizeof files, "%s/files-%s", p->run_dir, p->tag);
+    if ((mkdir(files, 0700) < 0 && errno != EEXIST) || chmod(files, 0700) < 0) {
+        rg_log(RG_LOG_ERROR, MOD, "cannot create %s: %s", files, strerror(errno));
+        pool_destroy(p);
+        return RG_EUNAVAIL;
+    }
+    memcpy(p->files_dir, files, sizeof files);
     if (pthread_create(&p->mgr, NULL, manager_main, p) != 0) {
         pool_destroy(p);
         return RG_EINTERNAL;
@@ -944,6 +957,11 @@ void pool_lease_on_lost(pool_lease *l, void (*fn)(void *ud, pool_lease *l), void
     pthread_mutex_unlock(&l->p->mu);
     if (lost && fn)
         fn(ud, l);
+}
+
+const char *pool_files_dir(const pool *p)
+{
+    return p->files_dir;
 }
 
 void pool_get_stats(pool *p, pool_stats *st)

@@ -156,6 +156,15 @@ typedef struct pool_stats {
 
 void pool_get_stats(pool *p, pool_stats *st);
 
+/**
+ * The pool's directory for its sessions' files (uploads, downloads):
+ * <run_dir>/files-<owner tag>, mode 0700, made by pool_new and removed with
+ * everything in it by pool_free; a pool that finds one whose owner is gone
+ * (the process died) removes it, as it does the browser directories.
+ * Borrowed until pool_free; any thread.
+ */
+const char *pool_files_dir(const pool *p);
+
 /** Guard processes of the live browsers; returns how many (at most max). */
 int pool_guards(pool *p, pid_t *out, int max);
 

@@ -459,9 +459,11 @@ int sweep_run_dir(const char *run_dir)
     struct dirent *e;
     char path[PATH_MAX], tag[64];
     while ((e = readdir(d))) {
-        /* chromium-<pid>-<pool>-<seq>: the owner tag is <pid>-<pool>. */
+        /* chromium-<pid>-<pool>-<seq> and files-<pid>-<pool>: the owner tag is <pid>-<pool>. */
         unsigned long pid, pn, seq;
-        if (sscanf(e->d_name, "chromium-%lu-%lu-%lu", &pid, &pn, &seq) != 3)
+        int n = 0;
+        if (sscanf(e->d_name, "chromium-%lu-%lu-%lu", &pid, &pn, &seq) != 3 &&
+            !(sscanf(e->d_name, "files-%lu-%lu%n", &pid, &pn, &n) == 2 && !e->d_name[n]))
             continue;
         snprintf(tag, sizeof tag, "%lu-%lu", pid, pn);
         if (!owner_gone(run_dir, tag))

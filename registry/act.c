@@ -646,6 +646,88 @@ static int select_values(reg_page_handle h, const reg_action *a, int i, int64_t 
     return rc;
 }
 
+/* upload: a->files into the <input type=file> at index i. */
+static int upload(reg_page_handle h, const reg_action *a, int i, char *err, size_t errlen)
+{
+    char *obj = NULL;
+    int rc = reg_js_element(h, i, JS_TIMEOUT_MS, &obj, err, errlen);
+    if (rc < 0)
+        return rc;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"objectId\":");
+    rg_buf_json_str(&q, obj, strlen(obj));
+    rg_buf_puts(&q, ",\"returnByValue\":true,\"functionDeclaration\":\"function(){"
+                    "return JSON.stringify({tag:String(this.localName||''),"
+                    "type:String(this.getAttribute('type')||''),"
+                    "file:this.localName==='input'&&this.type==='file',multiple:!!this.multiple,"
+                    "disabled:!!this.disabled})}\"}");
+    cdp_reply r = {0};
+    rc = q.failed
+             ? RG_ENOMEM
+             : cdp_call(h.conn, h.session, "Runtime.callFunctionOn", q.data, JS_TIMEOUT_MS, &r);
+    cJSON *info = NULL;
+    if (rc == 0) {
+        const char *v = jstr(cJSON_GetObjectItemCaseSensitive(r.result, "result"), "value");
+        info = v ? cJSON_Parse(v) : NULL;
+        if (!info) {
+            snprintf(err, errlen, "the element could not be examined");
+            rc = RG_EINTERNAL;
+        }
+    } else {
+        snprintf(err, errlen, "%s", r.error[0] ? r.error : rg_err_code(rc));
+    }
+    cdp_reply_free(&r);
+    if (rc == 0 && !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "file"))) {
+        const char *tag = jstr(info, "tag"), *type = jstr(info, "type");
+        snprintf(err, errlen,
+                 "the target is a <%.40s%s%.40s>, not an <input type=file>: upload sets the "
+                 "files of a file input",
+                 tag ? tag : "?", type && *type ? " type=" : "", type ? type : "");
+        rc = RG_EBADREQ;
+    } else if (rc == 0 && a->n_files > 1 &&
+               !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "multiple"))) {
+        snprintf(err, errlen,
+                 "the file input takes one file (it has no multiple attribute); %zu were given",
+                 a->n_files);
+        rc = RG_EBADREQ;
+    } else if (rc == 0 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(info, "disabled"))) {
+        snprintf(err, errlen, "the element is not actionable: disabled");
+        rc = RG_ENOTACTIONABLE;
+    }
+    cJSON_Delete(info);
+    if (rc == 0) {
+        rg_buf_reset(&q);
+        rg_buf_puts(&q, "{\"files\":[");
+        for (size_t k = 0; k < a->n_files; k++) {
+            rg_buf_puts(&q, k ? "," : "");
+            rg_buf_json_str(&q, a->files[k], strlen(a->files[k]));
+        }
+        rg_buf_puts(&q, "],\"objectId\":");
+        rg_buf_json_str(&q, obj, strlen(obj));
+        rg_buf_puts(&q, "}");
+        memset(&r, 0, sizeof r);
+        rc = q.failed
+                 ? RG_ENOMEM
+                 : cdp_call(h.conn, h.session, "DOM.setFileInputFiles", q.data, JS_TIMEOUT_MS, &r);
+        if (rc < 0)
+            snprintf(err, errlen, "the browser did not take the files: %s",
+                     r.error[0] ? r.error : rg_err_code(rc));
+        cdp_reply_free(&r);
+    }
+    /* The handle is ours to release, whatever happened. */
+    rg_buf_reset(&q);
+    rg_buf_puts(&q, "{\"objectId\":");
+    rg_buf_json_str(&q, obj, strlen(obj));
+    rg_buf_puts(&q, "}");
+    if (!q.failed)
+        cdp_call_async(h.conn, h.session, "Runtime.releaseObject", q.data, JS_TIMEOUT_MS, NULL,
+                       NULL);
+    rg_buf_destroy(&q);
+    free(obj);
+    return rc;
+}
+
 /* The action a on the element at index i (-1: none), once its target is resolved. */
 static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int i, int64_t deadline,
                       reg_action_result *out, char *err, size_t errlen)
@@ -728,6 +810,9 @@ static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int 
     case REG_OP_INSPECT:
         rc = inspect(pg, h, i, out, err, errlen);
         break;
+    case REG_OP_UPLOAD:
+        rc = upload(h, a, i, err, errlen);
+        break;
     default:
         snprintf(err, errlen, "unknown operation");
         rc = RG_EBADREQ;
@@ -750,7 +835,7 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         return rc;
     int needs_target = a->op == REG_OP_CLICK || a->op == REG_OP_HOVER || a->op == REG_OP_FOCUS ||
                        a->op == REG_OP_FILL || a->op == REG_OP_SELECT || a->op == REG_OP_CHECK ||
-                       a->op == REG_OP_UNCHECK || a->op == REG_OP_INSPECT;
+                       a->op == REG_OP_UNCHECK || a->op == REG_OP_INSPECT || a->op == REG_OP_UPLOAD;
     if (needs_target && !has_target) {
         snprintf(err, errlen, "this operation needs a target");
         return RG_EBADREQ;

@@ -226,3 +226,38 @@ int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_m
     *out = root;
     return 0;
 }
+
+int reg_js_element(reg_page_handle h, int index, int timeout_ms, char **object_id, char *err,
+                   size_t errlen)
+{
+    *object_id = NULL;
+    int ctx = 0;
+    int rc = world_ctx(h, timeout_ms, &ctx, err, errlen);
+    if (rc < 0)
+        return rc;
+    char q[256];
+    /* The list lives in refgate's world: the page's own scripts cannot swap the element. */
+    snprintf(q, sizeof q,
+             "{\"contextId\":%d,\"returnByValue\":false,\"expression\":"
+             "\"(function(g){var e=g&&g.last[%d];return e&&e.nodeType===1?e:null})"
+             "(globalThis.__refgate)\"}",
+             ctx, index);
+    cdp_reply r;
+    rc = cdp_call(h.conn, h.session, "Runtime.evaluate", q, timeout_ms, &r);
+    if (rc < 0) {
+        snprintf(err, errlen, "%s", r.error[0] ? r.error : rg_err_code(rc));
+        cdp_reply_free(&r);
+        return rc;
+    }
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r.result, "result");
+    const char *id = jstr(res, "objectId");
+    const char *sub = jstr(res, "subtype");
+    if (!id || !sub || strcmp(sub, "node")) {
+        snprintf(err, errlen, "the element is gone from the page: observe again");
+        rc = RG_ESTALE;
+    } else if (!(*object_id = strdup(id))) {
+        rc = RG_ENOMEM;
+    }
+    cdp_reply_free(&r);
+    return rc;
+}

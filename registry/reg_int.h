@@ -19,6 +19,15 @@
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen);
 
+/**
+ * A DevTools handle on element index of the page-side script's list (the
+ * element a resolve found), in refgate's world: its objectId into *object_id
+ * (caller frees; release it with Runtime.releaseObject). RG_ESTALE when the
+ * index holds no element any more; DevTools errors keep their code.
+ */
+int reg_js_element(reg_page_handle h, int index, int timeout_ms, char **object_id, char *err,
+                   size_t errlen);
+
 /* The isolated world the page-side script lives in (world.c). */
 #define REG_WORLD_NAME "__refgate"
 

@@ -380,6 +380,7 @@ enum reg_op {
     REG_OP_SCREENSHOT,
     REG_OP_WAIT,
     REG_OP_INSPECT,
+    REG_OP_UPLOAD,
 };
 
 /* Modifier bits as DevTools numbers them. */
@@ -407,6 +408,8 @@ typedef struct reg_action {
     int full_page;          /* screenshot */
     const char *state;      /* wait: visible, hidden, enabled, attached, detached */
     const char *url;        /* wait: a substring of the URL */
+    const char *const *files; /* upload: absolute paths of files the browser can read */
+    size_t n_files;
     int timeout_ms;         /* [5000] */
 } reg_action;
 
@@ -436,6 +439,12 @@ void reg_action_result_free(reg_action_result *r);
  * (reg_resolve) and wait, up to timeout_ms, until the element is attached,
  * visible, stable, enabled and (for pointer actions) receives the pointer at
  * its centre, else RG_ENOTACTIONABLE. Errors carry a sentence in err.
+ *
+ * upload sets a->files on an <input type=file> (DOM.setFileInputFiles; the
+ * page sees input and change as from a file chooser). It does not wait for
+ * visibility: file inputs are often hidden behind a styled label. A target
+ * that is not a file input is RG_EBADREQ, several files for an input
+ * without `multiple` too, and a disabled input RG_ENOTACTIONABLE.
  */
 int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out,
             char *err, size_t errlen);

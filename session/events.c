@@ -66,6 +66,10 @@ static void on_page_event(void *ud, const char *session_id, const char *method, 
         sess_on_request_paused(s, params);
         return;
     }
+    if (!strncmp(method, "Page.download", 13)) {
+        sess_files_on_event(s, method, params); /* files.c: allowed, quota, reported */
+        return;
+    }
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {

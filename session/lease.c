@@ -210,7 +210,7 @@ void sess_forget_ckpt(sess *s)
 /*
  * Gives the lease back, after the callbacks that point at s: the
  * browser-level subscription outlives the context, and a check in flight
- * answers on the context's connection.
+ * answers on the context's connection. The session's scratch files go too.
  */
 void sess_release_local(sess *s)
 {
@@ -222,6 +222,7 @@ void sess_release_local(sess *s)
     s->lease = NULL;
     egress_slot_close(s->egress);
     s->egress = NULL;
+    sess_files_clear(s); /* uploads and downloads go with the context */
 }
 
 /* Forgets the local context of s (the browser died, or another worker took over). */

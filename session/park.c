@@ -44,9 +44,10 @@ static int call_with(sess *s, const char *method, const char *key, const char *v
 }
 
 /*
- * What a session may not do: downloads are refused, and permission prompts
- * (geolocation, notifications, camera, microphone, clipboard...) are denied
- * for the context, so no page waits on a prompt nobody can answer.
+ * What a session may not do: downloads are refused unless the tenant may
+ * download (files.c), and permission prompts (geolocation, notifications,
+ * camera, microphone, clipboard...) are denied for the context, so no page
+ * waits on a prompt nobody can answer.
  */
 static int lock_down(sess *s)
 {
@@ -56,12 +57,7 @@ static int lock_down(sess *s)
     const char *ctx = pool_lease_context(s->lease);
     rg_buf q;
     rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"behavior\":\"deny\",\"browserContextId\":");
-    rg_buf_json_str(&q, ctx, strlen(ctx));
-    rg_buf_puts(&q, "}");
-    int rc = q.failed ? RG_ENOMEM
-                      : sess_browser_call(s, "Browser.setDownloadBehavior", q.data,
-                                          SESS_CALL_TIMEOUT_MS, NULL);
+    int rc = sess_files_lock_down(s);
     for (size_t i = 0; rc == 0 && i < sizeof perms / sizeof *perms; i++) {
         rg_buf_reset(&q);
         rg_buf_printf(&q, "{\"permission\":{\"name\":\"%s\"},\"setting\":\"denied\","

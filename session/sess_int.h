@@ -6,6 +6,8 @@
  *   nav.c        navigation: go to a URL, back, forward, reload; where it is
  *   intercept.c  every request of the page through the URL policy
  *   events.c     DevTools event handlers (dialogs, popups, crashes, reports)
+ *   files.c      the scratch directory: uploads, downloads (events.c hands it
+ *                the download events; lease.c clears it with the context)
  *   park.c       options, capture, msgpack of the parked state, rebuild
  *   quota.c      the tenant's session quota in Redis
  *   lease.c      ownership: the Redis lease scripts, the context's lease,
@@ -84,6 +86,7 @@ struct sess {
     int info_sub;                  /* Target.targetInfoChanged: the title or URL changed */
     int lost;                      /* atomic: the browser died under the lease */
     int checks;                    /* URL checks in flight (guarded by m->mu) */
+    struct sess_files *files;      /* uploads and downloads (files.c; its own mutex) */
 };
 
 struct sess_mgr {
@@ -150,6 +153,22 @@ int sess_intercept(sess *s);
 void sess_events_bind(sess *s);
 /** Ends those subscriptions (waiting for a handler in progress) before the lease goes. */
 void sess_events_unbind(sess *s);
+
+/* ---- files.c: the session's scratch directory ---- */
+
+/** The files state of a new session; NULL without memory. */
+struct sess_files *sess_files_new(void);
+void sess_files_free(struct sess_files *f);
+/**
+ * Sets the fresh context's download behaviour: into the session's dl/
+ * directory when cfg.downloads_allowed says so, else refused; either way
+ * the page's download events reach sess_files_on_event.
+ */
+int sess_files_lock_down(sess *s);
+/** Page.downloadWillBegin / Page.downloadProgress of s's page (reader thread). */
+void sess_files_on_event(sess *s, const char *method, const cJSON *params);
+/** Forgets every file: the directory removed, the counts and the list emptied (holder). */
+void sess_files_clear(sess *s);
 
 /* ---- park.c ---- */
 

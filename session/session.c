@@ -38,6 +38,9 @@ void sess_config_default(sess_config *cfg)
     cfg->full_checkpoint_ms = 5000;
     cfg->park_max_bytes = 8u << 20;
     cfg->capacity = POOL_BROWSERS * POOL_CONTEXTS_PER_BROWSER;
+    cfg->upload_file_max = 10u << 20;
+    cfg->upload_session_max = 50u << 20;
+    cfg->download_session_max = 50u << 20;
     reg_config_default(&cfg->reg);
 }
 
@@ -64,6 +67,12 @@ void sess_config_from_env(sess_config *cfg)
     long browsers = rg_env_long("REFGATE_BROWSERS", POOL_BROWSERS, 1, 64);
     long per = rg_env_long("REFGATE_CONTEXTS_PER_BROWSER", POOL_CONTEXTS_PER_BROWSER, 1, 256);
     cfg->capacity = (int)(browsers * per);
+    cfg->upload_file_max =
+        (size_t)rg_env_long("REFGATE_UPLOAD_FILE_MAX", (long)cfg->upload_file_max, 0, 1L << 30);
+    cfg->upload_session_max = (size_t)rg_env_long("REFGATE_UPLOAD_SESSION_MAX",
+                                                  (long)cfg->upload_session_max, 0, 4L << 30);
+    cfg->download_session_max = (size_t)rg_env_long("REFGATE_DOWNLOAD_SESSION_MAX",
+                                                    (long)cfg->download_session_max, 0, 4L << 30);
     reg_config_from_env(&cfg->reg);
 }
 
@@ -95,6 +104,10 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
     sess *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    if (!(s->files = sess_files_new())) {
+        free(s);
+        return NULL;
+    }
     s->m = m;
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
     snprintf(s->id, sizeof s->id, "%s", sid);
@@ -114,6 +127,8 @@ static void sess_free_locals(sess *s)
     free(s->locale);
     free(s->timezone);
     s->user_agent = s->locale = s->timezone = NULL;
+    sess_files_free(s->files);
+    s->files = NULL;
 }
 
 static void table_add(sess_mgr *m, sess *s)

@@ -72,6 +72,18 @@ typedef struct sess_config {
     size_t park_max_bytes;       /* REFGATE_PARK_MAX_BYTES [8 MiB]: storage beyond it is
                                     not kept (cookies, URL and scroll always are) */
     int capacity;                /* live sessions this worker holds at most [pool size] */
+    size_t upload_file_max;      /* REFGATE_UPLOAD_FILE_MAX [10 MiB]: bytes of one uploaded file */
+    size_t upload_session_max;   /* REFGATE_UPLOAD_SESSION_MAX [50 MiB]: uploaded bytes a live
+                                    session holds at once */
+    size_t download_session_max; /* REFGATE_DOWNLOAD_SESSION_MAX [50 MiB]: downloaded bytes a
+                                    live session holds at once */
+    /**
+     * May the tenant's pages download files? Asked on the holder's thread
+     * each time a session gets a context (create, restore); it may block
+     * (Redis). 1 yes; 0 no, also when it cannot tell. NULL: never.
+     */
+    int (*downloads_allowed)(void *ud, const char *tenant);
+    void *downloads_ud;
     reg_config reg;
     /**
      * Page events of live sessions: kind "navigation" {url}, "console"
@@ -81,6 +93,7 @@ typedef struct sess_config {
      */
     void (*on_event)(void *ud, const char *tenant, const char *sid, const char *kind,
                      cJSON *data);
+    /* ... and "download" {id, name, state: started/done/refused, bytes} (files.c). */
     void *event_ud;
     /**
      * The tenant's URL policy, asked for every request a live session's page
@@ -274,6 +287,69 @@ void sess_info_free(sess_info *i);
  * session before now are done, so that what follows sees their effects.
  */
 void sess_wait_turn(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms);
+
+/* ---- files (files.c) ----
+ * A live session keeps its files in a scratch directory of its own, mode
+ * 0700, under the pool's (pool_files_dir): uploads under up/, downloads
+ * under dl/ (named by their id). The directory and everything in it goes
+ * when the session's context goes: at park, at close, when it moves to
+ * another worker or its browser dies. Byte limits are sess_config's.
+ */
+
+/** One file for sess_upload: name and bytes borrowed for the call. */
+typedef struct sess_file {
+    const char *name;
+    const void *data;
+    size_t len;
+} sess_file;
+
+/**
+ * Checks a file name from a client: 1 to RG_FILE_NAME_MAX bytes of UTF-8,
+ * no '/', no '\\', no NUL or other control character, not "." or "..".
+ * 0, or RG_EBADREQ with a sentence in err.
+ */
+int sess_file_name_check(const char *name, char *err, size_t errlen);
+
+/**
+ * Writes files into a new directory of the held session's scratch space and
+ * sets them on the <input type=file> that a's target names (a->op is set to
+ * REG_OP_UPLOAD here; target, nth and timeout_ms are a's). Checked before
+ * anything is written: 1 to RG_UPLOAD_FILES_MAX files, valid names, none
+ * twice, each at most upload_file_max bytes (RG_ETOOLARGE) and all the
+ * session's uploads together at most upload_session_max (RG_ETOOLARGE).
+ * When the target or the browser refuses them the files are removed again:
+ * an error changes nothing. out as reg_act's.
+ */
+int sess_upload(sess *s, const reg_action *a, const sess_file *files, size_t n,
+                reg_action_result *out, char *err, size_t errlen);
+
+enum sess_dl_state { SESS_DL_STARTED = 1, SESS_DL_DONE, SESS_DL_REFUSED };
+
+/** One download as sess_downloads lists it. */
+typedef struct sess_download {
+    char id[64];
+    char name[RG_FILE_NAME_MAX + 1];
+    char mime[96];
+    size_t bytes;
+    int state; /* enum sess_dl_state */
+} sess_download;
+
+/** The name of a sess_dl_state: started, done, refused. */
+const char *sess_dl_state_name(int state);
+
+/**
+ * The held session's downloads, oldest first, into *out (caller frees; NULL
+ * with *n 0 when there are none). 0 or RG_ENOMEM.
+ */
+int sess_downloads(sess *s, sess_download **out, size_t *n);
+
+/**
+ * The bytes of the held session's finished download id into *data (caller
+ * frees) and its entry into *d. RG_ENOTFOUND (no such download, or it was
+ * refused), RG_ECONFLICT (still in progress), with a sentence in err.
+ */
+int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char **data, size_t *len,
+                       char *err, size_t errlen);
 
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);

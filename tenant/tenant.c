@@ -184,8 +184,10 @@ int tenant_validate(const tenant *t, char *err, size_t errlen)
                        "rate must be above 0 and at most %.0f requests per second",
                        TENANT_RATE_MAX);
     if ((t->allow_private != 0 && t->allow_private != 1) ||
-        (t->allow_eval != 0 && t->allow_eval != 1))
-        return rg_errf(err, errlen, RG_EBADREQ, "allow_private and allow_eval are 0 or 1");
+        (t->allow_eval != 0 && t->allow_eval != 1) ||
+        (t->allow_downloads != 0 && t->allow_downloads != 1))
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "allow_private, allow_eval and allow_downloads are 0 or 1");
     int rc = hosts_valid(t->allow_hosts, t->n_allow, "allowed", err, errlen);
     if (!rc)
         rc = hosts_valid(t->deny_hosts, t->n_deny, "denied", err, errlen);
@@ -324,7 +326,7 @@ static redisReply *command(rg_redis *r, int argc, const char **argv, int *rc)
 
 /* ---- field encoding ------------------------------------------------------ */
 
-enum { FIELD_ARGS_MAX = 24 };
+enum { FIELD_ARGS_MAX = 32 };
 
 /* The hash fields of a tenant as HSET arguments (field, value, ...). */
 struct fields {
@@ -382,6 +384,7 @@ static int fields_build(struct fields *f, const tenant *t, int identity)
     put(f, "rate", f->rate);
     put(f, "allow_private", t->allow_private ? "1" : "0");
     put(f, "allow_eval", t->allow_eval ? "1" : "0");
+    put(f, "allow_downloads", t->allow_downloads ? "1" : "0");
     put(f, "allow_hosts", f->allow.data);
     put(f, "deny_hosts", f->deny.data);
     put(f, "user_agent", t->user_agent ? t->user_agent : "");
@@ -444,8 +447,11 @@ static int set_field(tenant *t, const char *name, const char *v)
         rc = end == v || *end || !isfinite(d) || d <= 0 ? -1 : 0;
         if (!rc)
             t->rate = d;
-    } else if (!strcmp(name, "allow_private") || !strcmp(name, "allow_eval")) {
-        int *flag = !strcmp(name, "allow_private") ? &t->allow_private : &t->allow_eval;
+    } else if (!strcmp(name, "allow_private") || !strcmp(name, "allow_eval") ||
+               !strcmp(name, "allow_downloads")) {
+        int *flag = !strcmp(name, "allow_private") ? &t->allow_private
+                    : !strcmp(name, "allow_eval")  ? &t->allow_eval
+                                                   : &t->allow_downloads;
         rc = parse_ll(v, 0, 1, &n);
         *flag = rc ? 0 : (int)n;
     } else if (!strcmp(name, "allow_hosts") || !strcmp(name, "deny_hosts")) {

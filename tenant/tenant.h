@@ -8,7 +8,7 @@
  *   rg:tenant:<tid>         hash    name, created (wall ms), max_sessions,
  *                                   max_concurrent, rate (requests/s, float
  *                                   text), allow_private (0/1), allow_eval
- *                                   (0/1), allow_hosts and deny_hosts (JSON
+ *                                   (0/1), allow_downloads (0/1), allow_hosts and deny_hosts (JSON
  *                                   arrays of strings), user_agent, locale
  *                                   (empty = none)
  *   rg:tenant:<tid>:keys    set     SHA-256 hex digests of the tenant's keys
@@ -78,6 +78,7 @@ typedef struct tenant {
     double rate; /* requests per second */
     int allow_private;
     int allow_eval;
+    int allow_downloads; /* pages may download files into the session's scratch space */
     char **allow_hosts; /* owned */
     size_t n_allow;
     char **deny_hosts; /* owned */

@@ -110,6 +110,10 @@ typedef struct wire_arg {
       {"expression", WIRE_STR | WIRE_REQ}, {"await", WIRE_BOOL})                                   \
     X(ACT, "act", WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES, act, 0,                                      \
       {"steps", WIRE_MAPS | WIRE_REQ}, {"stop_on_error", WIRE_BOOL})                               \
+    X(UPLOAD, "upload", WIRE_F_CHANGES, upload, 0,                                                \
+      WIRE_TGT_REQ, {"files", WIRE_MAPS | WIRE_REQ})                                               \
+    X(DOWNLOADS, "downloads", 0, downloads, 0, {NULL, 0})                                          \
+    X(DOWNLOAD_GET, "download.get", 0, download_get, 0, {"id", WIRE_STR | WIRE_REQ})               \
     X(SUBSCRIBE, "subscribe",                                                                      \
       WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD | WIRE_F_SUBSCRIBES, subscribe, 0,        \
       {"events", WIRE_STRS | WIRE_REQ})

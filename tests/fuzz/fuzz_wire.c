@@ -186,6 +186,9 @@ static const struct op_rule op_rules[] = {
     {"inspect", {"target", "nth"}, "si"},
     {"eval", {"expression", "await"}, "sb"},
     {"act", {"steps", "stop_on_error"}, "Mb"},
+    {"upload", {"target", "nth", "files"}, "siM"},
+    {"downloads", {NULL}, ""},
+    {"download.get", {"id"}, "s"},
     {"subscribe", {"events"}, "S"},
 };
 

@@ -152,9 +152,9 @@ static void test_create_prints_only_a_key(void **state)
 
     /* A second tenant with options; --json gives the key with its tenant. */
     r = ADMIN("tenant", "create", "beta", "--max-sessions", "3", "--max-concurrent", "2", "--rate",
-              "1.5", "--allow-private", "--allow-eval", "--allow-host", "*.example.com",
-              "--deny-host", "10.0.0.0/8", "--user-agent", "Bot/1.0 (x)", "--locale", "fr-FR",
-              "--json");
+              "1.5", "--allow-private", "--allow-eval", "--allow-downloads", "--allow-host",
+              "*.example.com", "--deny-host", "10.0.0.0/8", "--user-agent", "Bot/1.0 (x)",
+              "--locale", "fr-FR", "--json");
     assert_int_equal(r.status, 0);
     cJSON *j = cJSON_Parse(r.out);
     assert_string_equal(cJSON_GetObjectItem(j, "tenant")->valuestring, "beta");
@@ -170,6 +170,7 @@ static void test_create_prints_only_a_key(void **state)
     assert_true(t.rate == 1.5);
     assert_int_equal(t.allow_private, 1);
     assert_int_equal(t.allow_eval, 1);
+    assert_int_equal(t.allow_downloads, 1);
     assert_int_equal(t.n_allow, 1);
     assert_string_equal(t.allow_hosts[0], "*.example.com");
     assert_string_equal(t.deny_hosts[0], "10.0.0.0/8");
@@ -216,6 +217,7 @@ static void test_show_has_no_key_material(void **state)
     assert_int_equal(cJSON_GetObjectItem(v, "keys")->valueint, 1);
     assert_int_equal(cJSON_GetObjectItem(v, "max_sessions")->valueint, 100);
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(v, "allow_eval")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(v, "allow_downloads")));
     assert_string_equal(cJSON_GetArrayItem(cJSON_GetObjectItem(v, "allow_hosts"), 0)->valuestring,
                         "a.example");
     assert_true(cJSON_IsNull(cJSON_GetObjectItem(v, "user_agent")));
@@ -282,20 +284,23 @@ static void test_keys_create_and_revoke(void **state)
 static void test_update_list_delete(void **state)
 {
     (void)state;
-    struct run r = ADMIN("tenant", "create", "zed", "--allow-eval", "--allow-host", "a.com");
+    struct run r = ADMIN("tenant", "create", "zed", "--allow-eval", "--allow-downloads",
+                         "--allow-host", "a.com");
     char *key = one_key(&r);
     run_free(&r);
     r = ADMIN("tenant", "create", "alpha");
     free(one_key(&r));
     run_free(&r);
 
-    r = ADMIN("tenant", "update", "zed", "--no-allow-eval", "--max-concurrent", "4", "--allow-host",
-              "b.com", "--allow-host", "c.com", "--locale", "en-GB");
+    r = ADMIN("tenant", "update", "zed", "--no-allow-eval", "--no-allow-downloads",
+              "--max-concurrent", "4", "--allow-host", "b.com", "--allow-host", "c.com", "--locale",
+              "en-GB");
     assert_int_equal(r.status, 0);
     assert_string_equal(r.out, "");
     run_free(&r);
     cJSON *v = show("zed");
     assert_true(cJSON_IsFalse(cJSON_GetObjectItem(v, "allow_eval")));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItem(v, "allow_downloads")));
     assert_int_equal(cJSON_GetObjectItem(v, "max_concurrent")->valueint, 4);
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItem(v, "allow_hosts")), 2);
     assert_string_equal(cJSON_GetObjectItem(v, "locale")->valuestring, "en-GB");

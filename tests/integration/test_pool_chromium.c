@@ -519,6 +519,7 @@ static void test_shutdown_leaves_no_process_or_directory(void **state)
     assert_int_equal(running_of(procs, n), 0);
     assert_int_equal(count_dirs("chromium-"), 0);
     assert_int_equal(count_dirs("owner-"), 0);
+    assert_int_equal(count_dirs("files-"), 0); /* the sessions' files went with it */
 }
 
 static void test_bad_binary_fails_cleanly(void **state)
@@ -588,6 +589,7 @@ static void test_owner_killed_leaves_nothing_and_next_owner_starts_clean(void **
     }
     assert_true(n >= 6);
     assert_true(count_dirs("chromium-") >= 2);
+    assert_int_equal(count_dirs("files-"), 1);
 
     int64_t t0 = rg_now_ms();
     assert_int_equal(kill(child, SIGKILL), 0);
@@ -608,6 +610,11 @@ static void test_owner_killed_leaves_nothing_and_next_owner_starts_clean(void **
     assert_int_equal(pool_new(&cfg, &p), 0);
     owned = p;
     assert_int_equal(count_dirs("chromium-"), 1);
+    /* The dead owner's files directory too: only the new pool's is left. */
+    char mine[64];
+    snprintf(mine, sizeof mine, "%s", strrchr(pool_files_dir(p), '/') + 1);
+    assert_int_equal(count_dirs("files-"), 1);
+    assert_int_equal(count_dirs(mine), 1);
     pool_lease *l;
     assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
     char v[16];

@@ -157,6 +157,23 @@ static void test_args_against_the_table(void **state)
             RG_EBADREQ, "args.values must be an array of strings");
     refused(&http_caller, "s1", "{\"op\":\"act\",\"args\":{\"steps\":[\"read\"]}}", RG_EBADREQ,
             "args.steps must be an array of maps");
+    /* The file ops (their entries are checked by the handler: names, bytes, sizes). */
+    refused(&http_caller, "s1", "{\"op\":\"upload\",\"args\":{\"target\":\"@f\"}}", RG_EBADREQ,
+            "upload needs args.files");
+    refused(&http_caller, "s1", "{\"op\":\"upload\",\"args\":{\"files\":[{}]}}", RG_EBADREQ,
+            "upload needs args.target");
+    refused(&http_caller, "s1", "{\"op\":\"upload\",\"args\":{\"target\":\"@f\",\"files\":\"a\"}}",
+            RG_EBADREQ, "args.files must be an array of maps");
+    passes(&http_caller, "s1",
+           "{\"op\":\"upload\",\"args\":{\"target\":\"@f\",\"files\":[{\"name\":\"a\",\"data\":"
+           "\"\"}]}}");
+    passes(&http_caller, "s1", "{\"op\":\"downloads\"}");
+    refused(&http_caller, "s1", "{\"op\":\"downloads\",\"args\":{\"id\":\"x\"}}", RG_EBADREQ,
+            "downloads takes no argument \"id\"");
+    refused(&http_caller, "s1", "{\"op\":\"download.get\"}", RG_EBADREQ,
+            "download.get needs args.id");
+    refused(&http_caller, "s1", "{\"op\":\"download.get\",\"args\":{\"id\":7}}", RG_EBADREQ,
+            "args.id must be a string");
     /* timeout_ms: every op takes it, 1 to 600,000. */
     passes(&http_caller, "s1", "{\"op\":\"observe\",\"args\":{\"timeout_ms\":1}}");
     passes(&http_caller, "s1", "{\"op\":\"read\",\"args\":{\"timeout_ms\":600000}}");
