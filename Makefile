@@ -22,7 +22,7 @@ ASAN_FLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize
 COMMON_SRC := common/rg.c common/redis.c
 WIRE_SRC   := $(wildcard wire/*.c)
 CDP_SRC    := cdp/cdp.c cdp/frame.c cdp/waiter.c
-POOL_SRC   := pool/pool.c pool/spawn.c
+POOL_SRC   := pool/pool.c pool/spawn.c pool/memory.c
 REGISTRY_SRC := $(wildcard registry/*.c) registry/observer_js.S
 SESSION_SRC := $(wildcard session/*.c)
 TENANT_SRC := $(wildcard tenant/*.c)
