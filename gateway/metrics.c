@@ -160,7 +160,7 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   "(-1: none yet).\n"
                   "# TYPE refgate_pool_memory_sample_age_seconds gauge\n"
                   "refgate_pool_memory_sample_age_seconds %.3f\n"
-                  "# HELP refgate_pool_memory_sample_seconds What the last sample cost.\n"
+                  "# HELP refgate_pool_memory_sample_seconds The CPU time the last sample took.\n"
                   "# TYPE refgate_pool_memory_sample_seconds gauge\n"
                   "refgate_pool_memory_sample_seconds %.6f\n"
                   "# TYPE refgate_pool_memory_samples_total counter\n"

@@ -193,7 +193,7 @@ typedef struct pool_stats {
     int64_t memory_estimate;     /* that, corrected by contexts opened or closed since */
     int64_t memory_per_context;  /* what one more context is taken to cost */
     int64_t memory_age_ms;       /* age of the last sample; -1: none yet */
-    int64_t memory_sample_us;    /* what the last sample cost the manager thread */
+    int64_t memory_sample_us;    /* the CPU time the last sample took the manager thread */
     int memory_procs;            /* processes the last sample read */
     uint64_t memory_samples;
     /* Lease requests that had to wait, by what was full when they queued. */

@@ -805,6 +805,7 @@ static void beat(sess_mgr *m)
     if (c)
         rg_redis_give(m->redis, c, 0);
     int64_t now = rg_now_ms();
+    int judgements = 0;
     for (int i = 0; i < k; i++) {
         sess *s = v[i];
         pthread_mutex_lock(&m->mu);
@@ -815,14 +816,19 @@ static void beat(sess_mgr *m)
         /* Freezing comes first; parking, for the longer idle, after it. */
         int cold = !act && m->cfg.freeze_idle_ms > 0 && !s->frozen && !s->no_freeze &&
                    now - s->last_used_ms > m->cfg.freeze_idle_ms;
-        /* What a park would lose, judged once it sits idle after a change (victim.c). */
+        /* What a park would lose, judged once it sits idle after a change
+           (victim.c): always before a freeze, otherwise a few a beat, so that
+           judging never holds up the leases' next beat for long. */
         int judge = !act && m->cfg.park_lru && !s->judged && !s->frozen &&
-                    (cold || now - s->last_used_ms >= m->cfg.heartbeat_ms);
+                    (cold || (judgements < SESS_JUDGE_PER_BEAT &&
+                              now - s->last_used_ms >= 2 * m->cfg.heartbeat_ms));
         int held = (act || cold || judge) && sess_hold_idle_locked(s);
         pthread_mutex_unlock(&m->mu);
         if (held && !act) {
-            if (judge)
+            if (judge) {
                 sess_judge(s);
+                judgements++;
+            }
             if (cold)
                 freeze_held(s);
             pthread_mutex_lock(&m->mu);

@@ -194,6 +194,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
 
 #define SESS_LOSES_FIELDS 1       /* a field edited since load (reg_state_edited) */
 #define SESS_LOSES_BEFOREUNLOAD 2 /* the page has a beforeunload handler */
+#define SESS_JUDGE_PER_BEAT 4     /* judgements a heartbeat makes at most, freezes aside */
 
 /**
  * Judges what parking s (held, live, awake) would lose: fields edited since
