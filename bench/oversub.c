@@ -102,8 +102,8 @@ static cJSON *call(int *fd, const char *sid, const char *body, int *ok, double *
 
 static const char *code_of(const cJSON *v)
 {
-    const cJSON *c = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(v, "error"), "code");
+    const cJSON *c =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "error"), "code");
     return cJSON_IsString(c) ? c->valuestring : v ? "unknown" : "no_reply";
 }
 
@@ -186,8 +186,8 @@ static int read_text(int *fd, const char *sid, const char *css, const char *what
                      size_t len)
 {
     char body[200];
-    snprintf(body, sizeof body, "{\"op\":\"read\",\"args\":{\"target\":\"css:%s\",\"what\":\"%s\"}}",
-             css, what);
+    snprintf(body, sizeof body,
+             "{\"op\":\"read\",\"args\":{\"target\":\"css:%s\",\"what\":\"%s\"}}", css, what);
     int ok;
     cJSON *v = call(fd, sid, body, &ok, NULL);
     const char *s = ok ? gwc_result_str(v, "value") : NULL;
@@ -317,9 +317,8 @@ int main(int argc, char **argv)
     printf("{\"sessions\":%d,\"clients\":%d,\"duration_s\":%d,\"create_s\":%.2f,\"commands\":%zu,"
            "\"per_s\":%.2f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"errors\":%ld,\"pool_exhausted\":%ld,"
            "\"restored_replies\":%ld,\"lost_js\":%d,\"lost_field\":%d,\"unread\":%d}\n",
-           opt.sessions, opt.clients, opt.duration, create_s, total,
-           (double)total / opt.duration, p50, p99, errors, exhausted, restored_replies, lost_js,
-           lost_field, unread);
+           opt.sessions, opt.clients, opt.duration, create_s, total, (double)total / opt.duration,
+           p50, p99, errors, exhausted, restored_replies, lost_js, lost_field, unread);
     /* The capacity figures of the worker nginx sends /metrics to. */
     http_resp h;
     if (http_request(stack_port(gwc_st), "GET", "/metrics", NULL, NULL, 0, &h) == 0 &&
@@ -328,8 +327,8 @@ int main(int argc, char **argv)
         for (char *line = h.body.data, *end; line && *line; line = end ? end + 1 : NULL) {
             end = strchr(line, '\n');
             int len = end ? (int)(end - line) : (int)strlen(line);
-            if (line[0] != '#' && (!strncmp(line, "refgate_pool_", 13) ||
-                                   !strncmp(line, "refgate_sessions_", 17)))
+            if (line[0] != '#' &&
+                (!strncmp(line, "refgate_pool_", 13) || !strncmp(line, "refgate_sessions_", 17)))
                 printf("    %.*s\n", len, line);
         }
     }

@@ -40,10 +40,10 @@ static int has_beforeunload(sess *s)
     cdp_reply r = {0};
     /* `window` is unforgeable: the page cannot make this name something else. */
     int rc = sess_call(s, "Runtime.evaluate", "{\"expression\":\"window\"}", JUDGE_TIMEOUT_MS, &r);
-    const cJSON *id = rc == 0 ? cJSON_GetObjectItemCaseSensitive(
-                                    cJSON_GetObjectItemCaseSensitive(r.result, "result"),
-                                    "objectId")
-                              : NULL;
+    const cJSON *id = rc == 0
+                          ? cJSON_GetObjectItemCaseSensitive(
+                                cJSON_GetObjectItemCaseSensitive(r.result, "result"), "objectId")
+                          : NULL;
     char q[256];
     if (rc == 0 && !(cJSON_IsString(id) && strlen(id->valuestring) < 200))
         rc = RG_EPROTO;
@@ -83,7 +83,9 @@ void sess_judge(sess *s)
     m->stats.judged++;
     pthread_mutex_unlock(&m->mu);
     rg_log(RG_LOG_DEBUG, "session", "%s judged: %d fields edited, beforeunload %s", s->id, edited,
-           bu > 0 ? "yes" : bu == 0 ? "no" : "unknown");
+           bu > 0    ? "yes"
+           : bu == 0 ? "no"
+                     : "unknown");
 }
 
 void sess_unjudge_locked(sess *s)
