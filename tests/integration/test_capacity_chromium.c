@@ -280,6 +280,7 @@ static void test_restored_session_stays_live_while_another_can_go(void **state)
     sess_done(s, 0);
     s = create(m, "/plain.html", b);
     sess_done(s, 0);
+    assert_true(wait_judged(m, 2)); /* the heartbeat is done with both */
     /* a parked, then restored by its next command. */
     s = open_s(m, a, NULL);
     size_t bytes = 0;
@@ -292,8 +293,8 @@ static void test_restored_session_stays_live_while_another_can_go(void **state)
     sess_done(s, -1);
     /* b used after it: a is now the least recently used. */
     s = open_s(m, b, NULL);
-    sess_done(s, -1);
-    assert_true(wait_judged(m, 3));
+    sess_done(s, -1); /* read-only: b's judgement holds */
+    assert_true(wait_judged(m, 3)); /* a's, after its restore */
 
     s = create(m, "/plain.html", c);
     sess_done(s, 0);
