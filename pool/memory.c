@@ -113,10 +113,40 @@ int64_t pool_tree_pss(pid_t root, int *procs)
     return read ? total : -1;
 }
 
+/* The number a cgroup limit file holds, or -1 (absent, "max", or not a number). */
+static int64_t cgroup_limit(const char *path)
+{
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return -1;
+    char buf[64];
+    int64_t v = -1;
+    if (fgets(buf, sizeof buf, f)) {
+        char *end;
+        errno = 0;
+        long long n = strtoll(buf, &end, 10);
+        if (!errno && end != buf && n > 0)
+            v = n;
+    }
+    fclose(f);
+    return v;
+}
+
 int64_t pool_mem_total(void)
 {
     int64_t kb = proc_kb("/proc/meminfo", "MemTotal");
-    return kb > 0 ? kb * 1024 : -1;
+    int64_t total = kb > 0 ? kb * 1024 : -1;
+    /* In a container /proc/meminfo still shows the host: its memory limit,
+       when lower, is what the worker really has (cgroup v2, then v1, whose
+       "no limit" is a number near 2^63). */
+    const char *const limits[] = {"/sys/fs/cgroup/memory.max",
+                                  "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < sizeof limits / sizeof *limits; i++) {
+        int64_t l = cgroup_limit(limits[i]);
+        if (l > 0 && (total < 0 || l < total))
+            total = l;
+    }
+    return total;
 }
 
 int pool_parse_size(const char *s, int64_t *out)

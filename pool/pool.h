@@ -86,8 +86,9 @@ void pool_config_from_env(pool_config *cfg);
 
 /**
  * The default memory budget of one worker's pool: half the machine's
- * memory (MemTotal) shared among the workers, and never less than
- * POOL_MEMORY_FLOOR: MemTotal / 2 / workers. The other half is left to the
+ * memory (MemTotal, or the container's cgroup memory limit when lower)
+ * shared among the workers, and never less than POOL_MEMORY_FLOOR:
+ * MemTotal / 2 / workers. The other half is left to the
  * workers themselves, Redis, nginx, the page cache and whatever else runs.
  * 0 when MemTotal cannot be read (no budget).
  */

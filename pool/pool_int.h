@@ -55,7 +55,11 @@ void log_tail(const char *module, const char *path);
  */
 int64_t pool_tree_pss(pid_t root, int *procs);
 
-/** MemTotal of /proc/meminfo in bytes, or -1. */
+/**
+ * The memory the machine gives this process, in bytes: MemTotal of
+ * /proc/meminfo, or the cgroup's memory limit (v2 memory.max, v1
+ * memory.limit_in_bytes, as mounted under /sys/fs/cgroup) when lower; -1.
+ */
 int64_t pool_mem_total(void);
 
 #endif

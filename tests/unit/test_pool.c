@@ -1,7 +1,7 @@
 /*
  * test_pool.c - the pool's configuration that needs no browser: the sizes
  * REFGATE_MEMORY_MAX takes, the default budget's formula against the
- * machine's /proc/meminfo read here, and what the environment sets (a bad
+ * machine's /proc/meminfo (and cgroup limit) read here, and what the environment sets (a bad
  * value keeps the default).
  */
 #define _GNU_SOURCE
@@ -46,7 +46,7 @@ static void test_sizes(void **state)
     assert_int_equal(pool_parse_size(NULL, &v), -1);
 }
 
-/* MemTotal in bytes, read here, independently of the pool. */
+/* The machine's memory in bytes, read here, independently of the pool. */
 static int64_t mem_total(void)
 {
     FILE *f = fopen("/proc/meminfo", "r");
@@ -58,7 +58,19 @@ static int64_t mem_total(void)
             break;
     fclose(f);
     assert_true(kb > 0);
-    return kb * 1024;
+    int64_t total = kb * 1024;
+    /* A container's memory limit, when lower (cgroup v2, then v1). */
+    const char *const limits[] = {"/sys/fs/cgroup/memory.max",
+                                  "/sys/fs/cgroup/memory/memory.limit_in_bytes"};
+    for (size_t i = 0; i < 2; i++) {
+        long long l = 0;
+        FILE *c = fopen(limits[i], "r");
+        if (c && fscanf(c, "%lld", &l) == 1 && l > 0 && l < total)
+            total = l;
+        if (c)
+            fclose(c);
+    }
+    return total;
 }
 
 static void test_default_budget(void **state)
