@@ -138,6 +138,63 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   (unsigned long long)ps.restarts, (unsigned long long)ps.pings_missed,
                   (unsigned long long)m.redis_errors,
                   (unsigned long long)m.ws_connections);
+    rg_buf_printf(out,
+                  "# HELP refgate_pool_contexts_max Contexts the ready browsers may hold "
+                  "(REFGATE_CONTEXTS_PER_BROWSER each).\n"
+                  "# TYPE refgate_pool_contexts_max gauge\nrefgate_pool_contexts_max %d\n"
+                  "# HELP refgate_pool_memory_budget_bytes REFGATE_MEMORY_MAX (0: none).\n"
+                  "# TYPE refgate_pool_memory_budget_bytes gauge\n"
+                  "refgate_pool_memory_budget_bytes %lld\n"
+                  "# HELP refgate_pool_memory_pss_bytes The browsers' PSS at the last sample.\n"
+                  "# TYPE refgate_pool_memory_pss_bytes gauge\n"
+                  "refgate_pool_memory_pss_bytes %lld\n"
+                  "# HELP refgate_pool_memory_estimate_bytes The last sample corrected by the "
+                  "contexts opened or closed since: what admission compares with the budget.\n"
+                  "# TYPE refgate_pool_memory_estimate_bytes gauge\n"
+                  "refgate_pool_memory_estimate_bytes %lld\n"
+                  "# HELP refgate_pool_memory_per_context_bytes What one more context is taken "
+                  "to cost.\n"
+                  "# TYPE refgate_pool_memory_per_context_bytes gauge\n"
+                  "refgate_pool_memory_per_context_bytes %lld\n"
+                  "# HELP refgate_pool_memory_sample_age_seconds Age of the last sample "
+                  "(-1: none yet).\n"
+                  "# TYPE refgate_pool_memory_sample_age_seconds gauge\n"
+                  "refgate_pool_memory_sample_age_seconds %.3f\n"
+                  "# HELP refgate_pool_memory_sample_seconds The CPU time the last sample took.\n"
+                  "# TYPE refgate_pool_memory_sample_seconds gauge\n"
+                  "refgate_pool_memory_sample_seconds %.6f\n"
+                  "# TYPE refgate_pool_memory_samples_total counter\n"
+                  "refgate_pool_memory_samples_total %llu\n"
+                  "# HELP refgate_pool_waits_total Lease requests that waited, by what was "
+                  "full.\n"
+                  "# TYPE refgate_pool_waits_total counter\n"
+                  "refgate_pool_waits_total{reason=\"memory\"} %llu\n"
+                  "refgate_pool_waits_total{reason=\"contexts\"} %llu\n"
+                  "refgate_pool_waits_total{reason=\"queue\"} %llu\n"
+                  "refgate_pool_waits_total{reason=\"browsers\"} %llu\n"
+                  "# HELP refgate_sessions_evicted_total Sessions parked to make room, by what "
+                  "they stood to lose.\n"
+                  "# TYPE refgate_sessions_evicted_total counter\n"
+                  "refgate_sessions_evicted_total{loses=\"nothing\"} %llu\n"
+                  "refgate_sessions_evicted_total{loses=\"edits\"} %llu\n"
+                  "refgate_sessions_evicted_total{loses=\"fresh\"} %llu\n"
+                  "# HELP refgate_sessions_judged_total Pages judged for what a park would "
+                  "lose.\n"
+                  "# TYPE refgate_sessions_judged_total counter\n"
+                  "refgate_sessions_judged_total %llu\n"
+                  "# HELP refgate_sessions_room_waits_total Leases that found the worker full "
+                  "and no session to park.\n"
+                  "# TYPE refgate_sessions_room_waits_total counter\n"
+                  "refgate_sessions_room_waits_total %llu\n",
+                  ps.contexts_max, (long long)ps.memory_max, (long long)ps.memory_measured,
+                  (long long)ps.memory_estimate, (long long)ps.memory_per_context,
+                  ps.memory_age_ms < 0 ? -1.0 : ps.memory_age_ms / 1000.0,
+                  ps.memory_sample_us / 1e6, (unsigned long long)ps.memory_samples,
+                  (unsigned long long)ps.waits_memory, (unsigned long long)ps.waits_contexts,
+                  (unsigned long long)ps.waits_queue, (unsigned long long)ps.waits_browsers,
+                  (unsigned long long)ss.evicted_clean, (unsigned long long)ss.evicted_losing,
+                  (unsigned long long)ss.evicted_fresh, (unsigned long long)ss.judged,
+                  (unsigned long long)ss.room_waits);
     egress_stats es;
     if (sess_egress_stats(g->sessions, &es))
         rg_buf_printf(out,

@@ -118,6 +118,32 @@ static int op_create(gw_cmd *c)
     return 0;
 }
 
+/*
+ * The answering worker's capacity: the figures a lease is admitted by (its
+ * pool's memory budget, the browsers' measured PSS and its age, the live
+ * contexts and the hard cap) and why the last lease request that waited did.
+ */
+static void add_capacity(gw_cmd *c, cJSON *cap)
+{
+    pool_stats ps;
+    pool_get_stats(c->g->pool, &ps);
+    sess_stats ss;
+    sess_get_stats(c->g->sessions, &ss);
+    cJSON_AddStringToObject(cap, "worker", sess_worker(c->g->sessions));
+    cJSON_AddNumberToObject(cap, "memory_budget_bytes", (double)ps.memory_max);
+    cJSON_AddNumberToObject(cap, "memory_measured_bytes", (double)ps.memory_measured);
+    cJSON_AddNumberToObject(cap, "memory_estimate_bytes", (double)ps.memory_estimate);
+    cJSON_AddNumberToObject(cap, "memory_per_context_bytes", (double)ps.memory_per_context);
+    cJSON_AddNumberToObject(cap, "memory_age_ms", (double)ps.memory_age_ms);
+    cJSON_AddNumberToObject(cap, "contexts_live", ps.contexts_in_use);
+    cJSON_AddNumberToObject(cap, "contexts_max", ps.contexts_max);
+    cJSON_AddNumberToObject(cap, "sessions_live", ss.live);
+    cJSON_AddNumberToObject(cap, "sessions_frozen", ss.frozen);
+    cJSON_AddNumberToObject(cap, "queued", ps.queue_depth);
+    cJSON_AddStringToObject(cap, "last_wait", ps.last_wait ? ps.last_wait : "");
+    cJSON_AddNumberToObject(cap, "last_wait_age_ms", (double)ps.last_wait_age_ms);
+}
+
 static int op_info(gw_cmd *c)
 {
     sess_wait_turn(c->g->sessions, c->who->tenant, c->sid, c->timeout_ms);
@@ -140,6 +166,7 @@ static int op_info(gw_cmd *c)
     cJSON_AddNumberToObject(vp, "width", in.width);
     cJSON_AddNumberToObject(vp, "height", in.height);
     sess_info_free(&in);
+    add_capacity(c, cJSON_AddObjectToObject(c->result, "capacity"));
     return 0;
 }
 

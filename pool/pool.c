@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #define MOD "pool"
@@ -50,6 +51,11 @@ struct browser {
     int ping_inflight;
     int ping_missed;  /* health checks in a row without an answer in time */
     int cleaned;      /* process killed and reaped, directory removed */
+    int64_t pss;      /* PSS of its process tree at the last sample (bytes) */
+    int pss_in_use;   /* in_use when that sample began */
+    int sampled;      /* pss is a measurement */
+    int64_t base;     /* its PSS when it last had no context */
+    int base_known;
     char why[160];
     pool_lease *leases;
 };
@@ -94,6 +100,17 @@ struct pool {
     int start_failures;
     int64_t next_spawn_ms;
     uint64_t restarts, recycles, contexts_created, pings_missed;
+
+    /* The memory budget (memory.c measures; the manager thread samples). */
+    int64_t mem_per_ctx;      /* what one more context is taken to cost */
+    int64_t mem_sample_ms;    /* when the last sample ended; 0: none yet */
+    int64_t mem_sample_us;    /* its cost */
+    int64_t next_sample_ms;
+    int mem_procs;
+    uint64_t mem_samples;
+    uint64_t waits_memory, waits_contexts, waits_queue, waits_browsers;
+    const char *last_wait;
+    int64_t last_wait_ms;
 };
 
 static atomic_ulong pool_counter;
@@ -117,6 +134,17 @@ void pool_config_default(pool_config *cfg)
     cfg->recycle_after = POOL_RECYCLE_AFTER;
     cfg->max_message_bytes = CDP_MAX_MESSAGE_BYTES;
     cfg->js_heap_mb = 1024;
+    cfg->memory_max = 0;
+    cfg->memory_sample_ms = POOL_MEMORY_SAMPLE_MS;
+}
+
+int64_t pool_memory_default(int workers)
+{
+    int64_t total = pool_mem_total();
+    if (total <= 0)
+        return 0;
+    int64_t v = total / 2 / (workers > 0 ? workers : 1);
+    return v < POOL_MEMORY_FLOOR ? POOL_MEMORY_FLOOR : v;
 }
 
 void pool_config_from_env(pool_config *cfg)
@@ -143,6 +171,20 @@ void pool_config_from_env(pool_config *cfg)
     cfg->max_message_bytes = (size_t)rg_env_long("REFGATE_CDP_MAX_MESSAGE_BYTES",
                                                  (long)cfg->max_message_bytes, 1024,
                                                  1L << 31);
+    cfg->memory_sample_ms = (int)rg_env_long("REFGATE_MEMORY_SAMPLE_MS", cfg->memory_sample_ms,
+                                             100, 600000);
+    const char *mm = getenv("REFGATE_MEMORY_MAX");
+    int64_t mem;
+    if (mm && *mm && pool_parse_size(mm, &mem) == 0) {
+        cfg->memory_max = mem;
+    } else {
+        if (mm && *mm)
+            rg_log(RG_LOG_WARN, MOD,
+                   "REFGATE_MEMORY_MAX=%s is not a size (bytes, or with K, M or G): the "
+                   "default kept", mm);
+        cfg->memory_max =
+            pool_memory_default((int)rg_env_long("REFGATE_WORKERS", 2, 1, 1024));
+    }
 }
 
 /* ---- small helpers (mu held unless said otherwise) ---- */
@@ -161,8 +203,50 @@ static int active_browsers(pool *p)
     return n;
 }
 
+/* Contexts held or being made, on every browser. */
+static int contexts_in_use(pool *p)
+{
+    int n = 0;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        n += b->in_use;
+    return n;
+}
+
+/*
+ * What the browsers cost now, as far as the pool can tell without reading
+ * /proc: each browser's last sample, plus (or minus) one context's cost
+ * for each context opened (or closed) on it since. A browser not yet
+ * sampled counts its contexts only.
+ */
+static int64_t memory_estimate(pool *p)
+{
+    int64_t est = 0;
+    for (struct browser *b = p->browsers; b; b = b->next) {
+        if (b->state == B_DEAD)
+            continue;
+        int64_t v = b->sampled ? b->pss + (int64_t)(b->in_use - b->pss_in_use) * p->mem_per_ctx
+                               : (int64_t)b->in_use * p->mem_per_ctx;
+        est += v > 0 ? v : 0;
+    }
+    return est;
+}
+
+/*
+ * 1 when one more context fits the memory budget. With no context in use
+ * at all one is always admitted, so that a budget below what idle browsers
+ * cost still serves one session at a time rather than none.
+ */
+static int memory_room(pool *p)
+{
+    if (p->cfg.memory_max <= 0 || contexts_in_use(p) == 0)
+        return 1;
+    return memory_estimate(p) + p->mem_per_ctx <= p->cfg.memory_max;
+}
+
 static struct browser *pick_browser(pool *p)
 {
+    if (!memory_room(p))
+        return NULL;
     struct browser *best = NULL;
     for (struct browser *b = p->browsers; b; b = b->next) {
         if (b->state != B_READY || b->in_use >= p->cfg.contexts_per_browser)
@@ -528,12 +612,88 @@ static void shutdown_browsers(pool *p)
     }
 }
 
+/* CPU time of the calling thread, in microseconds. */
+static int64_t thread_cpu_us(void)
+{
+    struct timespec ts;
+    if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) < 0)
+        return rg_now_us();
+    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+/*
+ * Reads the PSS of every running browser (mu held on entry and exit,
+ * dropped while /proc is read, so no lease waits on it). The next sample
+ * comes memory_sample_ms later, or POOL_MEMORY_SAMPLE_COST times the CPU
+ * time this one took when that is longer: measuring takes at most 1/20 of
+ * a core.
+ */
+static void sample_memory(pool *p)
+{
+    enum { N = 64 };
+    unsigned long seq[N];
+    pid_t guard[N];
+    int in_use[N], n = 0;
+    for (struct browser *b = p->browsers; b && n < N; b = b->next)
+        if ((b->state == B_READY || b->state == B_DRAINING) && b->guard > 0) {
+            seq[n] = b->seq;
+            guard[n] = b->guard;
+            in_use[n++] = b->in_use;
+        }
+    pthread_mutex_unlock(&p->mu);
+    /* The cost is this thread's CPU time: on a busy machine the wall time
+       of reading /proc is mostly waiting for a core, which costs nothing. */
+    int64_t t0 = thread_cpu_us();
+    int64_t pss[N];
+    int procs = 0;
+    for (int i = 0; i < n; i++) {
+        int k = 0;
+        pss[i] = pool_tree_pss(guard[i], &k);
+        procs += k;
+    }
+    int64_t cost = thread_cpu_us() - t0;
+    pthread_mutex_lock(&p->mu);
+    int64_t over = 0;
+    int ctxs = 0;
+    for (struct browser *b = p->browsers; b; b = b->next) {
+        for (int i = 0; i < n; i++) {
+            if (b->seq != seq[i] || pss[i] < 0 || b->state == B_DEAD)
+                continue;
+            b->pss = pss[i];
+            b->pss_in_use = in_use[i];
+            b->sampled = 1;
+            if (in_use[i] == 0) {
+                b->base = pss[i];
+                b->base_known = 1;
+            } else if (b->base_known && pss[i] > b->base) {
+                over += pss[i] - b->base;
+                ctxs += in_use[i];
+            }
+        }
+    }
+    /* Contexts cost what the browsers grew by over their idle size. */
+    if (ctxs > 0) {
+        int64_t per = over / ctxs;
+        p->mem_per_ctx = per < POOL_MEMORY_CONTEXT_MIN ? POOL_MEMORY_CONTEXT_MIN : per;
+    }
+    int64_t now = rg_now_ms();
+    p->mem_sample_ms = now;
+    p->mem_sample_us = cost;
+    p->mem_procs = procs;
+    p->mem_samples++;
+    int64_t wait = cost * POOL_MEMORY_SAMPLE_COST / 1000;
+    p->next_sample_ms = now + (wait > p->cfg.memory_sample_ms ? wait : p->cfg.memory_sample_ms);
+    grant_waiters(p); /* the browsers may have shrunk */
+}
+
 static void *manager_main(void *arg)
 {
     pool *p = arg;
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {
         manage(p);
+        if (!p->stopping && p->cfg.memory_sample_ms > 0 && rg_now_ms() >= p->next_sample_ms)
+            sample_memory(p);
         if (p->stopping)
             break;
         struct timespec ts;
@@ -585,6 +745,8 @@ int pool_new(const pool_config *cfg, pool **out)
     if (p->cfg.contexts_per_browser < 1)
         p->cfg.contexts_per_browser = 1;
     p->lock_fd = -1;
+    p->mem_per_ctx = POOL_MEMORY_CONTEXT_GUESS;
+    p->last_wait = "";
     pthread_mutex_init(&p->mu, NULL);
     pthread_condattr_init(&p->ca);
     pthread_condattr_setclock(&p->ca, CLOCK_MONOTONIC);
@@ -757,6 +919,39 @@ out:
     return rc;
 }
 
+/* Counts a lease request about to wait, by what is full (mu held). */
+static void note_wait(pool *p)
+{
+    int ready = 0, slot = 0;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        if (b->state == B_READY) {
+            ready = 1;
+            slot |= b->in_use < p->cfg.contexts_per_browser;
+        }
+    if (p->qhead) {
+        p->waits_queue++;
+        p->last_wait = "queue";
+    } else if (!ready) {
+        p->waits_browsers++;
+        p->last_wait = "browsers";
+    } else if (slot) {
+        p->waits_memory++;
+        p->last_wait = "memory";
+    } else {
+        p->waits_contexts++;
+        p->last_wait = "contexts";
+    }
+    p->last_wait_ms = rg_now_ms();
+}
+
+int pool_has_room(pool *p)
+{
+    pthread_mutex_lock(&p->mu);
+    int room = !p->qhead && pick_browser(p) != NULL;
+    pthread_mutex_unlock(&p->mu);
+    return room;
+}
+
 int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms)
 {
     return pool_acquire_with(p, NULL, timeout_ms, out, retry_after_ms);
@@ -792,6 +987,7 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
                     *retry_after_ms = POOL_RETRY_AFTER_MS;
                 return RG_EPOOL;
             }
+            note_wait(p);
             struct waiter w = {.granted = NULL, .next = NULL};
             pthread_cond_init(&w.cond, &p->ca);
             if (p->qtail)
@@ -974,7 +1170,24 @@ void pool_get_stats(pool *p, pool_stats *st)
         if (b->state == B_READY)
             st->browsers_ready++;
         st->contexts_in_use += b->in_use;
+        if (b->state != B_DEAD && b->sampled)
+            st->memory_measured += b->pss;
     }
+    int64_t now = rg_now_ms();
+    st->contexts_max = st->browsers_ready * p->cfg.contexts_per_browser;
+    st->memory_max = p->cfg.memory_max;
+    st->memory_estimate = memory_estimate(p);
+    st->memory_per_context = p->mem_per_ctx;
+    st->memory_age_ms = p->mem_sample_ms ? now - p->mem_sample_ms : -1;
+    st->memory_sample_us = p->mem_sample_us;
+    st->memory_procs = p->mem_procs;
+    st->memory_samples = p->mem_samples;
+    st->waits_memory = p->waits_memory;
+    st->waits_contexts = p->waits_contexts;
+    st->waits_queue = p->waits_queue;
+    st->waits_browsers = p->waits_browsers;
+    st->last_wait = p->last_wait;
+    st->last_wait_age_ms = p->last_wait_ms ? now - p->last_wait_ms : -1;
     st->queue_depth = p->qlen;
     st->restarts = p->restarts;
     st->pings_missed = p->pings_missed;

@@ -44,6 +44,11 @@
 #define POOL_RETRY_AFTER_MS 1000     /* hint given with pool_exhausted */
 #define POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
 #define POOL_DISPOSE_TIMEOUT_MS 5000
+#define POOL_MEMORY_SAMPLE_MS 1000   /* how often the browsers' PSS is read */
+#define POOL_MEMORY_SAMPLE_COST 20   /* a sample waits at least this many times its own cost */
+#define POOL_MEMORY_CONTEXT_GUESS (64LL << 20) /* a context's cost before one is measured */
+#define POOL_MEMORY_CONTEXT_MIN (8LL << 20)    /* the least a context is taken to cost */
+#define POOL_MEMORY_FLOOR (256LL << 20)        /* the least derived default budget */
 
 typedef struct pool pool;
 typedef struct pool_lease pool_lease;
@@ -66,12 +71,34 @@ typedef struct pool_config {
     int js_heap_mb;            /* REFGATE_JS_HEAP_MB [1024]: V8's old-space cap per page
                                   (--max-old-space-size): a page that allocates without
                                   end crashes its own renderer there; 0: Chromium's own */
+    int64_t memory_max;        /* REFGATE_MEMORY_MAX: bytes the browsers' PSS may reach
+                                  before a new context waits; 0: no budget (the count
+                                  alone). pool_config_default: 0; pool_config_from_env:
+                                  the variable, else pool_memory_default() */
+    int memory_sample_ms;      /* REFGATE_MEMORY_SAMPLE_MS [1000]: how often the PSS is read
+                                  (by the manager thread, never on a lease's path) */
 } pool_config;
 
 /** Fills cfg with the defaults of common/rg.h. */
 void pool_config_default(pool_config *cfg);
 /** Overrides fields from the REFGATE_* environment variables named above. */
 void pool_config_from_env(pool_config *cfg);
+
+/**
+ * The default memory budget of one worker's pool: half the machine's
+ * memory (MemTotal, or the container's cgroup memory limit when lower)
+ * shared among the workers, and never less than POOL_MEMORY_FLOOR:
+ * MemTotal / 2 / workers. The other half is left to the
+ * workers themselves, Redis, nginx, the page cache and whatever else runs.
+ * 0 when MemTotal cannot be read (no budget).
+ */
+int64_t pool_memory_default(int workers);
+
+/**
+ * Parses a size: bytes, or a number with K, M or G (binary units; "512M",
+ * "512MB" and "512MiB" alike). 0, or -1 for anything else.
+ */
+int pool_parse_size(const char *s, int64_t *out);
 
 /**
  * Sweeps what an earlier, killed owner left in the run directory, starts the
@@ -117,6 +144,14 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
                       int *retry_after_ms);
 
 /**
+ * 1 when a lease request made now would be served without waiting: nobody
+ * is queued, a ready browser is under contexts_per_browser, and one more
+ * context fits the memory budget. For a caller that can make room first
+ * (the session layer parks a session); the answer may be stale at once.
+ */
+int pool_has_room(pool *p);
+
+/**
  * Disposes of the lease's browser context (and its pages) and frees its slot
  * for the next request. Accepts NULL and leases whose browser is gone.
  */
@@ -152,6 +187,23 @@ typedef struct pool_stats {
     uint64_t pings_missed; /* health checks that got no answer in time */
     uint64_t recycles;    /* browsers retired after recycle_after contexts */
     uint64_t contexts_created;
+    int contexts_max;     /* the hard cap: ready browsers times contexts_per_browser */
+    /* The memory budget: the figures admission decides by. */
+    int64_t memory_max;          /* the budget in bytes; 0: none */
+    int64_t memory_measured;     /* the browsers' PSS at the last sample (bytes; 0: none yet) */
+    int64_t memory_estimate;     /* that, corrected by contexts opened or closed since */
+    int64_t memory_per_context;  /* what one more context is taken to cost */
+    int64_t memory_age_ms;       /* age of the last sample; -1: none yet */
+    int64_t memory_sample_us;    /* the CPU time the last sample took the manager thread */
+    int memory_procs;            /* processes the last sample read */
+    uint64_t memory_samples;
+    /* Lease requests that had to wait, by what was full when they queued. */
+    uint64_t waits_memory;       /* a browser had a free slot, the budget did not */
+    uint64_t waits_contexts;     /* every ready browser was at contexts_per_browser */
+    uint64_t waits_queue;        /* others were queued before it */
+    uint64_t waits_browsers;     /* no browser was ready */
+    const char *last_wait;       /* "memory", "contexts", "queue", "browsers" or "" (static) */
+    int64_t last_wait_age_ms;    /* -1: no request waited yet */
 } pool_stats;
 
 void pool_get_stats(pool *p, pool_stats *st);

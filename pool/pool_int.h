@@ -5,6 +5,7 @@
 #ifndef POOL_INT_H
 #define POOL_INT_H
 
+#include <stdint.h>
 #include <sys/types.h>
 
 /**
@@ -40,5 +41,25 @@ int sweep_run_dir(const char *run_dir);
 
 /** Logs the last lines of a Chromium log, for a browser that failed to start. */
 void log_tail(const char *module, const char *path);
+
+/* ---- memory.c ---- */
+
+/* Processes of one browser's tree read at most per sample (Chromium, its
+   zygote, utilities and one or more renderers per context). */
+#define POOL_MEM_PROCS_MAX 512
+
+/**
+ * The PSS in bytes of root and every descendant of it (at most
+ * POOL_MEM_PROCS_MAX processes), from /proc/<pid>/smaps_rollup; *procs (when
+ * not NULL) gets how many were read. -1 when none could be read.
+ */
+int64_t pool_tree_pss(pid_t root, int *procs);
+
+/**
+ * The memory the machine gives this process, in bytes: MemTotal of
+ * /proc/meminfo, or the cgroup's memory limit (v2 memory.max, v1
+ * memory.limit_in_bytes, as mounted under /sys/fs/cgroup) when lower; -1.
+ */
+int64_t pool_mem_total(void);
 
 #endif

@@ -474,6 +474,14 @@ int reg_state_capture(reg_page *pg, reg_page_handle h, char **out);
 int reg_state_restore(reg_page *pg, reg_page_handle h, const char *state, int *restored,
                       int *lost);
 
+/**
+ * Counts, in *edited, the fields of h's whole document (in refgate's world)
+ * whose value a reload would reset: typed text (password fields included),
+ * toggled checkboxes and radios, changed selections, chosen files; at most
+ * the first 5000 fields are looked at. 0, or the page call's error.
+ */
+int reg_state_edited(reg_page_handle h, int *edited);
+
 /** The page-side observer script (registry/observer/, embedded at build time). */
 extern const char reg_observer_js[];
 

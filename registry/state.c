@@ -114,3 +114,18 @@ int reg_state_restore(reg_page *pg, reg_page_handle h, const char *state, int *r
     cJSON_Delete(js);
     return 0;
 }
+
+int reg_state_edited(reg_page_handle h, int *edited)
+{
+    *edited = 0;
+    cJSON *js = NULL;
+    char err[256];
+    int rc = reg_js(h, "g.editedFields()", 0, STATE_TIMEOUT_MS, &js, err, sizeof err);
+    if (rc < 0) {
+        rg_log(RG_LOG_DEBUG, "registry", "edited fields not counted: %s", err);
+        return rc;
+    }
+    *edited = jint(js, "edited", 0);
+    cJSON_Delete(js);
+    return 0;
+}

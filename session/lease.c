@@ -148,14 +148,25 @@ double sess_hash_num(const redisReply *h, const char *name)
 
 /* ---- the context on a lease ---- */
 
-int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
+/* 1 when this worker has no room for one more live session: its count, or the pool's. */
+static int no_room(sess_mgr *m)
 {
-    sess_mgr *m = s->m;
     pthread_mutex_lock(&m->mu);
     int full = m->n_live >= m->cfg.capacity;
     pthread_mutex_unlock(&m->mu);
-    if (full && m->cfg.park_lru)
-        sess_park_lru(m, s);
+    return full || !pool_has_room(m->pool);
+}
+
+/* How long a lease request waits in the pool's queue before it looks again for a session
+   to park (one may have gone idle, or left its minimum time live, meanwhile). */
+#define LEASE_SLICE_MS 500
+
+int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
+{
+    sess_mgr *m = s->m;
+    if (timeout_ms <= 0)
+        timeout_ms = POOL_LEASE_TIMEOUT_MS;
+    int64_t deadline = rg_now_ms() + timeout_ms;
     /* The context's own proxy port, bound to the tenant: its pages reach
        nothing the tenant's rules do not allow, loopback included. */
     char proxy[64];
@@ -171,10 +182,27 @@ int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
         o.proxy_server = proxy;
         o.proxy_bypass = "<-loopback>";
     }
-    int retry = 0;
-    int rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
-    if (rc == RG_EPOOL && m->cfg.park_lru && sess_park_lru(m, s) == 0)
-        rc = pool_acquire_with(m->pool, &o, timeout_ms, &s->lease, &retry);
+    /*
+     * Full (by count or by the memory budget): park a session to make room
+     * first, rather than wait for one to end. With nothing to park, wait in
+     * the pool's queue a slice at a time, looking again between slices,
+     * until the deadline.
+     */
+    int retry = 0, rc;
+    for (int waited = 0;;) {
+        if (m->cfg.park_lru && no_room(m) && sess_park_lru(m, s) < 0 && !waited) {
+            waited = 1;
+            pthread_mutex_lock(&m->mu);
+            m->stats.room_waits++;
+            pthread_mutex_unlock(&m->mu);
+        }
+        int64_t t0 = rg_now_ms(), left = deadline - t0;
+        int slice = m->cfg.park_lru && left > LEASE_SLICE_MS ? LEASE_SLICE_MS : (int)left;
+        rc = pool_acquire_with(m->pool, &o, slice > 0 ? slice : 1, &s->lease, &retry);
+        /* Done, failed otherwise, out of time, or refused at once (the queue is full). */
+        if (rc != RG_EPOOL || rg_now_ms() >= deadline || rg_now_ms() - t0 < slice / 2)
+            break;
+    }
     if (rc < 0) {
         egress_slot_close(s->egress);
         s->egress = NULL;
@@ -543,24 +571,29 @@ int sess_park(sess *s, size_t *bytes, char *err, size_t errlen)
     return park_held(s, bytes, err, errlen);
 }
 
-/* Parks the least recently used idle live session of m to free a context. */
+/* Parks the idle live session of m that loses least (victim.c) to free a context. */
 int sess_park_lru(sess_mgr *m, const sess *except)
 {
+    static const char *const why[] = {"loses nothing", "loses edits or not judged",
+                                      "restored recently, nothing else idle"};
     pthread_mutex_lock(&m->mu);
-    sess *best = NULL;
-    for (sess *s = m->table; s; s = s->next)
-        if (s != except && s->live && !s->busy && !s->qhead &&
-            (!best || s->last_used_ms < best->last_used_ms))
-            best = s;
+    int tier = 0;
+    sess *best = sess_victim_locked(m, except, rg_now_ms(), &tier);
     int ok = best && sess_hold_idle_locked(best);
     pthread_mutex_unlock(&m->mu);
     if (!ok)
         return RG_EPOOL;
     char err[128];
     int rc = park_held(best, NULL, err, sizeof err);
-    rg_log(RG_LOG_INFO, "session", "parked %s (least recently used) to free a context: %s",
-           best->id, rc == 0 ? "ok" : err);
+    rg_log(RG_LOG_INFO, "session", "parked %s (%s, least recently used) to free a context: %s",
+           best->id, why[tier], rc == 0 ? "ok" : err);
     pthread_mutex_lock(&m->mu);
+    if (rc == 0 && tier == 0)
+        m->stats.evicted_clean++;
+    else if (rc == 0 && tier == 1)
+        m->stats.evicted_losing++;
+    else if (rc == 0)
+        m->stats.evicted_fresh++;
     sess_unhold_locked(m, best);
     pthread_mutex_unlock(&m->mu);
     return rc;
@@ -773,6 +806,7 @@ static void beat(sess_mgr *m)
     if (c)
         rg_redis_give(m->redis, c, 0);
     int64_t now = rg_now_ms();
+    int judgements = 0;
     for (int i = 0; i < k; i++) {
         sess *s = v[i];
         pthread_mutex_lock(&m->mu);
@@ -783,10 +817,21 @@ static void beat(sess_mgr *m)
         /* Freezing comes first; parking, for the longer idle, after it. */
         int cold = !act && m->cfg.freeze_idle_ms > 0 && !s->frozen && !s->no_freeze &&
                    now - s->last_used_ms > m->cfg.freeze_idle_ms;
-        int held = (act || cold) && sess_hold_idle_locked(s);
+        /* What a park would lose, judged once it sits idle after a change
+           (victim.c): always before a freeze, otherwise a few a beat, so that
+           judging never holds up the leases' next beat for long. */
+        int judge = !act && m->cfg.park_lru && !s->judged && !s->frozen &&
+                    (cold || (judgements < SESS_JUDGE_PER_BEAT &&
+                              now - s->last_used_ms >= 2 * m->cfg.heartbeat_ms));
+        int held = (act || cold || judge) && sess_hold_idle_locked(s);
         pthread_mutex_unlock(&m->mu);
         if (held && !act) {
-            freeze_held(s);
+            if (judge) {
+                sess_judge(s);
+                judgements++;
+            }
+            if (cold)
+                freeze_held(s);
             pthread_mutex_lock(&m->mu);
             sess_unhold_locked(m, s);
             pthread_mutex_unlock(&m->mu);
@@ -958,6 +1003,8 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
     ri->restored = 1;
     s->last_full_ms = rg_now_ms();
     pthread_mutex_lock(&m->mu);
+    s->restored_ms = rg_now_ms();
+    sess_unjudge_locked(s); /* a reloaded page, its fields put back */
     m->stats.restored++;
     pthread_mutex_unlock(&m->mu);
     return 0;

@@ -58,6 +58,10 @@ struct sess {
     int frozen;                    /* its page is frozen (the heartbeat froze it; not woken) */
     int no_freeze;                 /* a freeze failed: not tried again before the next command */
     int64_t last_used_ms;
+    int64_t restored_ms;           /* when a restore here made it live; 0: never (victim.c) */
+    int judged;                    /* loses is known: judged since the last command that
+                                      may have changed the page (victim.c) */
+    int loses;                     /* what a park would lose: SESS_LOSES_* bits */
     sess *next;
 
     /* Owned by the holder. */
@@ -204,6 +208,28 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c);
  */
 int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capture *parked,
                  sess_restore_info *ri, char *err, size_t errlen);
+
+/* ---- victim.c: which live session a park for room takes ---- */
+
+#define SESS_LOSES_FIELDS 1       /* a field edited since load (reg_state_edited) */
+#define SESS_LOSES_BEFOREUNLOAD 2 /* the page has a beforeunload handler */
+#define SESS_JUDGE_PER_BEAT 4     /* judgements a heartbeat makes at most, freezes aside */
+
+/**
+ * Judges what parking s (held, live, awake) would lose: fields edited since
+ * load and a beforeunload handler, into s->loses (s->judged set). A page
+ * that does not answer is taken to lose both.
+ */
+void sess_judge(sess *s);
+/** s's page may have changed (a command that was not read-only): judge it again. */
+void sess_unjudge_locked(sess *s);
+/**
+ * The live, idle session of m (other than except) a park for room should
+ * take, or NULL (m->mu held): by tier, then least recently used. Tiers,
+ * first to go first: judged to lose nothing; losing something or not
+ * judged; restored here less than min_live_ms ago. *tier gets the tier.
+ */
+sess *sess_victim_locked(sess_mgr *m, const sess *except, int64_t now, int *tier);
 
 /* ---- quota.c ---- */
 

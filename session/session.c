@@ -35,6 +35,7 @@ void sess_config_default(sess_config *cfg)
     cfg->freeze_idle_ms = 30 * 1000;
     cfg->idle_park_ms = 300 * 1000;
     cfg->park_lru = 1;
+    cfg->min_live_ms = 5000;
     cfg->full_checkpoint_ms = 5000;
     cfg->park_max_bytes = 8u << 20;
     cfg->capacity = POOL_BROWSERS * POOL_CONTEXTS_PER_BROWSER;
@@ -60,6 +61,7 @@ void sess_config_from_env(sess_config *cfg)
     cfg->idle_park_ms =
         rg_env_long("REFGATE_IDLE_PARK_S", cfg->idle_park_ms / 1000, 0, 30L * 86400) * 1000;
     cfg->park_lru = (int)rg_env_long("REFGATE_PARK_LRU", cfg->park_lru, 0, 1);
+    cfg->min_live_ms = rg_env_long("REFGATE_PARK_MIN_LIVE_MS", cfg->min_live_ms, 0, 3600000);
     cfg->full_checkpoint_ms =
         rg_env_long("REFGATE_CHECKPOINT_FULL_MS", cfg->full_checkpoint_ms, 0, 3600000);
     cfg->park_max_bytes = (size_t)rg_env_long("REFGATE_PARK_MAX_BYTES", (long)cfg->park_max_bytes,
@@ -549,6 +551,8 @@ void sess_done(sess *s, int full)
     sess_checkpoint(s, full);
     s->has_hint = 0;
     pthread_mutex_lock(&m->mu);
+    if (full >= 0)
+        sess_unjudge_locked(s); /* the command may have edited the page */
     s->last_used_ms = rg_now_ms();
     sess_unhold_locked(m, s);
     pthread_mutex_unlock(&m->mu);

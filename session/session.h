@@ -65,7 +65,11 @@ typedef struct sess_config {
                                     its next command; 0 never */
     int64_t idle_park_ms;        /* REFGATE_IDLE_PARK_S [300]; 0 never */
     int park_lru;                /* REFGATE_PARK_LRU [1]: park the least recently used
-                                    idle session when the pool is full */
+                                    idle session when the pool is full (victim.c: the one
+                                    that loses least first) */
+    int64_t min_live_ms;         /* REFGATE_PARK_MIN_LIVE_MS [5000]: a session restored
+                                    here less than this ago is parked for room only when
+                                    no other idle live session can go; 0: no such bound */
     int64_t full_checkpoint_ms;  /* REFGATE_CHECKPOINT_FULL_MS [5000]: cookies and storage
                                     are captured after a navigation, and after other
                                     commands at most this often */
@@ -370,6 +374,12 @@ typedef struct sess_stats {
     int frozen;     /* of those, frozen (idle; woken by the next command) */
     uint64_t parked, restored, park_failures;
     uint64_t freezes, wakes; /* freezes done, and wakes of frozen sessions */
+    /* Parks for room (LRU), by what the victim stood to lose (victim.c's tiers). */
+    uint64_t evicted_clean;  /* nothing edited, no beforeunload handler */
+    uint64_t evicted_losing; /* edited fields or a beforeunload handler, or not judged */
+    uint64_t evicted_fresh;  /* restored less than min_live_ms before: nothing else could go */
+    uint64_t judged;         /* pages judged (sess_judge) */
+    uint64_t room_waits;     /* leases that found no room and no session to park at once */
 } sess_stats;
 
 void sess_get_stats(sess_mgr *m, sess_stats *st);

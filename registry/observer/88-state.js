@@ -61,6 +61,33 @@
     return J(out);
   }
 
+  /* editedFields() counts the fields of the whole document (not only the
+   * last observe's) whose value a reload would reset: typed text (password
+   * fields too, which captureState never keeps), toggled checkboxes and
+   * radios, changed selections, chosen files. Bounded: it looks at the
+   * first EDIT_SCAN_MAX fields. For the choice of which session to park. */
+  var EDIT_SCAN_MAX = 5000;
+  var NO_EDIT_TYPES = { submit: 1, reset: 1, button: 1, image: 1, hidden: 1 };
+
+  function editedFields() {
+    var els = document.querySelectorAll('input,textarea,select'), n = 0;
+    var max = Math.min(els.length, EDIT_SCAN_MAX);
+    for (var i = 0; i < max; i++) {
+      var el = els[i], tag = lower(el);
+      if (tag === 'select') {
+        for (var k = 0; k < el.options.length; k++)
+          if (el.options[k].selected !== el.options[k].defaultSelected) { n++; break; }
+        continue;
+      }
+      if (tag === 'textarea') { if (el.value !== el.defaultValue) n++; continue; }
+      var type = (el.type || 'text').toLowerCase();
+      if (type === 'checkbox' || type === 'radio') { if (el.checked !== el.defaultChecked) n++; }
+      else if (type === 'file') { if (el.files && el.files.length) n++; }
+      else if (!NO_EDIT_TYPES[type] && el.value !== el.defaultValue) n++;
+    }
+    return J({ edited: n, scanned: max });
+  }
+
   function restoreField(el, f) {
     var tag = lower(el);
     if (typeof f.checked === 'boolean' && tag === 'input') {

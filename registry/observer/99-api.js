@@ -17,6 +17,7 @@
     focus: guarded(focus),
     waitCheck: guarded(waitCheck),
     captureState: guarded(captureState),
+    editedFields: guarded(editedFields),
     restoreState: guarded(restoreState)
   };
   Object.defineProperty(G, '__refgate', { value: api, configurable: true, writable: true, enumerable: false });
