@@ -21,7 +21,8 @@
 #define MOD "tenant"
 #define KEY_PREFIX "rgk_"
 #define KEY_RANDOM_CHARS (TENANT_KEY_LEN - 4)
-#define REDIS_KEY_MAX 128 /* "rg:tenant:" + a name + ":keys", or "rg:key:" + a digest */
+#define REDIS_KEY_MAX 128 /* TENANT_PREFIX "tenant:" + a name + ":keys", or "key:" + a digest */
+#define DELETE_ROUNDS 5   /* a delete raced by key creations tries again this often */
 
 /* ---- the struct ---------------------------------------------------------- */
 
@@ -272,12 +273,12 @@ static int is_hex_digest(const char *s)
 
 static void tenant_key(char *out, const char *tid, const char *suffix)
 {
-    snprintf(out, REDIS_KEY_MAX, "rg:tenant:%s%s", tid, suffix);
+    snprintf(out, REDIS_KEY_MAX, TENANT_PREFIX "tenant:%s%s", tid, suffix);
 }
 
 static void key_key(char *out, const char *hash)
 {
-    snprintf(out, REDIS_KEY_MAX, "rg:key:%s", hash);
+    snprintf(out, REDIS_KEY_MAX, TENANT_PREFIX "key:%s", hash);
 }
 
 /* Runs a script whose reply is an integer, into *out. RG_EUNAVAIL when Redis
@@ -285,11 +286,7 @@ static void key_key(char *out, const char *hash)
 static int run_script(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
                       const char *const *args, long long *out, const char *what)
 {
-    redisContext *c = rg_redis_take(r);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(c, s, nkeys, nargs, args, NULL);
-    rg_redis_give(r, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(r, s, nkeys, nargs, args, NULL);
     int rc = RG_EUNAVAIL;
     if (rep && rep->type == REDIS_REPLY_INTEGER) {
         *out = rep->integer;
@@ -305,12 +302,8 @@ static int run_script(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
 /* One command given as argv; the reply is the caller's (NULL with *rc set). */
 static redisReply *command(rg_redis *r, int argc, const char **argv, int *rc)
 {
-    redisContext *c = rg_redis_take(r);
     *rc = RG_EUNAVAIL;
-    if (!c)
-        return NULL;
-    redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
-    rg_redis_give(r, c, rep == NULL);
+    redisReply *rep = rg_redis_argv(r, argc, argv, NULL);
     if (rep && rep->type == REDIS_REPLY_ERROR) {
         rg_log(RG_LOG_WARN, MOD, "%s: Redis at %s answered: %s", argv[0], rg_redis_where(r),
                rep->str);
@@ -497,7 +490,7 @@ int tenant_create(rg_redis *r, const tenant *spec, char *key_out, size_t key_len
     tenant_key(hk, spec->name, "");
     tenant_key(sk, spec->name, ":keys");
     key_key(kk, hash);
-    const char *args[4 + 2 + FIELD_ARGS_MAX] = {hk, sk, kk, "rg:tenants", spec->name, hash};
+    const char *args[4 + 2 + FIELD_ARGS_MAX] = {hk, sk, kk, TENANT_ALL_KEY, spec->name, hash};
     long long res = 0;
     if (!rc) {
         memcpy(args + 6, f.argv, (size_t)f.n * sizeof *args);
@@ -575,29 +568,77 @@ int tenant_update(rg_redis *r, const tenant *t, char *err, size_t errlen)
     return rc ? rc : res == 1 ? 0 : RG_ENOTFOUND;
 }
 
-/* A key whose string no longer names this tenant belongs to someone else: keep it. */
+/*
+ * KEYS tenant keys all key...; ARGV tid digest... The key records are
+ * declared (a script touches only the keys it is given), read from the set
+ * just before: -2 when the set changed meanwhile (the caller reads it again).
+ * A key whose string no longer names this tenant belongs to someone else:
+ * keep it.
+ */
 static rg_redis_script delete_script = {
     .src = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
-           "for _, h in ipairs(redis.call('SMEMBERS', KEYS[2])) do\n"
-           "  if redis.call('GET', 'rg:key:' .. h) == ARGV[1] then\n"
-           "    redis.call('DEL', 'rg:key:' .. h)\n"
-           "  end\n"
+           "if redis.call('SCARD', KEYS[2]) ~= #ARGV - 1 then return -2 end\n"
+           "for i = 2, #ARGV do\n"
+           "  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 0 then return -2 end\n"
+           "end\n"
+           "for i = 4, #KEYS do\n"
+           "  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end\n"
            "end\n"
            "redis.call('DEL', KEYS[1], KEYS[2])\n"
            "redis.call('SREM', KEYS[3], ARGV[1])\n"
            "return 1\n",
 };
 
+/* One try at deleting tid: the script's answer in *res. */
+static int delete_once(rg_redis *r, const char *tid, long long *res)
+{
+    char hk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
+    tenant_key(hk, tid, "");
+    tenant_key(sk, tid, ":keys");
+    const char *argv[] = {"SMEMBERS", sk};
+    int rc;
+    redisReply *set = command(r, 2, argv, &rc);
+    if (!set)
+        return rc;
+    size_t n = set->type == REDIS_REPLY_ARRAY ? set->elements : 0;
+    const char **args = calloc(4 + 2 * n, sizeof *args);
+    char(*kks)[REDIS_KEY_MAX] = calloc(n ? n : 1, sizeof *kks);
+    rc = args && kks ? 0 : RG_ENOMEM;
+    size_t nk = 3;
+    if (!rc) {
+        args[0] = hk;
+        args[1] = sk;
+        args[2] = TENANT_ALL_KEY;
+        for (size_t i = 0; i < n; i++) {
+            const redisReply *e = set->element[i];
+            if (e->type != REDIS_REPLY_STRING || !is_hex_digest(e->str))
+                continue; /* not ours: the count check below refuses */
+            key_key(kks[i], e->str);
+            args[nk++] = kks[i];
+        }
+        size_t na = 0;
+        args[nk + na++] = tid;
+        for (size_t i = 0; i < n; i++)
+            if (set->element[i]->type == REDIS_REPLY_STRING && is_hex_digest(set->element[i]->str))
+                args[nk + na++] = set->element[i]->str;
+        rc = run_script(r, &delete_script, (int)nk, (int)na, args, res, "tenant delete");
+    }
+    free(args);
+    free(kks);
+    freeReplyObject(set);
+    return rc;
+}
+
 int tenant_delete(rg_redis *r, const char *tid)
 {
     if (!tenant_name_valid(tid))
         return RG_ENOTFOUND;
-    char hk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
-    tenant_key(hk, tid, "");
-    tenant_key(sk, tid, ":keys");
-    const char *args[] = {hk, sk, "rg:tenants", tid};
-    long long res = 0;
-    int rc = run_script(r, &delete_script, 3, 1, args, &res, "tenant delete");
+    long long res = -2;
+    int rc = 0;
+    for (int round = 0; !rc && res == -2 && round < DELETE_ROUNDS; round++)
+        rc = delete_once(r, tid, &res);
+    if (!rc && res == -2)
+        rc = RG_EUNAVAIL; /* keys kept being made for it: try again */
     if (!rc && res == 1)
         rg_log(RG_LOG_INFO, MOD, "tenant %s deleted", tid);
     return rc ? rc : res == 1 ? 0 : RG_ENOTFOUND;
@@ -617,7 +658,7 @@ int tenant_list(rg_redis *r, char ***tids, size_t *n)
 {
     *tids = NULL;
     *n = 0;
-    const char *argv[] = {"SMEMBERS", "rg:tenants"};
+    const char *argv[] = {"SMEMBERS", TENANT_ALL_KEY};
     int rc;
     redisReply *rep = command(r, 2, argv, &rc);
     if (!rep)
@@ -713,11 +754,14 @@ int tenant_key_count(rg_redis *r, const char *tid, size_t *n)
     return rc;
 }
 
+/* KEYS key keys; ARGV digest tid: tid is the owner read just before; -2 when
+   the key changed hands meanwhile (the caller reads it again). */
 static rg_redis_script revoke_script = {
     .src = "local tid = redis.call('GET', KEYS[1])\n"
            "if not tid then return 0 end\n"
+           "if tid ~= ARGV[2] then return -2 end\n"
            "redis.call('DEL', KEYS[1])\n"
-           "redis.call('SREM', 'rg:tenant:' .. tid .. ':keys', ARGV[1])\n"
+           "redis.call('SREM', KEYS[2], ARGV[1])\n"
            "return 1\n",
 };
 
@@ -735,11 +779,26 @@ int tenant_key_revoke(rg_redis *r, const char *key_or_hash)
     } else {
         tenant_key_hash(key_or_hash, hash);
     }
-    char kk[REDIS_KEY_MAX];
+    char kk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
     key_key(kk, hash);
-    const char *args[] = {kk, hash};
-    long long res = 0;
-    int rc = run_script(r, &revoke_script, 1, 1, args, &res, "key revoke");
+    long long res = -2;
+    int rc = 0;
+    for (int round = 0; !rc && res == -2 && round < DELETE_ROUNDS; round++) {
+        char tid[TENANT_NAME_MAX + 1];
+        rc = tenant_key_owner(r, hash, tid);
+        if (rc == RG_ENOTFOUND || (!rc && !tenant_name_valid(tid))) {
+            rc = 0;
+            res = 0;
+            break;
+        }
+        if (rc)
+            break;
+        tenant_key(sk, tid, ":keys");
+        const char *args[] = {kk, sk, hash, tid};
+        rc = run_script(r, &revoke_script, 2, 2, args, &res, "key revoke");
+    }
+    if (!rc && res == -2)
+        rc = RG_EUNAVAIL;
     if (!rc && res == 1)
         rg_log(RG_LOG_INFO, MOD, "key %.8s... revoked", hash);
     return rc ? rc : res == 1 ? 0 : RG_ENOTFOUND;

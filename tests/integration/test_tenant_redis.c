@@ -151,7 +151,7 @@ static void test_defaults(void **state)
     tenant_destroy(&t);
     /* The hash holds the documented fields, as text. */
     redisContext *c = redissrv_connect(db.srv);
-    redisReply *rep = redisCommand(c, "HMGET rg:tenant:plain rate allow_hosts allow_eval name");
+    redisReply *rep = redisCommand(c, "HMGET rg:{tenants}:tenant:plain rate allow_hosts allow_eval name");
     assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
     assert_string_equal(rep->element[0]->str, "50");
     assert_string_equal(rep->element[1]->str, "[]");
@@ -203,7 +203,7 @@ static void test_update(void **state)
     tenant_init(&ghost);
     rg_strlcpy(ghost.id, "ghost", sizeof ghost.id);
     assert_int_equal(tenant_update(db.conn, &ghost, err, sizeof err), RG_ENOTFOUND);
-    assert_int_equal(redis_int("EXISTS %s", "rg:tenant:ghost"), 0);
+    assert_int_equal(redis_int("EXISTS %s", "rg:{tenants}:tenant:ghost"), 0);
     tenant_destroy(&ghost);
 }
 
@@ -241,13 +241,13 @@ static void test_delete_removes_tenant_and_keys(void **state)
     tenant_destroy(&t);
     char h[TENANT_HASH_SIZE], kk[128];
     tenant_key_hash(k1, h);
-    snprintf(kk, sizeof kk, "rg:key:%s", h);
+    snprintf(kk, sizeof kk, "rg:{tenants}:key:%s", h);
     assert_int_equal(redis_int("EXISTS %s", kk), 0);
     tenant_key_hash(k2, h);
-    snprintf(kk, sizeof kk, "rg:key:%s", h);
+    snprintf(kk, sizeof kk, "rg:{tenants}:key:%s", h);
     assert_int_equal(redis_int("EXISTS %s", kk), 0);
-    assert_int_equal(redis_int("EXISTS %s", "rg:tenant:doomed:keys"), 0);
-    assert_int_equal(redis_int("SISMEMBER rg:tenants %s", "doomed"), 0);
+    assert_int_equal(redis_int("EXISTS %s", "rg:{tenants}:tenant:doomed:keys"), 0);
+    assert_int_equal(redis_int("SISMEMBER rg:{tenants}:all %s", "doomed"), 0);
     assert_int_equal(tenant_delete(db.conn, "doomed"), RG_ENOTFOUND);
     size_t n;
     assert_int_equal(tenant_key_count(db.conn, "doomed", &n), RG_ENOTFOUND);
@@ -412,9 +412,9 @@ static void test_keys_are_stored_only_as_hashes(void **state)
     assert_true(redis_holds(h)); /* the scan does see what is there */
     assert_true(redis_holds("secretive"));
     char kk[128];
-    snprintf(kk, sizeof kk, "rg:key:%s", h);
+    snprintf(kk, sizeof kk, "rg:{tenants}:key:%s", h);
     assert_int_equal(redis_int("EXISTS %s", kk), 1);
-    assert_int_equal(redis_int("SISMEMBER rg:tenant:secretive:keys %s", h), 1);
+    assert_int_equal(redis_int("SISMEMBER rg:{tenants}:tenant:secretive:keys %s", h), 1);
 }
 
 static void test_authenticate(void **state)
