@@ -11,6 +11,11 @@
  * retries, ASK sends ASKING and retries once, TRYAGAIN, CLUSTERDOWN and a
  * node that cannot be reached are retried with a short backoff for at most
  * the command timeout, after which the command fails as transient (NULL).
+ * (During a migration Redis answers a command on several keys with
+ * TRYAGAIN while some of them are missing on either side; for refgate's
+ * scripts, which always name a key that may not exist, that is the whole
+ * window between MIGRATING and the slot's handover: short with redis-cli's
+ * resharding, and it fails as transient past the bound.)
  * A command that was sent but got no reply is never retried: its fate is
  * unknown.
  *
@@ -830,10 +835,15 @@ static redisReply *route(rg_redis *r, const struct cmd *c)
                     return NULL;
                 continue;
             }
-            if (!is_error(rep, "TRYAGAIN") && !is_error(rep, "CLUSTERDOWN"))
+            /* A redirection past the count (ASK answered by TRYAGAIN on the
+               importing node, as a script whose keys are split by a
+               migration is) waits like TRYAGAIN. */
+            if (!is_error(rep, "TRYAGAIN") && !is_error(rep, "CLUSTERDOWN") &&
+                !is_error(rep, "MOVED") && !is_error(rep, "ASK"))
                 return rep;
             freeReplyObject(rep);
             rep = NULL;
+            redirects = 0;
         } else if (r->mode == MODE_SINGLE) {
             return NULL;
         }
