@@ -824,3 +824,119 @@ int tenant_key_owner(rg_redis *r, const char *hash, char tid[TENANT_NAME_MAX + 1
     freeReplyObject(rep);
     return rc;
 }
+
+/* ---- the layout before hash tags ---------------------------------------- */
+
+#define OLD_ALL_KEY "rg:tenants"
+
+/*
+ * KEYS tenant keys all key...; ARGV tid nfields field value... digest...
+ * Writes one tenant read from the old layout into the new one, keeping
+ * whatever the new one holds already (a tenant made or changed since).
+ */
+static rg_redis_script upgrade_script = {
+    .src = "local nf = tonumber(ARGV[2])\n"
+           "if nf > 0 and redis.call('EXISTS', KEYS[1]) == 0 then\n"
+           "  redis.call('HSET', KEYS[1], unpack(ARGV, 3, 2 + 2 * nf))\n"
+           "end\n"
+           "for i = 3 + 2 * nf, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end\n"
+           "for i = 4, #KEYS do redis.call('SET', KEYS[i], ARGV[1], 'NX') end\n"
+           "if nf > 0 then redis.call('SADD', KEYS[3], ARGV[1]) end\n"
+           "return 1\n",
+};
+
+/* Moves tenant tid from the old keys to the new ones, then drops the old. */
+static int upgrade_one(rg_redis *r, const char *tid)
+{
+    char ohk[REDIS_KEY_MAX], osk[REDIS_KEY_MAX], hk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
+    snprintf(ohk, sizeof ohk, "rg:tenant:%s", tid);
+    snprintf(osk, sizeof osk, "rg:tenant:%s:keys", tid);
+    tenant_key(hk, tid, "");
+    tenant_key(sk, tid, ":keys");
+    int rc;
+    const char *hget[] = {"HGETALL", ohk};
+    redisReply *h = command(r, 2, hget, &rc);
+    if (!h)
+        return rc;
+    const char *sget[] = {"SMEMBERS", osk};
+    redisReply *set = command(r, 2, sget, &rc);
+    if (!set) {
+        freeReplyObject(h);
+        return rc;
+    }
+    size_t nf = h->type == REDIS_REPLY_ARRAY ? h->elements / 2 : 0;
+    size_t nd = set->type == REDIS_REPLY_ARRAY ? set->elements : 0;
+    const char **args = calloc(3 + nd + 2 + 2 * nf + nd, sizeof *args);
+    char(*kks)[REDIS_KEY_MAX] = calloc(nd ? nd : 1, sizeof *kks);
+    char nfs[24];
+    snprintf(nfs, sizeof nfs, "%zu", nf);
+    rc = args && kks ? 0 : RG_ENOMEM;
+    if (!rc) {
+        size_t nk = 0, na = 0;
+        args[nk++] = hk;
+        args[nk++] = sk;
+        args[nk++] = TENANT_ALL_KEY;
+        for (size_t i = 0; i < nd; i++)
+            if (set->element[i]->type == REDIS_REPLY_STRING &&
+                is_hex_digest(set->element[i]->str)) {
+                key_key(kks[i], set->element[i]->str);
+                args[nk++] = kks[i];
+            }
+        const char **a = args + nk;
+        a[na++] = tid;
+        a[na++] = nfs;
+        for (size_t i = 0; i < 2 * nf; i++)
+            a[na++] = h->element[i]->type == REDIS_REPLY_STRING ? h->element[i]->str : "";
+        for (size_t i = 0; i < nd; i++)
+            if (set->element[i]->type == REDIS_REPLY_STRING &&
+                is_hex_digest(set->element[i]->str))
+                a[na++] = set->element[i]->str;
+        long long res;
+        rc = run_script(r, &upgrade_script, (int)nk, (int)na, args, &res, "tenant upgrade");
+    }
+    /* The old keys go one by one (each in its own slot), the listing last,
+       so an interrupted upgrade is done again whole next time. */
+    for (size_t i = 0; !rc && i < nd; i++) {
+        if (set->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        char okk[REDIS_KEY_MAX];
+        snprintf(okk, sizeof okk, "rg:key:%.64s", set->element[i]->str);
+        const char *del[] = {"DEL", okk};
+        redisReply *d = command(r, 2, del, &rc);
+        freeReplyObject(d);
+    }
+    const char *del_h[] = {"DEL", ohk}, *del_s[] = {"DEL", osk}, *srem[] = {"SREM", OLD_ALL_KEY, tid};
+    redisReply *d;
+    if (!rc && (d = command(r, 2, del_h, &rc)))
+        freeReplyObject(d);
+    if (!rc && (d = command(r, 2, del_s, &rc)))
+        freeReplyObject(d);
+    if (!rc && (d = command(r, 3, srem, &rc)))
+        freeReplyObject(d);
+    free(args);
+    free(kks);
+    freeReplyObject(h);
+    freeReplyObject(set);
+    return rc;
+}
+
+int tenant_upgrade(rg_redis *r, size_t *moved)
+{
+    *moved = 0;
+    const char *argv[] = {"SMEMBERS", OLD_ALL_KEY};
+    int rc;
+    redisReply *rep = command(r, 2, argv, &rc);
+    if (!rep)
+        return rc;
+    for (size_t i = 0; !rc && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+        const redisReply *e = rep->element[i];
+        if (e->type != REDIS_REPLY_STRING || !tenant_name_valid(e->str))
+            continue;
+        if (!(rc = upgrade_one(r, e->str)))
+            (*moved)++;
+    }
+    freeReplyObject(rep);
+    if (*moved)
+        rg_log(RG_LOG_INFO, MOD, "%zu tenant(s) moved to the keys tagged {tenants}", *moved);
+    return rc;
+}

@@ -175,6 +175,15 @@ int tenant_key_count(rg_redis *r, const char *tid, size_t *n);
  */
 int tenant_key_revoke(rg_redis *r, const char *key_or_hash);
 
+/**
+ * Moves tenants from the keys of refgate before Redis Cluster support
+ * (rg:tenant:<tid>, rg:tenant:<tid>:keys, rg:key:<sha256>, rg:tenants) to
+ * the tagged ones, keeping what the new keys already hold, and drops the old
+ * keys; how many tenants moved in *moved. Safe to run again, and by several
+ * processes at once: with no old keys it is one SMEMBERS. 0, RG_EUNAVAIL.
+ */
+int tenant_upgrade(rg_redis *r, size_t *moved);
+
 /* ---- the key cache ------------------------------------------------------
  * Answers "which tenant has this key" for the gateway without a Redis round
  * trip per request. Entries are kept by the key's SHA-256, at most ttl_ms for
