@@ -137,33 +137,33 @@ static const struct keyspec {
     const char *name;
     int first, last, step;
 } keyspecs[] = {
-    {"GET", 1, 1, 1},      {"SET", 1, 1, 1},       {"GETDEL", 1, 1, 1},
-    {"DEL", 1, -1, 1},     {"UNLINK", 1, -1, 1},   {"EXISTS", 1, -1, 1},
-    {"TOUCH", 1, -1, 1},   {"MGET", 1, -1, 1},     {"MSET", 1, -1, 2},
-    {"EXPIRE", 1, 1, 1},   {"PEXPIRE", 1, 1, 1},   {"TTL", 1, 1, 1},
-    {"PTTL", 1, 1, 1},     {"PERSIST", 1, 1, 1},   {"TYPE", 1, 1, 1},
-    {"STRLEN", 1, 1, 1},   {"INCR", 1, 1, 1},      {"INCRBY", 1, 1, 1},
-    {"DECR", 1, 1, 1},     {"APPEND", 1, 1, 1},    {"RENAME", 1, 2, 1},
-    {"HGET", 1, 1, 1},     {"HSET", 1, 1, 1},      {"HMSET", 1, 1, 1},
-    {"HMGET", 1, 1, 1},    {"HGETALL", 1, 1, 1},   {"HVALS", 1, 1, 1},
-    {"HKEYS", 1, 1, 1},    {"HDEL", 1, 1, 1},      {"HLEN", 1, 1, 1},
-    {"HEXISTS", 1, 1, 1},  {"HINCRBY", 1, 1, 1},   {"SADD", 1, 1, 1},
-    {"SREM", 1, 1, 1},     {"SMEMBERS", 1, 1, 1},  {"SCARD", 1, 1, 1},
-    {"SISMEMBER", 1, 1, 1}, {"ZADD", 1, 1, 1},     {"ZREM", 1, 1, 1},
-    {"ZRANGE", 1, 1, 1},   {"ZRANGEBYSCORE", 1, 1, 1}, {"ZCARD", 1, 1, 1},
-    {"ZSCORE", 1, 1, 1},   {"ZINCRBY", 1, 1, 1},   {"ZREMRANGEBYSCORE", 1, 1, 1},
-    {"LPUSH", 1, 1, 1},    {"RPUSH", 1, 1, 1},     {"LRANGE", 1, 1, 1},
-    {"LPOP", 1, 1, 1},     {"RPOP", 1, 1, 1},      {"LLEN", 1, 1, 1},
-    {"LREM", 1, 1, 1},     {"MEMORY", 2, 2, 1},    {"OBJECT", 2, 2, 1},
+    {"GET", 1, 1, 1},       {"SET", 1, 1, 1},           {"GETDEL", 1, 1, 1},
+    {"DEL", 1, -1, 1},      {"UNLINK", 1, -1, 1},       {"EXISTS", 1, -1, 1},
+    {"TOUCH", 1, -1, 1},    {"MGET", 1, -1, 1},         {"MSET", 1, -1, 2},
+    {"EXPIRE", 1, 1, 1},    {"PEXPIRE", 1, 1, 1},       {"TTL", 1, 1, 1},
+    {"PTTL", 1, 1, 1},      {"PERSIST", 1, 1, 1},       {"TYPE", 1, 1, 1},
+    {"STRLEN", 1, 1, 1},    {"INCR", 1, 1, 1},          {"INCRBY", 1, 1, 1},
+    {"DECR", 1, 1, 1},      {"APPEND", 1, 1, 1},        {"RENAME", 1, 2, 1},
+    {"HGET", 1, 1, 1},      {"HSET", 1, 1, 1},          {"HMSET", 1, 1, 1},
+    {"HMGET", 1, 1, 1},     {"HGETALL", 1, 1, 1},       {"HVALS", 1, 1, 1},
+    {"HKEYS", 1, 1, 1},     {"HDEL", 1, 1, 1},          {"HLEN", 1, 1, 1},
+    {"HEXISTS", 1, 1, 1},   {"HINCRBY", 1, 1, 1},       {"SADD", 1, 1, 1},
+    {"SREM", 1, 1, 1},      {"SMEMBERS", 1, 1, 1},      {"SCARD", 1, 1, 1},
+    {"SISMEMBER", 1, 1, 1}, {"ZADD", 1, 1, 1},          {"ZREM", 1, 1, 1},
+    {"ZRANGE", 1, 1, 1},    {"ZRANGEBYSCORE", 1, 1, 1}, {"ZCARD", 1, 1, 1},
+    {"ZSCORE", 1, 1, 1},    {"ZINCRBY", 1, 1, 1},       {"ZREMRANGEBYSCORE", 1, 1, 1},
+    {"LPUSH", 1, 1, 1},     {"RPUSH", 1, 1, 1},         {"LRANGE", 1, 1, 1},
+    {"LPOP", 1, 1, 1},      {"RPOP", 1, 1, 1},          {"LLEN", 1, 1, 1},
+    {"LREM", 1, 1, 1},      {"MEMORY", 2, 2, 1},        {"OBJECT", 2, 2, 1},
 };
 
 /* Keyless commands any node answers. */
-static const char *const keyless[] = {"PING", "ECHO", "TIME", "SCRIPT", "ROLE", "CLUSTER",
+static const char *const keyless[] = {"PING",    "ECHO", "TIME",   "SCRIPT", "ROLE",    "CLUSTER",
                                       "COMMAND", "WAIT", "CLIENT", "CONFIG", "LASTSAVE"};
 
 /* Commands on one node's keyspace: on a cluster, only through rg_redis_take_master. */
-static const char *const node_local[] = {"FLUSHALL", "FLUSHDB", "DBSIZE", "SCAN", "KEYS",
-                                         "INFO", "RANDOMKEY", "MONITOR", "DEBUG"};
+static const char *const node_local[] = {"FLUSHALL", "FLUSHDB",   "DBSIZE",  "SCAN", "KEYS",
+                                         "INFO",     "RANDOMKEY", "MONITOR", "DEBUG"};
 
 static int name_is(const char *name, size_t n, const char *want)
 {
@@ -1051,8 +1051,8 @@ static int pipe_run_one(rg_redis_pipe *p, int idx, int from, int to, redisReply 
     if (failed)
         return -1;
     for (int i = from; i < to && r->mode == MODE_CLUSTER; i++) {
-        if (is_error(out[i], "MOVED") || is_error(out[i], "ASK") ||
-            is_error(out[i], "TRYAGAIN") || is_error(out[i], "CLUSTERDOWN")) {
+        if (is_error(out[i], "MOVED") || is_error(out[i], "ASK") || is_error(out[i], "TRYAGAIN") ||
+            is_error(out[i], "CLUSTERDOWN")) {
             freeReplyObject(out[i]);
             out[i] = route(r, &p->cmds[i]);
         }

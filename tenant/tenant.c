@@ -121,8 +121,6 @@ int tenant_name_valid(const char *name)
     return 1;
 }
 
-
-
 /* Host patterns: names, wildcards, IPv4/IPv6 addresses and CIDR ranges. */
 static int host_valid(const char *h)
 {
@@ -888,8 +886,7 @@ static int upgrade_one(rg_redis *r, const char *tid)
         for (size_t i = 0; i < 2 * nf; i++)
             a[na++] = h->element[i]->type == REDIS_REPLY_STRING ? h->element[i]->str : "";
         for (size_t i = 0; i < nd; i++)
-            if (set->element[i]->type == REDIS_REPLY_STRING &&
-                is_hex_digest(set->element[i]->str))
+            if (set->element[i]->type == REDIS_REPLY_STRING && is_hex_digest(set->element[i]->str))
                 a[na++] = set->element[i]->str;
         long long res;
         rc = run_script(r, &upgrade_script, (int)nk, (int)na, args, &res, "tenant upgrade");
@@ -905,7 +902,8 @@ static int upgrade_one(rg_redis *r, const char *tid)
         redisReply *d = command(r, 2, del, &rc);
         freeReplyObject(d);
     }
-    const char *del_h[] = {"DEL", ohk}, *del_s[] = {"DEL", osk}, *srem[] = {"SREM", OLD_ALL_KEY, tid};
+    const char *del_h[] = {"DEL", ohk}, *del_s[] = {"DEL", osk},
+               *srem[] = {"SREM", OLD_ALL_KEY, tid};
     redisReply *d;
     if (!rc && (d = command(r, 2, del_h, &rc)))
         freeReplyObject(d);

@@ -99,7 +99,8 @@ static void test_sessions_spread_over_every_master(void **state)
     for (int m = 0; m < masters; m++) {
         redisContext *c = rg_redis_take_master(conn, m);
         assert_non_null(c);
-        redisReply *r = redisCommand(c, "EVAL %s 0", "return #redis.call('KEYS', 'rg:{t:spread:*')");
+        redisReply *r =
+            redisCommand(c, "EVAL %s 0", "return #redis.call('KEYS', 'rg:{t:spread:*')");
         assert_non_null(r);
         assert_int_equal(r->type, REDIS_REPLY_INTEGER);
         assert_true(r->integer > 0); /* every master holds some sessions */
@@ -163,7 +164,8 @@ static void test_tenant_directory(void **state)
     /* Nothing of it is left on any master. */
     for (int m = 0; m < rg_redis_masters(conn); m++) {
         redisContext *c = rg_redis_take_master(conn, m);
-        redisReply *r = redisCommand(c, "EVAL %s 0", "return #redis.call('KEYS', 'rg:*clustered*')");
+        redisReply *r =
+            redisCommand(c, "EVAL %s 0", "return #redis.call('KEYS', 'rg:*clustered*')");
         assert_int_equal(r->integer, 0);
         freeReplyObject(r);
         rg_redis_give(conn, c, 0);
@@ -178,7 +180,7 @@ struct traffic {
     pthread_t th;
     reg_store *s;
     volatile int stop;
-    int ok[4000];  /* ok[i]: ref @i was committed (the store said so) */
+    int ok[4000]; /* ok[i]: ref @i was committed (the store said so) */
     int n, other_errors, unavailable;
 };
 
@@ -408,10 +410,10 @@ static void test_stack_parks_and_restores_on_another_worker(void **state)
     assert_int_equal(stack_kill_worker(f.st, owner, SIGTERM), 0);
     r = expect_ok(&f, sid, "{\"op\":\"session.restore\"}");
     assert_int_equal(atoi(reply_str(r, "worker") + 1), 3 - owner);
-    assert_int_equal(cJSON_GetObjectItemCaseSensitive(
-                         cJSON_GetObjectItemCaseSensitive(r, "result"), "refs_lost")
-                         ->valueint,
-                     0);
+    assert_int_equal(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "result"), "refs_lost")
+            ->valueint,
+        0);
     cJSON_Delete(r);
     cJSON_Delete(expect_ok(&f, sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
     r = expect_ok(&f, sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}");
@@ -497,7 +499,8 @@ int main(void)
 {
     cl = rediscluster_start(3, 1);
     if (!cl) {
-        fprintf(stderr, "test_redis_cluster: the cluster did not start (redis-server, redis-cli)\n");
+        fprintf(stderr,
+                "test_redis_cluster: the cluster did not start (redis-server, redis-cli)\n");
         return 1;
     }
     rg_redis_config cfg;

@@ -45,19 +45,12 @@ static pid_t spawn_node(const rediscluster *c, int i)
         dup2(null, 1);
         dup2(null, 2);
     }
-    const char *argv[] = {"redis-server",
-                          "--port", port,
-                          "--bind", "127.0.0.1",
-                          "--dir", dir,
-                          "--logfile", "redis.log",
-                          "--save", "",
-                          "--appendonly", "no",
-                          "--cluster-enabled", "yes",
-                          "--cluster-config-file", "nodes.conf",
+    const char *argv[] = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
+                          "--logfile", "redis.log", "--save", "", "--appendonly", "no",
+                          "--cluster-enabled", "yes", "--cluster-config-file", "nodes.conf",
                           "--cluster-node-timeout", timeout,
                           /* A replica may always take over: the test kills masters. */
-                          "--cluster-replica-validity-factor", "0",
-                          NULL};
+                          "--cluster-replica-validity-factor", "0", NULL};
     execvp("redis-server", (char *const *)argv);
     _exit(127);
 }
@@ -104,8 +97,8 @@ int rediscluster_wait_ok(const rediscluster *c, int timeout_ms)
             char state[16];
             if (c->pid[i] <= 0)
                 continue;
-            ok = info_field(c, i, "cluster_state", state, sizeof state) == 0 &&
-                 !strcmp(state, "ok");
+            ok =
+                info_field(c, i, "cluster_state", state, sizeof state) == 0 && !strcmp(state, "ok");
         }
         if (ok)
             return 0;
