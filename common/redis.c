@@ -47,7 +47,10 @@
 #define SLOTS 16384
 #define REDIRECTS_MAX 5 /* MOVED and ASK answers followed for one command */
 
-enum { MODE_SINGLE, MODE_CLUSTER };
+enum { MODE_SINGLE, MODE_CLUSTER, MODE_SENTINEL };
+
+#define SENTINELS_MAX 16
+#define WATCH_POLL_MS 200 /* how often the +switch-master watcher looks at its stop flag */
 
 struct node {
     char host[256];
@@ -61,7 +64,7 @@ struct rg_redis {
     int mode;
     char password[256];
     int db;
-    char where[300];
+    char where[512];
     struct timeval connect_tv, command_tv;
     int command_ms;
     pthread_mutex_t mu; /* nodes, n_nodes, slot map */
@@ -71,9 +74,20 @@ struct rg_redis {
     int map_ok;
     pthread_mutex_t refresh_mu; /* one refresh at a time */
     unsigned refresh_gen;
+    /* Sentinel: the sentinels, the master's name, the node that is its
+       master now (-1: ask the sentinels), and the +switch-master watcher. */
+    struct node *sentinels[SENTINELS_MAX];
+    int n_sentinels;
+    char master_name[128];
+    int master;
+    pthread_t watcher;
+    int watching;
+    volatile int stop;
 };
 
 static pthread_mutex_t script_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void *watch_main(void *arg);
 
 void rg_redis_config_default(rg_redis_config *cfg)
 {
@@ -278,6 +292,8 @@ static struct node *parse_hostport(const char *p, size_t n)
 /*
  * redis://[[user]:password@]host[:port][/db]
  * redis+cluster://[[user]:password@]host[:port][,host[:port]...]
+ * redis+sentinel://[[user]:password@]host[:port][,host[:port]...]/name[/db]
+ * (the password is the master's; the sentinels are asked without one)
  */
 static int parse_url(rg_redis *r, const char *url)
 {
@@ -285,6 +301,9 @@ static int parse_url(rg_redis *r, const char *url)
     if (!strncmp(p, "redis+cluster://", 16)) {
         r->mode = MODE_CLUSTER;
         p += 16;
+    } else if (!strncmp(p, "redis+sentinel://", 17)) {
+        r->mode = MODE_SENTINEL;
+        p += 17;
     } else if (!strncmp(p, "redis://", 8)) {
         p += 8;
     } else if (strstr(p, "://")) {
@@ -301,6 +320,17 @@ static int parse_url(rg_redis *r, const char *url)
     }
     const char *slash = strchr(p, '/');
     size_t hosts_len = slash ? (size_t)(slash - p) : strlen(p);
+    if (r->mode == MODE_SENTINEL) {
+        /* /name, then perhaps /db */
+        if (!slash || !slash[1])
+            return -1;
+        const char *name = slash + 1, *end = strchr(name, '/');
+        size_t nl = end ? (size_t)(end - name) : strlen(name);
+        if (nl == 0 || nl >= sizeof r->master_name || memchr(name, ' ', nl))
+            return -1;
+        memcpy(r->master_name, name, nl);
+        slash = end;
+    }
     if (slash && slash[1]) {
         char *end;
         long db = strtol(slash + 1, &end, 10);
@@ -316,13 +346,30 @@ static int parse_url(rg_redis *r, const char *url)
         struct node *n = parse_hostport(p, one);
         if (!n)
             return -1;
-        r->nodes[r->n_nodes++] = n;
+        if (r->mode == MODE_SENTINEL) {
+            if (r->n_sentinels == SENTINELS_MAX) {
+                free(n);
+                return -1;
+            }
+            pthread_mutex_destroy(&n->mu);
+            r->sentinels[r->n_sentinels++] = n;
+        } else {
+            r->nodes[r->n_nodes++] = n;
+        }
         p += one + (comma ? 1 : 0);
         hosts_len -= one + (comma ? 1 : 0);
     }
+    r->n_seeds = r->n_nodes;
+    r->master = -1;
+    if (r->mode == MODE_SENTINEL) {
+        if (r->n_sentinels == 0)
+            return -1;
+        snprintf(r->where, sizeof r->where, "%s from the sentinels at %s:%d%s", r->master_name,
+                 r->sentinels[0]->host, r->sentinels[0]->port, r->n_sentinels > 1 ? ",..." : "");
+        return 0;
+    }
     if (r->n_nodes == 0)
         return -1;
-    r->n_seeds = r->n_nodes;
     if (r->mode == MODE_CLUSTER)
         snprintf(r->where, sizeof r->where, "%s:%d%s (cluster)", r->nodes[0]->host,
                  r->nodes[0]->port, r->n_nodes > 1 ? ",..." : "");
@@ -348,8 +395,9 @@ int rg_redis_new(const rg_redis_config *cfg, rg_redis **out, char *err, size_t e
         r->slot_node[i] = -1;
     if (!cfg->url || parse_url(r, cfg->url) < 0) {
         snprintf(err, errlen,
-                 "cannot read the Redis URL (expected redis://[:password@]host[:port][/db] or "
-                 "redis+cluster://[:password@]host:port[,host:port...])");
+                 "cannot read the Redis URL (expected redis://[:password@]host[:port][/db], "
+                 "redis+cluster://[:password@]host:port[,host:port...] or "
+                 "redis+sentinel://[:password@]host:port[,host:port...]/name)");
         rg_redis_free(r);
         return RG_EBADREQ;
     }
@@ -360,6 +408,16 @@ int rg_redis_new(const rg_redis_config *cfg, rg_redis **out, char *err, size_t e
         for (int i = 0; i < SLOTS; i++)
             r->slot_node[i] = 0;
         r->map_ok = 1;
+    }
+    if (r->mode == MODE_SENTINEL) {
+        r->map_ok = 1; /* no slots: every command goes to the master */
+        if (pthread_create(&r->watcher, NULL, watch_main, r) == 0)
+            r->watching = 1;
+        else
+            rg_log(RG_LOG_WARN, "redis",
+                   "%s: no +switch-master watcher (failovers are found on "
+                   "errors only)",
+                   r->where);
     }
     *out = r;
     return 0;
@@ -381,6 +439,12 @@ void rg_redis_free(rg_redis *r)
 {
     if (!r)
         return;
+    if (r->watching) {
+        r->stop = 1;
+        pthread_join(r->watcher, NULL);
+    }
+    for (int i = 0; i < r->n_sentinels; i++)
+        free(r->sentinels[i]);
     for (int i = 0; i < r->n_nodes; i++) {
         node_drop_idle(r->nodes[i]);
         pthread_mutex_destroy(&r->nodes[i]->mu);
@@ -428,6 +492,17 @@ static redisContext *connect_one(rg_redis *r, struct node *n)
         char db[16];
         snprintf(db, sizeof db, "%d", r->db);
         if (!simple_ok(c, "SELECT %s", db))
+            goto fail;
+    }
+    if (r->mode == MODE_SENTINEL) {
+        /* What the sentinels named may have been demoted since: only a
+           master is used. */
+        redisReply *role = redisCommand(c, "ROLE");
+        int master = role && role->type == REDIS_REPLY_ARRAY && role->elements > 0 &&
+                     role->element[0]->type == REDIS_REPLY_STRING &&
+                     !strcmp(role->element[0]->str, "master");
+        freeReplyObject(role);
+        if (!master)
             goto fail;
     }
     return c;
@@ -553,6 +628,8 @@ static int read_slots(rg_redis *r, const redisReply *rep, const struct node *ask
  * gen is the refresh generation the caller saw: when another thread
  * refreshed meanwhile, this returns at once. 0, or -1 when no node answered.
  */
+static int resolve_master(rg_redis *r);
+
 static int refresh_map(rg_redis *r, unsigned gen)
 {
     if (r->mode == MODE_SINGLE)
@@ -561,6 +638,12 @@ static int refresh_map(rg_redis *r, unsigned gen)
     if (r->refresh_gen != gen) {
         pthread_mutex_unlock(&r->refresh_mu);
         return 0;
+    }
+    if (r->mode == MODE_SENTINEL) {
+        int rc = resolve_master(r);
+        r->refresh_gen++;
+        pthread_mutex_unlock(&r->refresh_mu);
+        return rc;
     }
     short *map = malloc(sizeof r->slot_node);
     int rc = -1;
@@ -590,6 +673,15 @@ static int refresh_map(rg_redis *r, unsigned gen)
     return rc;
 }
 
+/* The node a keyless command would go to now, without asking anybody. */
+static int slot_owner_peek(rg_redis *r)
+{
+    pthread_mutex_lock(&r->mu);
+    int idx = r->mode == MODE_SENTINEL ? r->master : r->mode == MODE_SINGLE ? 0 : r->slot_node[0];
+    pthread_mutex_unlock(&r->mu);
+    return idx;
+}
+
 static unsigned map_gen(rg_redis *r)
 {
     pthread_mutex_lock(&r->refresh_mu);
@@ -601,6 +693,18 @@ static unsigned map_gen(rg_redis *r)
 /* The node index for slot (SLOT_ANY: any master), or -1 when unknown. */
 static int slot_owner(rg_redis *r, int slot)
 {
+    if (r->mode == MODE_SENTINEL) {
+        pthread_mutex_lock(&r->mu);
+        int m = r->master;
+        pthread_mutex_unlock(&r->mu);
+        if (m < 0) {
+            refresh_map(r, map_gen(r));
+            pthread_mutex_lock(&r->mu);
+            m = r->master;
+            pthread_mutex_unlock(&r->mu);
+        }
+        return m;
+    }
     pthread_mutex_lock(&r->mu);
     int ok = r->map_ok;
     pthread_mutex_unlock(&r->mu);
@@ -617,6 +721,134 @@ static int slot_owner(rg_redis *r, int slot)
         idx = 0; /* no map yet: a seed */
     pthread_mutex_unlock(&r->mu);
     return idx;
+}
+
+/* ---- Sentinel ------------------------------------------------------------- */
+
+static redisContext *sentinel_connect(rg_redis *r, const struct node *s)
+{
+    redisContext *c = redisConnectWithTimeout(s->host, s->port, r->connect_tv);
+    if (!c || c->err || redisSetTimeout(c, r->command_tv) != REDIS_OK) {
+        if (c)
+            redisFree(c);
+        return NULL;
+    }
+    return c;
+}
+
+/* Makes host:port the master (a node, added when new); the old one's idle
+   connections go. */
+static void set_master(rg_redis *r, const char *host, size_t hl, int port, const char *why)
+{
+    int idx = node_index(r, host, hl, port);
+    if (idx < 0)
+        return;
+    pthread_mutex_lock(&r->mu);
+    int old = r->master;
+    r->master = idx;
+    struct node *was = old >= 0 && old != idx ? r->nodes[old] : NULL;
+    pthread_mutex_unlock(&r->mu);
+    if (was) {
+        node_drop_idle(was);
+        rg_log(RG_LOG_INFO, "redis", "%s: the master is now %.*s:%d (%s)", r->where, (int)hl, host,
+               port, why);
+    }
+}
+
+/*
+ * Asks the sentinels in turn for the master's address, and takes the first
+ * answer whose node says ROLE master (connect_one checks it). 0, or -1 when
+ * no sentinel named a master that answers as one. Called under refresh_mu.
+ */
+static int resolve_master(rg_redis *r)
+{
+    for (int i = 0; i < r->n_sentinels; i++) {
+        redisContext *c = sentinel_connect(r, r->sentinels[i]);
+        redisReply *rep =
+            c ? redisCommand(c, "SENTINEL get-master-addr-by-name %s", r->master_name) : NULL;
+        if (c)
+            redisFree(c);
+        int ok = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
+                 rep->element[0]->type == REDIS_REPLY_STRING &&
+                 rep->element[1]->type == REDIS_REPLY_STRING;
+        int port = ok ? atoi(rep->element[1]->str) : 0;
+        if (ok && port > 0 && port < 65536) {
+            int idx = node_index(r, rep->element[0]->str, rep->element[0]->len, port);
+            struct node *n = node_at(r, idx);
+            redisContext *m = n ? node_take(r, n) : NULL;
+            if (m) {
+                node_give(n, m, 0);
+                set_master(r, rep->element[0]->str, rep->element[0]->len, port,
+                           "the sentinels said so");
+                freeReplyObject(rep);
+                return 0;
+            }
+        }
+        freeReplyObject(rep);
+    }
+    return -1;
+}
+
+/* One +switch-master message ("<name> <old ip> <old port> <new ip> <new port>"). */
+static void switch_master(rg_redis *r, const char *msg)
+{
+    char name[128], old_ip[256], new_ip[256];
+    int old_port, new_port;
+    if (sscanf(msg, "%127s %255s %d %255s %d", name, old_ip, &old_port, new_ip, &new_port) != 5 ||
+        strcmp(name, r->master_name) || new_port <= 0 || new_port > 65535)
+        return;
+    set_master(r, new_ip, strlen(new_ip), new_port, "+switch-master");
+}
+
+/*
+ * The watcher: subscribed to +switch-master on one sentinel at a time (the
+ * next one when it goes away), so a failover is followed before a command
+ * fails on the old master. Polls, so that rg_redis_free can stop it.
+ */
+static void *watch_main(void *arg)
+{
+    rg_redis *r = arg;
+    int at = 0;
+    while (!r->stop) {
+        redisContext *c = sentinel_connect(r, r->sentinels[at]);
+        redisReply *rep = c ? redisCommand(c, "SUBSCRIBE +switch-master") : NULL;
+        int ok = rep && rep->type == REDIS_REPLY_ARRAY;
+        freeReplyObject(rep);
+        while (ok && !r->stop) {
+            struct pollfd p = {.fd = c->fd, .events = POLLIN};
+            int n = poll(&p, 1, WATCH_POLL_MS);
+            if (n == 0)
+                continue;
+            void *v = NULL;
+            if (n < 0 || redisGetReply(c, &v) != REDIS_OK || !v) {
+                ok = 0;
+                break;
+            }
+            redisReply *m = v;
+            if (m->type == REDIS_REPLY_ARRAY && m->elements == 3 &&
+                m->element[2]->type == REDIS_REPLY_STRING)
+                switch_master(r, m->element[2]->str);
+            freeReplyObject(m);
+        }
+        if (c)
+            redisFree(c);
+        at = (at + 1) % r->n_sentinels;
+        for (int w = 0; w < 500 && !r->stop; w += 50)
+            usleep(50000);
+    }
+    return NULL;
+}
+
+int rg_redis_current(rg_redis *r, char *out, size_t len)
+{
+    int idx = slot_owner_peek(r);
+    struct node *n = node_at(r, idx);
+    if (!n) {
+        snprintf(out, len, "%s", "");
+        return -1;
+    }
+    snprintf(out, len, "%s:%d", n->host, n->port);
+    return 0;
 }
 
 /* ---- replies -------------------------------------------------------------- */
@@ -804,16 +1036,29 @@ static redisReply *route(rg_redis *r, const struct cmd *c)
             node_give(n, ctx, failed);
             if (failed) {
                 freeReplyObject(v);
-                if (r->mode == MODE_CLUSTER)
+                if (r->mode != MODE_SINGLE)
                     refresh_map(r, gen); /* a failover may be on its way */
                 return NULL;             /* sent: its fate is unknown */
             }
             rep = v;
             if (r->mode == MODE_SINGLE)
                 return rep;
+            if (r->mode == MODE_SENTINEL) {
+                /* READONLY: the master was demoted under us (nothing ran). */
+                if (!is_error(rep, "READONLY"))
+                    return rep;
+                freeReplyObject(rep);
+                rep = NULL;
+                pthread_mutex_lock(&r->mu);
+                if (r->master == idx)
+                    r->master = -1;
+                pthread_mutex_unlock(&r->mu);
+            }
             ask = -1;
             int s;
-            if (is_error(rep, "MOVED") && redirects < REDIRECTS_MAX) {
+            if (!rep) {
+                /* the sentinel case above: wait, then ask the sentinels */
+            } else if (is_error(rep, "MOVED") && redirects < REDIRECTS_MAX) {
                 int to = redirect_target(r, rep, &s);
                 freeReplyObject(rep);
                 rep = NULL;
@@ -825,8 +1070,7 @@ static redisReply *route(rg_redis *r, const struct cmd *c)
                 pthread_mutex_unlock(&r->mu);
                 refresh_map(r, gen); /* slots seldom move alone */
                 continue;
-            }
-            if (is_error(rep, "ASK") && redirects < REDIRECTS_MAX) {
+            } else if (is_error(rep, "ASK") && redirects < REDIRECTS_MAX) {
                 ask = redirect_target(r, rep, &s);
                 freeReplyObject(rep);
                 rep = NULL;
@@ -838,8 +1082,8 @@ static redisReply *route(rg_redis *r, const struct cmd *c)
             /* A redirection past the count (ASK answered by TRYAGAIN on the
                importing node, as a script whose keys are split by a
                migration is) waits like TRYAGAIN. */
-            if (!is_error(rep, "TRYAGAIN") && !is_error(rep, "CLUSTERDOWN") &&
-                !is_error(rep, "MOVED") && !is_error(rep, "ASK"))
+            else if (!is_error(rep, "TRYAGAIN") && !is_error(rep, "CLUSTERDOWN") &&
+                     !is_error(rep, "MOVED") && !is_error(rep, "ASK"))
                 return rep;
             freeReplyObject(rep);
             rep = NULL;
@@ -1106,6 +1350,10 @@ static int masters(rg_redis *r, int *idx, int max)
         idx[0] = 0;
         return 1;
     }
+    if (r->mode == MODE_SENTINEL) {
+        idx[0] = slot_owner(r, SLOT_ANY);
+        return idx[0] >= 0 ? 1 : -1;
+    }
     if (refresh_map(r, map_gen(r)) < 0)
         return -1;
     int n = 0;
@@ -1141,7 +1389,7 @@ redisContext *rg_redis_take(rg_redis *r)
 {
     if (r->mode == MODE_SINGLE)
         return node_take(r, r->nodes[0]);
-    return rg_redis_take_master(r, 0);
+    return rg_redis_take_master(r, 0); /* a cluster's first master, or the sentinels' master */
 }
 
 void rg_redis_give(rg_redis *r, redisContext *c, int failed)

@@ -190,7 +190,8 @@ typedef struct rg_redis rg_redis;
 
 typedef struct rg_redis_config {
     /* REFGATE_REDIS_URL: redis://[[user]:password@]host[:port][/db] or
-       redis+cluster://[[user]:password@]host:port[,host:port...] */
+       redis+cluster://[[user]:password@]host:port[,host:port...] or
+       redis+sentinel://[[user]:password@]host:port[,host:port...]/name[/db] */
     const char *url;
     int connect_timeout_ms; /* [500] */
     int command_timeout_ms; /* REFGATE_REDIS_TIMEOUT_MS [1000]; also the bound on cluster retries */
@@ -218,6 +219,10 @@ void rg_redis_free(rg_redis *r);
 const char *rg_redis_where(const rg_redis *r);
 /** 1 for a redis+cluster:// URL. */
 int rg_redis_is_cluster(const rg_redis *r);
+/** "host:port" of the server a keyless command goes to now (the master the
+    sentinels named, the server, a cluster's first master): 0, or -1 with ""
+    when not known yet. Asks nobody. */
+int rg_redis_current(rg_redis *r, char *out, size_t len);
 
 /** The cluster slot of a key: CRC16 of its hash tag (or of the key) mod 16384. */
 int rg_redis_slot(const char *key, size_t len);

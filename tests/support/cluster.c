@@ -279,3 +279,166 @@ void rediscluster_free(rediscluster *c)
     }
     free(c);
 }
+
+/* ---- Sentinel ---- */
+
+struct redissentinel {
+    int port[5]; /* master, replica, three sentinels */
+    pid_t pid[5];
+    char dir[128];
+    char url[256];
+};
+
+static pid_t spawn_argv(const char *const *argv)
+{
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    int null = open("/dev/null", O_RDWR);
+    if (null >= 0) {
+        dup2(null, 0);
+        dup2(null, 1);
+        dup2(null, 2);
+    }
+    execvp(argv[0], (char *const *)argv);
+    _exit(127);
+}
+
+static redisContext *connect_port(int port)
+{
+    struct timeval tv = {1, 0};
+    redisContext *k = redisConnectWithTimeout("127.0.0.1", port, tv);
+    if (!k || k->err) {
+        if (k)
+            redisFree(k);
+        return NULL;
+    }
+    redisSetTimeout(k, tv);
+    return k;
+}
+
+/* The integer or array length of one command's reply on port, or -1. */
+static long long ask_port(int port, const char *cmd)
+{
+    redisContext *k = connect_port(port);
+    redisReply *r = k ? redisCommand(k, cmd) : NULL;
+    long long v = !r                                ? -1
+                  : r->type == REDIS_REPLY_INTEGER  ? r->integer
+                  : r->type == REDIS_REPLY_ARRAY    ? (long long)r->elements
+                  : r->type == REDIS_REPLY_STATUS   ? 0
+                                                    : -1;
+    freeReplyObject(r);
+    if (k)
+        redisFree(k);
+    return v;
+}
+
+redissentinel *redissentinel_start(void)
+{
+    redissentinel *s = calloc(1, sizeof *s);
+    if (!s)
+        return NULL;
+    snprintf(s->dir, sizeof s->dir, "/tmp/refgate-test-sentinel-XXXXXX");
+    if (!mkdtemp(s->dir)) {
+        free(s);
+        return NULL;
+    }
+    for (int i = 0; i < 5; i++)
+        s->port[i] = support_free_port();
+    for (int i = 0; i < 2; i++) {
+        char port[16], dir[160], master[16];
+        snprintf(port, sizeof port, "%d", s->port[i]);
+        snprintf(dir, sizeof dir, "%s/r%d", s->dir, i);
+        snprintf(master, sizeof master, "%d", s->port[0]);
+        mkdir(dir, 0700);
+        const char *argv[] = {"redis-server", "--port", port, "--bind", "127.0.0.1", "--dir", dir,
+                              "--logfile", "redis.log", "--save", "", "--appendonly", "no",
+                              i ? "--replicaof" : NULL, "127.0.0.1", master, NULL};
+        if ((s->pid[i] = spawn_argv(argv)) <= 0)
+            goto fail;
+    }
+    for (int i = 2; i < 5; i++) {
+        char conf[200];
+        snprintf(conf, sizeof conf, "%s/sentinel%d.conf", s->dir, i);
+        FILE *f = fopen(conf, "w");
+        if (!f)
+            goto fail;
+        fprintf(f,
+                "port %d\nbind 127.0.0.1\ndir %s\nlogfile sentinel%d.log\n"
+                "sentinel monitor mymaster 127.0.0.1 %d 2\n"
+                "sentinel down-after-milliseconds mymaster 1000\n"
+                "sentinel failover-timeout mymaster 5000\n"
+                "sentinel parallel-syncs mymaster 1\n",
+                s->port[i], s->dir, i, s->port[0]);
+        fclose(f);
+        const char *argv[] = {"redis-server", conf, "--sentinel", NULL};
+        if ((s->pid[i] = spawn_argv(argv)) <= 0)
+            goto fail;
+    }
+    /* Up when the replica is in sync and each sentinel knows the other two
+       and the replica. */
+    int up = 0;
+    for (int t = 0; t < 300 && !up; t++) {
+        up = 1;
+        for (int i = 2; i < 5 && up; i++)
+            up = ask_port(s->port[i], "SENTINEL sentinels mymaster") == 2 &&
+                 ask_port(s->port[i], "SENTINEL replicas mymaster") == 1;
+        redisContext *k = up ? connect_port(s->port[1]) : NULL;
+        redisReply *r = k ? redisCommand(k, "INFO replication") : NULL;
+        up = up && r && r->type == REDIS_REPLY_STRING && strstr(r->str, "master_link_status:up");
+        freeReplyObject(r);
+        if (k)
+            redisFree(k);
+        if (!up)
+            usleep(100000);
+    }
+    if (!up) {
+        fprintf(stderr, "sentinel: the sentinels did not come up (see %s)\n", s->dir);
+        goto fail;
+    }
+    snprintf(s->url, sizeof s->url,
+             "redis+sentinel://127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d/mymaster", s->port[2],
+             s->port[3], s->port[4]);
+    return s;
+fail:
+    redissentinel_free(s);
+    return NULL;
+}
+
+const char *redissentinel_url(const redissentinel *s)
+{
+    return s->url;
+}
+
+int redissentinel_port(const redissentinel *s, int i)
+{
+    return i >= 0 && i < 5 ? s->port[i] : -1;
+}
+
+void redissentinel_kill(redissentinel *s, int i)
+{
+    if (i < 0 || i >= 5 || s->pid[i] <= 0)
+        return;
+    kill(s->pid[i], SIGKILL);
+    waitpid(s->pid[i], NULL, 0);
+    s->pid[i] = 0;
+}
+
+void redissentinel_free(redissentinel *s)
+{
+    if (!s)
+        return;
+    for (int i = 4; i >= 0; i--)
+        if (s->pid[i] > 0) {
+            kill(s->pid[i], SIGTERM);
+            waitpid(s->pid[i], NULL, 0);
+        }
+    if (!getenv("RG_KEEP_STACK")) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
+        if (system(cmd) != 0)
+            fprintf(stderr, "sentinel: could not remove %s\n", s->dir);
+    }
+    free(s);
+}

@@ -118,4 +118,23 @@ void rediscluster_free(rediscluster *c);
 /** A direct hiredis connection to node i (no redirections followed), or NULL. */
 struct redisContext *rediscluster_connect(const rediscluster *c, int i);
 
+/* ---- a private Redis Sentinel setup (cluster.c) ---- */
+
+typedef struct redissentinel redissentinel;
+
+/**
+ * Starts a master (node 0), its replica (1) and three sentinels (2, 3, 4;
+ * redis-server --sentinel, quorum 2, down after 1 s) on free loopback
+ * ports, and waits until the replica is in sync and every sentinel knows the
+ * others and the replica. NULL when it did not come up.
+ */
+redissentinel *redissentinel_start(void);
+/** "redis+sentinel://127.0.0.1:<s1>,...,/mymaster" */
+const char *redissentinel_url(const redissentinel *s);
+int redissentinel_port(const redissentinel *s, int i);
+/** SIGKILL of process i, by PID. */
+void redissentinel_kill(redissentinel *s, int i);
+/** Stops every process (SIGTERM, by PID) and removes the directory. */
+void redissentinel_free(redissentinel *s);
+
 #endif
