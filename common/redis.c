@@ -1138,25 +1138,18 @@ redisReply *rg_redis_argv(rg_redis *r, int argc, const char **argv, const size_t
 redisReply *rg_redis_eval(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
                           const char *const *args, const size_t *lens)
 {
-    /* Keys that cannot go together are refused before anything is sent. */
-    if (nkeys > 0) {
-        size_t *kl = calloc((size_t)nkeys + 1, sizeof *kl);
-        const char **kv = calloc((size_t)nkeys + 1, sizeof *kv);
-        redisReply *refused = NULL;
-        if (kl && kv) {
-            kv[0] = "DEL"; /* a command whose every argument is a key */
-            kl[0] = 3;
-            for (int i = 0; i < nkeys; i++) {
-                kv[1 + i] = args[i];
-                kl[1 + i] = lens ? lens[i] : strlen(args[i]);
-            }
-            argv_slot(r, nkeys + 1, kv, kl, &refused);
-        }
-        free(kl);
-        free(kv);
-        if (refused)
+    /* Keys that cannot go together are refused before anything is sent
+       (the script would otherwise be loaded first). */
+    for (int i = 1; i < nkeys; i++)
+        if (rg_redis_slot(args[i], lens ? lens[i] : strlen(args[i])) !=
+            rg_redis_slot(args[0], lens ? lens[0] : strlen(args[0]))) {
+            const char *kv[] = {"EVALSHA", "-", "2", args[0], args[i]};
+            size_t kl[] = {7, 1, 1, lens ? lens[0] : strlen(args[0]),
+                           lens ? lens[i] : strlen(args[i])};
+            redisReply *refused = NULL;
+            argv_slot(r, 5, kv, kl, &refused);
             return refused;
-    }
+        }
     char sha[41];
     pthread_mutex_lock(&script_mu);
     memcpy(sha, s->sha, sizeof sha);
