@@ -3,8 +3,9 @@
  * replicas, made with `redis-cli --cluster create` on loopback ports and
  * stopped by PID): the registry's store contract, keys spread over every
  * master, the tenant directory, a slot migrated under traffic (the ASK and
- * MOVED paths) without losing a write, the whole stack creating, parking and
- * restoring a session on another worker, and a master killed with SIGKILL
+ * MOVED paths) without losing a write, the whole stack creating sessions
+ * (spread over the masters, a tenant's quota held), parking one and
+ * restoring it on another worker, and a master killed with SIGKILL
  * whose replica takes over while only commands in flight fail, as
  * transient.
  */
@@ -403,6 +404,33 @@ static void test_stack_parks_and_restores_on_another_worker(void **state)
         assert_string_equal(h->str, "live");
         freeReplyObject(h);
     }
+    /* A tenant's quota holds across the workers: its keys are in its own slot. */
+    tenant tiny;
+    tenant_init(&tiny);
+    snprintf(tiny.name, sizeof tiny.name, "tiny");
+    tiny.max_sessions = 2;
+    tiny.allow_private = 1;
+    char tkey[TENANT_KEY_SIZE], terr[256];
+    assert_int_equal(stack_make_tenant(rediscluster_url(cl), &tiny, tkey, sizeof tkey, terr,
+                                       sizeof terr),
+                     0);
+    tenant_destroy(&tiny);
+    char saved[128];
+    snprintf(saved, sizeof saved, "%s", f.auth[1]);
+    snprintf(f.auth[1], sizeof f.auth[1], "Authorization: Bearer %s\r\n", tkey);
+    for (int i = 0; i < 3; i++) {
+        int st;
+        cJSON *q = expect_post(&f, 1, "/v1/sessions", body, &st);
+        if (i < 2 && st != 200)
+            fail_msg("create %d of tiny: %d %s", i, st, cJSON_PrintUnformatted(q));
+        if (i == 2) {
+            assert_int_equal(st, 429);
+            assert_string_equal(reply_code(q), "quota_exceeded");
+        }
+        cJSON_Delete(q);
+    }
+    snprintf(f.auth[1], sizeof f.auth[1], "%s", saved);
+
     const char *sid = sids[0];
     cJSON_Delete(expect_ok(&f, sid, "{\"op\":\"observe\"}"));
     cJSON_Delete(expect_ok(&f, sid, "{\"op\":\"click\",\"args\":{\"target\":\"@counter\"}}"));
