@@ -130,10 +130,13 @@ static void test_redis_urls(void **state)
     (void)state;
     const char *good[] = {"redis://127.0.0.1:6390", "redis://:pw@localhost/2", "127.0.0.1",
                           "redis+cluster://127.0.0.1:7000",
-                          "redis+cluster://:pw@10.0.0.1:7000,10.0.0.2:7001,10.0.0.3"};
+                          "redis+cluster://:pw@10.0.0.1:7000,10.0.0.2:7001,10.0.0.3",
+                          "redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster",
+                          "redis+sentinel://:pw@127.0.0.1:1/mymaster/3"};
     const char *bad[] = {"redis://", "redis://h:0", "redis://h:99999", "redis://a:1,b:2",
                          "redis+cluster://h:1/3", "redis+cluster://h:1,,h:2", "http://h:1",
-                         "redis://h:12x"};
+                         "redis://h:12x", "redis+sentinel://h:1", "redis+sentinel://h:1/",
+                         "redis+sentinel:///mymaster", "redis+sentinel://h:1/my master"};
     char err[256];
     for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
         rg_redis_config cfg;
