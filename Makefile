@@ -59,7 +59,8 @@ UNIT_TESTS := $(patsubst tests/unit/%.c,$(BUILD)/tests/%,$(wildcard tests/unit/t
 INTEG_TESTS := $(patsubst tests/integration/%.c,$(BUILD)/tests/%,$(wildcard tests/integration/test_*.c))
 TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c \
                 tests/support/redis.c tests/support/net.c tests/support/stack.c \
-                tests/support/stats.c tests/support/fixture.c tests/support/file.c
+                tests/support/stats.c tests/support/fixture.c tests/support/file.c \
+                tests/support/cluster.c
 # Checks that fail a cmocka test: linked into the test programs only.
 TEST_EXPECT := tests/support/expect.c
 LOAD_SRC := bench/load.c bench/load_drive.c bench/load_sample.c bench/load_verdict.c

@@ -324,40 +324,50 @@ static int below_workers(pid_t *out, int max)
 
 rg_redis *sample_redis; /* the stack's Redis, for live_sessions */
 
-/* Live sessions per worker: the owner and state of every rg:*:meta. */
+/* Live sessions per worker: the owner and state of every rg:*:meta, on
+   every master (a scan sees one node's keys). */
 static void live_sessions(int *live)
 {
     for (int i = 1; i <= workers.n; i++)
         live[i] = -1;
-    redisContext *c = sample_redis ? rg_redis_take(sample_redis) : NULL;
-    if (!c)
+    int masters = sample_redis ? rg_redis_masters(sample_redis) : -1;
+    if (masters < 1)
         return;
     for (int i = 1; i <= workers.n; i++)
         live[i] = 0;
-    char cursor[32] = "0";
     int failed = 0;
-    do {
-        redisReply *r = redisCommand(c, "SCAN %s MATCH rg:*:meta COUNT 1000", cursor);
-        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+    for (int m = 0; m < masters && !failed; m++) {
+        redisContext *c = rg_redis_take_master(sample_redis, m);
+        if (!c) {
             failed = 1;
-            freeReplyObject(r);
             break;
         }
-        snprintf(cursor, sizeof cursor, "%s", r->element[0]->str ? r->element[0]->str : "0");
-        for (size_t k = 0; k < r->element[1]->elements; k++) {
-            redisReply *h = redisCommand(c, "HMGET %s state owner", r->element[1]->element[k]->str);
-            if (h && h->type == REDIS_REPLY_ARRAY && h->elements == 2 &&
-                h->element[0]->type == REDIS_REPLY_STRING &&
-                h->element[1]->type == REDIS_REPLY_STRING && !strcmp(h->element[0]->str, "live"))
-                for (int i = 1; i <= workers.n; i++)
-                    if (!strcmp(h->element[1]->str, workers.name[i]))
-                        live[i]++;
-            failed |= !h;
-            freeReplyObject(h);
-        }
-        freeReplyObject(r);
-    } while (!failed && strcmp(cursor, "0"));
-    rg_redis_give(sample_redis, c, failed);
+        char cursor[32] = "0";
+        do {
+            redisReply *r = redisCommand(c, "SCAN %s MATCH rg:*:meta COUNT 1000", cursor);
+            if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+                failed = 1;
+                freeReplyObject(r);
+                break;
+            }
+            snprintf(cursor, sizeof cursor, "%s", r->element[0]->str ? r->element[0]->str : "0");
+            for (size_t k = 0; k < r->element[1]->elements; k++) {
+                redisReply *h =
+                    redisCommand(c, "HMGET %s state owner", r->element[1]->element[k]->str);
+                if (h && h->type == REDIS_REPLY_ARRAY && h->elements == 2 &&
+                    h->element[0]->type == REDIS_REPLY_STRING &&
+                    h->element[1]->type == REDIS_REPLY_STRING &&
+                    !strcmp(h->element[0]->str, "live"))
+                    for (int i = 1; i <= workers.n; i++)
+                        if (!strcmp(h->element[1]->str, workers.name[i]))
+                            live[i]++;
+                failed |= !h;
+                freeReplyObject(h);
+            }
+            freeReplyObject(r);
+        } while (!failed && strcmp(cursor, "0"));
+        rg_redis_give(sample_redis, c, failed);
+    }
     if (failed)
         for (int i = 1; i <= workers.n; i++)
             live[i] = -1;
@@ -518,22 +528,32 @@ void leftovers(int stack_gone, int *orphans, int *zombies, pid_t *example)
 void redis_info(rg_redis *r, struct redis_info *out)
 {
     out->keys = out->used_bytes = -1;
-    redisContext *c = r ? rg_redis_take(r) : NULL;
-    if (!c)
-        return;
-    int failed = 0;
-    redisReply *rep = redisCommand(c, "DBSIZE");
-    if (rep && rep->type == REDIS_REPLY_INTEGER)
-        out->keys = rep->integer;
-    failed |= !rep;
-    freeReplyObject(rep);
-    rep = failed ? NULL : redisCommand(c, "INFO memory");
-    if (rep && rep->type == REDIS_REPLY_STRING) {
-        const char *m = strstr(rep->str, "used_memory:");
+    int masters = r ? rg_redis_masters(r) : -1;
+    long long keys = 0, bytes = 0;
+    int failed = masters < 1;
+    /* Summed over the masters of a cluster. */
+    for (int i = 0; i < masters && !failed; i++) {
+        redisContext *c = rg_redis_take_master(r, i);
+        if (!c) {
+            failed = 1;
+            break;
+        }
+        redisReply *rep = redisCommand(c, "DBSIZE");
+        if (rep && rep->type == REDIS_REPLY_INTEGER)
+            keys += rep->integer;
+        failed |= !rep || rep->type != REDIS_REPLY_INTEGER;
+        freeReplyObject(rep);
+        rep = failed ? NULL : redisCommand(c, "INFO memory");
+        const char *m =
+            rep && rep->type == REDIS_REPLY_STRING ? strstr(rep->str, "used_memory:") : NULL;
         if (m)
-            out->used_bytes = atoll(m + 12);
+            bytes += atoll(m + 12);
+        failed |= !m;
+        freeReplyObject(rep);
+        rg_redis_give(r, c, !rep);
     }
-    failed |= !rep;
-    freeReplyObject(rep);
-    rg_redis_give(r, c, failed);
+    if (!failed) {
+        out->keys = keys;
+        out->used_bytes = bytes;
+    }
 }

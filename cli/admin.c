@@ -411,6 +411,8 @@ int cli_admin_run(const cli_global *g, const cli_admin *a)
         cli_error(stderr, "%s", err);
         return CLI_EXIT_USAGE;
     }
+    size_t moved;
+    tenant_upgrade(r, &moved); /* tenants from before the tagged keys; a failure shows below */
     int rc;
     switch (a->action) {
     case CLI_ADMIN_TENANT_CREATE:

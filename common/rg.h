@@ -173,13 +173,20 @@ int rg_buf_json_str(rg_buf *b, const char *s, size_t n);
 char *rg_buf_steal(rg_buf *b);
 
 /* ---- Redis connections (common/redis.c) ----------------------------------
- * A small set of hiredis contexts shared by the threads of one process: a
- * thread takes one for the duration of a command (or a pipeline) and gives it
- * back, so each running thread has its own connection and idle ones are
- * reused. Timeouts are set after every connect; a context that saw an error
- * is freed, never reused (hiredis errors are sticky), and the next command
- * connects anew. While Redis is down, taking a context fails at once after
- * the connect timeout: callers answer RG_EUNAVAIL, never hang.
+ * One Redis server or a Redis Cluster, shared by the threads of one process.
+ * Commands go through rg_redis_command, rg_redis_argv, rg_redis_eval or a
+ * pipeline, which find the command's keys and route it by their slot: on a
+ * cluster to the master that holds the slot (following MOVED and ASK, and
+ * retrying TRYAGAIN, CLUSTERDOWN and an unreachable node for at most the
+ * command timeout). All keys of one command must lie in one slot (one hash
+ * tag): a command whose keys do not is refused with an error reply and
+ * logged, in either mode, so the tests on one server catch it.
+ *
+ * Each node has a small set of hiredis contexts: a thread takes one for one
+ * round trip and gives it back. Timeouts are set after every connect; a
+ * context that saw an error is freed, never reused (hiredis errors are
+ * sticky). While Redis is down a command fails after the connect timeout:
+ * callers answer RG_EUNAVAIL, never hang.
  */
 struct redisContext;
 struct redisReply;
@@ -187,13 +194,18 @@ struct redisReply;
 typedef struct rg_redis rg_redis;
 
 typedef struct rg_redis_config {
-    const char *url;        /* redis://[[user]:password@]host[:port][/db]; REFGATE_REDIS_URL */
+    /* REFGATE_REDIS_URL: redis://[[user]:password@]host[:port][/db] or
+       redis+cluster://[[user]:password@]host:port[,host:port...] or
+       redis+sentinel://[[user]:password@]host:port[,host:port...]/name[/db] */
+    const char *url;
     int connect_timeout_ms; /* [500] */
-    int command_timeout_ms; /* REFGATE_REDIS_TIMEOUT_MS [1000] */
+    int command_timeout_ms; /* REFGATE_REDIS_TIMEOUT_MS [1000]; also the bound on cluster retries */
 } rg_redis_config;
 
 /** The private Redis of `make run`: 127.0.0.1, REFGATE_REDIS_PORT or 6390. */
 #define RG_REDIS_DEFAULT_PORT 6390
+/** Cluster nodes one client keeps track of (masters and the ones it was redirected to). */
+#define RG_REDIS_NODES_MAX 64
 
 void rg_redis_config_default(rg_redis_config *cfg);
 /** Takes REFGATE_REDIS_URL (or REFGATE_REDIS_PORT) and REFGATE_REDIS_TIMEOUT_MS when set. */
@@ -201,36 +213,83 @@ void rg_redis_config_from_env(rg_redis_config *cfg);
 
 /**
  * Parses the URL and prepares the connections; it does not need Redis to be
- * up (the first command finds out). RG_EBADREQ with a sentence in err for a
- * URL it cannot read. The caller owns *out.
+ * up (the first command finds out, and on a cluster learns the slot map).
+ * RG_EBADREQ with a sentence in err for a URL it cannot read. The caller
+ * owns *out.
  */
 int rg_redis_new(const rg_redis_config *cfg, rg_redis **out, char *err, size_t errlen);
 void rg_redis_free(rg_redis *r);
 
-/** A connected context for this thread, or NULL when Redis cannot be reached. */
-struct redisContext *rg_redis_take(rg_redis *r);
-/**
- * Gives a context back. failed: the last command got no reply (timeout,
- * broken connection); such a context, or one with an error, is freed.
- */
-void rg_redis_give(rg_redis *r, struct redisContext *c, int failed);
-
-/** "host:port" for messages. */
+/** "host:port" (or "host:port,... (cluster)") for messages. */
 const char *rg_redis_where(const rg_redis *r);
+/** 1 for a redis+cluster:// URL. */
+int rg_redis_is_cluster(const rg_redis *r);
+/** "host:port" of the server a keyless command goes to now (the master the
+    sentinels named, the server, a cluster's first master): 0, or -1 with ""
+    when not known yet. Asks nobody. */
+int rg_redis_current(rg_redis *r, char *out, size_t len);
 
-/** A Lua script run with EVALSHA, falling back to EVAL on NOSCRIPT. */
+/** The cluster slot of a key: CRC16 of its hash tag (or of the key) mod 16384. */
+int rg_redis_slot(const char *key, size_t len);
+
+/**
+ * One command, formatted as redisCommand does, routed by its keys. Returns
+ * the reply (caller frees with freeReplyObject): Redis's own, or an error
+ * reply made here for a command that cannot be routed (keys in different
+ * slots, a command this client has no key table for, or on a cluster a
+ * command on one node's keyspace such as SCAN or FLUSHALL). NULL when Redis
+ * could not be reached, the reply did not come in time, or the cluster did
+ * not take the command within the bound: transient, RG_EUNAVAIL.
+ */
+struct redisReply *rg_redis_command(rg_redis *r, const char *fmt, ...);
+/** The same with arguments (lens may be NULL for C strings). */
+struct redisReply *rg_redis_argv(rg_redis *r, int argc, const char **argv, const size_t *lens);
+
+/** A Lua script run with EVALSHA, falling back to EVAL on NOSCRIPT (per node). */
 typedef struct rg_redis_script {
     const char *src;
     char sha[41];     /* filled on first use (SCRIPT LOAD) */
 } rg_redis_script;
 
 /**
- * Runs script on c with nkeys keys followed by the other arguments (args and
- * lens hold nkeys + nargs items; lens may be NULL for C strings). Returns the
- * reply (caller frees with freeReplyObject), or NULL when the connection
- * failed (give the context back with failed = 1).
+ * Runs script with nkeys keys followed by the other arguments (args and
+ * lens hold nkeys + nargs items; lens may be NULL for C strings), routed by
+ * its keys, which must share one slot; a script must touch no other key.
+ * The reply as rg_redis_command's.
  */
-struct redisReply *rg_redis_eval(struct redisContext *c, rg_redis_script *s, int nkeys,
-                                 int nargs, const char *const *args, const size_t *lens);
+struct redisReply *rg_redis_eval(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
+                                 const char *const *args, const size_t *lens);
+
+/**
+ * A pipeline: commands queued with rg_redis_pipe_add, sent with
+ * rg_redis_pipe_run in order, consecutive ones for one node in one round
+ * trip. Each command's keys must share a slot; different commands may lie
+ * in different slots. One thread at a time; the caller owns it.
+ */
+typedef struct rg_redis_pipe rg_redis_pipe;
+rg_redis_pipe *rg_redis_pipe_new(rg_redis *r);
+void rg_redis_pipe_free(rg_redis_pipe *p);
+/** Queues one command (redisCommand's format). 0, or RG_ENOMEM (run then fails). */
+int rg_redis_pipe_add(rg_redis_pipe *p, const char *fmt, ...);
+int rg_redis_pipe_size(const rg_redis_pipe *p);
+/**
+ * Runs the queued commands; out (rg_redis_pipe_size items) receives their
+ * replies, the caller's to free. 0 when every command got a reply; -1 when
+ * some did not (those are NULL): treat as transient.
+ */
+int rg_redis_pipe_run(rg_redis_pipe *p, struct redisReply **out);
+
+/**
+ * Raw connections, for what is per node: SCAN, INFO, DBSIZE, FLUSHALL.
+ * rg_redis_masters says how many masters there are (1 for one server; on a
+ * cluster it asks for the slot map; -1 when it cannot). rg_redis_take_master
+ * gives a context to master i (NULL when unreachable), rg_redis_take to the
+ * server or the first master; each goes back with rg_redis_give (failed: the
+ * last command got no reply; such a context is freed).
+ */
+int rg_redis_masters(rg_redis *r);
+struct redisContext *rg_redis_take_master(rg_redis *r, int i);
+struct redisContext *rg_redis_take(rg_redis *r);
+void rg_redis_give(rg_redis *r, struct redisContext *c, int failed);
 
 #endif

@@ -36,11 +36,7 @@ static int idem_begin(gw *g, const char *key, int timeout_ms, cJSON **out, int *
     *out = NULL;
     char ms[24];
     snprintf(ms, sizeof ms, "%d", timeout_ms + 30000);
-    redisContext *c = rg_redis_take(g->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "SET %s running NX PX %s GET", key, ms);
-    rg_redis_give(g->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_command(g->redis, "SET %s running NX PX %s GET", key, ms);
     int rc;
     if (!rep || rep->type == REDIS_REPLY_ERROR)
         rc = RG_EUNAVAIL;
@@ -57,9 +53,7 @@ static int idem_begin(gw *g, const char *key, int timeout_ms, cJSON **out, int *
 /* Lets go of a reservation (the command failed in a way a retry may fix). */
 static void idem_cancel(gw *g, const char *key)
 {
-    redisContext *c = rg_redis_take(g->redis);
-    redisReply *rep = c ? redisCommand(c, "DEL %s", key) : NULL;
-    rg_redis_give(g->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_command(g->redis, "DEL %s", key);
     freeReplyObject(rep);
 }
 
@@ -88,9 +82,7 @@ static void idem_put(gw *g, const char *key, const cJSON *reply, int status)
     snprintf(ms, sizeof ms, "%lld", (long long)g->cfg.idempotency_ms);
     const char *argv[] = {"SET", key, b.data, "PX", ms, "XX"};
     size_t argl[] = {3, strlen(key), b.len, 2, strlen(ms), 2};
-    redisContext *c = rg_redis_take(g->redis);
-    redisReply *rep = c ? redisCommandArgv(c, 6, argv, argl) : NULL;
-    rg_redis_give(g->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_argv(g->redis, 6, argv, argl);
     freeReplyObject(rep);
     rg_buf_destroy(&b);
 }

@@ -101,6 +101,11 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
         rc = RG_EUNAVAIL;
         goto fail;
     }
+    /* Tenants written before the keys had a hash tag move once. */
+    size_t moved;
+    if (tenant_upgrade(g->redis, &moved) < 0)
+        rg_log(RG_LOG_WARN, "gateway", "could not move the tenants to their tagged keys (%s)",
+               rg_redis_where(g->redis));
     pool_config pc;
     pool_config_default(&pc);
     pool_config_from_env(&pc);

@@ -89,12 +89,8 @@ static int code_err(const char *name)
 
 static int redis_ok(gw *g)
 {
-    redisContext *c = rg_redis_take(g->redis);
-    if (!c)
-        return 0;
-    redisReply *rep = redisCommand(c, "PING");
+    redisReply *rep = rg_redis_command(g->redis, "PING");
     int ok = rep && rep->type == REDIS_REPLY_STATUS;
-    rg_redis_give(g->redis, c, rep == NULL);
     freeReplyObject(rep);
     return ok;
 }

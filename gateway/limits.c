@@ -169,10 +169,7 @@ int gw_rate_check(gw *g, const char *tid, double rate, int *retry_after_ms)
     snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
     snprintf(w, sizeof w, "%d", want);
     const char *args[] = {key, r, burst, now, w};
-    redisContext *c = rg_redis_take(g->redis);
-    redisReply *rep = c ? rg_redis_eval(c, &bucket_script, 1, 4, args, NULL) : NULL;
-    if (c)
-        rg_redis_give(g->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(g->redis, &bucket_script, 1, 4, args, NULL);
     int rc = RG_EUNAVAIL;
     long long granted = 0;
     if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements == 2 &&
@@ -490,10 +487,7 @@ static void sync_slot(struct gw_limits *l, struct slot *s, int keep_idle)
     s->n_cancel = 0;
     pthread_mutex_unlock(&l->mu);
 
-    redisContext *c = rg_redis_take(l->redis);
-    redisReply *rep = c ? rg_redis_eval(c, &conc_script, 4, (int)(a - 4), args, NULL) : NULL;
-    if (c)
-        rg_redis_give(l->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(l->redis, &conc_script, 4, (int)(a - 4), args, NULL);
     if (rep && rep->type == REDIS_REPLY_ERROR)
         rg_log(RG_LOG_ERROR, "limits", "concurrency of %s: Redis answered: %s", s->tid, rep->str);
 

@@ -69,16 +69,6 @@ static rg_redis_script park_script = {
     "return 1\n",
     ""};
 
-static redisContext *take(struct redis_store *r)
-{
-    return rg_redis_take(r->redis);
-}
-
-static void give(struct redis_store *r, redisContext *c, int failed)
-{
-    rg_redis_give(r->redis, c, failed);
-}
-
 /* ---- keys ---- */
 
 /* "rg:{tag}:<kind>:<page>" from the page key "{tag}:<page>". */
@@ -340,14 +330,15 @@ static int fetch(struct redis_store *r, const char *page, redisReply **hvals, re
     key_of(key, sizeof key, page, "reg");
     key_of(zkey, sizeof zkey, page, "regz");
     *hvals = *regz = NULL;
-    redisContext *c = take(r);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisAppendCommand(c, "HVALS %s", key);
-    redisAppendCommand(c, "GET %s", zkey);
-    int failed = redisGetReply(c, (void **)hvals) != REDIS_OK ||
-                 redisGetReply(c, (void **)regz) != REDIS_OK;
-    give(r, c, failed);
+    rg_redis_pipe *p = rg_redis_pipe_new(r->redis);
+    if (!p)
+        return RG_ENOMEM;
+    redisReply *rs[2] = {NULL, NULL};
+    int failed = rg_redis_pipe_add(p, "HVALS %s", key) < 0 ||
+                 rg_redis_pipe_add(p, "GET %s", zkey) < 0 || rg_redis_pipe_run(p, rs) < 0;
+    rg_redis_pipe_free(p);
+    *hvals = rs[0];
+    *regz = rs[1];
     if (failed || !*hvals || (*hvals)->type != REDIS_REPLY_ARRAY) {
         freeReplyObject(*hvals);
         freeReplyObject(*regz);
@@ -433,9 +424,7 @@ static int redis_park(reg_store *s, const char *page, int64_t ttl_ms)
     snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_ms > 0 ? ttl_ms : r->ttl_ms));
     const char *args[] = {reg_key, seen_key, regz_key, sb.data ? sb.data : "", ttl};
     size_t lens[] = {strlen(reg_key), strlen(seen_key), strlen(regz_key), sb.size, strlen(ttl)};
-    redisContext *c = take(r);
-    redisReply *rep = c ? rg_redis_eval(c, &park_script, 3, 2, args, lens) : NULL;
-    give(r, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(r->redis, &park_script, 3, 2, args, lens);
     rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     msgpack_sbuffer_destroy(&sb);
@@ -459,7 +448,6 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     char (*nums)[24] = calloc(4 + n, 24);
     msgpack_sbuffer *blobs = calloc(n ? n : 1, sizeof *blobs);
     int rc = RG_ENOMEM;
-    redisContext *c = NULL;
     redisReply *rep = NULL;
     if (!argv || !argl || !nums || !blobs)
         goto out;
@@ -486,9 +474,7 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
         if (!argl[i])
             argl[i] = strlen(argv[i]);
     rc = RG_EUNAVAIL;
-    if (!(c = take(r)))
-        goto out;
-    rep = rg_redis_eval(c, &commit_script, 3, (int)a - 3, argv, argl);
+    rep = rg_redis_eval(r->redis, &commit_script, 3, (int)a - 3, argv, argl);
     if (rep && rep->type == REDIS_REPLY_ARRAY) {
         rc = 0;
         if (removed && rep->elements) {
@@ -503,7 +489,6 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
         rc = RG_EINTERNAL;
     }
 out:
-    give(r, c, rep == NULL);
     freeReplyObject(rep);
     for (size_t i = 0; blobs && i < n; i++)
         msgpack_sbuffer_destroy(&blobs[i]);
@@ -521,12 +506,8 @@ static int redis_drop(reg_store *s, const char *page)
     key_of(reg_key, sizeof reg_key, page, "reg");
     key_of(seen_key, sizeof seen_key, page, "seen");
     key_of(regz_key, sizeof regz_key, page, "regz");
-    redisContext *c = take(r);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "DEL %s %s %s", reg_key, seen_key, regz_key);
+    redisReply *rep = rg_redis_command(r->redis, "DEL %s %s %s", reg_key, seen_key, regz_key);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
-    give(r, c, rep == NULL);
     freeReplyObject(rep);
     return rc;
 }
@@ -580,20 +561,18 @@ reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t er
     }
     /* Check the server now, and load the script: a wrong address or password
        is a clear error at start rather than at the first observation. */
-    redisContext *c = take(r);
-    if (!c) {
+    const char *none[] = {"rg:{probe}:reg", "rg:{probe}:seen", "rg:{probe}:regz",
+                          "0",              "0",               "0",
+                          "0"};
+    redisReply *rep = rg_redis_eval(r->redis, &commit_script, 3, 4, none, NULL);
+    int ok = rep && rep->type == REDIS_REPLY_ARRAY;
+    freeReplyObject(rep);
+    if (!rep) {
         snprintf(err, errlen, "cannot reach Redis at %s (or it refused the password)",
                  rg_redis_where(r->redis));
         redis_destroy(&r->base);
         return NULL;
     }
-    const char *none[] = {"rg:{probe}:reg", "rg:{probe}:seen", "rg:{probe}:regz",
-                          "0",              "0",               "0",
-                          "0"};
-    redisReply *rep = rg_redis_eval(c, &commit_script, 3, 4, none, NULL);
-    int ok = rep && rep->type == REDIS_REPLY_ARRAY;
-    give(r, c, rep == NULL);
-    freeReplyObject(rep);
     if (!ok) {
         snprintf(err, errlen, "Redis at %s refused the registry's script",
                  rg_redis_where(r->redis));

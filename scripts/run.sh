@@ -20,7 +20,10 @@
 #   REFGATE_FCGI_BASE_PORT   [9100] worker i's FastCGI on 127.0.0.1:BASE+i
 #   REFGATE_WS_BASE_PORT     [9200] worker i's WebSocket on 127.0.0.1:BASE+i
 #   REFGATE_REDIS_PORT       [6390] the private Redis
-#   REFGATE_REDIS_URL        an existing Redis instead (none is started)
+#   REFGATE_REDIS_MODE       [single] or cluster: a private Redis Cluster of three masters
+#                            on REFGATE_REDIS_PORT .. +2 (and their bus ports, +10000)
+#   REFGATE_REDIS_URL        an existing Redis instead (none is started); redis://,
+#                            redis+cluster:// or redis+sentinel://
 #   REFGATE_MAX_BODY_BYTES   [1048576] the body limit, in nginx and the workers
 #   REFGATE_START_TIMEOUT_S  [60] how long start-up may take until /healthz answers 200
 #   REFGATE_STOP_TIMEOUT_S   [30] how long a worker may take to stop before SIGKILL
@@ -77,6 +80,19 @@ http_port=$(uint_setting REFGATE_HTTP_PORT 8080 1 65535)
 fcgi_base=$(uint_setting REFGATE_FCGI_BASE_PORT 9100 1 $((65535 - workers)))
 ws_base=$(uint_setting REFGATE_WS_BASE_PORT 9200 1 $((65535 - workers)))
 redis_port=$(uint_setting REFGATE_REDIS_PORT 6390 1 65535)
+redis_mode=${REFGATE_REDIS_MODE:-single}
+case $redis_mode in
+single) redis_ports=$redis_port ;;
+cluster)
+    if [ "$redis_port" -gt $((65535 - 10002)) ]; then
+        warn "REFGATE_REDIS_PORT=$redis_port leaves no room for a cluster's ports (+2, and +10000 each)"
+        exit 2
+    fi
+    redis_ports="$redis_port $((redis_port + 1)) $((redis_port + 2))"
+    redis_ports="$redis_ports $((redis_port + 10000)) $((redis_port + 10001)) $((redis_port + 10002))"
+    ;;
+*) warn "REFGATE_REDIS_MODE=$redis_mode: single or cluster"; exit 2 ;;
+esac
 max_body=$(uint_setting REFGATE_MAX_BODY_BYTES 1048576 1 2147483647)
 stop_timeout=$(uint_setting REFGATE_STOP_TIMEOUT_S 30 1 3600)
 start_timeout=$(uint_setting REFGATE_START_TIMEOUT_S 60 1 3600)
@@ -87,7 +103,7 @@ export REFGATE_MAX_BODY_BYTES=$max_body
 
 # No two services on one port.
 ports="$http_port"
-[ -n "${REFGATE_REDIS_URL:-}" ] || ports="$ports $redis_port"
+[ -n "${REFGATE_REDIS_URL:-}" ] || ports="$ports $redis_ports"
 for ((i = 1; i <= workers; i++)); do
     ports="$ports $((fcgi_base + i)) $((ws_base + i))"
 done
@@ -237,7 +253,7 @@ stop_all() {
     {
         stop_group QUIT 15 nginx
         stop_group TERM "$stop_timeout" 'w[0-9]*'
-        stop_group TERM 30 redis
+        stop_group TERM 30 'redis*'
     } 2>/dev/null
     rm -f "${pidfiles[@]}"
 }
@@ -326,7 +342,7 @@ for p in $ports; do
     if listening "$p"; then
         if [ "$p" = "$http_port" ]; then
             what="nginx's port (REFGATE_HTTP_PORT)"
-        elif [ "$p" = "$redis_port" ]; then
+        elif [[ " $redis_ports " == *" $p "* ]]; then
             what="Redis's port (REFGATE_REDIS_PORT, or set REFGATE_REDIS_URL to use that Redis)"
         else
             what="a worker's port (REFGATE_FCGI_BASE_PORT, REFGATE_WS_BASE_PORT)"
@@ -349,11 +365,66 @@ say "starting Redis, $workers workers and nginx on 127.0.0.1:$http_port (logs in
 if [ -n "${REFGATE_REDIS_URL:-}" ]; then
     redis_desc="$REFGATE_REDIS_URL (not started here)"
     redis_wait=$((SECONDS + 10))
-    until [ "$(redis-cli --no-auth-warning -u "$REFGATE_REDIS_URL" PING 2>/dev/null)" = PONG ]; do
+    # A cluster's or the sentinels' first node answers for them all here.
+    ping_url=$REFGATE_REDIS_URL
+    case $ping_url in
+    redis+cluster://* | redis+sentinel://*)
+        rest=${ping_url#*://}
+        pass=""
+        case $rest in *@*) pass=${rest%%@*}; pass=":${pass#*:}@"; rest=${rest#*@} ;; esac
+        rest=${rest%%,*}
+        rest=${rest%%/*}
+        case $ping_url in redis+sentinel://*) pass="" ;; esac
+        ping_url="redis://$pass$rest"
+        ;;
+    esac
+    until [ "$(redis-cli --no-auth-warning -u "$ping_url" PING 2>/dev/null)" = PONG ]; do
         [ "$SECONDS" -lt $((deadline < redis_wait ? deadline : redis_wait)) ] ||
             fail "the Redis at REFGATE_REDIS_URL does not answer PING"
         sleep 0.5
     done
+elif [ "$redis_mode" = cluster ]; then
+    # Three masters without replicas: enough to see sessions spread over
+    # slots and nodes. Their nodes.conf keeps the cluster across runs.
+    cluster_url="redis+cluster://"
+    for i in 0 1 2; do
+        p=$((redis_port + i))
+        mkdir -p "$RUN/redis-cluster/n$i"
+        rotate "$LOGS/redis-n$i.log"
+        # shellcheck disable=SC2094 # both append; redis writes its log itself
+        setsid redis-server --bind 127.0.0.1 --port "$p" --protected-mode yes \
+            --dir "$RUN/redis-cluster/n$i" --appendonly yes --save "" --daemonize no \
+            --cluster-enabled yes --cluster-config-file nodes.conf --cluster-node-timeout 5000 \
+            --logfile "$LOGS/redis-n$i.log" </dev/null >>"$LOGS/redis-n$i.log" 2>&1 3>&- &
+        record "redis-n$i" $! "$RUN/redis-n$i.pid" "$LOGS/redis-n$i.log"
+        [ "$i" -eq 0 ] || cluster_url="$cluster_url,"
+        cluster_url="${cluster_url}127.0.0.1:$p"
+    done
+    for i in 0 1 2; do
+        until [ "$(redis-cli -h 127.0.0.1 -p $((redis_port + i)) PING 2>/dev/null)" = PONG ]; do
+            check_alive
+            [ "$SECONDS" -lt "$deadline" ] ||
+                fail "redis-server (cluster node $i) did not answer PING" "$LOGS/redis-n$i.log"
+            sleep 0.1
+        done
+    done
+    if redis-cli -h 127.0.0.1 -p "$redis_port" CLUSTER INFO 2>/dev/null |
+        grep -q '^cluster_slots_assigned:0'; then
+        redis-cli --cluster create "127.0.0.1:$redis_port" "127.0.0.1:$((redis_port + 1))" \
+            "127.0.0.1:$((redis_port + 2))" --cluster-yes >>"$LOGS/redis-n0.log" 2>&1 ||
+            fail "redis-cli --cluster create failed" "$LOGS/redis-n0.log"
+    fi
+    for i in 0 1 2; do
+        until redis-cli -h 127.0.0.1 -p $((redis_port + i)) CLUSTER INFO 2>/dev/null |
+            grep -q '^cluster_state:ok'; do
+            check_alive
+            [ "$SECONDS" -lt "$deadline" ] ||
+                fail "the Redis Cluster did not come up" "$LOGS/redis-n$i.log"
+            sleep 0.2
+        done
+    done
+    export REFGATE_REDIS_URL=$cluster_url
+    redis_desc="$REFGATE_REDIS_URL (a cluster of three; data in $RUN/redis-cluster)"
 else
     mkdir -p "$RUN/redis"
     rotate "$LOGS/redis.log"
@@ -476,7 +547,7 @@ ${url_line}    export REFGATE_KEY=\$(cat $RUN/dev-key)
     $cli_show session create --url https://example.com
     $cli_show -s <sid> observe
 
-Logs: $LOGS/ (worker-w1.log .. worker-w$workers.log, redis.log, cli.log)
+Logs: $LOGS/ (worker-w1.log .. worker-w$workers.log, redis.log or redis-n0..2.log, cli.log)
       $NGX/access.log, $NGX/error.log
 Ctrl-C stops everything.
 EOT

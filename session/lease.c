@@ -281,12 +281,8 @@ static int release_lease(sess *s)
 {
     char lk[256];
     sess_key(lk, sizeof lk, s, "lease");
-    redisContext *c = rg_redis_take(s->m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
     const char *args[] = {lk, s->m->worker};
-    redisReply *rep = rg_redis_eval(c, &release_script, 1, 1, args, NULL);
-    rg_redis_give(s->m->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(s->m->redis, &release_script, 1, 1, args, NULL);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     return rc;
@@ -320,11 +316,7 @@ int sess_write_new(sess *s, int reserved)
                           "locale", s->locale ? s->locale : "",
                           "tz", s->timezone ? s->timezone : "", "sx", "0", "sy", "0"};
     int nargs = (int)(sizeof args / sizeof *args) - 3;
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(c, &create_script, 3, nargs, args, NULL);
-    int failed = rep == NULL;
+    redisReply *rep = rg_redis_eval(m->redis, &create_script, 3, nargs, args, NULL);
     int rc = !rep                                  ? RG_EUNAVAIL
              : rep->type != REDIS_REPLY_INTEGER    ? RG_EUNAVAIL
              : rep->integer == 1                   ? 0
@@ -333,12 +325,11 @@ int sess_write_new(sess *s, int reserved)
         rg_log(RG_LOG_ERROR, "session", "create of %s failed: %s", s->id, rep->str);
     freeReplyObject(rep);
     if (rc == 0) {
-        rep = redisCommand(c, "ZADD %s %s %s", ik, now, s->id);
-        failed = rep == NULL;
+        /* The listing is the tenant's key, in another slot: a second command. */
+        rep = rg_redis_command(m->redis, "ZADD %s %s %s", ik, now, s->id);
         rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
         freeReplyObject(rep);
     }
-    rg_redis_give(m->redis, c, failed);
     return rc;
 }
 
@@ -371,11 +362,7 @@ static int save_state(sess *s, const char *state, const sess_capture *c, const c
     size_t lens[14];
     for (int i = 0; i < 14; i++)
         lens[i] = i == 12 ? (blob ? blob_len : 0) : strlen(args[i]);
-    redisContext *rc = rg_redis_take(m->redis);
-    if (!rc)
-        return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(rc, &save_script, 4, 10, args, lens);
-    rg_redis_give(m->redis, rc, rep == NULL);
+    redisReply *rep = rg_redis_eval(m->redis, &save_script, 4, 10, args, lens);
     int r = !rep                                  ? RG_EUNAVAIL
             : rep->type != REDIS_REPLY_INTEGER    ? RG_EINTERNAL
             : rep->integer == 1                   ? 0
@@ -651,12 +638,8 @@ static void mark_frozen(sess *s, int frozen)
     char mk[256], lk[256];
     sess_key(mk, sizeof mk, s, "meta");
     sess_key(lk, sizeof lk, s, "lease");
-    redisContext *c = rg_redis_take(s->m->redis);
-    if (!c)
-        return;
     const char *args[] = {mk, lk, s->m->worker, frozen ? "1" : "0"};
-    redisReply *rep = rg_redis_eval(c, &frozen_script, 2, 2, args, NULL);
-    rg_redis_give(s->m->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(s->m->redis, &frozen_script, 2, 2, args, NULL);
     freeReplyObject(rep);
 }
 
@@ -783,28 +766,22 @@ static void beat(sess_mgr *m)
         return;
     }
     int *res = calloc((size_t)k, sizeof *res);
-    redisContext *c = res ? rg_redis_take(m->redis) : NULL;
     char lease_ms[24], ttl[24];
     snprintf(lease_ms, sizeof lease_ms, "%d", m->cfg.lease_ms);
     snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
-    for (int i = 0; c && i < k; i++) {
+    for (int i = 0; res && i < k; i++) {
         char lk[256], wk[256], mk[256], pk[256];
         sess_key(lk, sizeof lk, v[i], "lease");
         sess_key(wk, sizeof wk, v[i], "want");
         sess_key(mk, sizeof mk, v[i], "meta");
         sess_key(pk, sizeof pk, v[i], "park");
         const char *args[] = {lk, wk, mk, pk, m->worker, lease_ms, ttl};
-        redisReply *rep = rg_redis_eval(c, &beat_script, 4, 3, args, NULL);
-        if (!rep) {
-            rg_redis_give(m->redis, c, 1);
-            c = NULL;
-            break;
-        }
+        redisReply *rep = rg_redis_eval(m->redis, &beat_script, 4, 3, args, NULL);
+        if (!rep)
+            break; /* Redis is away: the rest would wait as long */
         res[i] = rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : 0;
         freeReplyObject(rep);
     }
-    if (c)
-        rg_redis_give(m->redis, c, 0);
     int64_t now = rg_now_ms();
     int judgements = 0;
     for (int i = 0; i < k; i++) {
@@ -884,11 +861,7 @@ static int ask_owner(sess *s)
     char wk[256], ms[24];
     sess_key(wk, sizeof wk, s, "want");
     snprintf(ms, sizeof ms, "%d", s->m->cfg.lease_ms * 2);
-    redisContext *c = rg_redis_take(s->m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "SET %s %s PX %s", wk, s->m->worker, ms);
-    rg_redis_give(s->m->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_command(s->m->redis, "SET %s %s PX %s", wk, s->m->worker, ms);
     int rc = rep ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     return rc;
@@ -912,13 +885,7 @@ static int claim(sess *s, int64_t deadline, redisReply **out, char *err, size_t 
     for (;;) {
         snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
         const char *args[] = {mk, lk, pk, wk, m->worker, lease, now};
-        redisContext *c = rg_redis_take(m->redis);
-        if (!c) {
-            snprintf(err, errlen, "Redis at %s is unavailable", rg_redis_where(m->redis));
-            return RG_EUNAVAIL;
-        }
-        redisReply *rep = rg_redis_eval(c, &claim_script, 4, 3, args, NULL);
-        rg_redis_give(m->redis, c, rep == NULL);
+        redisReply *rep = rg_redis_eval(m->redis, &claim_script, 4, 3, args, NULL);
         if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
             if (rep && rep->type == REDIS_REPLY_ERROR)
                 rg_log(RG_LOG_ERROR, "session", "claim of %s failed: %s", s->id, rep->str);

@@ -144,30 +144,32 @@ static int look_at(sess_mgr *m, const char *tenant, char **sids, size_t n, long 
     const char **args = calloc(2 * n + 1, sizeof *args);
     char(*ttl)[24] = calloc(n, sizeof *ttl);
     long long *left = calloc(n, sizeof *left);
-    redisContext *c = args && ttl && left ? rg_redis_take(m->redis) : NULL;
-    int failed = c == NULL;
-    for (size_t i = 0; c && i < n; i++) {
+    /* Each member's keys lie in its own slot: one pipeline, routed per command. */
+    rg_redis_pipe *p = args && ttl && left ? rg_redis_pipe_new(m->redis) : NULL;
+    int failed = p == NULL;
+    for (size_t i = 0; p && i < n; i++) {
         left[i] = -2;
         if (!sid_ok(sids[i], strlen(sids[i])))
             continue;
         char mk[256], nk[256];
         snprintf(mk, sizeof mk, "rg:{t:%s:s:%s}:meta", tenant, sids[i]);
         sess_new_key(nk, sizeof nk, tenant, sids[i]);
-        redisAppendCommand(c, "PTTL %s", mk);
-        redisAppendCommand(c, "PTTL %s", nk);
+        rg_redis_pipe_add(p, "PTTL %s", mk);
+        rg_redis_pipe_add(p, "PTTL %s", nk);
     }
+    int np = p ? rg_redis_pipe_size(p) : 0;
+    redisReply **reps = p ? calloc(np > 0 ? (size_t)np : 1u, sizeof *reps) : NULL;
+    if (!reps || rg_redis_pipe_run(p, reps) < 0)
+        failed = 1;
+    rg_redis_pipe_free(p);
     /* The replies come in the order asked: two per valid member. */
-    for (size_t i = 0; c && !failed && i < n; i++) {
+    int at = 0;
+    for (size_t i = 0; !failed && i < n; i++) {
         if (!sid_ok(sids[i], strlen(sids[i])))
             continue;
         for (int k = 0; k < 2; k++) {
-            redisReply *rep = NULL;
-            if (redisGetReply(c, (void **)&rep) != REDIS_OK || !rep) {
-                failed = 1;
-                break;
-            }
+            const redisReply *rep = reps[at++];
             long long v = rep->type == REDIS_REPLY_INTEGER ? rep->integer : -2;
-            freeReplyObject(rep);
             if (v == -1) /* no TTL (none of ours lacks one): look again a TTL later */
                 v = m->cfg.dormant_ttl_ms;
             if (v > left[i])
@@ -184,16 +186,15 @@ static int look_at(sess_mgr *m, const char *tenant, char **sids, size_t n, long 
             args[1 + 2 * i] = sids[i];
             args[2 + 2 * i] = ttl[i];
         }
-        redisReply *rep = rg_redis_eval(c, &settle_script, 1, (int)(2 * n), args, NULL);
-        failed = rep == NULL;
-        if (rep && rep->type == REDIS_REPLY_INTEGER)
+        redisReply *rep = rg_redis_eval(m->redis, &settle_script, 1, (int)(2 * n), args, NULL);
+        failed = !rep || rep->type != REDIS_REPLY_INTEGER;
+        if (!failed)
             gone = rep->integer;
-        else if (rep)
-            failed = -1; /* an error reply: the connection itself is fine */
         freeReplyObject(rep);
     }
-    if (c)
-        rg_redis_give(m->redis, c, failed > 0);
+    for (int i = 0; reps && i < np; i++)
+        freeReplyObject(reps[i]);
+    free(reps);
     free(args);
     free(ttl);
     free(left);
@@ -212,10 +213,7 @@ static int seed(sess_mgr *m, const char *tenant)
     char ik[128], qk[128];
     snprintf(ik, sizeof ik, "rg:t:%s:sessions", tenant);
     sess_quota_key(qk, sizeof qk, tenant);
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "ZRANGE %s 0 -1", ik);
+    redisReply *rep = rg_redis_command(m->redis, "ZRANGE %s 0 -1", ik);
     int failed = rep == NULL;
     size_t n = rep && rep->type == REDIS_REPLY_ARRAY ? rep->elements : 0;
     const char **argv = calloc(3 + 2 * n, sizeof *argv);
@@ -233,13 +231,12 @@ static int seed(sess_mgr *m, const char *tenant)
         }
     }
     if (argv && argc > 3) {
-        redisReply *z = redisCommandArgv(c, (int)argc, argv, NULL);
+        redisReply *z = rg_redis_argv(m->redis, (int)argc, argv, NULL);
         failed = z == NULL;
         freeReplyObject(z);
     }
     free(argv);
     freeReplyObject(rep);
-    rg_redis_give(m->redis, c, failed);
     return failed ? RG_EUNAVAIL : 0;
 }
 
@@ -255,11 +252,7 @@ static int reserve_once(sess_mgr *m, const char *tenant, const char *sid, int ma
     snprintf(ttl, sizeof ttl, "%lld", (long long)ttl_ms);
     snprintf(kttl, sizeof kttl, "%lld", (long long)set_ttl_ms(m, ttl_ms));
     const char *args[] = {qk, sid, mx, ttl, kttl, may_seed ? "1" : "0"};
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(c, &reserve_script, 1, 5, args, NULL);
-    rg_redis_give(m->redis, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(m->redis, &reserve_script, 1, 5, args, NULL);
     int rc = RG_EUNAVAIL;
     if (rep && rep->type == REDIS_REPLY_ARRAY && rep->elements >= 1 &&
         rep->element[0]->type == REDIS_REPLY_INTEGER) {
@@ -302,12 +295,8 @@ int sess_quota_reserve(sess_mgr *m, const char *tenant, const char *sid, int max
     char nk[256], px[24];
     sess_new_key(nk, sizeof nk, tenant, sid);
     snprintf(px, sizeof px, "%lld", (long long)ttl_ms);
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "SET %s 1 PX %s", nk, px);
+    redisReply *rep = rg_redis_command(m->redis, "SET %s 1 PX %s", nk, px);
     int ok = rep && rep->type == REDIS_REPLY_STATUS;
-    rg_redis_give(m->redis, c, rep == NULL);
     freeReplyObject(rep);
     if (!ok)
         return RG_EUNAVAIL;
@@ -352,11 +341,8 @@ void sess_quota_commit(sess_mgr *m, const char *tenant, const char *sid)
     sess_quota_key(qk, sizeof qk, tenant);
     snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
     const char *args[] = {qk, sid, ttl};
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return; /* the member is looked at at the create's deadline instead */
-    redisReply *rep = rg_redis_eval(c, &commit_script, 1, 2, args, NULL);
-    rg_redis_give(m->redis, c, rep == NULL);
+    /* When this fails, the member is looked at at the create's deadline instead. */
+    redisReply *rep = rg_redis_eval(m->redis, &commit_script, 1, 2, args, NULL);
     freeReplyObject(rep);
 }
 
@@ -365,21 +351,15 @@ void sess_quota_release(sess_mgr *m, const char *tenant, const char *sid)
     char qk[128], nk[256];
     sess_quota_key(qk, sizeof qk, tenant);
     sess_new_key(nk, sizeof nk, tenant, sid);
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return; /* the marker expires, and the member is dropped when looked at */
-    redisAppendCommand(c, "ZREM %s %s", qk, sid);
-    redisAppendCommand(c, "DEL %s", nk);
-    int failed = 0;
-    for (int i = 0; i < 2; i++) {
-        redisReply *rep = NULL;
-        if (redisGetReply(c, (void **)&rep) != REDIS_OK || !rep)
-            failed = 1;
-        freeReplyObject(rep);
-        if (failed)
-            break;
-    }
-    rg_redis_give(m->redis, c, failed);
+    /* On failure the marker expires, and the member is dropped when looked at. */
+    rg_redis_pipe *p = rg_redis_pipe_new(m->redis);
+    redisReply *rs[2] = {NULL, NULL};
+    if (p && rg_redis_pipe_add(p, "ZREM %s %s", qk, sid) == 0 &&
+        rg_redis_pipe_add(p, "DEL %s", nk) == 0)
+        rg_redis_pipe_run(p, rs);
+    rg_redis_pipe_free(p);
+    freeReplyObject(rs[0]);
+    freeReplyObject(rs[1]);
 }
 
 int sess_quota_count(sess_mgr *m, const char *tenant, size_t *n)
@@ -389,11 +369,7 @@ int sess_quota_count(sess_mgr *m, const char *tenant, size_t *n)
     sess_quota_key(qk, sizeof qk, tenant);
     const char *args[] = {qk};
     for (int round = 0; round < DUE_ROUNDS; round++) {
-        redisContext *c = rg_redis_take(m->redis);
-        if (!c)
-            return RG_EUNAVAIL;
-        redisReply *rep = rg_redis_eval(c, &due_script, 1, 0, args, NULL);
-        rg_redis_give(m->redis, c, rep == NULL);
+        redisReply *rep = rg_redis_eval(m->redis, &due_script, 1, 0, args, NULL);
         if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 1 ||
             rep->element[0]->type != REDIS_REPLY_INTEGER) {
             freeReplyObject(rep);

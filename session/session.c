@@ -570,25 +570,22 @@ int sess_close(sess *s)
     sess_key(wk, sizeof wk, s, "want");
     sess_index_key(ik, sizeof ik, s->tenant);
     sess_quota_key(qk, sizeof qk, s->tenant);
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "DEL %s %s %s %s", mk, lk, pk, wk);
-    int failed = rep == NULL;
+    redisReply *rep = rg_redis_command(m->redis, "DEL %s %s %s %s", mk, lk, pk, wk);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     if (rc == 0) {
         /* The quota slot comes free at once (were this lost, the slot would
-           still come back: its member is dropped once its meta is found gone). */
-        redisAppendCommand(c, "ZREM %s %s", ik, s->id);
-        redisAppendCommand(c, "ZREM %s %s", qk, s->id);
-        for (int i = 0; i < 2 && !failed; i++) {
-            rep = NULL;
-            failed = redisGetReply(c, (void **)&rep) != REDIS_OK || !rep;
-            freeReplyObject(rep);
-        }
+           still come back: its member is dropped once its meta is found gone).
+           The listing and the quota are the tenant's keys, in their own slots. */
+        rg_redis_pipe *p = rg_redis_pipe_new(m->redis);
+        redisReply *z[2] = {NULL, NULL};
+        if (p && rg_redis_pipe_add(p, "ZREM %s %s", ik, s->id) == 0 &&
+            rg_redis_pipe_add(p, "ZREM %s %s", qk, s->id) == 0)
+            rg_redis_pipe_run(p, z);
+        rg_redis_pipe_free(p);
+        freeReplyObject(z[0]);
+        freeReplyObject(z[1]);
     }
-    rg_redis_give(m->redis, c, failed);
     if (rc < 0)
         return rc;
     m->store->ops->drop(m->store, s->page_key);
@@ -629,20 +626,18 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
     sess_key(mk, sizeof mk, &tmp, "meta");
     sess_key(lk, sizeof lk, &tmp, "lease");
     sess_key(pk, sizeof pk, &tmp, "park");
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisAppendCommand(c, "HGETALL %s", mk);
-    redisAppendCommand(c, "GET %s", lk);
-    redisAppendCommand(c, "STRLEN %s", pk);
-    redisReply *meta = NULL, *lease = NULL, *plen = NULL;
-    int failed = redisGetReply(c, (void **)&meta) != REDIS_OK ||
-                 redisGetReply(c, (void **)&lease) != REDIS_OK ||
-                 redisGetReply(c, (void **)&plen) != REDIS_OK;
+    rg_redis_pipe *p = rg_redis_pipe_new(m->redis);
+    if (!p)
+        return RG_ENOMEM;
+    redisReply *rs[3] = {NULL, NULL, NULL};
+    int failed = rg_redis_pipe_add(p, "HGETALL %s", mk) < 0 ||
+                 rg_redis_pipe_add(p, "GET %s", lk) < 0 ||
+                 rg_redis_pipe_add(p, "STRLEN %s", pk) < 0 || rg_redis_pipe_run(p, rs) < 0;
+    rg_redis_pipe_free(p);
+    redisReply *meta = rs[0], *lease = rs[1], *plen = rs[2];
     if (plen && plen->type == REDIS_REPLY_INTEGER)
         out->parked_bytes = (size_t)plen->integer;
     freeReplyObject(plen);
-    rg_redis_give(m->redis, c, failed);
     int rc = 0;
     if (failed || !meta || meta->type != REDIS_REPLY_ARRAY) {
         rc = RG_EUNAVAIL;
@@ -678,10 +673,7 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
         return 0;
     char ik[256];
     sess_index_key(ik, sizeof ik, tenant);
-    redisContext *c = rg_redis_take(m->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "ZRANGE %s 0 %d", ik, SESS_LIST_MAX - 1);
+    redisReply *rep = rg_redis_command(m->redis, "ZRANGE %s 0 %d", ik, SESS_LIST_MAX - 1);
     int failed = rep == NULL;
     int rc = rep && rep->type == REDIS_REPLY_ARRAY ? 0 : RG_EUNAVAIL;
     char **v = rc == 0 ? calloc(rep->elements + 1, sizeof *v) : NULL;
@@ -697,13 +689,13 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
         snprintf(tmp.tag, sizeof tmp.tag, "{t:%s:s:%s}", tenant, sid);
         char mk[256];
         sess_key(mk, sizeof mk, &tmp, "meta");
-        redisReply *ex = redisCommand(c, "EXISTS %s", mk);
+        redisReply *ex = rg_redis_command(m->redis, "EXISTS %s", mk);
         if (!ex) {
             failed = 1;
             break;
         }
         if (ex->type == REDIS_REPLY_INTEGER && ex->integer == 0) {
-            redisReply *z = redisCommand(c, "ZREM %s %s", ik, sid);
+            redisReply *z = rg_redis_command(m->redis, "ZREM %s %s", ik, sid);
             freeReplyObject(z);
         } else if ((v[*n] = strdup(sid))) {
             (*n)++;
@@ -711,7 +703,6 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
         freeReplyObject(ex);
     }
     freeReplyObject(rep);
-    rg_redis_give(m->redis, c, failed);
     if (failed && rc == 0)
         rc = RG_EUNAVAIL;
     if (rc < 0) {

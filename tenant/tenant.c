@@ -21,7 +21,8 @@
 #define MOD "tenant"
 #define KEY_PREFIX "rgk_"
 #define KEY_RANDOM_CHARS (TENANT_KEY_LEN - 4)
-#define REDIS_KEY_MAX 128 /* "rg:tenant:" + a name + ":keys", or "rg:key:" + a digest */
+#define REDIS_KEY_MAX 128 /* TENANT_PREFIX "tenant:" + a name + ":keys", or "key:" + a digest */
+#define DELETE_ROUNDS 5   /* a delete raced by key creations tries again this often */
 
 /* ---- the struct ---------------------------------------------------------- */
 
@@ -119,8 +120,6 @@ int tenant_name_valid(const char *name)
     }
     return 1;
 }
-
-
 
 /* Host patterns: names, wildcards, IPv4/IPv6 addresses and CIDR ranges. */
 static int host_valid(const char *h)
@@ -274,12 +273,12 @@ static int is_hex_digest(const char *s)
 
 static void tenant_key(char *out, const char *tid, const char *suffix)
 {
-    snprintf(out, REDIS_KEY_MAX, "rg:tenant:%s%s", tid, suffix);
+    snprintf(out, REDIS_KEY_MAX, TENANT_PREFIX "tenant:%s%s", tid, suffix);
 }
 
 static void key_key(char *out, const char *hash)
 {
-    snprintf(out, REDIS_KEY_MAX, "rg:key:%s", hash);
+    snprintf(out, REDIS_KEY_MAX, TENANT_PREFIX "key:%s", hash);
 }
 
 /* Runs a script whose reply is an integer, into *out. RG_EUNAVAIL when Redis
@@ -287,11 +286,7 @@ static void key_key(char *out, const char *hash)
 static int run_script(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
                       const char *const *args, long long *out, const char *what)
 {
-    redisContext *c = rg_redis_take(r);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *rep = rg_redis_eval(c, s, nkeys, nargs, args, NULL);
-    rg_redis_give(r, c, rep == NULL);
+    redisReply *rep = rg_redis_eval(r, s, nkeys, nargs, args, NULL);
     int rc = RG_EUNAVAIL;
     if (rep && rep->type == REDIS_REPLY_INTEGER) {
         *out = rep->integer;
@@ -307,12 +302,8 @@ static int run_script(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
 /* One command given as argv; the reply is the caller's (NULL with *rc set). */
 static redisReply *command(rg_redis *r, int argc, const char **argv, int *rc)
 {
-    redisContext *c = rg_redis_take(r);
     *rc = RG_EUNAVAIL;
-    if (!c)
-        return NULL;
-    redisReply *rep = redisCommandArgv(c, argc, argv, NULL);
-    rg_redis_give(r, c, rep == NULL);
+    redisReply *rep = rg_redis_argv(r, argc, argv, NULL);
     if (rep && rep->type == REDIS_REPLY_ERROR) {
         rg_log(RG_LOG_WARN, MOD, "%s: Redis at %s answered: %s", argv[0], rg_redis_where(r),
                rep->str);
@@ -503,7 +494,7 @@ int tenant_create(rg_redis *r, const tenant *spec, char *key_out, size_t key_len
     tenant_key(hk, spec->name, "");
     tenant_key(sk, spec->name, ":keys");
     key_key(kk, hash);
-    const char *args[4 + 2 + FIELD_ARGS_MAX] = {hk, sk, kk, "rg:tenants", spec->name, hash};
+    const char *args[4 + 2 + FIELD_ARGS_MAX] = {hk, sk, kk, TENANT_ALL_KEY, spec->name, hash};
     long long res = 0;
     if (!rc) {
         memcpy(args + 6, f.argv, (size_t)f.n * sizeof *args);
@@ -581,29 +572,77 @@ int tenant_update(rg_redis *r, const tenant *t, char *err, size_t errlen)
     return rc ? rc : res == 1 ? 0 : RG_ENOTFOUND;
 }
 
-/* A key whose string no longer names this tenant belongs to someone else: keep it. */
+/*
+ * KEYS tenant keys all key...; ARGV tid digest... The key records are
+ * declared (a script touches only the keys it is given), read from the set
+ * just before: -2 when the set changed meanwhile (the caller reads it again).
+ * A key whose string no longer names this tenant belongs to someone else:
+ * keep it.
+ */
 static rg_redis_script delete_script = {
     .src = "if redis.call('EXISTS', KEYS[1]) == 0 then return 0 end\n"
-           "for _, h in ipairs(redis.call('SMEMBERS', KEYS[2])) do\n"
-           "  if redis.call('GET', 'rg:key:' .. h) == ARGV[1] then\n"
-           "    redis.call('DEL', 'rg:key:' .. h)\n"
-           "  end\n"
+           "if redis.call('SCARD', KEYS[2]) ~= #ARGV - 1 then return -2 end\n"
+           "for i = 2, #ARGV do\n"
+           "  if redis.call('SISMEMBER', KEYS[2], ARGV[i]) == 0 then return -2 end\n"
+           "end\n"
+           "for i = 4, #KEYS do\n"
+           "  if redis.call('GET', KEYS[i]) == ARGV[1] then redis.call('DEL', KEYS[i]) end\n"
            "end\n"
            "redis.call('DEL', KEYS[1], KEYS[2])\n"
            "redis.call('SREM', KEYS[3], ARGV[1])\n"
            "return 1\n",
 };
 
+/* One try at deleting tid: the script's answer in *res. */
+static int delete_once(rg_redis *r, const char *tid, long long *res)
+{
+    char hk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
+    tenant_key(hk, tid, "");
+    tenant_key(sk, tid, ":keys");
+    const char *argv[] = {"SMEMBERS", sk};
+    int rc;
+    redisReply *set = command(r, 2, argv, &rc);
+    if (!set)
+        return rc;
+    size_t n = set->type == REDIS_REPLY_ARRAY ? set->elements : 0;
+    const char **args = calloc(4 + 2 * n, sizeof *args);
+    char(*kks)[REDIS_KEY_MAX] = calloc(n ? n : 1, sizeof *kks);
+    rc = args && kks ? 0 : RG_ENOMEM;
+    size_t nk = 3;
+    if (!rc) {
+        args[0] = hk;
+        args[1] = sk;
+        args[2] = TENANT_ALL_KEY;
+        for (size_t i = 0; i < n; i++) {
+            const redisReply *e = set->element[i];
+            if (e->type != REDIS_REPLY_STRING || !is_hex_digest(e->str))
+                continue; /* not ours: the count check below refuses */
+            key_key(kks[i], e->str);
+            args[nk++] = kks[i];
+        }
+        size_t na = 0;
+        args[nk + na++] = tid;
+        for (size_t i = 0; i < n; i++)
+            if (set->element[i]->type == REDIS_REPLY_STRING && is_hex_digest(set->element[i]->str))
+                args[nk + na++] = set->element[i]->str;
+        rc = run_script(r, &delete_script, (int)nk, (int)na, args, res, "tenant delete");
+    }
+    free(args);
+    free(kks);
+    freeReplyObject(set);
+    return rc;
+}
+
 int tenant_delete(rg_redis *r, const char *tid)
 {
     if (!tenant_name_valid(tid))
         return RG_ENOTFOUND;
-    char hk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
-    tenant_key(hk, tid, "");
-    tenant_key(sk, tid, ":keys");
-    const char *args[] = {hk, sk, "rg:tenants", tid};
-    long long res = 0;
-    int rc = run_script(r, &delete_script, 3, 1, args, &res, "tenant delete");
+    long long res = -2;
+    int rc = 0;
+    for (int round = 0; !rc && res == -2 && round < DELETE_ROUNDS; round++)
+        rc = delete_once(r, tid, &res);
+    if (!rc && res == -2)
+        rc = RG_EUNAVAIL; /* keys kept being made for it: try again */
     if (!rc && res == 1)
         rg_log(RG_LOG_INFO, MOD, "tenant %s deleted", tid);
     return rc ? rc : res == 1 ? 0 : RG_ENOTFOUND;
@@ -623,7 +662,7 @@ int tenant_list(rg_redis *r, char ***tids, size_t *n)
 {
     *tids = NULL;
     *n = 0;
-    const char *argv[] = {"SMEMBERS", "rg:tenants"};
+    const char *argv[] = {"SMEMBERS", TENANT_ALL_KEY};
     int rc;
     redisReply *rep = command(r, 2, argv, &rc);
     if (!rep)
@@ -719,11 +758,14 @@ int tenant_key_count(rg_redis *r, const char *tid, size_t *n)
     return rc;
 }
 
+/* KEYS key keys; ARGV digest tid: tid is the owner read just before; -2 when
+   the key changed hands meanwhile (the caller reads it again). */
 static rg_redis_script revoke_script = {
     .src = "local tid = redis.call('GET', KEYS[1])\n"
            "if not tid then return 0 end\n"
+           "if tid ~= ARGV[2] then return -2 end\n"
            "redis.call('DEL', KEYS[1])\n"
-           "redis.call('SREM', 'rg:tenant:' .. tid .. ':keys', ARGV[1])\n"
+           "redis.call('SREM', KEYS[2], ARGV[1])\n"
            "return 1\n",
 };
 
@@ -741,11 +783,26 @@ int tenant_key_revoke(rg_redis *r, const char *key_or_hash)
     } else {
         tenant_key_hash(key_or_hash, hash);
     }
-    char kk[REDIS_KEY_MAX];
+    char kk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
     key_key(kk, hash);
-    const char *args[] = {kk, hash};
-    long long res = 0;
-    int rc = run_script(r, &revoke_script, 1, 1, args, &res, "key revoke");
+    long long res = -2;
+    int rc = 0;
+    for (int round = 0; !rc && res == -2 && round < DELETE_ROUNDS; round++) {
+        char tid[TENANT_NAME_MAX + 1];
+        rc = tenant_key_owner(r, hash, tid);
+        if (rc == RG_ENOTFOUND || (!rc && !tenant_name_valid(tid))) {
+            rc = 0;
+            res = 0;
+            break;
+        }
+        if (rc)
+            break;
+        tenant_key(sk, tid, ":keys");
+        const char *args[] = {kk, sk, hash, tid};
+        rc = run_script(r, &revoke_script, 2, 2, args, &res, "key revoke");
+    }
+    if (!rc && res == -2)
+        rc = RG_EUNAVAIL;
     if (!rc && res == 1)
         rg_log(RG_LOG_INFO, MOD, "key %.8s... revoked", hash);
     return rc ? rc : res == 1 ? 0 : RG_ENOTFOUND;
@@ -769,5 +826,121 @@ int tenant_key_owner(rg_redis *r, const char *hash, char tid[TENANT_NAME_MAX + 1
     else
         rg_strlcpy(tid, rep->str, TENANT_NAME_MAX + 1);
     freeReplyObject(rep);
+    return rc;
+}
+
+/* ---- the layout before hash tags ---------------------------------------- */
+
+#define OLD_ALL_KEY "rg:tenants"
+
+/*
+ * KEYS tenant keys all key...; ARGV tid nfields field value... digest...
+ * Writes one tenant read from the old layout into the new one, keeping
+ * whatever the new one holds already (a tenant made or changed since).
+ */
+static rg_redis_script upgrade_script = {
+    .src = "local nf = tonumber(ARGV[2])\n"
+           "if nf > 0 and redis.call('EXISTS', KEYS[1]) == 0 then\n"
+           "  redis.call('HSET', KEYS[1], unpack(ARGV, 3, 2 + 2 * nf))\n"
+           "end\n"
+           "for i = 3 + 2 * nf, #ARGV do redis.call('SADD', KEYS[2], ARGV[i]) end\n"
+           "for i = 4, #KEYS do redis.call('SET', KEYS[i], ARGV[1], 'NX') end\n"
+           "if nf > 0 then redis.call('SADD', KEYS[3], ARGV[1]) end\n"
+           "return 1\n",
+};
+
+/* Moves tenant tid from the old keys to the new ones, then drops the old. */
+static int upgrade_one(rg_redis *r, const char *tid)
+{
+    char ohk[REDIS_KEY_MAX], osk[REDIS_KEY_MAX], hk[REDIS_KEY_MAX], sk[REDIS_KEY_MAX];
+    snprintf(ohk, sizeof ohk, "rg:tenant:%s", tid);
+    snprintf(osk, sizeof osk, "rg:tenant:%s:keys", tid);
+    tenant_key(hk, tid, "");
+    tenant_key(sk, tid, ":keys");
+    int rc;
+    const char *hget[] = {"HGETALL", ohk};
+    redisReply *h = command(r, 2, hget, &rc);
+    if (!h)
+        return rc;
+    const char *sget[] = {"SMEMBERS", osk};
+    redisReply *set = command(r, 2, sget, &rc);
+    if (!set) {
+        freeReplyObject(h);
+        return rc;
+    }
+    size_t nf = h->type == REDIS_REPLY_ARRAY ? h->elements / 2 : 0;
+    size_t nd = set->type == REDIS_REPLY_ARRAY ? set->elements : 0;
+    const char **args = calloc(3 + nd + 2 + 2 * nf + nd, sizeof *args);
+    char(*kks)[REDIS_KEY_MAX] = calloc(nd ? nd : 1, sizeof *kks);
+    char nfs[24];
+    snprintf(nfs, sizeof nfs, "%zu", nf);
+    rc = args && kks ? 0 : RG_ENOMEM;
+    if (!rc) {
+        size_t nk = 0, na = 0;
+        args[nk++] = hk;
+        args[nk++] = sk;
+        args[nk++] = TENANT_ALL_KEY;
+        for (size_t i = 0; i < nd; i++)
+            if (set->element[i]->type == REDIS_REPLY_STRING &&
+                is_hex_digest(set->element[i]->str)) {
+                key_key(kks[i], set->element[i]->str);
+                args[nk++] = kks[i];
+            }
+        const char **a = args + nk;
+        a[na++] = tid;
+        a[na++] = nfs;
+        for (size_t i = 0; i < 2 * nf; i++)
+            a[na++] = h->element[i]->type == REDIS_REPLY_STRING ? h->element[i]->str : "";
+        for (size_t i = 0; i < nd; i++)
+            if (set->element[i]->type == REDIS_REPLY_STRING && is_hex_digest(set->element[i]->str))
+                a[na++] = set->element[i]->str;
+        long long res;
+        rc = run_script(r, &upgrade_script, (int)nk, (int)na, args, &res, "tenant upgrade");
+    }
+    /* The old keys go one by one (each in its own slot), the listing last,
+       so an interrupted upgrade is done again whole next time. */
+    for (size_t i = 0; !rc && i < nd; i++) {
+        if (set->element[i]->type != REDIS_REPLY_STRING)
+            continue;
+        char okk[REDIS_KEY_MAX];
+        snprintf(okk, sizeof okk, "rg:key:%.64s", set->element[i]->str);
+        const char *del[] = {"DEL", okk};
+        redisReply *d = command(r, 2, del, &rc);
+        freeReplyObject(d);
+    }
+    const char *del_h[] = {"DEL", ohk}, *del_s[] = {"DEL", osk},
+               *srem[] = {"SREM", OLD_ALL_KEY, tid};
+    redisReply *d;
+    if (!rc && (d = command(r, 2, del_h, &rc)))
+        freeReplyObject(d);
+    if (!rc && (d = command(r, 2, del_s, &rc)))
+        freeReplyObject(d);
+    if (!rc && (d = command(r, 3, srem, &rc)))
+        freeReplyObject(d);
+    free(args);
+    free(kks);
+    freeReplyObject(h);
+    freeReplyObject(set);
+    return rc;
+}
+
+int tenant_upgrade(rg_redis *r, size_t *moved)
+{
+    *moved = 0;
+    const char *argv[] = {"SMEMBERS", OLD_ALL_KEY};
+    int rc;
+    redisReply *rep = command(r, 2, argv, &rc);
+    if (!rep)
+        return rc;
+    for (size_t i = 0; !rc && rep->type == REDIS_REPLY_ARRAY && i < rep->elements; i++) {
+        const redisReply *e = rep->element[i];
+        if (e->type != REDIS_REPLY_STRING || !tenant_name_valid(e->str))
+            continue;
+        if (!(rc = upgrade_one(r, e->str)))
+            (*moved)++;
+    }
+    freeReplyObject(rep);
+    if (*moved)
+        rg_log(RG_LOG_INFO, MOD, "%zu tenant(s) moved to the keys tagged {tenants}", *moved);
     return rc;
 }

@@ -2,18 +2,23 @@
  * tenant.h - tenants and their API keys in Redis, and a per-process cache of
  * key lookups for the gateway's authentication.
  *
- * Redis data model (all keys plain, no hash tag: the scripts below build key
- * names from stored values, so this part assumes one Redis, not a Cluster):
+ * Redis data model. Every key shares the hash tag {tenants}, so the whole
+ * directory lies in one Redis Cluster slot and each write stays one script
+ * that declares every key it touches:
  *
- *   rg:tenant:<tid>         hash    name, created (wall ms), max_sessions,
+ *   rg:{tenants}:tenant:<tid>       hash    name, created (wall ms), max_sessions,
  *                                   max_concurrent, rate (requests/s, float
  *                                   text), allow_private (0/1), allow_eval
  *                                   (0/1), allow_downloads (0/1), allow_hosts and deny_hosts (JSON
  *                                   arrays of strings), user_agent, locale
  *                                   (empty = none)
- *   rg:tenant:<tid>:keys    set     SHA-256 hex digests of the tenant's keys
- *   rg:key:<sha256 hex>     string  the tid a key belongs to
- *   rg:tenants              set     every tid
+ *   rg:{tenants}:tenant:<tid>:keys  set     SHA-256 hex digests of the tenant's keys
+ *   rg:{tenants}:key:<sha256 hex>   string  the tid a key belongs to
+ *   rg:{tenants}:all                set     every tid
+ *
+ * (Before the cluster support the same keys had no tag: rg:tenant:<tid>,
+ * rg:tenant:<tid>:keys, rg:key:<sha256>, rg:tenants; tenant_upgrade moves
+ * them.)
  *
  * The tenant id is the name given at creation: 1 to 63 characters of
  * [a-z0-9_-]. API keys are "rgk_" followed by 40 characters of [A-Za-z0-9]
@@ -41,6 +46,10 @@
 #include "common/rg.h"
 
 /** Longest tenant name (and id), in characters. */
+/** The prefix, with its hash tag, of every key of the tenant directory. */
+#define TENANT_PREFIX "rg:{tenants}:"
+/** The set of every tenant id. */
+#define TENANT_ALL_KEY TENANT_PREFIX "all"
 #define TENANT_NAME_MAX 63
 /** Length of an API key: "rgk_" and 40 random characters. */
 #define TENANT_KEY_LEN 44
@@ -166,6 +175,15 @@ int tenant_key_count(rg_redis *r, const char *tid, size_t *n);
  * RG_EUNAVAIL.
  */
 int tenant_key_revoke(rg_redis *r, const char *key_or_hash);
+
+/**
+ * Moves tenants from the keys of refgate before Redis Cluster support
+ * (rg:tenant:<tid>, rg:tenant:<tid>:keys, rg:key:<sha256>, rg:tenants) to
+ * the tagged ones, keeping what the new keys already hold, and drops the old
+ * keys; how many tenants moved in *moved. Safe to run again, and by several
+ * processes at once: with no old keys it is one SMEMBERS. 0, RG_EUNAVAIL.
+ */
+int tenant_upgrade(rg_redis *r, size_t *moved);
 
 /* ---- the key cache ------------------------------------------------------
  * Answers "which tenant has this key" for the gateway without a Redis round

@@ -1015,7 +1015,7 @@ static void test_api_keys_under_a_burst(void **state)
     }
     /* And no key of the deleted tenant is left in Redis. */
     redisContext *c = redis_direct();
-    redisReply *rep = redisCommand(c, "KEYS rg:key:*");
+    redisReply *rep = redisCommand(c, "KEYS rg:{tenants}:key:*");
     assert_non_null(rep);
     for (size_t i = 0; i < rep->elements; i++) {
         redisReply *g = redisCommand(c, "GET %s", rep->element[i]->str);

@@ -12,6 +12,10 @@
  *  - SIGTERM to the script stops everything it started: no pid file and no
  *    process of it is left.
  *
+ * Then once more with REFGATE_REDIS_MODE=cluster: the script makes a Redis
+ * Cluster of three masters, sessions made through nginx land on more than
+ * one of them, and SIGTERM stops every node too.
+ *
  * Nothing here is timed; each wait has a deadline.
  */
 #define _GNU_SOURCE
@@ -24,6 +28,7 @@
 
 #include <arpa/inet.h>
 #include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -45,6 +50,7 @@
 #define UP_WAIT_MS 120000  /* the first start installs nothing; a cold Chromium is slow */
 #define BACK_WAIT_MS 30000 /* the first restart comes after 1 s */
 
+static int cluster_mode; /* the second run: REFGATE_REDIS_MODE=cluster */
 static char run_dir[256];
 static pid_t run_pid = -1;
 static int http_port, fcgi_base, ws_base, redis_port;
@@ -198,14 +204,42 @@ static void test_worker_killed_under_make_run(void **state)
         rg_buf_destroy(&d.body);
 }
 
+/* Sessions made through nginx on the script's cluster spread over its masters. */
+static void test_cluster_holds_the_sessions(void **state)
+{
+    (void)state;
+    char url[256], body[512];
+    httpd_url(pages, "/actions.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
+    for (int i = 0; i < 6; i++)
+        cJSON_Delete(ok_call("/v1/sessions", body));
+    int holding = 0;
+    for (int i = 0; i < 3; i++) {
+        struct timeval tv = {2, 0};
+        redisContext *c = redisConnectWithTimeout("127.0.0.1", redis_port + i, tv);
+        assert_true(c && !c->err);
+        redisReply *r = redisCommand(c, "EVAL %s 0", "return #redis.call('KEYS', 'rg:{t:dev:s:*}:meta')");
+        assert_non_null(r);
+        assert_int_equal(r->type, REDIS_REPLY_INTEGER);
+        holding += r->integer > 0;
+        freeReplyObject(r);
+        redisFree(c);
+    }
+    assert_true(holding >= 2);
+}
+
 /* SIGTERM stops everything the script started, by the PIDs it recorded. */
 static void test_sigterm_leaves_nothing(void **state)
 {
     (void)state;
-    pid_t recorded[WORKERS + 2];
+    pid_t recorded[WORKERS + 4];
     int n = 0;
-    static const char *const names[] = {"redis", "nginx", "worker-w1", "worker-w2"};
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+    static const char *const single[] = {"redis", "nginx", "worker-w1", "worker-w2"};
+    static const char *const cluster[] = {"redis-n0", "redis-n1", "redis-n2", "nginx",
+                                          "worker-w1", "worker-w2"};
+    const char *const *names = cluster_mode ? cluster : single;
+    size_t count = cluster_mode ? 6 : 4;
+    for (size_t i = 0; i < count; i++) {
         pid_t p = pid_in(names[i]);
         assert_true(p > 0);
         recorded[n++] = p;
@@ -221,17 +255,27 @@ static void test_sigterm_leaves_nothing(void **state)
     assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
     for (int i = 0; i < n; i++)
         assert_false(procs_running(recorded[i]));
-    for (size_t i = 0; i < sizeof names / sizeof *names; i++)
+    for (size_t i = 0; i < count; i++)
         assert_int_equal(pid_in(names[i]), -1);
 }
 
 static int group_setup(void **state)
 {
     (void)state;
-    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-makerun-%d", (int)getpid());
+    snprintf(run_dir, sizeof run_dir, "/tmp/refgate-makerun-%d%s", (int)getpid(),
+             cluster_mode ? "-cluster" : "");
     mkdir(run_dir, 0755);
     http_port = support_free_port();
     redis_port = support_free_port();
+    /* A cluster takes the port, the next two, and each one's bus port (+10000). */
+    for (int tries = 0; cluster_mode && tries < 200; tries++) {
+        int ok = redis_port > 0 && redis_port + 10002 < 65536;
+        for (int i = 0; ok && i < 3; i++)
+            ok = support_port_free(redis_port + i) && support_port_free(redis_port + 10000 + i);
+        if (ok)
+            break;
+        redis_port = support_free_port();
+    }
     fcgi_base = free_base();
     ws_base = free_base();
     if (http_port <= 0 || redis_port <= 0 || fcgi_base <= 0 || ws_base <= 0 ||
@@ -263,6 +307,7 @@ static int group_setup(void **state)
         setenv("REFGATE_FCGI_BASE_PORT", v[2], 1);
         setenv("REFGATE_WS_BASE_PORT", v[3], 1);
         setenv("REFGATE_REDIS_PORT", v[4], 1);
+        setenv("REFGATE_REDIS_MODE", cluster_mode ? "cluster" : "single", 1);
         setenv("REFGATE_WORKERS", "2", 1);
         setenv("REFGATE_SERVER_BIN", server, 1);
         setenv("REFGATE_CLI_BIN", cli, 1);
@@ -332,5 +377,13 @@ int main(void)
         cmocka_unit_test(test_worker_killed_under_make_run),
         cmocka_unit_test(test_sigterm_leaves_nothing),
     };
-    return FX_RUN("make_run", tests, group_setup, group_teardown);
+    int rc = FX_RUN("make_run", tests, group_setup, group_teardown);
+    const struct CMUnitTest cluster_tests[] = {
+        cmocka_unit_test(test_cluster_holds_the_sessions),
+        cmocka_unit_test(test_sigterm_leaves_nothing),
+    };
+    cluster_mode = 1;
+    pages = NULL;
+    run_pid = -1;
+    return FX_RUN("make_run_cluster", cluster_tests, group_setup, group_teardown) || rc;
 }

@@ -151,7 +151,7 @@ static void test_defaults(void **state)
     tenant_destroy(&t);
     /* The hash holds the documented fields, as text. */
     redisContext *c = redissrv_connect(db.srv);
-    redisReply *rep = redisCommand(c, "HMGET rg:tenant:plain rate allow_hosts allow_eval name");
+    redisReply *rep = redisCommand(c, "HMGET rg:{tenants}:tenant:plain rate allow_hosts allow_eval name");
     assert_int_equal(rep->type, REDIS_REPLY_ARRAY);
     assert_string_equal(rep->element[0]->str, "50");
     assert_string_equal(rep->element[1]->str, "[]");
@@ -203,7 +203,7 @@ static void test_update(void **state)
     tenant_init(&ghost);
     rg_strlcpy(ghost.id, "ghost", sizeof ghost.id);
     assert_int_equal(tenant_update(db.conn, &ghost, err, sizeof err), RG_ENOTFOUND);
-    assert_int_equal(redis_int("EXISTS %s", "rg:tenant:ghost"), 0);
+    assert_int_equal(redis_int("EXISTS %s", "rg:{tenants}:tenant:ghost"), 0);
     tenant_destroy(&ghost);
 }
 
@@ -241,13 +241,13 @@ static void test_delete_removes_tenant_and_keys(void **state)
     tenant_destroy(&t);
     char h[TENANT_HASH_SIZE], kk[128];
     tenant_key_hash(k1, h);
-    snprintf(kk, sizeof kk, "rg:key:%s", h);
+    snprintf(kk, sizeof kk, "rg:{tenants}:key:%s", h);
     assert_int_equal(redis_int("EXISTS %s", kk), 0);
     tenant_key_hash(k2, h);
-    snprintf(kk, sizeof kk, "rg:key:%s", h);
+    snprintf(kk, sizeof kk, "rg:{tenants}:key:%s", h);
     assert_int_equal(redis_int("EXISTS %s", kk), 0);
-    assert_int_equal(redis_int("EXISTS %s", "rg:tenant:doomed:keys"), 0);
-    assert_int_equal(redis_int("SISMEMBER rg:tenants %s", "doomed"), 0);
+    assert_int_equal(redis_int("EXISTS %s", "rg:{tenants}:tenant:doomed:keys"), 0);
+    assert_int_equal(redis_int("SISMEMBER rg:{tenants}:all %s", "doomed"), 0);
     assert_int_equal(tenant_delete(db.conn, "doomed"), RG_ENOTFOUND);
     size_t n;
     assert_int_equal(tenant_key_count(db.conn, "doomed", &n), RG_ENOTFOUND);
@@ -412,9 +412,9 @@ static void test_keys_are_stored_only_as_hashes(void **state)
     assert_true(redis_holds(h)); /* the scan does see what is there */
     assert_true(redis_holds("secretive"));
     char kk[128];
-    snprintf(kk, sizeof kk, "rg:key:%s", h);
+    snprintf(kk, sizeof kk, "rg:{tenants}:key:%s", h);
     assert_int_equal(redis_int("EXISTS %s", kk), 1);
-    assert_int_equal(redis_int("SISMEMBER rg:tenant:secretive:keys %s", h), 1);
+    assert_int_equal(redis_int("SISMEMBER rg:{tenants}:tenant:secretive:keys %s", h), 1);
 }
 
 static void test_authenticate(void **state)
@@ -696,6 +696,66 @@ static void test_redis_down_is_unavailable_then_recovers(void **state)
     tenant_cache_free(c);
 }
 
+/* Tenants written before the tagged keys (rg:tenant:T ...) move to them once,
+   keys included, and the old keys go. */
+static void test_old_layout_is_upgraded(void **state)
+{
+    (void)state;
+    char old_key[] = "rgk_0123456789abcdefghijABCDEFGHIJ0123456789";
+    char h[TENANT_HASH_SIZE];
+    tenant_key_hash(old_key, h);
+    redisContext *c = redissrv_connect(db.srv);
+    assert_non_null(c);
+    const char *cmds[][8] = {
+        {"HSET", "rg:tenant:veteran", "name", "veteran", "max_sessions", "7", "rate", "3"},
+        {"SADD", "rg:tenant:veteran:keys", h},
+        {"SET", NULL, "veteran"},
+        {"SADD", "rg:tenants", "veteran"},
+    };
+    int argc[] = {8, 3, 3, 3};
+    char kk[128];
+    snprintf(kk, sizeof kk, "rg:key:%s", h);
+    cmds[2][1] = kk;
+    for (int i = 0; i < 4; i++) {
+        redisReply *r = redisCommandArgv(c, argc[i], cmds[i], NULL);
+        assert_non_null(r);
+        assert_true(r->type != REDIS_REPLY_ERROR);
+        freeReplyObject(r);
+    }
+    redisFree(c);
+    /* One made since keeps its own key. */
+    char new_key[TENANT_KEY_SIZE];
+    create("newcomer", new_key);
+
+    size_t moved;
+    assert_int_equal(tenant_upgrade(db.conn, &moved), 0);
+    assert_int_equal(moved, 1);
+    tenant t;
+    assert_int_equal(tenant_get(db.conn, "veteran", &t), 0);
+    assert_int_equal(t.max_sessions, 7);
+    assert_true(t.rate == 3.0);
+    tenant_destroy(&t);
+    tenant_cache *cache = tenant_cache_new(db.conn, 0, 0);
+    assert_int_equal(tenant_authenticate(cache, old_key, &t), 0);
+    assert_string_equal(t.id, "veteran");
+    tenant_destroy(&t);
+    assert_int_equal(tenant_authenticate(cache, new_key, &t), 0);
+    assert_string_equal(t.id, "newcomer");
+    tenant_destroy(&t);
+    tenant_cache_free(cache);
+    char **tids;
+    size_t n;
+    assert_int_equal(tenant_list(db.conn, &tids, &n), 0);
+    assert_int_equal(n, 2);
+    tenant_list_free(tids, n);
+    assert_int_equal(redis_int("EXISTS %s", "rg:tenant:veteran"), 0);
+    assert_int_equal(redis_int("EXISTS %s", "rg:tenant:veteran:keys"), 0);
+    assert_int_equal(redis_int("EXISTS %s", kk), 0);
+    assert_int_equal(redis_int("EXISTS %s", "rg:tenants"), 0);
+    assert_int_equal(tenant_upgrade(db.conn, &moved), 0);
+    assert_int_equal(moved, 0);
+}
+
 int main(void)
 {
     if (fx_redis_start(&db, "test_tenant_redis") < 0)
@@ -717,6 +777,7 @@ int main(void)
         cmocka_unit_test_setup(test_refreshing_a_key_keeps_the_others, flush_db),
         cmocka_unit_test_setup(test_bounded_cache_stays_correct, flush_db),
         cmocka_unit_test_setup(test_threads_share_one_cache, flush_db),
+        cmocka_unit_test_setup(test_old_layout_is_upgraded, flush_db),
         cmocka_unit_test_setup(test_redis_down_is_unavailable_then_recovers, flush_db),
     };
     int rc = FX_RUN("tenant_redis", tests, NULL, NULL);

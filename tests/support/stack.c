@@ -28,7 +28,8 @@
 
 struct stack {
     char dir[128];
-    redissrv *redis;
+    redissrv *redis; /* NULL on a Redis the caller runs (stack_start_on) */
+    char redis_url[512];
     int n;
     pid_t workers[WORKERS_MAX + 1];
     int fcgi_base, ws_base;
@@ -112,8 +113,8 @@ static pid_t start_worker(stack *s, int i)
     snprintf(ws, sizeof ws, "REFGATE_WS_LISTEN=127.0.0.1:%d", s->ws_base + i);
     snprintf(run, sizeof run, "REFGATE_RUN_DIR=%s/worker-w%d", s->dir, i);
     snprintf(log, sizeof log, "%s/worker-w%d.log", s->dir, i);
-    char redis[200];
-    snprintf(redis, sizeof redis, "REFGATE_REDIS_URL=%s", redissrv_url(s->redis));
+    char redis[600];
+    snprintf(redis, sizeof redis, "REFGATE_REDIS_URL=%s", s->redis_url);
     const char *env[32];
     int n = 0;
     env[n++] = id;
@@ -193,7 +194,7 @@ static int make_tenants(stack *s)
         t.max_concurrent = 64;
         t.max_sessions = 1000;
         char err[256];
-        rc = stack_make_tenant(redissrv_url(s->redis), &t, s->key[i], sizeof s->key[i], err,
+        rc = stack_make_tenant(s->redis_url, &t, s->key[i], sizeof s->key[i], err,
                                sizeof err);
         if (rc < 0)
             fprintf(stderr, "stack: tenant %s: %s\n", names[i], err);
@@ -233,6 +234,11 @@ static int start_nginx(stack *s)
 
 stack *stack_start(int workers, const char *const *env)
 {
+    return stack_start_on(workers, env, NULL);
+}
+
+stack *stack_start_on(int workers, const char *const *env, const char *redis_url)
+{
     stack *s = calloc(1, sizeof *s);
     if (!s || workers < 1 || workers > WORKERS_MAX) {
         free(s);
@@ -249,7 +255,13 @@ stack *stack_start(int workers, const char *const *env)
     s->port = support_free_port();
     s->fcgi_base = free_range(workers);
     s->ws_base = free_range(workers + 10) + 10;
-    if (!(s->redis = redissrv_start(NULL)) || make_tenants(s) < 0)
+    if (redis_url)
+        snprintf(s->redis_url, sizeof s->redis_url, "%s", redis_url);
+    else if ((s->redis = redissrv_start(NULL)))
+        snprintf(s->redis_url, sizeof s->redis_url, "%s", redissrv_url(s->redis));
+    else
+        goto fail;
+    if (make_tenants(s) < 0)
         goto fail;
     for (int i = 1; i <= workers; i++)
         if ((s->workers[i] = start_worker(s, i)) <= 0)
@@ -329,7 +341,7 @@ const char *stack_key(const stack *s, int other)
 
 const char *stack_redis_url(const stack *s)
 {
-    return redissrv_url(s->redis);
+    return s->redis_url;
 }
 
 pid_t stack_worker_pid(const stack *s, int i)

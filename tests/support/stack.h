@@ -22,6 +22,8 @@ typedef struct stack stack;
  * until /healthz answers 200 through nginx. NULL on failure (logs say why).
  */
 stack *stack_start(int workers, const char *const *env);
+/** The same on a Redis the caller runs (a cluster's redis+cluster:// URL): stack_redis is NULL. */
+stack *stack_start_on(int workers, const char *const *env, const char *redis_url);
 void stack_stop(stack *s);
 /** The refgate-server built with this test binary (its build's), or REFGATE_SERVER_BIN. */
 const char *stack_server_bin(void);

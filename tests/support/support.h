@@ -88,4 +88,53 @@ void redissrv_free(redissrv *r);
 /** A direct hiredis connection (authenticated), or NULL. Test code frees it. */
 struct redisContext *redissrv_connect(const redissrv *r);
 
+/* ---- a private Redis Cluster (cluster.c) ---- */
+
+typedef struct rediscluster rediscluster;
+
+/**
+ * Starts masters * (1 + replicas) redis-server processes with cluster-enabled
+ * (node timeout 1 s, so a failover takes a few seconds) on free loopback
+ * ports under a fresh directory, joins them with `redis-cli --cluster
+ * create` and waits until every node says cluster_state:ok and every replica
+ * is in sync. masters >= 3. NULL when it did not come up.
+ */
+rediscluster *rediscluster_start(int masters, int replicas);
+/** "redis+cluster://127.0.0.1:<port>,..." naming the first masters as seeds. */
+const char *rediscluster_url(const rediscluster *c);
+int rediscluster_nodes(const rediscluster *c);
+int rediscluster_port(const rediscluster *c, int i);
+int rediscluster_node_of_port(const rediscluster *c, int port);
+/** The node that serves slot now (asked of a live node), or -1. */
+int rediscluster_master_of(const rediscluster *c, int slot);
+/** Node i's cluster id into out. 0 or -1. */
+int rediscluster_node_id(const rediscluster *c, int i, char *out, size_t len);
+/** 0 once every live node says cluster_state:ok, -1 after timeout_ms. */
+int rediscluster_wait_ok(const rediscluster *c, int timeout_ms);
+/** SIGKILL of node i, by PID (it stays dead). */
+void rediscluster_kill(rediscluster *c, int i);
+/** Stops every node (SIGTERM, by PID) and removes the directory. */
+void rediscluster_free(rediscluster *c);
+/** A direct hiredis connection to node i (no redirections followed), or NULL. */
+struct redisContext *rediscluster_connect(const rediscluster *c, int i);
+
+/* ---- a private Redis Sentinel setup (cluster.c) ---- */
+
+typedef struct redissentinel redissentinel;
+
+/**
+ * Starts a master (node 0), its replica (1) and three sentinels (2, 3, 4;
+ * redis-server --sentinel, quorum 2, down after 1 s) on free loopback
+ * ports, and waits until the replica is in sync and every sentinel knows the
+ * others and the replica. NULL when it did not come up.
+ */
+redissentinel *redissentinel_start(void);
+/** "redis+sentinel://127.0.0.1:<s1>,...,/mymaster" */
+const char *redissentinel_url(const redissentinel *s);
+int redissentinel_port(const redissentinel *s, int i);
+/** SIGKILL of process i, by PID. */
+void redissentinel_kill(redissentinel *s, int i);
+/** Stops every process (SIGTERM, by PID) and removes the directory. */
+void redissentinel_free(redissentinel *s);
+
 #endif

@@ -1,4 +1,4 @@
-/* test_common.c - the error table, rg_buf and configuration parsing. */
+/* test_common.c - the error table, rg_buf, configuration parsing and Redis routing. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -9,6 +9,7 @@
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
+#include <hiredis/hiredis.h>
 
 #include "common/rg.h"
 
@@ -104,6 +105,105 @@ static void test_env_long_validates(void **state)
     assert_int_equal(rg_env_long("RG_TEST_N", 7, 0, 100), 7);
 }
 
+/* Slots as Redis Cluster computes them (the examples of its specification). */
+static void test_redis_slots_follow_hash_tags(void **state)
+{
+    (void)state;
+    assert_int_equal(rg_redis_slot("123456789", 9), 0x31C3 % 16384); /* CRC16 check value */
+    assert_int_equal(rg_redis_slot("foo", 3), 12182);
+    assert_int_equal(rg_redis_slot("{user1000}.following", 20),
+                     rg_redis_slot("{user1000}.followers", 20));
+    assert_int_equal(rg_redis_slot("{user1000}.following", 20), rg_redis_slot("user1000", 8));
+    /* Only the first tag counts; an empty tag hashes the whole key. */
+    assert_int_equal(rg_redis_slot("foo{bar}{zap}", 13), rg_redis_slot("bar", 3));
+    assert_int_equal(rg_redis_slot("foo{}{bar}", 10), (int)rg_redis_slot("foo{}{bar}", 10));
+    assert_true(rg_redis_slot("foo{}{bar}", 10) != rg_redis_slot("bar", 3));
+    assert_int_equal(rg_redis_slot("foo{{bar}}zap", 13), rg_redis_slot("{bar", 4));
+    /* A session's keys share a slot; the tenant directory has its own. */
+    assert_int_equal(rg_redis_slot("rg:{t:a:s:b}:meta", 17), rg_redis_slot("rg:{t:a:s:b}:park", 17));
+    assert_int_equal(rg_redis_slot("rg:{tenants}:all", 16),
+                     rg_redis_slot("rg:{tenants}:key:ab", 19));
+}
+
+static void test_redis_urls(void **state)
+{
+    (void)state;
+    const char *good[] = {"redis://127.0.0.1:6390", "redis://:pw@localhost/2", "127.0.0.1",
+                          "redis+cluster://127.0.0.1:7000",
+                          "redis+cluster://:pw@10.0.0.1:7000,10.0.0.2:7001,10.0.0.3",
+                          "redis+sentinel://127.0.0.1:1,127.0.0.1:2/mymaster",
+                          "redis+sentinel://:pw@127.0.0.1:1/mymaster/3"};
+    const char *bad[] = {"redis://", "redis://h:0", "redis://h:99999", "redis://a:1,b:2",
+                         "redis+cluster://h:1/3", "redis+cluster://h:1,,h:2", "http://h:1",
+                         "redis://h:12x", "redis+sentinel://h:1", "redis+sentinel://h:1/",
+                         "redis+sentinel:///mymaster", "redis+sentinel://h:1/my master"};
+    char err[256];
+    for (size_t i = 0; i < sizeof good / sizeof *good; i++) {
+        rg_redis_config cfg;
+        rg_redis_config_default(&cfg);
+        cfg.url = good[i];
+        rg_redis *r = NULL;
+        assert_int_equal(rg_redis_new(&cfg, &r, err, sizeof err), 0);
+        assert_int_equal(rg_redis_is_cluster(r), strstr(good[i], "cluster") != NULL);
+        rg_redis_free(r);
+    }
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        rg_redis_config cfg;
+        rg_redis_config_default(&cfg);
+        cfg.url = bad[i];
+        rg_redis *r = NULL;
+        assert_int_equal(rg_redis_new(&cfg, &r, err, sizeof err), RG_EBADREQ);
+        assert_null(r);
+        assert_non_null(strstr(err, "redis+cluster://"));
+    }
+}
+
+/* Refused before anything is sent: no server listens on the port. */
+static void test_redis_refuses_commands_across_slots(void **state)
+{
+    (void)state;
+    const char *urls[] = {"redis://127.0.0.1:1", "redis+cluster://127.0.0.1:1"};
+    for (int u = 0; u < 2; u++) {
+        rg_redis_config cfg;
+        rg_redis_config_default(&cfg);
+        cfg.url = urls[u];
+        cfg.connect_timeout_ms = 50;
+        cfg.command_timeout_ms = 50;
+        rg_redis *r;
+        char err[256];
+        assert_int_equal(rg_redis_new(&cfg, &r, err, sizeof err), 0);
+        redisReply *rep = rg_redis_command(r, "DEL rg:{t:a:s:1}:meta rg:{t:a:s:2}:meta");
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+        assert_non_null(strstr(rep->str, "CROSSSLOT"));
+        freeReplyObject(rep);
+        rg_redis_script s = {"return 1", ""};
+        const char *keys[] = {"rg:{t:a}:conc", "rg:t:a:bucket"};
+        rep = rg_redis_eval(r, &s, 2, 0, keys, NULL);
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+        assert_non_null(strstr(rep->str, "CROSSSLOT"));
+        freeReplyObject(rep);
+        /* A command the client has no key table for is refused, never guessed. */
+        rep = rg_redis_command(r, "SUNIONSTORE a b c");
+        assert_non_null(rep);
+        assert_int_equal(rep->type, REDIS_REPLY_ERROR);
+        freeReplyObject(rep);
+        /* A node's keyspace only on one server. */
+        rep = rg_redis_command(r, "FLUSHALL");
+        if (u == 1) {
+            assert_non_null(rep);
+            assert_non_null(strstr(rep->str, "each master"));
+        } else {
+            assert_null(rep); /* sent, and nobody listens */
+        }
+        freeReplyObject(rep);
+        /* One key, or keys with one tag: sent (and nobody answers). */
+        assert_null(rg_redis_command(r, "DEL rg:{t:a:s:1}:meta rg:{t:a:s:1}:park"));
+        rg_redis_free(r);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -111,6 +211,9 @@ int main(void)
         cmocka_unit_test(test_buf_json_string_round_trips),
         cmocka_unit_test(test_buf_grows_and_printf),
         cmocka_unit_test(test_env_long_validates),
+        cmocka_unit_test(test_redis_slots_follow_hash_tags),
+        cmocka_unit_test(test_redis_urls),
+        cmocka_unit_test(test_redis_refuses_commands_across_slots),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
