@@ -138,6 +138,17 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   (unsigned long long)ps.restarts, (unsigned long long)ps.pings_missed,
                   (unsigned long long)m.redis_errors,
                   (unsigned long long)m.ws_connections);
+    rg_buf_printf(out,
+                  "# HELP refgate_view_frames_total Live view frames written to WebSocket clients, "
+                  "and frames a newer one replaced before a slow client took them.\n"
+                  "# TYPE refgate_view_frames_total counter\n"
+                  "refgate_view_frames_total{result=\"sent\"} %llu\n"
+                  "refgate_view_frames_total{result=\"dropped\"} %llu\n"
+                  "# HELP refgate_view_viewers WebSocket connections subscribed to a screencast.\n"
+                  "# TYPE refgate_view_viewers gauge\n"
+                  "refgate_view_viewers %llu\n",
+                  (unsigned long long)m.frames_sent, (unsigned long long)m.frames_dropped,
+                  (unsigned long long)m.viewers);
     egress_stats es;
     if (sess_egress_stats(g->sessions, &es))
         rg_buf_printf(out,

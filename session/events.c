@@ -66,6 +66,10 @@ static void on_page_event(void *ud, const char *session_id, const char *method, 
         sess_on_request_paused(s, params);
         return;
     }
+    if (!strcmp(method, "Page.screencastFrame")) {
+        sess_cast_frame(s, params);
+        return;
+    }
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {
@@ -189,6 +193,7 @@ void sess_events_bind(sess *s)
  */
 void sess_events_unbind(sess *s)
 {
+    sess_cast_unbind(s);
     if (s->lease) {
         cdp_conn *conn = pool_lease_conn(s->lease);
         int subs[] = {s->sub, s->popup_sub, s->crash_sub, s->info_sub};

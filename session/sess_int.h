@@ -84,6 +84,11 @@ struct sess {
     int info_sub;                  /* Target.targetInfoChanged: the title or URL changed */
     int lost;                      /* atomic: the browser died under the lease */
     int checks;                    /* URL checks in flight (guarded by m->mu) */
+    /* The live view (cast.c). */
+    int cast_on;                   /* the page streams (the holder sets it, under m->mu) */
+    cdp_conn *cast_conn;           /* where acks go; guarded by cast.c's lock */
+    char cast_page[64];            /* the page's DevTools session id, for acks */
+    sess_cast_opts cast_opts;      /* what the stream was started with (the holder's) */
 };
 
 struct sess_mgr {
@@ -185,6 +190,15 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c);
  */
 int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capture *parked,
                  sess_restore_info *ri, char *err, size_t errlen);
+
+/* ---- cast.c: the live view's screencast ---- */
+
+/** The holder starts or stops s's screencast as cfg.cast_wanted says (when live here). */
+void sess_cast_apply(sess *s);
+/** Page.screencastFrame on the reader thread: to on_event, or acked at once. */
+void sess_cast_frame(sess *s, const cJSON *params);
+/** The lease is going: acks have nowhere to go (before the lease is released). */
+void sess_cast_unbind(sess *s);
 
 /* ---- quota.c ---- */
 
