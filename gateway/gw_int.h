@@ -35,6 +35,7 @@ typedef struct gw_metrics {
     uint64_t ws_connections;
     uint64_t frames_sent, frames_dropped; /* the live view's screencast frames */
     uint64_t viewers;                     /* connections that receive frames now (a gauge) */
+    uint64_t frame_bytes;                 /* bytes of frames waiting in their slots (a gauge) */
 } gw_metrics;
 
 extern const int gw_buckets_ms[GW_BUCKETS];

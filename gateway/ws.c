@@ -197,17 +197,26 @@ static void sframe_unref(struct sframe *f)
         free(f);
 }
 
+/* Empties c's frame slot (ws->mu held): the frame, still referenced, or NULL. */
+static struct sframe *slot_take(struct gw_ws *ws, struct wsconn *c)
+{
+    struct sframe *f = c->slot;
+    if (f)
+        ws->g->m.frame_bytes -= f->len;
+    c->slot = NULL;
+    return f;
+}
+
 static void conn_unref(struct gw_ws *ws, struct wsconn *c)
 {
     if (--c->refs > 0)
         return;
-    sframe_unref(c->slot);
+    sframe_unref(slot_take(ws, c));
     free_frames(c->in_head);
     free_frames(c->out_head);
     rg_buf_destroy(&c->rx);
     pthread_cond_destroy(&c->cv);
     free(c);
-    (void)ws;
 }
 
 /* Queues an encoded map for the client; force: a reply, sent whatever the outbox holds. */
@@ -654,8 +663,7 @@ static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
     int owed = 0, ack_id = 0;
     if (f) {
         c->out_bytes -= f->len;
-    } else if ((sf = c->slot)) {
-        c->slot = NULL;
+    } else if ((sf = slot_take(ws, c))) {
         ws->g->m.frames_sent++;
         struct castsess *cs = castsess_find(ws, c->tenant, c->sid, 0);
         if (cs) {
@@ -707,8 +715,7 @@ static void closed(struct gw_ws *ws, struct wsconn *c)
         }
     c->closed = 1;
     c->wsi = NULL;
-    sframe_unref(c->slot);
-    c->slot = NULL;
+    sframe_unref(slot_take(ws, c));
     pthread_cond_signal(&c->cv);
     conn_unref(ws, c);
     pthread_mutex_unlock(&ws->mu);
@@ -993,10 +1000,11 @@ static void cast_frame(gw *g, const char *tid, const char *sid, cJSON *data)
             continue;
         if (c->slot) {
             g->m.frames_dropped++;
-            sframe_unref(c->slot);
+            sframe_unref(slot_take(ws, c));
         }
         f->refs++;
         c->slot = f;
+        g->m.frame_bytes += f->len;
         placed++;
     }
     if (placed) {
