@@ -991,13 +991,15 @@ static void cast_frame(gw *g, const char *tid, const char *sid, cJSON *data)
     cJSON_Delete(ev);
     int placed = 0;
     pthread_mutex_lock(&ws->mu);
-    struct castsess *cs = castsess_find(ws, tid, sid, 1);
-    for (struct wsconn *c = ws->conns; c && cs; c = c->next) {
+    struct castsess *cs = NULL; /* made with the first frame placed, gone with the last viewer */
+    for (struct wsconn *c = ws->conns; c; c = c->next) {
         if (!c->cast || c->closed || c->ending || strcmp(c->sid, sid) || strcmp(c->tenant, tid))
             continue;
         struct sframe *f = c->json ? js : mp;
         if (!f)
             continue;
+        if (!cs && !(cs = castsess_find(ws, tid, sid, 1)))
+            break;
         if (c->slot) {
             g->m.frames_dropped++;
             sframe_unref(slot_take(ws, c));
