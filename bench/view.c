@@ -45,6 +45,9 @@ static int command(int *fd, const char *body, rg_buf *out)
     if (rc < 0)
         return -1;
     rc = r.status == 200 ? 0 : -1;
+    if (rc < 0)
+        fprintf(stderr, "view: %s -> %d %.*s\n", body, r.status, (int)r.body.len,
+                r.body.data ? r.body.data : "");
     if (out) {
         rg_buf_reset(out);
         rg_buf_append(out, r.body.data, r.body.len);
@@ -75,7 +78,8 @@ static int clicks(int n, double out[2])
     double *ms = calloc((size_t)n, sizeof *ms);
     if (!ms)
         return -1;
-    const char *click = "{\"op\":\"click\",\"args\":{\"target\":\"css:#count\"}}";
+    const char *click = getenv("VIEW_OP") ? getenv("VIEW_OP")
+                                          : "{\"op\":\"click\",\"args\":{\"target\":\"css:#count\"}}";
     for (int i = 0; i < 10; i++)
         if (command(&fd, click, NULL) < 0)
             return -1;
@@ -106,7 +110,12 @@ static wsc *viewer(const char *tok)
     wsc *w = wsc_open(stack_port(st.st), path, tok ? "" : st.auth[0], &status);
     if (!w)
         return NULL;
-    const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"screencast\"]}}";
+    /* VIEW_SUB_ARGS: more subscribe args, for trying settings (",\"max_width\":320"). */
+    char sub[512];
+    const char *more = getenv("VIEW_SUB_ARGS");
+    snprintf(sub, sizeof sub,
+             "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"screencast\"]%s}}",
+             more ? more : "");
     rg_buf in;
     rg_buf_init(&in);
     if (wsc_send(w, sub, strlen(sub), 1) < 0 || wsc_recv(w, &in, 20000) != 1 ||

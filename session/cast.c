@@ -80,6 +80,8 @@ void sess_cast_apply(sess *s)
         return;
     }
     s->cast_opts = o;
+    rg_log(RG_LOG_INFO, "session", "%s: screencast started (%s, %d x %d)", s->id, o.format,
+           o.max_width, o.max_height);
     pthread_mutex_lock(&m->mu);
     s->cast_on = 1;
     pthread_mutex_unlock(&m->mu);
