@@ -78,8 +78,9 @@ static int clicks(int n, double out[2])
     double *ms = calloc((size_t)n, sizeof *ms);
     if (!ms)
         return -1;
-    const char *click = getenv("VIEW_OP") ? getenv("VIEW_OP")
-                                          : "{\"op\":\"click\",\"args\":{\"target\":\"css:#count\"}}";
+    const char *click = getenv("VIEW_OP")
+                            ? getenv("VIEW_OP")
+                            : "{\"op\":\"click\",\"args\":{\"target\":\"css:#count\"}}";
     for (int i = 0; i < 10; i++)
         if (command(&fd, click, NULL) < 0)
             return -1;

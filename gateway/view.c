@@ -107,8 +107,8 @@ static void view_mac(const unsigned char *secret, size_t slen, const char *tid, 
          (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1), mac, &len);
 }
 
-int gw_view_token_make(const unsigned char *secret, size_t slen, const char *tid,
-                       const char *sid, long long exp, int control, char *out, size_t len)
+int gw_view_token_make(const unsigned char *secret, size_t slen, const char *tid, const char *sid,
+                       long long exp, int control, char *out, size_t len)
 {
     unsigned char mac[VIEW_MAC_BYTES];
     char t64[128], m64[64];
@@ -143,8 +143,8 @@ int gw_view_token_parse(const char *tok, size_t n, gw_view_claims *out)
     const char *dot = memchr(p, '.', (size_t)(end - p));
     if (!dot || dot == p)
         return RG_EUNAUTH;
-    long tl = b64u_decode(p, (size_t)(dot - p), (unsigned char *)out->tenant,
-                          sizeof out->tenant - 1);
+    long tl =
+        b64u_decode(p, (size_t)(dot - p), (unsigned char *)out->tenant, sizeof out->tenant - 1);
     if (tl <= 0)
         return RG_EUNAUTH;
     out->tenant[tl] = '\0';
@@ -157,8 +157,8 @@ int gw_view_token_parse(const char *tok, size_t n, gw_view_claims *out)
     return 0;
 }
 
-int gw_view_token_verify(const unsigned char *secret, size_t slen, const char *tok,
-                         const char *sid, long long now_s, gw_view_claims *out)
+int gw_view_token_verify(const unsigned char *secret, size_t slen, const char *tok, const char *sid,
+                         long long now_s, gw_view_claims *out)
 {
     int rc = gw_view_token_parse(tok, strlen(tok), out);
     if (rc < 0)
@@ -265,8 +265,7 @@ static int mouse(gw_cmd *c, const char *type, double x, double y, const char *bu
              type, x, y, button, count, modifiers, dx, dy);
     reg_page_handle h = sess_handle(c->s);
     int rc = cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, c->timeout_ms, NULL);
-    return rc < 0 ? gw_fail(c, rc, "the page did not take the %s (%s)", type, rg_err_code(rc))
-                  : 0;
+    return rc < 0 ? gw_fail(c, rc, "the page did not take the %s (%s)", type, rg_err_code(rc)) : 0;
 }
 
 /* DevTools' modifier bits: Alt 1, Control 2, Meta 4, Shift 8. */

@@ -55,8 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                  "no token for claims the parser accepted");
         size_t head = (size_t)(strrchr(made, '.') - made) + 1;
         FZ_CHECK(size > head && !memcmp(made, data, head),
-                 "accepted a second spelling of the claims: %.*s vs %s", (int)size, (const char *)data,
-                 made);
+                 "accepted a second spelling of the claims: %.*s vs %s", (int)size,
+                 (const char *)data, made);
         /* Under the fixed secret, verify takes the input only if it is make's token. */
         if (cl.exp > 0)
             FZ_CHECK((vr == 0) == (strlen(made) == size && !memcmp(made, data, size)),
@@ -68,15 +68,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         FZ_CHECK(gw_view_token_verify(secret, sizeof secret, made, "s1", exp - 1, &v) == 0 &&
                      v.control == cl.control && v.exp == exp && !strcmp(v.tenant, cl.tenant),
                  "a made token did not verify");
-        FZ_CHECK(gw_view_token_verify(secret, sizeof secret, made, "s2", exp - 1, &v) ==
-                     RG_EUNAUTH,
+        FZ_CHECK(gw_view_token_verify(secret, sizeof secret, made, "s2", exp - 1, &v) == RG_EUNAUTH,
                  "a token verified for another session");
         FZ_CHECK(gw_view_token_verify(secret, sizeof secret, made, "s1", exp, &v) == RG_EUNAUTH,
                  "an expired token verified");
         char *bit = strchr(strchr(made, '.') + 1, '.') + 1;
         *bit = *bit == '1' ? '0' : '1';
-        FZ_CHECK(gw_view_token_verify(secret, sizeof secret, made, "s1", exp - 1, &v) ==
-                     RG_EUNAUTH,
+        FZ_CHECK(gw_view_token_verify(secret, sizeof secret, made, "s1", exp - 1, &v) == RG_EUNAUTH,
                  "a token verified with its control bit flipped");
     }
     free(s);

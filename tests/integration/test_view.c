@@ -324,8 +324,10 @@ static void test_frames_and_input(void **state)
 
     /* A click at the button's box clicks it; the agent's ref from before still reads it. */
     char cmd[256];
-    snprintf(cmd, sizeof cmd, "{\"id\":2,\"op\":\"input\",\"args\":{\"type\":\"click\","
-                              "\"x\":%d,\"y\":%d}}", bx, by);
+    snprintf(cmd, sizeof cmd,
+             "{\"id\":2,\"op\":\"input\",\"args\":{\"type\":\"click\","
+             "\"x\":%d,\"y\":%d}}",
+             bx, by);
     send_cmd(w, cmd);
     r = next_msg(w, 2, NULL, 15000, NULL);
     if (!reply_ok(r))
@@ -339,8 +341,10 @@ static void test_frames_and_input(void **state)
     read_text(sid, "css:#n", text, sizeof text);
     assert_string_equal(text, "2");
     /* Typing reaches the focused field: a click on it, then keys. */
-    snprintf(cmd, sizeof cmd, "{\"id\":3,\"op\":\"input\",\"args\":{\"type\":\"click\","
-                              "\"x\":%d,\"y\":%d}}", fx, fy);
+    snprintf(cmd, sizeof cmd,
+             "{\"id\":3,\"op\":\"input\",\"args\":{\"type\":\"click\","
+             "\"x\":%d,\"y\":%d}}",
+             fx, fy);
     send_cmd(w, cmd);
     cJSON_Delete(next_msg(w, 3, NULL, 15000, NULL));
     send_cmd(w, "{\"id\":4,\"op\":\"input\",\"args\":{\"type\":\"text\",\"text\":\"hi\"}}");
@@ -366,8 +370,10 @@ static void test_frames_and_input(void **state)
     wsc *v = open_view(0, sid, ro, &status);
     if (!v)
         fail_msg("read-only token: HTTP %d", status);
-    snprintf(cmd, sizeof cmd, "{\"id\":1,\"op\":\"input\",\"args\":{\"type\":\"click\","
-                              "\"x\":%d,\"y\":%d}}", bx, by);
+    snprintf(cmd, sizeof cmd,
+             "{\"id\":1,\"op\":\"input\",\"args\":{\"type\":\"click\","
+             "\"x\":%d,\"y\":%d}}",
+             bx, by);
     send_cmd(v, cmd);
     r = next_msg(v, 1, NULL, 15000, NULL);
     assert_string_equal(reply_code(r), "forbidden");
@@ -456,8 +462,9 @@ static void test_slow_viewer(void **state)
     double held = metric("refgate_view_frame_bytes");
     double dropped2 = metric("refgate_view_frames_total{result=\"dropped\"}");
     if (getenv("RG_DEBUG"))
-        fprintf(stderr, "slow viewer: %d frames to the reader, dropped %.0f -> %.0f -> %.0f, "
-                        "worker RSS %ld -> %ld kB, heap in use %.0f -> %.0f, frames held %.0f\n",
+        fprintf(stderr,
+                "slow viewer: %d frames to the reader, dropped %.0f -> %.0f -> %.0f, "
+                "worker RSS %ld -> %ld kB, heap in use %.0f -> %.0f, frames held %.0f\n",
                 frames, dropped0, dropped1, dropped2, rss1, rss2, heap1, heap2, held);
     /* The reader went on receiving; the slow one's frames were dropped, and
        dropping went on; 120 PNG frames of 1280x800 queued would be tens of MB. */
@@ -515,8 +522,9 @@ int main(void)
         return 1;
     int rc = system("sh tests/view/install.sh");
     if (rc != 0) {
-        fprintf(stderr, "test_view: tests/view/install.sh failed (status %d): playwright-core "
-                        "could not be installed\n",
+        fprintf(stderr,
+                "test_view: tests/view/install.sh failed (status %d): playwright-core "
+                "could not be installed\n",
                 rc);
         return 1;
     }
