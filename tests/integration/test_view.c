@@ -35,6 +35,7 @@
 #include "tests/support/expect.h"
 #include "tests/support/fixture.h"
 #include "tests/support/net.h"
+#include "tests/support/support.h"
 #include "wire/wire.h"
 
 static fx_stack gw;
@@ -271,6 +272,14 @@ static void test_token_refusals(void **state)
             fail_msg("worker %d refused a good token: HTTP %d", i, status);
         wsc_close(w);
     }
+    /* nginx's access log keeps the paths, never the tokens. */
+    char logp[300];
+    snprintf(logp, sizeof logp, "%s/nginx/access.log", stack_dir(gw.st));
+    char *log = support_slurp(logp, NULL);
+    assert_non_null(log);
+    assert_null(strstr(log, tok));
+    assert_non_null(strstr(log, "/ws?(not logged)"));
+    free(log);
     /* The token dies with its session. */
     close_session(b);
     token_for(a, 0, 600, other, sizeof other, NULL, 0);
