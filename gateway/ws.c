@@ -94,7 +94,8 @@ struct wsconn {
     int cast;                 /* subscribed to the screencast */
     sess_cast_opts cast_opts;
     struct sframe *slot;      /* the newest unsent frame */
-    int ending;               /* the session closed: close once the outbox is sent */
+    int ending;               /* 1: the session closed, 2: the token expired: close once the
+                                 outbox is sent */
     struct frame *in_head, *in_tail;
     int n_in;
     struct frame *out_head, *out_tail;
@@ -697,8 +698,10 @@ static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
         lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
         return -1;
     } else if (ending) {
-        static const char why[] = "session closed";
-        lws_close_reason(wsi, LWS_CLOSE_STATUS_NORMAL, (unsigned char *)why, sizeof why - 1);
+        const char *why = ending == 2 ? "token expired" : "session closed";
+        lws_close_reason(wsi, ending == 2 ? LWS_CLOSE_STATUS_POLICY_VIOLATION
+                                          : LWS_CLOSE_STATUS_NORMAL,
+                         (unsigned char *)why, strlen(why));
         return -1;
     }
     return 0;
@@ -740,9 +743,9 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (pss->c && pss->c->refused)
             lws_callback_on_writable(wsi);
         if (pss->c && pss->viewer) {
-            /* The token's life is the connection's. */
-            long long left = pss->view_exp - (long long)(rg_wall_ms() / 1000);
-            lws_set_timeout(wsi, PENDING_TIMEOUT_USER_OK, left > 1 ? (int)left : 1);
+            /* The token's life is the connection's (LWS_CALLBACK_TIMER ends it). */
+            long long left_ms = pss->view_exp * 1000 - rg_wall_ms();
+            lws_set_timer_usecs(wsi, (lws_usec_t)(left_ms > 1 ? left_ms : 1) * 1000);
         }
         return pss->c ? 0 : -1;
     case LWS_CALLBACK_RECEIVE:
@@ -757,6 +760,15 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
             if ((c->out_head || c->slot || c->ending) && c->wsi)
                 lws_callback_on_writable(c->wsi);
         pthread_mutex_unlock(&ws->mu);
+        return 0;
+    case LWS_CALLBACK_TIMER:
+        if (pss->c) {
+            pthread_mutex_lock(&ws->mu);
+            if (!pss->c->ending)
+                pss->c->ending = 2;
+            pthread_mutex_unlock(&ws->mu);
+            lws_callback_on_writable(wsi);
+        }
         return 0;
     case LWS_CALLBACK_CLOSED:
         if (pss->c)

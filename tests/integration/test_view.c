@@ -260,9 +260,23 @@ static void test_token_refusals(void **state)
     r = expect_post(&gw, 1, path, "{\"op\":\"session.view_token\"}", &status);
     assert_int_equal(status, 404);
     cJSON_Delete(r);
-    /* Expired: a one-second token, once its second is over. */
-    token_for(a, 1, 1, other, sizeof other, NULL, 0);
-    rg_sleep_ms(2100);
+    /* Expired: a two-second token, once its seconds are over; and the
+       connection it opened before ends with it. */
+    token_for(a, 1, 2, other, sizeof other, NULL, 0);
+    w = open_view(0, a, other, &status);
+    assert_non_null(w);
+    send_cmd(w, "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"session\"]}}");
+    r = next_msg(w, 1, NULL, 10000, NULL);
+    assert_true(reply_ok(r));
+    cJSON_Delete(r);
+    rg_buf in;
+    rg_buf_init(&in);
+    int op;
+    while ((op = wsc_recv(w, &in, 15000)) == 2)
+        rg_buf_reset(&in);
+    assert_int_equal(op, 8); /* closed by the worker, not a timeout here */
+    rg_buf_destroy(&in);
+    wsc_close(w);
     assert_null(open_view(0, a, other, &status));
     assert_int_equal(status, 401);
     /* A token made through nginx works on either worker: the secret is shared. */
