@@ -65,7 +65,7 @@ TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
 TEST_EXPECT := tests/support/expect.c
 LOAD_SRC := bench/load.c bench/load_drive.c bench/load_sample.c bench/load_verdict.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
-           $(BUILD)/bench/load $(BUILD)/bench/loop $(BUILD)/bench/oversub
+           $(BUILD)/bench/load $(BUILD)/bench/loop $(BUILD)/bench/oversub $(BUILD)/bench/view
 # The benches that talk msgpack to a stack through nginx share its client.
 BENCH_CLIENT := $(BUILD)/bench/client.o
 

@@ -228,6 +228,9 @@ int gw_check_cmd(gw_cmd *c, const cJSON *m, const wire_op **o, const cJSON **id,
         return gw_fail(c, RG_EBADREQ, "%s goes to POST /v1/sessions", c->op);
     if (((*o)->flags & WIRE_F_WS_ONLY) && !c->who->websocket)
         return gw_fail(c, RG_EBADREQ, "%s works on the WebSocket only", c->op);
+    if (c->who->viewer && !((*o)->flags & WIRE_F_VIEW))
+        return gw_fail(c, RG_EFORBIDDEN, "a view token opens the live view only: %s needs an API key",
+                       c->op);
     if (((*o)->flags & WIRE_F_EVAL) && !c->who->allow_eval)
         return gw_fail(c, RG_EFORBIDDEN, "%s is not allowed for this tenant", c->op);
     return 0;

@@ -120,6 +120,8 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
     sc.capacity = pc.browsers * pc.contexts_per_browser;
     sc.on_event = page_event;
     sc.event_ud = g;
+    sc.cast_wanted = gw_ws_cast_wanted;
+    sc.cast_ud = g;
     sc.url_check = gw_url_check;
     sc.url_ud = g;
     sc.downloads_allowed = downloads_allowed;

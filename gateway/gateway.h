@@ -96,6 +96,8 @@ typedef struct gw_caller {
     int max_sessions;          /* the tenant's quota, live and parked together */
     const char *user_agent;    /* the tenant's browser defaults, NULL for none */
     const char *locale;
+    int viewer;                /* came with a view token: subscribe and input only */
+    int control;               /* the view token lets it send input */
 } gw_caller;
 
 

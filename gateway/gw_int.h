@@ -33,6 +33,9 @@ typedef struct gw_metrics {
     uint64_t http[6];                        /* responses by status class 1xx..5xx */
     uint64_t redis_errors;
     uint64_t ws_connections;
+    uint64_t frames_sent, frames_dropped; /* the live view's screencast frames */
+    uint64_t viewers;                     /* connections that receive frames now (a gauge) */
+    uint64_t frame_bytes;                 /* bytes of frames waiting in their slots (a gauge) */
 } gw_metrics;
 
 extern const int gw_buckets_ms[GW_BUCKETS];
@@ -73,6 +76,8 @@ struct gw {
     int64_t started_ms;
     struct gw_ws *ws;
     gw_events events;
+    unsigned char view_secret[32]; /* the view tokens' key, once read (view.c; g->mu) */
+    int view_secret_ok;
 };
 
 /** 1 when the sink wants events of kind for the session. */
@@ -180,6 +185,42 @@ void gw_ws_free(gw *g);
 void gw_ws_event(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data);
 /** 1 when a subscriber of the session wants this kind of event. */
 int gw_ws_wants(gw *g, const char *tid, const char *sid, const char *kind);
+
+/** The session's screencast settings its subscribers want (sess_config.cast_wanted). */
+int gw_ws_cast_wanted(void *ud, const char *tid, const char *sid, sess_cast_opts *o);
+
+/* ---- the live view (view.c) ---- */
+
+#define GW_VIEW_SECRET_BYTES 32
+#define GW_VIEW_TOKEN_MAX 200     /* a token's length at most */
+#define GW_VIEW_TTL_DEFAULT_S 600
+#define GW_VIEW_TTL_MAX_S 3600
+
+/** What a view token says (gw_view_token_parse). */
+typedef struct gw_view_claims {
+    char tenant[SESS_TENANT_MAX];
+    long long exp; /* unix seconds */
+    int control;
+    unsigned char mac[32];
+} gw_view_claims;
+
+/** A token for tenant's session sid until exp (unix seconds) into out (len bytes). */
+int gw_view_token_make(const unsigned char *secret, size_t slen, const char *tid,
+                       const char *sid, long long exp, int control, char *out, size_t len);
+/**
+ * Parses an untrusted token (n bytes, need not be NUL-terminated) into its
+ * claims without checking its mac: 0, or RG_EUNAUTH for anything that is not
+ * exactly one token's spelling.
+ */
+int gw_view_token_parse(const char *tok, size_t n, gw_view_claims *out);
+/** Parses tok and checks its mac for session sid and its expiry against now_s: 0 or RG_EUNAUTH. */
+int gw_view_token_verify(const unsigned char *secret, size_t slen, const char *tok,
+                         const char *sid, long long now_s, gw_view_claims *out);
+/** The secret every worker shares (Redis, made once): 0, RG_EUNAVAIL. */
+int gw_view_secret(gw *g, unsigned char out[GW_VIEW_SECRET_BYTES]);
+/** The handlers of session.view_token and input (wire/op.h). */
+int op_view_token(gw_cmd *c);
+int op_input(gw_cmd *c);
 
 /* ---- limits (limits.c) ---- */
 

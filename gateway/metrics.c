@@ -195,6 +195,21 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   (unsigned long long)ss.evicted_clean, (unsigned long long)ss.evicted_losing,
                   (unsigned long long)ss.evicted_fresh, (unsigned long long)ss.judged,
                   (unsigned long long)ss.room_waits);
+    rg_buf_printf(out,
+                  "# HELP refgate_view_frames_total Live view frames written to WebSocket clients, "
+                  "and frames a newer one replaced before a slow client took them.\n"
+                  "# TYPE refgate_view_frames_total counter\n"
+                  "refgate_view_frames_total{result=\"sent\"} %llu\n"
+                  "refgate_view_frames_total{result=\"dropped\"} %llu\n"
+                  "# HELP refgate_view_viewers WebSocket connections subscribed to a screencast.\n"
+                  "# TYPE refgate_view_viewers gauge\n"
+                  "refgate_view_viewers %llu\n"
+                  "# HELP refgate_view_frame_bytes Bytes of live view frames waiting to be "
+                  "written (at most one frame per connection).\n"
+                  "# TYPE refgate_view_frame_bytes gauge\n"
+                  "refgate_view_frame_bytes %llu\n",
+                  (unsigned long long)m.frames_sent, (unsigned long long)m.frames_dropped,
+                  (unsigned long long)m.viewers, (unsigned long long)m.frame_bytes);
     egress_stats es;
     if (sess_egress_stats(g->sessions, &es))
         rg_buf_printf(out,

@@ -201,6 +201,10 @@ static int op_close(gw_cmd *c)
         return gw_fail(c, rc, "Redis is unavailable; nothing was closed");
     c->result = cJSON_CreateObject();
     cJSON_AddBoolToObject(c->result, "closed", 1);
+    /* Subscribers hear it, and the session's live views end with it. */
+    cJSON *d = cJSON_CreateObject();
+    cJSON_AddStringToObject(d, "state", "closed");
+    gw_event(c->g, c->who->tenant, c->sid, "session", d);
     return 0;
 }
 
@@ -757,9 +761,11 @@ static int op_act(gw_cmd *c)
 static int op_subscribe(gw_cmd *c)
 {
     static const char *kinds[] = {"navigation", "console", "dialog",
-                                  "snapshot",   "session", "download"};
+                                  "snapshot",   "session", "download",
+                                  "screencast"};
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(c->args, "events");
     const cJSON *e;
+    int cast = 0;
     cJSON_ArrayForEach(e, ev)
     {
         int known = 0;
@@ -768,11 +774,34 @@ static int op_subscribe(gw_cmd *c)
         if (!known)
             return gw_fail(c, RG_EBADREQ,
                            "args.events takes navigation, console, dialog, "
-                           "snapshot, session and download");
+                           "snapshot, session, download and screencast");
+        cast |= !strcmp(e->valuestring, "screencast");
     }
+    /* The screencast's settings (the WebSocket side starts it). */
+    const char *fmt = gw_arg_str(c, "format");
+    int quality = gw_arg_int(c, "quality", 60);
+    int mw = gw_arg_int(c, "max_width", 1280), mh = gw_arg_int(c, "max_height", 800);
+    if ((fmt || gw_has_arg(c, "quality") || gw_has_arg(c, "max_width") ||
+         gw_has_arg(c, "max_height")) &&
+        !cast)
+        return gw_fail(c, RG_EBADREQ,
+                       "args.format, quality, max_width and max_height go with screencast");
+    if (fmt && strcmp(fmt, "jpeg") && strcmp(fmt, "png"))
+        return gw_fail(c, RG_EBADREQ, "args.format must be jpeg or png");
+    if (quality < 1 || quality > 100)
+        return gw_fail(c, RG_EBADREQ, "args.quality must be from 1 to 100");
+    if (mw < 16 || mw > 4096 || mh < 16 || mh > 4096)
+        return gw_fail(c, RG_EBADREQ, "args.max_width and max_height must be from 16 to 4096");
     /* The WebSocket side records the subscription from the reply. */
     c->result = cJSON_CreateObject();
     cJSON_AddItemToObject(c->result, "events", cJSON_Duplicate(ev, 1));
+    if (cast) {
+        cJSON *sc = cJSON_AddObjectToObject(c->result, "screencast");
+        cJSON_AddStringToObject(sc, "format", fmt ? fmt : "jpeg");
+        cJSON_AddNumberToObject(sc, "quality", quality);
+        cJSON_AddNumberToObject(sc, "max_width", mw);
+        cJSON_AddNumberToObject(sc, "max_height", mh);
+    }
     return 0;
 }
 

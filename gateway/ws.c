@@ -19,6 +19,17 @@
  * Bounds: frames up to max_body bytes, 32 commands waiting per connection
  * (more are answered `unavailable` at once), 8 MiB of unsent frames (events
  * beyond it are dropped and counted; replies always go), 512 connections.
+ *
+ * The live view: a connection opened with a view token (?token=, view.c)
+ * instead of an API key may only subscribe and, with a control token, send
+ * input; it closes when the token expires or the session closes. A
+ * connection subscribed to `screencast` has one slot for a frame: a new
+ * frame replaces an unsent one (dropped, counted), so a client that does not
+ * read costs one frame of memory. Frames are shared between connections
+ * (one encoding per frame) and acknowledged to the page once written
+ * (sess_cast_ack), also for the frames a newer one replaced, so that the
+ * page captures the next; the screencast stops when its last subscriber
+ * leaves.
  */
 #define _GNU_SOURCE
 #include "gateway/gw_int.h"
@@ -33,8 +44,33 @@
 #define OUTBOX_MAX_BYTES (8u << 20)
 #define CONNS_MAX 512
 #define STOP_WAIT_MS 30000
+#define CAST_SYNC_MS 10000 /* starting or stopping a screencast waits this long for the session */
 
-enum { EV_NAVIGATION = 1, EV_CONSOLE = 2, EV_DIALOG = 4, EV_SNAPSHOT = 8, EV_SESSION = 16 };
+enum {
+    EV_NAVIGATION = 1,
+    EV_CONSOLE = 2,
+    EV_DIALOG = 4,
+    EV_SNAPSHOT = 8,
+    EV_SESSION = 16,
+    EV_SCREENCAST = 32
+};
+
+/* A screencast frame's encoding, shared by the connections it goes to (ws->mu). */
+struct sframe {
+    int refs;
+    int json;
+    size_t len;
+    unsigned char data[]; /* LWS_PRE bytes of headroom, then the payload */
+};
+
+/* A session with screencast subscribers here: acks owed to its page (ws->mu). */
+struct castsess {
+    char tenant[SESS_TENANT_MAX];
+    char sid[SESS_ID_MAX];
+    int ack_id;   /* the stream's id for Page.screencastFrameAck */
+    int unacked;  /* frames received and not yet acknowledged */
+    struct castsess *next;
+};
 
 struct frame {
     struct frame *next;
@@ -52,7 +88,14 @@ struct wsconn {
     int max_sessions, max_concurrent;
     double rate;
     int refused;              /* rc when the handshake's checks failed */
+    int viewer, control;      /* opened with a view token (and may it send input?) */
+    long long view_exp;       /* the token's expiry, unix seconds */
     /* guarded by ws->mu */
+    int cast;                 /* subscribed to the screencast */
+    sess_cast_opts cast_opts;
+    struct sframe *slot;      /* the newest unsent frame */
+    int ending;               /* 1: the session closed, 2: the token expired: close once the
+                                 outbox is sent */
     struct frame *in_head, *in_tail;
     int n_in;
     struct frame *out_head, *out_tail;
@@ -79,6 +122,9 @@ struct pss {
     int allow_eval;
     int max_sessions, max_concurrent;
     double rate;
+    int viewer, control;
+    long long view_exp;
+    int http_status; /* a view token refused: this status at the handshake */
 };
 
 struct gw_ws {
@@ -88,6 +134,7 @@ struct gw_ws {
     pthread_mutex_t mu;
     pthread_cond_t idle;
     struct wsconn *conns;
+    struct castsess *casts;
     int n_conns, n_runners;
     int stop;
     int destroying; /* the context is going: nobody may wake it */
@@ -145,16 +192,32 @@ static void free_frames(struct frame *f)
     }
 }
 
+static void sframe_unref(struct sframe *f)
+{
+    if (f && --f->refs == 0)
+        free(f);
+}
+
+/* Empties c's frame slot (ws->mu held): the frame, still referenced, or NULL. */
+static struct sframe *slot_take(struct gw_ws *ws, struct wsconn *c)
+{
+    struct sframe *f = c->slot;
+    if (f)
+        ws->g->m.frame_bytes -= f->len;
+    c->slot = NULL;
+    return f;
+}
+
 static void conn_unref(struct gw_ws *ws, struct wsconn *c)
 {
     if (--c->refs > 0)
         return;
+    sframe_unref(slot_take(ws, c));
     free_frames(c->in_head);
     free_frames(c->out_head);
     rg_buf_destroy(&c->rx);
     pthread_cond_destroy(&c->cv);
     free(c);
-    (void)ws;
 }
 
 /* Queues an encoded map for the client; force: a reply, sent whatever the outbox holds. */
@@ -186,7 +249,8 @@ static void send_map(struct gw_ws *ws, struct wsconn *c, const cJSON *m, int jso
 static unsigned kind_bit(const char *kind)
 {
     static const char *names[] = {"navigation", "console", "dialog",
-                                  "snapshot",   "session", "download"};
+                                  "snapshot",   "session", "download",
+                                  "screencast"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(kind, names[i]))
             return 1u << i;
@@ -205,6 +269,106 @@ static unsigned event_bits(const cJSON *events)
     return bits;
 }
 
+/* The castsess of a session (ws->mu held); a new one when make (NULL without memory). */
+static struct castsess *castsess_find(struct gw_ws *ws, const char *tid, const char *sid,
+                                      int make)
+{
+    for (struct castsess *cs = ws->casts; cs; cs = cs->next)
+        if (!strcmp(cs->sid, sid) && !strcmp(cs->tenant, tid))
+            return cs;
+    if (!make)
+        return NULL;
+    struct castsess *cs = calloc(1, sizeof *cs);
+    if (!cs)
+        return NULL;
+    snprintf(cs->tenant, sizeof cs->tenant, "%s", tid);
+    snprintf(cs->sid, sizeof cs->sid, "%s", sid);
+    cs->next = ws->casts;
+    ws->casts = cs;
+    return cs;
+}
+
+/* Tells the page n frames are done with (no lock held). */
+static void send_acks(gw *g, const char *tid, const char *sid, int ack_id, int n)
+{
+    for (int i = 0; i < n; i++)
+        sess_cast_ack(g->sessions, tid, sid, ack_id);
+}
+
+/* 1 when a connection other than except still wants the session's frames (ws->mu held). */
+static int cast_others(struct gw_ws *ws, const struct wsconn *except)
+{
+    for (struct wsconn *o = ws->conns; o; o = o->next)
+        if (o != except && o->cast && !o->closed && !strcmp(o->sid, except->sid) &&
+            !strcmp(o->tenant, except->tenant))
+            return 1;
+    return 0;
+}
+
+/*
+ * After a subscribe that names screencast: the connection takes frames, and
+ * the session's page streams (restored when parked). The reply becomes the
+ * error when the page cannot stream. Runner thread.
+ */
+static cJSON *cast_subscribe(struct gw_ws *ws, struct wsconn *c, const cJSON *sc, cJSON *reply,
+                             const cJSON *id)
+{
+    sess_cast_opts o = {0};
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(sc, "format");
+    snprintf(o.format, sizeof o.format, "%s", cJSON_IsString(fmt) ? fmt->valuestring : "jpeg");
+    o.quality = cJSON_GetObjectItemCaseSensitive(sc, "quality")->valueint;
+    o.max_width = cJSON_GetObjectItemCaseSensitive(sc, "max_width")->valueint;
+    o.max_height = cJSON_GetObjectItemCaseSensitive(sc, "max_height")->valueint;
+    pthread_mutex_lock(&ws->mu);
+    if (!c->cast)
+        ws->g->m.viewers++;
+    c->cast = 1;
+    c->cast_opts = o;
+    pthread_mutex_unlock(&ws->mu);
+    char err[256] = "";
+    int rc = sess_cast_sync(ws->g->sessions, c->tenant, c->sid, CAST_SYNC_MS, err, sizeof err);
+    if (rc == 0)
+        return reply;
+    pthread_mutex_lock(&ws->mu);
+    if (c->cast)
+        ws->g->m.viewers--;
+    c->cast = 0;
+    c->events &= ~(unsigned)EV_SCREENCAST;
+    pthread_mutex_unlock(&ws->mu);
+    cJSON_Delete(reply);
+    return gw_error_reply(rc, err[0] ? err : "the session's page cannot stream", id, 0,
+                          rg_err_transient(rc) ? 1000 : 0);
+}
+
+/* The connection leaves: the last subscriber of a session stops its screencast. Runner thread. */
+static void cast_leave(struct gw_ws *ws, struct wsconn *c)
+{
+    pthread_mutex_lock(&ws->mu);
+    int had = c->cast, others = 0, owed = 0, ack_id = 0;
+    if (had) {
+        c->cast = 0;
+        ws->g->m.viewers--;
+        others = cast_others(ws, c);
+        if (!others) {
+            for (struct castsess **pp = &ws->casts; *pp; pp = &(*pp)->next)
+                if (!strcmp((*pp)->sid, c->sid) && !strcmp((*pp)->tenant, c->tenant)) {
+                    struct castsess *cs = *pp;
+                    *pp = cs->next;
+                    owed = cs->unacked;
+                    ack_id = cs->ack_id;
+                    free(cs);
+                    break;
+                }
+        }
+    }
+    pthread_mutex_unlock(&ws->mu);
+    if (!had || others)
+        return;
+    send_acks(ws->g, c->tenant, c->sid, ack_id, owed);
+    char err[256];
+    sess_cast_sync(ws->g->sessions, c->tenant, c->sid, CAST_SYNC_MS, err, sizeof err);
+}
+
 static void run_frame(struct gw_ws *ws, struct wsconn *c, struct frame *f)
 {
     cJSON *m = NULL;
@@ -220,7 +384,8 @@ static void run_frame(struct gw_ws *ws, struct wsconn *c, struct frame *f)
         char rid[48];
         snprintf(rid, sizeof rid, "ws-%s-%llu", c->sid, (unsigned long long)rg_now_us());
         gw_caller who = {.tenant = c->tenant, .allow_eval = c->allow_eval, .request_id = rid,
-                         .websocket = 1, .max_sessions = c->max_sessions};
+                         .websocket = 1, .max_sessions = c->max_sessions,
+                         .viewer = c->viewer, .control = c->control};
         int status, retry;
         int64_t t0 = rg_now_us();
         int lim = gw_rate_check(ws->g, c->tenant, c->rate, &retry);
@@ -238,10 +403,17 @@ static void run_frame(struct gw_ws *ws, struct wsconn *c, struct frame *f)
         const cJSON *ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
         int id = cJSON_IsString(op) ? wire_op_find(op->valuestring) : -1;
         if (id >= 0 && (wire_ops[id].flags & WIRE_F_SUBSCRIBES) && cJSON_IsTrue(ok)) {
+            const cJSON *res = cJSON_GetObjectItemCaseSensitive(reply, "result");
             pthread_mutex_lock(&ws->mu);
-            c->events |= event_bits(cJSON_GetObjectItemCaseSensitive(
-                cJSON_GetObjectItemCaseSensitive(reply, "result"), "events"));
+            c->events |= event_bits(cJSON_GetObjectItemCaseSensitive(res, "events"));
             pthread_mutex_unlock(&ws->mu);
+            const cJSON *sc = cJSON_GetObjectItemCaseSensitive(res, "screencast");
+            if (sc) {
+                reply = cast_subscribe(ws, c, sc, reply, cJSON_GetObjectItemCaseSensitive(m, "id"));
+                ok = cJSON_GetObjectItemCaseSensitive(reply, "ok");
+                if (!cJSON_IsTrue(ok))
+                    status = 503; /* for the log line: the page could not stream */
+            }
         }
         const cJSON *ec = cJSON_GetObjectItemCaseSensitive(
             cJSON_GetObjectItemCaseSensitive(reply, "error"), "code");
@@ -273,6 +445,9 @@ static void *runner_main(void *arg)
         free(f);
         pthread_mutex_lock(&ws->mu);
     }
+    pthread_mutex_unlock(&ws->mu);
+    cast_leave(ws, c);
+    pthread_mutex_lock(&ws->mu);
     conn_unref(ws, c);
     ws->n_runners--;
     pthread_cond_broadcast(&ws->idle);
@@ -307,8 +482,48 @@ static void check_handshake(struct gw_ws *ws, struct lws *wsi, struct pss *pss)
         return;
     }
     const char *key = !strncasecmp(auth, "Bearer ", 7) ? auth + 7 : NULL;
+    char tbuf[GW_VIEW_TOKEN_MAX + 16];
+    const char *token = lws_get_urlarg_by_name(wsi, "token=", tbuf, (int)sizeof tbuf);
     tenant t;
-    int rc = key && *key ? tenant_authenticate(ws->g->tenants, key, &t) : RG_EUNAUTH;
+    int rc;
+    if (token && !key) {
+        /* A view token: the tenant is the token's, the session the path's. A
+           token that does not check out is refused before the upgrade. */
+        unsigned char secret[GW_VIEW_SECRET_BYTES];
+        gw_view_claims cl;
+        rc = gw_view_secret(ws->g, secret);
+        if (rc == 0)
+            rc = gw_view_token_verify(secret, sizeof secret, token, pss->sid,
+                                      (long long)(rg_wall_ms() / 1000), &cl);
+        if (rc == 0)
+            rc = tenant_get(ws->g->redis, cl.tenant, &t);
+        if (rc == 0) {
+            sess_info in;
+            int src = sess_get_info(ws->g->sessions, cl.tenant, pss->sid, &in);
+            if (src == 0)
+                sess_info_free(&in);
+            if (src < 0)
+                tenant_destroy(&t);
+            rc = src == RG_ENOTFOUND ? RG_EUNAUTH : src; /* the token died with its session */
+        }
+        if (rc < 0) {
+            pss->refused = rc;
+            pss->http_status = rc == RG_EUNAVAIL ? 503 : 401;
+            return;
+        }
+        pss->viewer = 1;
+        pss->control = cl.control;
+        pss->view_exp = cl.exp;
+        snprintf(pss->tenant, sizeof pss->tenant, "%s", t.id);
+        pss->allow_eval = 0;
+        pss->max_sessions = t.max_sessions;
+        pss->max_concurrent = t.max_concurrent;
+        pss->rate = t.rate;
+        tenant_destroy(&t);
+        pss->refused = 0;
+        return;
+    }
+    rc = key && *key ? tenant_authenticate(ws->g->tenants, key, &t) : RG_EUNAUTH;
     if (rc < 0) {
         pss->refused = rc;
         return;
@@ -340,6 +555,9 @@ static struct wsconn *conn_new(struct gw_ws *ws, struct lws *wsi, struct pss *ps
     c->max_concurrent = pss->max_concurrent;
     c->rate = pss->rate;
     c->refused = pss->refused;
+    c->viewer = pss->viewer;
+    c->control = pss->control;
+    c->view_exp = pss->view_exp;
     rg_buf_init(&c->rx);
     pthread_cond_init(&c->cv, NULL);
     c->refs = 1; /* the connection list */
@@ -434,25 +652,57 @@ static void received(struct gw_ws *ws, struct wsconn *c, struct lws *wsi, const 
     c->rx_over = 0;
 }
 
+/*
+ * Writes one frame: a reply or event first, else the screencast slot's
+ * frame, after which the page hears that every frame it sent so far is done
+ * with (this one, and those it replaced).
+ */
 static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
 {
     pthread_mutex_lock(&ws->mu);
     struct frame *f = pop(&c->out_head, &c->out_tail);
-    if (f)
-        c->out_bytes -= f->len;
-    int more = c->out_head != NULL;
-    int refused = c->refused;
-    pthread_mutex_unlock(&ws->mu);
+    struct sframe *sf = NULL;
+    int owed = 0, ack_id = 0;
     if (f) {
-        int n = lws_write(wsi, f->data + LWS_PRE, f->len, f->json ? LWS_WRITE_TEXT : LWS_WRITE_BINARY);
-        free(f);
-        if (n < 0)
-            return -1;
+        c->out_bytes -= f->len;
+    } else if ((sf = slot_take(ws, c))) {
+        ws->g->m.frames_sent++;
+        struct castsess *cs = castsess_find(ws, c->tenant, c->sid, 0);
+        if (cs) {
+            owed = cs->unacked;
+            ack_id = cs->ack_id;
+            cs->unacked = 0;
+        }
     }
+    int more = c->out_head != NULL || c->slot != NULL;
+    int refused = c->refused, ending = c->ending;
+    pthread_mutex_unlock(&ws->mu);
+    int n = 0;
+    if (f) {
+        n = lws_write(wsi, f->data + LWS_PRE, f->len, f->json ? LWS_WRITE_TEXT : LWS_WRITE_BINARY);
+        free(f);
+    } else if (sf) {
+        /* lws writes the header into the headroom and keeps what the socket
+           did not take: the shared buffer is free again when it returns. */
+        n = lws_write(wsi, sf->data + LWS_PRE, sf->len,
+                      sf->json ? LWS_WRITE_TEXT : LWS_WRITE_BINARY);
+        pthread_mutex_lock(&ws->mu);
+        sframe_unref(sf);
+        pthread_mutex_unlock(&ws->mu);
+        send_acks(ws->g, c->tenant, c->sid, ack_id, owed);
+    }
+    if (n < 0)
+        return -1;
     if (more)
         lws_callback_on_writable(wsi);
     else if (refused) {
         lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
+        return -1;
+    } else if (ending) {
+        const char *why = ending == 2 ? "token expired" : "session closed";
+        lws_close_reason(wsi, ending == 2 ? LWS_CLOSE_STATUS_POLICY_VIOLATION
+                                          : LWS_CLOSE_STATUS_NORMAL,
+                         (unsigned char *)why, strlen(why));
         return -1;
     }
     return 0;
@@ -469,6 +719,7 @@ static void closed(struct gw_ws *ws, struct wsconn *c)
         }
     c->closed = 1;
     c->wsi = NULL;
+    sframe_unref(slot_take(ws, c));
     pthread_cond_signal(&c->cv);
     conn_unref(ws, c);
     pthread_mutex_unlock(&ws->mu);
@@ -482,11 +733,21 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     switch (reason) {
     case LWS_CALLBACK_FILTER_PROTOCOL_CONNECTION:
         check_handshake(ws, wsi, pss);
+        if (pss->http_status) {
+            /* A bad view token: an HTTP error instead of the upgrade. */
+            lws_return_http_status(wsi, (unsigned)pss->http_status, NULL);
+            return -1;
+        }
         return 0;
     case LWS_CALLBACK_ESTABLISHED:
         established(ws, wsi, pss);
         if (pss->c && pss->c->refused)
             lws_callback_on_writable(wsi);
+        if (pss->c && pss->viewer) {
+            /* The token's life is the connection's (LWS_CALLBACK_TIMER ends it). */
+            long long left_ms = pss->view_exp * 1000 - rg_wall_ms();
+            lws_set_timer_usecs(wsi, (lws_usec_t)(left_ms > 1 ? left_ms : 1) * 1000);
+        }
         return pss->c ? 0 : -1;
     case LWS_CALLBACK_RECEIVE:
         if (pss->c)
@@ -497,9 +758,18 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         pthread_mutex_lock(&ws->mu);
         for (struct wsconn *c = ws->conns; c; c = c->next)
-            if (c->out_head && c->wsi)
+            if ((c->out_head || c->slot || c->ending) && c->wsi)
                 lws_callback_on_writable(c->wsi);
         pthread_mutex_unlock(&ws->mu);
+        return 0;
+    case LWS_CALLBACK_TIMER:
+        if (pss->c) {
+            pthread_mutex_lock(&ws->mu);
+            if (!pss->c->ending)
+                pss->c->ending = 2;
+            pthread_mutex_unlock(&ws->mu);
+            lws_callback_on_writable(wsi);
+        }
         return 0;
     case LWS_CALLBACK_CLOSED:
         if (pss->c)
@@ -615,9 +885,33 @@ void gw_ws_free(gw *g)
     if (!ws || ws->n_runners)
         return; /* a runner still uses it: leave it to the process's end */
     g->ws = NULL;
+    while (ws->casts) {
+        struct castsess *cs = ws->casts;
+        ws->casts = cs->next;
+        free(cs);
+    }
     pthread_cond_destroy(&ws->idle);
     pthread_mutex_destroy(&ws->mu);
     free(ws);
+}
+
+int gw_ws_cast_wanted(void *ud, const char *tid, const char *sid, sess_cast_opts *o)
+{
+    gw *g = ud;
+    struct gw_ws *ws = g->ws;
+    if (!ws)
+        return 0;
+    int want = 0;
+    pthread_mutex_lock(&ws->mu);
+    /* The settings of the subscriber that came first (the list holds the newest first). */
+    for (struct wsconn *c = ws->conns; c; c = c->next)
+        if (c->cast && !c->closed && !c->ending && !strcmp(c->sid, sid) &&
+            !strcmp(c->tenant, tid)) {
+            *o = c->cast_opts;
+            want = 1;
+        }
+    pthread_mutex_unlock(&ws->mu);
+    return want;
 }
 
 int gw_ws_wants(gw *g, const char *tid, const char *sid, const char *kind)
@@ -634,7 +928,132 @@ int gw_ws_wants(gw *g, const char *tid, const char *sid, const char *kind)
     return want;
 }
 
-void gw_ws_event(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data)
+/* An encoded copy of ev for the connections' slots (refs 0), or NULL. */
+static struct sframe *sframe_of(const cJSON *ev, int json)
+{
+    rg_buf b;
+    rg_buf_init(&b);
+    struct sframe *f = NULL;
+    if ((json ? wire_json_encode(ev, &b) : wire_mp_encode(ev, &b)) == 0 && !b.failed &&
+        (f = malloc(sizeof *f + LWS_PRE + b.len))) {
+        f->refs = 0;
+        f->json = json;
+        f->len = b.len;
+        memcpy(f->data + LWS_PRE, b.data, b.len);
+    }
+    rg_buf_destroy(&b);
+    return f;
+}
+
+/* The next event seq of a session (ws->mu held): one past the highest any connection saw. */
+static uint64_t next_seq(struct gw_ws *ws, const char *tid, const char *sid)
+{
+    uint64_t next = 0;
+    for (struct wsconn *c = ws->conns; c; c = c->next)
+        if (!strcmp(c->sid, sid) && !strcmp(c->tenant, tid) && c->seq > next)
+            next = c->seq;
+    next++;
+    for (struct wsconn *c = ws->conns; c; c = c->next)
+        if (!strcmp(c->sid, sid) && !strcmp(c->tenant, tid))
+            c->seq = next;
+    return next;
+}
+
+/*
+ * A screencast frame of the session (data: the session's "frame" event,
+ * taken over) into the slot of each connection that subscribed, replacing
+ * (and counting as dropped) a frame not sent yet. Reader thread.
+ */
+static void cast_frame(gw *g, const char *tid, const char *sid, cJSON *data)
+{
+    struct gw_ws *ws = g->ws;
+    const cJSON *ack = cJSON_GetObjectItemCaseSensitive(data, "ack");
+    int ack_id = cJSON_IsNumber(ack) ? ack->valueint : 0;
+    cJSON_DeleteItemFromObjectCaseSensitive(data, "ack");
+    cJSON *img = cJSON_GetObjectItemCaseSensitive(data, "data");
+    if (cJSON_IsString(img))
+        img->type |= WIRE_BIN; /* base64 from the page: bin on the wire */
+    int want_mp = 0, want_json = 0;
+    if (ws) {
+        pthread_mutex_lock(&ws->mu);
+        for (struct wsconn *c = ws->conns; c; c = c->next)
+            if (c->cast && !c->closed && !c->ending && !strcmp(c->sid, sid) &&
+                !strcmp(c->tenant, tid)) {
+                if (c->json)
+                    want_json = 1;
+                else
+                    want_mp = 1;
+            }
+        pthread_mutex_unlock(&ws->mu);
+    }
+    if (!want_mp && !want_json) {
+        cJSON_Delete(data);
+        sess_cast_ack(g->sessions, tid, sid, ack_id); /* nobody to wait for */
+        return;
+    }
+    cJSON *ev = cJSON_CreateObject();
+    cJSON_AddStringToObject(ev, "event", "frame");
+    cJSON_AddStringToObject(ev, "session", sid);
+    cJSON *seq = cJSON_AddNumberToObject(ev, "seq", 0);
+    cJSON_AddItemToObject(ev, "data", data);
+    pthread_mutex_lock(&ws->mu);
+    cJSON_SetNumberValue(seq, (double)next_seq(ws, tid, sid));
+    pthread_mutex_unlock(&ws->mu);
+    struct sframe *mp = want_mp ? sframe_of(ev, 0) : NULL;
+    struct sframe *js = want_json ? sframe_of(ev, 1) : NULL;
+    cJSON_Delete(ev);
+    int placed = 0;
+    pthread_mutex_lock(&ws->mu);
+    struct castsess *cs = NULL; /* made with the first frame placed, gone with the last viewer */
+    for (struct wsconn *c = ws->conns; c; c = c->next) {
+        if (!c->cast || c->closed || c->ending || strcmp(c->sid, sid) || strcmp(c->tenant, tid))
+            continue;
+        struct sframe *f = c->json ? js : mp;
+        if (!f)
+            continue;
+        if (!cs && !(cs = castsess_find(ws, tid, sid, 1)))
+            break;
+        if (c->slot) {
+            g->m.frames_dropped++;
+            sframe_unref(slot_take(ws, c));
+        }
+        f->refs++;
+        c->slot = f;
+        g->m.frame_bytes += f->len;
+        placed++;
+    }
+    if (placed) {
+        cs->ack_id = ack_id;
+        cs->unacked++;
+    }
+    if (mp && !mp->refs)
+        free(mp);
+    if (js && !js->refs)
+        free(js);
+    pthread_mutex_unlock(&ws->mu);
+    if (placed)
+        wake(ws);
+    else
+        sess_cast_ack(g->sessions, tid, sid, ack_id);
+}
+
+/* The session closed: its view-token connections end once their frames are sent. */
+static void session_closed(struct gw_ws *ws, const char *tid, const char *sid)
+{
+    int any = 0;
+    pthread_mutex_lock(&ws->mu);
+    for (struct wsconn *c = ws->conns; c; c = c->next)
+        if (c->viewer && !c->closed && !strcmp(c->sid, sid) && !strcmp(c->tenant, tid)) {
+            c->ending = 1;
+            any = 1;
+        }
+    pthread_mutex_unlock(&ws->mu);
+    if (any)
+        wake(ws);
+}
+
+/* An event to the session's subscribers of its kind (data taken over). */
+static void deliver(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data)
 {
     struct gw_ws *ws = g->ws;
     if (!ws || !gw_ws_wants(g, tid, sid, kind)) {
@@ -652,21 +1071,15 @@ void gw_ws_event(gw *g, const char *tid, const char *sid, const char *kind, cJSO
     pthread_mutex_lock(&ws->mu);
     struct wsconn *targets[16];
     int n = 0;
-    uint64_t next = 0;
     for (struct wsconn *c = ws->conns; c; c = c->next) {
         if (strcmp(c->sid, sid) || strcmp(c->tenant, tid))
             continue;
-        if (c->seq > next)
-            next = c->seq;
         if (!c->closed && (c->events & bit) && n < 16) {
             c->refs++;
             targets[n++] = c;
         }
     }
-    next++;
-    for (struct wsconn *c = ws->conns; c; c = c->next)
-        if (!strcmp(c->sid, sid) && !strcmp(c->tenant, tid))
-            c->seq = next;
+    uint64_t next = next_seq(ws, tid, sid);
     pthread_mutex_unlock(&ws->mu);
     cJSON_SetNumberValue(seq, (double)next);
     for (int i = 0; i < n; i++) {
@@ -679,4 +1092,18 @@ void gw_ws_event(gw *g, const char *tid, const char *sid, const char *kind, cJSO
         pthread_mutex_unlock(&ws->mu);
     }
     cJSON_Delete(ev);
+}
+
+void gw_ws_event(gw *g, const char *tid, const char *sid, const char *kind, cJSON *data)
+{
+    if (!strcmp(kind, "frame")) {
+        cast_frame(g, tid, sid, data);
+        return;
+    }
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(data, "state");
+    int closing = !strcmp(kind, "session") && cJSON_IsString(st) &&
+                  !strcmp(st->valuestring, "closed");
+    deliver(g, tid, sid, kind, data); /* first, so a viewer hears why it ends */
+    if (closing && g->ws)
+        session_closed(g->ws, tid, sid);
 }

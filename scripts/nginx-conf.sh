@@ -1,6 +1,7 @@
 #!/bin/sh
 # nginx-conf.sh - renders nginx/nginx.conf.in, refgate's only nginx template,
-# into OUTDIR/nginx.conf plus OUTDIR/errors/, the bodies of the errors nginx
+# into OUTDIR/nginx.conf plus OUTDIR/view.html (the live view's page, from
+# nginx/view.html) and OUTDIR/errors/, the bodies of the errors nginx
 # answers itself (docs/protocol.md reply maps, as JSON and as msgpack).
 #
 #   scripts/nginx-conf.sh [options] OUTDIR            local: workers on loopback ports
@@ -135,11 +136,24 @@ else
     header="Rendered from nginx/nginx.conf.in by scripts/nginx-conf.sh$opts: do not edit."
 fi
 
+# The live view's page, and the hash of its one inline script for the
+# Content-Security-Policy (the text between the <script> and </script> lines).
+view=$here/../nginx/view.html
+[ -r "$view" ] || die "no viewer page at $view"
+command -v openssl >/dev/null || die "openssl is needed to hash the viewer page's script"
+view_hash=sha256-$({
+    printf '\n'
+    awk '/^<\/script>$/ { on = 0 } on { print } /^<script>$/ { on = 1 }' "$view"
+} | openssl dgst -sha256 -binary | openssl base64 -A)
+
 mkdir -p "$out/errors"
+cp "$view" "$out/view.html.tmp.$$"
+chmod 644 "$out/view.html.tmp.$$"
+mv "$out/view.html.tmp.$$" "$out/view.html"
 tmp=$out/nginx.conf.tmp.$$
 trap 'rm -f "$tmp"' EXIT
 HEADER=$header STATE_DIR=$state_dir CONFIG_DIR=$config_dir ERROR_LOG=$error_log \
-ACCESS_LOG=$access_log LISTEN=$listen MAX_BODY=$max_body BODY_BUFFER=$body_buffer TRIES=$tries \
+VIEW_SCRIPT_HASH=$view_hash ACCESS_LOG=$access_log LISTEN=$listen MAX_BODY=$max_body BODY_BUFFER=$body_buffer TRIES=$tries \
 FCGI_SERVERS=${fcgi_servers%"$nl"} WS_SERVERS=${ws_servers%"$nl"} \
     awk '
     {

@@ -70,6 +70,10 @@ static void on_page_event(void *ud, const char *session_id, const char *method, 
         sess_files_on_event(s, method, params); /* files.c: allowed, quota, reported */
         return;
     }
+    if (!strcmp(method, "Page.screencastFrame")) {
+        sess_cast_frame(s, params);
+        return;
+    }
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {
@@ -193,6 +197,7 @@ void sess_events_bind(sess *s)
  */
 void sess_events_unbind(sess *s)
 {
+    sess_cast_unbind(s);
     if (s->lease) {
         cdp_conn *conn = pool_lease_conn(s->lease);
         int subs[] = {s->sub, s->popup_sub, s->crash_sub, s->info_sub};

@@ -787,12 +787,15 @@ static void beat(sess_mgr *m)
     for (int i = 0; i < k; i++) {
         sess *s = v[i];
         pthread_mutex_lock(&m->mu);
-        int idle = m->cfg.idle_park_ms > 0 && now - s->last_used_ms > m->cfg.idle_park_ms;
+        int idle = m->cfg.idle_park_ms > 0 && now - s->last_used_ms > m->cfg.idle_park_ms &&
+                   !s->cast_on; /* watched: parked once the last viewer leaves */
         int act = (res && res[i] != 0) || idle;
         if (res && res[i] != 0)
             s->want_park = 1;
         /* Freezing comes first; parking, for the longer idle, after it. */
+        /* A page someone watches (live view) keeps rendering. */
         int cold = !act && m->cfg.freeze_idle_ms > 0 && !s->frozen && !s->no_freeze &&
+                   !s->cast_on &&
                    now - s->last_used_ms > m->cfg.freeze_idle_ms;
         /* What a park would lose, judged once it sits idle after a change
            (victim.c): always before a freeze, otherwise a few a beat, so that

@@ -91,6 +91,11 @@ struct sess {
     int lost;                      /* atomic: the browser died under the lease */
     int checks;                    /* URL checks in flight (guarded by m->mu) */
     struct sess_files *files;      /* uploads and downloads (files.c; its own mutex) */
+    /* The live view (cast.c). */
+    int cast_on;                   /* the page streams (the holder sets it, under m->mu) */
+    cdp_conn *cast_conn;           /* where acks go; guarded by cast.c's lock */
+    char cast_page[64];            /* the page's DevTools session id, for acks */
+    sess_cast_opts cast_opts;      /* what the stream was started with (the holder's) */
 };
 
 struct sess_mgr {
@@ -230,6 +235,15 @@ void sess_unjudge_locked(sess *s);
  * judged; restored here less than min_live_ms ago. *tier gets the tier.
  */
 sess *sess_victim_locked(sess_mgr *m, const sess *except, int64_t now, int *tier);
+
+/* ---- cast.c: the live view's screencast ---- */
+
+/** The holder starts or stops s's screencast as cfg.cast_wanted says (when live here). */
+void sess_cast_apply(sess *s);
+/** Page.screencastFrame on the reader thread: to on_event, or acked at once. */
+void sess_cast_frame(sess *s, const cJSON *params);
+/** The lease is going: acks have nowhere to go (before the lease is released). */
+void sess_cast_unbind(sess *s);
 
 /* ---- quota.c ---- */
 

@@ -548,6 +548,7 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
 void sess_done(sess *s, int full)
 {
     sess_mgr *m = s->m;
+    sess_cast_apply(s); /* a viewer came or went, or a restore made a fresh page */
     sess_checkpoint(s, full);
     s->has_hint = 0;
     pthread_mutex_lock(&m->mu);

@@ -52,6 +52,13 @@
 #define SESS_TENANT_MAX 64
 #define SESS_PAGE "main" /* the registry page of a session's (one) page */
 
+/** A screencast's settings (Page.startScreencast). */
+typedef struct sess_cast_opts {
+    char format[8]; /* "jpeg" or "png" */
+    int quality;    /* 0..100, jpeg only */
+    int max_width, max_height;
+} sess_cast_opts;
+
 typedef struct sess_config {
     const char *worker_id;       /* REFGATE_WORKER_ID [w<pid>] */
     int worker_index, workers;   /* REFGATE_WORKER_INDEX (1-based), REFGATE_WORKERS: this
@@ -123,6 +130,17 @@ typedef struct sess_config {
      */
     egress_decide_fn connect_check;
     void *connect_ud;
+    /**
+     * The live view (cast.c): does anyone watch the session, and how? 1 with
+     * *o filled when its page should stream a screencast, 0 when not. Asked
+     * by the holder (sess_cast_sync, and at the end of every command so that a
+     * restored page streams again); must not block. NULL: never.
+     * Frames reach on_event as kind "frame" {data (the image, base64),
+     * width, height (the page's viewport in CSS pixels), ts (ms), ack}; each
+     * needs one sess_cast_ack with its ack once sent or given up.
+     */
+    int (*cast_wanted)(void *ud, const char *tenant, const char *sid, struct sess_cast_opts *o);
+    void *cast_ud;
 } sess_config;
 
 void sess_config_default(sess_config *cfg);
@@ -357,6 +375,22 @@ int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char 
 
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);
+
+/**
+ * Makes the session's page stream (or stop streaming) as cfg.cast_wanted
+ * says now: a session that should stream is opened (restored when parked,
+ * woken when frozen), one that should stop is only claimed (a parked one
+ * stays parked). Waits behind the session's commands up to timeout_ms.
+ * 0, or sess_open's errors.
+ */
+int sess_cast_sync(sess_mgr *m, const char *tenant, const char *sid, int timeout_ms, char *err,
+                   size_t errlen);
+/**
+ * Tells the session's page that a frame (its ack from the "frame" event)
+ * was sent or given up, so it may capture the next one. Any thread; a no-op
+ * once the page is gone.
+ */
+void sess_cast_ack(sess_mgr *m, const char *tenant, const char *sid, int ack);
 
 #define SESS_LIST_MAX 1000 /* sessions a listing returns at most */
 

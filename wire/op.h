@@ -40,6 +40,7 @@ enum wire_op_flag {
     WIRE_F_PARKS = 256,       /* a parked session answers as it is, without a restore */
     WIRE_F_EVAL = 512,        /* needs the tenant's allow_eval */
     WIRE_F_SUBSCRIBES = 1024, /* its result's events are the connection's subscription */
+    WIRE_F_VIEW = 2048,       /* a live view's token may send it (others need an API key) */
 };
 
 #define WIRE_OP_ARGS_MAX 10
@@ -115,8 +116,15 @@ typedef struct wire_arg {
     X(DOWNLOADS, "downloads", 0, downloads, 0, {NULL, 0})                                          \
     X(DOWNLOAD_GET, "download.get", 0, download_get, 0, {"id", WIRE_STR | WIRE_REQ})               \
     X(SUBSCRIBE, "subscribe",                                                                      \
-      WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD | WIRE_F_SUBSCRIBES, subscribe, 0,        \
-      {"events", WIRE_STRS | WIRE_REQ})
+      WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD | WIRE_F_SUBSCRIBES | WIRE_F_VIEW,        \
+      subscribe, 0, {"events", WIRE_STRS | WIRE_REQ}, {"format", WIRE_STR},                        \
+      {"quality", WIRE_INT}, {"max_width", WIRE_INT}, {"max_height", WIRE_INT})                    \
+    X(VIEW_TOKEN, "session.view_token", WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD, view_token, 0,          \
+      {"control", WIRE_BOOL}, {"ttl_s", WIRE_INT})                                                 \
+    X(INPUT, "input", WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES | WIRE_F_VIEW, input, 0, \
+      {"type", WIRE_STR | WIRE_REQ}, {"x", WIRE_INT}, {"y", WIRE_INT}, {"button", WIRE_STR},       \
+      {"dx", WIRE_INT}, {"dy", WIRE_INT}, {"key", WIRE_STR}, {"text", WIRE_STR},                   \
+      {"modifiers", WIRE_STRS})
 // clang-format on
 
 #define WIRE_OP_ID(ID, name, flags, handler, param, ...) WIRE_OP_##ID,

@@ -154,7 +154,7 @@ void fz_round_trips(const cJSON *t)
  */
 struct op_rule {
     const char *op;
-    const char *args[8];
+    const char *args[10];
     const char *types;
 };
 
@@ -189,7 +189,9 @@ static const struct op_rule op_rules[] = {
     {"upload", {"target", "nth", "files"}, "siM"},
     {"downloads", {NULL}, ""},
     {"download.get", {"id"}, "s"},
-    {"subscribe", {"events"}, "S"},
+    {"subscribe", {"events", "format", "quality", "max_width", "max_height"}, "Ssiii"},
+    {"session.view_token", {"control", "ttl_s"}, "bi"},
+    {"input", {"type", "x", "y", "button", "dx", "dy", "key", "text", "modifiers"}, "siisiissS"},
 };
 
 static const struct op_rule *op_rule(const char *op)
@@ -254,6 +256,9 @@ static void check_accepted(const cJSON *t, const gw_caller *who, const char *sid
              sid ? "with" : "without");
     FZ_CHECK(strcmp(name, "eval") || who->allow_eval, "eval was accepted from a tenant without it");
     FZ_CHECK(strcmp(name, "subscribe") || who->websocket, "subscribe was accepted over HTTP");
+    FZ_CHECK(strcmp(name, "input") || who->websocket, "input was accepted over HTTP");
+    FZ_CHECK(!who->viewer || !strcmp(name, "subscribe") || !strcmp(name, "input"),
+             "%s was accepted from a view token", name);
     FZ_CHECK(!who->websocket || id, "a WebSocket command without id was accepted");
     FZ_CHECK(!id || type_is(id, 's') || (is_integer(id) && id->valuedouble >= 0),
              "an id that is neither a string nor an unsigned integer was accepted");
@@ -268,9 +273,9 @@ static void check_accepted(const cJSON *t, const gw_caller *who, const char *sid
             continue;
         }
         size_t i = 0;
-        while (i < 8 && rule->args[i] && strcmp(rule->args[i], e->string))
+        while (i < 10 && rule->args[i] && strcmp(rule->args[i], e->string))
             i++;
-        FZ_CHECK(i < 8 && rule->args[i], "%s accepted the argument \"%s\"", name, e->string);
+        FZ_CHECK(i < 10 && rule->args[i], "%s accepted the argument \"%s\"", name, e->string);
         FZ_CHECK(type_is(e, rule->types[i]), "%s accepted args.%s of the wrong type", name,
                  e->string);
     }
@@ -302,11 +307,12 @@ void fz_check_command(const cJSON *t)
         {.tenant = "t1", .allow_eval = 1, .websocket = 0},
         {.tenant = "t1", .allow_eval = 0, .websocket = 1},
         {.tenant = "t1", .allow_eval = 1, .websocket = 1},
+        {.tenant = "t1", .allow_eval = 0, .websocket = 1, .viewer = 1},
     };
     static const char *const sids[] = {NULL, "s1"};
-    int rcs[4][2];
+    int rcs[5][2];
 
-    for (int c = 0; c < 4; c++) {
+    for (int c = 0; c < 5; c++) {
         for (int s = 0; s < 2; s++) {
             char err[512] = "";
             int rc = gw_check_command(&callers[c], sids[s], t, err, sizeof err);
@@ -328,4 +334,8 @@ void fz_check_command(const cJSON *t)
             FZ_CHECK(rcs[c][s] == rcs[c + 1][s] ||
                          (rcs[c][s] == RG_EFORBIDDEN && rcs[c + 1][s] == 0),
                      "allow_eval changed %d into %d", rcs[c][s], rcs[c + 1][s]);
+    /* A view token takes away, never adds. */
+    for (int s = 0; s < 2; s++)
+        FZ_CHECK(rcs[4][s] == rcs[2][s] || rcs[4][s] == RG_EFORBIDDEN,
+                 "a view token changed %d into %d", rcs[2][s], rcs[4][s]);
 }

@@ -21,6 +21,7 @@ max_len() {
     target) echo 4200 ;;
     addr) echo 400 ;;
     socks) echo 600 ;;
+    view_token) echo 300 ;;
     cdp) echo 16384 ;;
     *) echo 8192 ;;
     esac

@@ -310,6 +310,10 @@ static void test_docker_config(void **state)
         }
     }
 
+    /* The live view's page goes with the configuration whose CSP hashes its script. */
+    assert_same_file("nginx/docker/view.html", "nginx/view.html");
+    assert_same_file("nginx/docker/view.html", (snprintf(b, sizeof b, "%s/view.html", out), b));
+
     char *conf = support_slurp("nginx/docker/nginx.conf", NULL);
     assert_non_null(conf);
     check_common(conf);
@@ -320,6 +324,8 @@ static void test_docker_config(void **state)
     assert_contains(conf, "listen 8080;");
     assert_contains(conf, "client_max_body_size 1048576;");
     assert_contains(conf, "alias /etc/refgate-nginx/errors/$rg_error.$rg_ext;");
+    assert_contains(conf, "alias /etc/refgate-nginx/view.html;");
+    assert_contains(conf, "script-src 'sha256-");
     free(conf);
 
     /*

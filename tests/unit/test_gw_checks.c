@@ -258,6 +258,69 @@ static void test_routes(void **state)
     assert_string_equal(sid, big);
 }
 
+/* A live view's token: made, verified, and everything that must not verify. */
+static void test_view_tokens(void **state)
+{
+    (void)state;
+    static const unsigned char key[32] = "0123456789abcdef0123456789abcdef";
+    static const unsigned char key2[32] = "0123456789abcdef0123456789abcdeX";
+    char tok[GW_VIEW_TOKEN_MAX + 1];
+    gw_view_claims cl;
+    assert_int_equal(gw_view_token_make(key, sizeof key, "acme", "s1", 2000000000LL, 1, tok,
+                                        sizeof tok),
+                     0);
+    assert_true(!strncmp(tok, "v1.2000000000.1.", 16));
+    assert_int_equal(gw_view_token_verify(key, sizeof key, tok, "s1", 1999999999LL, &cl), 0);
+    assert_string_equal(cl.tenant, "acme");
+    assert_int_equal(cl.control, 1);
+    assert_int_equal(cl.exp, 2000000000LL);
+    /* Another session, expired, another secret. */
+    assert_int_equal(gw_view_token_verify(key, sizeof key, tok, "s2", 1999999999LL, &cl),
+                     RG_EUNAUTH);
+    assert_int_equal(gw_view_token_verify(key, sizeof key, tok, "s1", 2000000000LL, &cl),
+                     RG_EUNAUTH);
+    assert_int_equal(gw_view_token_verify(key2, sizeof key2, tok, "s1", 1999999999LL, &cl),
+                     RG_EUNAUTH);
+    /* Any one character changed (the claims or the mac) no longer verifies. */
+    for (size_t i = 0; tok[i]; i++) {
+        char t[sizeof tok];
+        snprintf(t, sizeof t, "%s", tok);
+        t[i] = t[i] == 'A' ? 'B' : t[i] == '1' ? '0' : 'A';
+        if (gw_view_token_verify(key, sizeof key, t, "s1", 1, &cl) == 0)
+            fail_msg("changing character %zu of %s still verifies", i, tok);
+    }
+    /* Other spellings of the same claims are not tokens. */
+    const char *bad[] = {"", "v1", "v2.2000000000.1.YWNtZQ.x", "v1.02000000000.1.YWNtZQ.x",
+                         "v1.2000000000.2.YWNtZQ.x", "v1.2000000000.1..x",
+                         "v1.2000000000.1.YWNtZQ==.x", "v1.1234567890123.1.YWNtZQ.x"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++)
+        assert_int_equal(gw_view_token_parse(bad[i], strlen(bad[i]), &cl), RG_EUNAUTH);
+    /* A tenant name that is not one is refused at both ends. */
+    assert_int_equal(gw_view_token_make(key, sizeof key, "no such/tenant", "s1", 1, 0, tok,
+                                        sizeof tok),
+                     RG_EBADREQ);
+}
+
+/* A caller with a view token: the live view's ops only; input needs control at run time. */
+static void test_view_callers(void **state)
+{
+    (void)state;
+    gw_caller viewer = {.tenant = "t1", .websocket = 1, .viewer = 1};
+    passes(&viewer, "s1", "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"screencast\"]}}");
+    passes(&viewer, "s1", "{\"id\":1,\"op\":\"input\",\"args\":{\"type\":\"click\",\"x\":1,\"y\":2}}");
+    refused(&viewer, "s1", "{\"id\":1,\"op\":\"observe\"}", RG_EFORBIDDEN, "view token");
+    refused(&viewer, "s1", "{\"id\":1,\"op\":\"session.view_token\"}", RG_EFORBIDDEN,
+            "view token");
+    refused(&http_caller, "s1", "{\"op\":\"input\",\"args\":{\"type\":\"click\"}}", RG_EBADREQ,
+            "WebSocket");
+    passes(&http_caller, "s1", "{\"op\":\"session.view_token\",\"args\":{\"control\":true,"
+                               "\"ttl_s\":60}}");
+    refused(&ws_caller, "s1",
+            "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"screencast\"],"
+            "\"quality\":\"high\"}}",
+            RG_EBADREQ, "quality");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -266,6 +329,8 @@ int main(void)
         cmocka_unit_test(test_args_against_the_table),
         cmocka_unit_test(test_the_callers_rights),
         cmocka_unit_test(test_routes),
+        cmocka_unit_test(test_view_tokens),
+        cmocka_unit_test(test_view_callers),
     };
     return cmocka_run_group_tests_name("gw_checks", tests, NULL, NULL);
 }

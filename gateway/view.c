@@ -1,0 +1,344 @@
+/*
+ * view.c - the live view's tokens and ops (docs/protocol.md, "Live view").
+ *
+ * A view token lets a browser, which cannot set an Authorization header on
+ * a WebSocket, open one session's WebSocket for a while:
+ *
+ *   v1.<expiry, unix seconds>.<control 0|1>.<base64url tenant>.<base64url mac>
+ *
+ * mac is HMAC-SHA256 under the server secret over
+ * "refgate-view-v1\n<tenant>\n<sid>\n<expiry>\n<control>": the session is
+ * not in the token but in the URL it is used with, so a token opens no
+ * other session. The secret is 32 random bytes in Redis (rg:view:secret),
+ * created once by whichever worker needs it first (SET NX) and read by
+ * every other, so a token made on one worker works on all of them.
+ *
+ * Ops: session.view_token makes a token for the caller's session;
+ * input (WebSocket only) dispatches a viewer's click, wheel or key to the
+ * page with Input.dispatchMouseEvent and Input.dispatchKeyEvent.
+ *
+ * Threading: any thread. The secret is cached in the gateway under g->mu
+ * once read.
+ */
+#define _GNU_SOURCE
+#include "gateway/gw_int.h"
+
+#include <hiredis/hiredis.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+#include <openssl/rand.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VIEW_SECRET_KEY "rg:view:secret"
+#define VIEW_MAC_BYTES 32
+
+/* ---- base64url without padding ---- */
+
+static const char b64u[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static size_t b64u_encode(const unsigned char *in, size_t n, char *out, size_t cap)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
+                     (i + 2 < n ? in[i + 2] : 0);
+        size_t k = n - i >= 3 ? 4 : n - i + 1;
+        for (size_t j = 0; j < k; j++) {
+            if (o + 1 >= cap)
+                return 0;
+            out[o++] = b64u[(v >> (18 - 6 * j)) & 63];
+        }
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static int b64u_value(int c)
+{
+    if (c >= 'A' && c <= 'Z')
+        return c - 'A';
+    if (c >= 'a' && c <= 'z')
+        return c - 'a' + 26;
+    if (c >= '0' && c <= '9')
+        return c - '0' + 52;
+    return c == '-' ? 62 : c == '_' ? 63 : -1;
+}
+
+/* Decodes n characters (no padding); -1 for a bad character, length or leftover bits. */
+static long b64u_decode(const char *in, size_t n, unsigned char *out, size_t cap)
+{
+    if (n % 4 == 1)
+        return -1;
+    size_t o = 0;
+    unsigned acc = 0;
+    int bits = 0;
+    for (size_t i = 0; i < n; i++) {
+        int v = b64u_value((unsigned char)in[i]);
+        if (v < 0)
+            return -1;
+        acc = (acc << 6) | (unsigned)v;
+        bits += 6;
+        if (bits >= 8) {
+            bits -= 8;
+            if (o >= cap)
+                return -1;
+            out[o++] = (unsigned char)(acc >> bits);
+            acc &= (1u << bits) - 1;
+        }
+    }
+    if (acc != 0) /* one token, one spelling */
+        return -1;
+    return (long)o;
+}
+
+/* ---- tokens ---- */
+
+static void view_mac(const unsigned char *secret, size_t slen, const char *tid, const char *sid,
+                     long long exp, int control, unsigned char mac[VIEW_MAC_BYTES])
+{
+    char msg[256];
+    int n = snprintf(msg, sizeof msg, "refgate-view-v1\n%s\n%s\n%lld\n%d", tid, sid, exp,
+                     control ? 1 : 0);
+    unsigned int len = VIEW_MAC_BYTES;
+    HMAC(EVP_sha256(), secret, (int)slen, (const unsigned char *)msg,
+         (size_t)(n < (int)sizeof msg ? n : (int)sizeof msg - 1), mac, &len);
+}
+
+int gw_view_token_make(const unsigned char *secret, size_t slen, const char *tid, const char *sid,
+                       long long exp, int control, char *out, size_t len)
+{
+    unsigned char mac[VIEW_MAC_BYTES];
+    char t64[128], m64[64];
+    if (!tenant_name_valid(tid) || strlen(tid) >= SESS_TENANT_MAX || strlen(sid) >= SESS_ID_MAX)
+        return RG_EBADREQ;
+    view_mac(secret, slen, tid, sid, exp, control, mac);
+    if (!b64u_encode((const unsigned char *)tid, strlen(tid), t64, sizeof t64) ||
+        !b64u_encode(mac, sizeof mac, m64, sizeof m64))
+        return RG_EINTERNAL;
+    int n = snprintf(out, len, "v1.%lld.%d.%s.%s", exp, control ? 1 : 0, t64, m64);
+    return n > 0 && (size_t)n < len ? 0 : RG_EINTERNAL;
+}
+
+int gw_view_token_parse(const char *tok, size_t n, gw_view_claims *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 3 || n > GW_VIEW_TOKEN_MAX || memcmp(tok, "v1.", 3))
+        return RG_EUNAUTH;
+    const char *p = tok + 3, *end = tok + n;
+    /* the expiry: 1 to 12 digits, no leading zero */
+    const char *q = p;
+    long long exp = 0;
+    while (q < end && *q >= '0' && *q <= '9' && q - p < 12)
+        exp = exp * 10 + (*q++ - '0');
+    if (q == p || q >= end || *q != '.' || (*p == '0' && q - p > 1))
+        return RG_EUNAUTH;
+    p = q + 1;
+    if (end - p < 2 || (p[0] != '0' && p[0] != '1') || p[1] != '.')
+        return RG_EUNAUTH;
+    out->control = p[0] == '1';
+    p += 2;
+    const char *dot = memchr(p, '.', (size_t)(end - p));
+    if (!dot || dot == p)
+        return RG_EUNAUTH;
+    long tl =
+        b64u_decode(p, (size_t)(dot - p), (unsigned char *)out->tenant, sizeof out->tenant - 1);
+    if (tl <= 0)
+        return RG_EUNAUTH;
+    out->tenant[tl] = '\0';
+    if (memchr(out->tenant, '\0', (size_t)tl) || !tenant_name_valid(out->tenant))
+        return RG_EUNAUTH;
+    p = dot + 1;
+    if (b64u_decode(p, (size_t)(end - p), out->mac, sizeof out->mac) != VIEW_MAC_BYTES)
+        return RG_EUNAUTH;
+    out->exp = exp;
+    return 0;
+}
+
+int gw_view_token_verify(const unsigned char *secret, size_t slen, const char *tok, const char *sid,
+                         long long now_s, gw_view_claims *out)
+{
+    int rc = gw_view_token_parse(tok, strlen(tok), out);
+    if (rc < 0)
+        return rc;
+    unsigned char mac[VIEW_MAC_BYTES];
+    view_mac(secret, slen, out->tenant, sid, out->exp, out->control, mac);
+    if (CRYPTO_memcmp(mac, out->mac, sizeof mac) != 0)
+        return RG_EUNAUTH;
+    if (out->exp <= now_s)
+        return RG_EUNAUTH;
+    return 0;
+}
+
+/* The shared secret: cached, or read (made first when nobody has). */
+int gw_view_secret(gw *g, unsigned char out[GW_VIEW_SECRET_BYTES])
+{
+    pthread_mutex_lock(&g->mu);
+    int have = g->view_secret_ok;
+    if (have)
+        memcpy(out, g->view_secret, GW_VIEW_SECRET_BYTES);
+    pthread_mutex_unlock(&g->mu);
+    if (have)
+        return 0;
+    unsigned char fresh[GW_VIEW_SECRET_BYTES];
+    char hex[2 * GW_VIEW_SECRET_BYTES + 1];
+    if (RAND_bytes(fresh, sizeof fresh) != 1)
+        return RG_EINTERNAL;
+    for (size_t i = 0; i < sizeof fresh; i++)
+        snprintf(hex + 2 * i, 3, "%02x", fresh[i]);
+    OPENSSL_cleanse(fresh, sizeof fresh);
+    redisContext *c = rg_redis_take(g->redis);
+    if (!c)
+        return RG_EUNAVAIL;
+    redisReply *r1 = redisCommand(c, "SET %s %s NX", VIEW_SECRET_KEY, hex);
+    redisReply *r2 = r1 ? redisCommand(c, "GET %s", VIEW_SECRET_KEY) : NULL;
+    rg_redis_give(g->redis, c, r2 == NULL);
+    OPENSSL_cleanse(hex, sizeof hex);
+    int rc = RG_EUNAVAIL;
+    if (r2 && r2->type == REDIS_REPLY_STRING && r2->len == 2 * GW_VIEW_SECRET_BYTES) {
+        rc = 0;
+        for (size_t i = 0; i < GW_VIEW_SECRET_BYTES && rc == 0; i++) {
+            int hi = rg_hex_value((unsigned char)r2->str[2 * i]);
+            int lo = rg_hex_value((unsigned char)r2->str[2 * i + 1]);
+            if (hi < 0 || lo < 0)
+                rc = RG_EINTERNAL;
+            else
+                out[i] = (unsigned char)(hi << 4 | lo);
+        }
+    }
+    freeReplyObject(r1);
+    freeReplyObject(r2);
+    if (rc == 0) {
+        pthread_mutex_lock(&g->mu);
+        memcpy(g->view_secret, out, GW_VIEW_SECRET_BYTES);
+        g->view_secret_ok = 1;
+        pthread_mutex_unlock(&g->mu);
+    }
+    return rc;
+}
+
+/* ---- ops ---- */
+
+int op_view_token(gw_cmd *c)
+{
+    int ttl = gw_arg_int(c, "ttl_s", GW_VIEW_TTL_DEFAULT_S);
+    if (ttl < 1 || ttl > GW_VIEW_TTL_MAX_S)
+        return gw_fail(c, RG_EBADREQ, "args.ttl_s must be from 1 to %d", GW_VIEW_TTL_MAX_S);
+    int control = gw_arg_bool(c, "control");
+    sess_info in;
+    int rc = sess_get_info(c->g->sessions, c->who->tenant, c->sid, &in);
+    if (rc == RG_ENOTFOUND)
+        return gw_fail(c, rc, "no session %s", c->sid);
+    if (rc < 0)
+        return gw_fail(c, rc, "Redis is unavailable; try again");
+    sess_info_free(&in);
+    unsigned char secret[GW_VIEW_SECRET_BYTES];
+    if ((rc = gw_view_secret(c->g, secret)) < 0)
+        return gw_fail(c, rc, "Redis is unavailable; no token was made");
+    long long exp = (long long)(rg_wall_ms() / 1000) + ttl;
+    char tok[GW_VIEW_TOKEN_MAX + 1];
+    rc = gw_view_token_make(secret, sizeof secret, c->who->tenant, c->sid, exp, control, tok,
+                            sizeof tok);
+    OPENSSL_cleanse(secret, sizeof secret);
+    if (rc < 0)
+        return gw_fail(c, RG_EINTERNAL, "the token could not be made");
+    char url[GW_VIEW_TOKEN_MAX + 96];
+    snprintf(url, sizeof url, "/v1/sessions/%s/view?token=%s", c->sid, tok);
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "token", tok);
+    cJSON_AddStringToObject(c->result, "url", url);
+    cJSON_AddBoolToObject(c->result, "control", control);
+    cJSON_AddNumberToObject(c->result, "expires_ms", (double)exp * 1000.0);
+    return 0;
+}
+
+/* One Input.dispatchMouseEvent on the held page. */
+static int mouse(gw_cmd *c, const char *type, double x, double y, const char *button, int count,
+                 int modifiers, double dx, double dy)
+{
+    char q[320];
+    snprintf(q, sizeof q,
+             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\",\"clickCount\":%d,"
+             "\"modifiers\":%d,\"deltaX\":%.2f,\"deltaY\":%.2f}",
+             type, x, y, button, count, modifiers, dx, dy);
+    reg_page_handle h = sess_handle(c->s);
+    int rc = cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, c->timeout_ms, NULL);
+    return rc < 0 ? gw_fail(c, rc, "the page did not take the %s (%s)", type, rg_err_code(rc)) : 0;
+}
+
+/* DevTools' modifier bits: Alt 1, Control 2, Meta 4, Shift 8. */
+static int modifier_bits(gw_cmd *c)
+{
+    const cJSON *mods = cJSON_GetObjectItemCaseSensitive(c->args, "modifiers");
+    static const char *names[] = {"Alt", "Control", "Meta", "Shift"};
+    int bits = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, mods)
+    {
+        int known = 0;
+        for (int i = 0; i < 4; i++)
+            if (!strcmp(e->valuestring, names[i])) {
+                bits |= 1 << i;
+                known = 1;
+            }
+        if (!known)
+            return gw_fail(c, RG_EBADREQ, "args.modifiers takes Alt, Control, Meta and Shift");
+    }
+    return bits;
+}
+
+int op_input(gw_cmd *c)
+{
+    if (c->who->viewer && !c->who->control)
+        return gw_fail(c, RG_EFORBIDDEN, "this view token is read-only: it cannot send input");
+    const char *type = gw_arg_str(c, "type");
+    int mods = modifier_bits(c);
+    if (mods < 0)
+        return c->rc;
+    int x = gw_arg_int(c, "x", -1), y = gw_arg_int(c, "y", -1);
+    if (!strcmp(type, "click") || !strcmp(type, "wheel")) {
+        if (!gw_has_arg(c, "x") || !gw_has_arg(c, "y") || x < 0 || y < 0 || x > 100000 ||
+            y > 100000)
+            return gw_fail(c, RG_EBADREQ, "args.x and args.y must be page coordinates from 0");
+    }
+    if (!strcmp(type, "click")) {
+        const char *button = gw_arg_str(c, "button") ? gw_arg_str(c, "button") : "left";
+        if (strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle"))
+            return gw_fail(c, RG_EBADREQ, "args.button must be left, right or middle");
+        if (mouse(c, "mouseMoved", x, y, "none", 0, mods, 0, 0) < 0 ||
+            mouse(c, "mousePressed", x, y, button, 1, mods, 0, 0) < 0 ||
+            mouse(c, "mouseReleased", x, y, button, 1, mods, 0, 0) < 0)
+            return c->rc;
+    } else if (!strcmp(type, "wheel")) {
+        int dx = gw_arg_int(c, "dx", 0), dy = gw_arg_int(c, "dy", 0);
+        if (dx < -100000 || dx > 100000 || dy < -100000 || dy > 100000)
+            return gw_fail(c, RG_EBADREQ, "args.dx and args.dy must be within 100000");
+        if (mouse(c, "mouseWheel", x, y, "none", 0, mods, dx, dy) < 0)
+            return c->rc;
+        sess_note_scroll(c->s, 0, 0, 0);
+    } else if (!strcmp(type, "key") || !strcmp(type, "text")) {
+        /* The keyboard as press and type know it (registry/keys.c), on the focused element. */
+        reg_action a = {0};
+        a.op = !strcmp(type, "key") ? REG_OP_PRESS : REG_OP_TYPE;
+        a.key = gw_arg_str(c, "key");
+        a.text = gw_arg_str(c, "text");
+        a.timeout_ms = c->timeout_ms;
+        if (a.op == REG_OP_PRESS && (!a.key || !*a.key))
+            return gw_fail(c, RG_EBADREQ, "input of type key needs args.key");
+        if (a.op == REG_OP_TYPE && (!a.text || !*a.text || strlen(a.text) > 64))
+            return gw_fail(c, RG_EBADREQ, "input of type text needs args.text (1 to 64 bytes)");
+        reg_action_result r = {0};
+        int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
+        reg_action_result_free(&r);
+        if (rc < 0)
+            return c->rc = rc;
+        sess_note_scroll(c->s, 0, 0, 0);
+    } else {
+        return gw_fail(c, RG_EBADREQ, "args.type must be click, wheel, key or text");
+    }
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "type", type);
+    return 0;
+}
