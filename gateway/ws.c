@@ -185,8 +185,8 @@ static void send_map(struct gw_ws *ws, struct wsconn *c, const cJSON *m, int jso
 
 static unsigned kind_bit(const char *kind)
 {
-    static const char *names[] = {"navigation", "console", "dialog", "snapshot", "session"};
-    for (int i = 0; i < 5; i++)
+    static const char *names[] = {"navigation", "console", "dialog", "snapshot", "session", "tab"};
+    for (int i = 0; i < (int)(sizeof names / sizeof *names); i++)
         if (!strcmp(kind, names[i]))
             return 1u << i;
     return 0;

@@ -38,6 +38,7 @@ void sess_config_default(sess_config *cfg)
     cfg->full_checkpoint_ms = 5000;
     cfg->park_max_bytes = 8u << 20;
     cfg->capacity = POOL_BROWSERS * POOL_CONTEXTS_PER_BROWSER;
+    cfg->tabs_max = SESS_TABS_MAX;
     reg_config_default(&cfg->reg);
 }
 
@@ -64,6 +65,7 @@ void sess_config_from_env(sess_config *cfg)
     long browsers = rg_env_long("REFGATE_BROWSERS", POOL_BROWSERS, 1, 64);
     long per = rg_env_long("REFGATE_CONTEXTS_PER_BROWSER", POOL_CONTEXTS_PER_BROWSER, 1, 256);
     cfg->capacity = (int)(browsers * per);
+    cfg->tabs_max = (int)rg_env_long("REFGATE_TABS_MAX", cfg->tabs_max, 1, SESS_TABS_CAP);
     reg_config_from_env(&cfg->reg);
 }
 
@@ -99,7 +101,6 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
     snprintf(s->id, sizeof s->id, "%s", sid);
     snprintf(s->tag, sizeof s->tag, "{t:%s:s:%s}", tenant, sid);
-    snprintf(s->page_key, sizeof s->page_key, "%s:%s", s->tag, SESS_PAGE);
     s->width = 1280;
     s->height = 800;
     return s;
@@ -107,9 +108,10 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
 
 static void sess_free_locals(sess *s)
 {
+    /* The tabs went with the context (sess_release_local): m->mu may be held here. */
     sess_forget_ckpt(s);
-    reg_page_free(s->reg);
-    s->reg = NULL;
+    free(s->emul_ua);
+    s->emul_ua = NULL;
     free(s->user_agent);
     free(s->locale);
     free(s->timezone);
@@ -225,6 +227,8 @@ int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *st
         m->cfg.heartbeat_ms = m->cfg.lease_ms / 5 > 0 ? m->cfg.lease_ms / 5 : 100;
     snprintf(m->worker, sizeof m->worker, "%s", cfg->worker_id ? cfg->worker_id : "w");
     m->cfg.worker_id = m->worker;
+    if (m->cfg.tabs_max <= 0 || m->cfg.tabs_max > SESS_TABS_CAP)
+        m->cfg.tabs_max = SESS_TABS_MAX;
     m->pool = p;
     m->redis = redis;
     m->store = store;
@@ -313,7 +317,7 @@ const char *sess_id(const sess *s)
 
 reg_page *sess_registry(sess *s)
 {
-    return s->reg;
+    return s->cur ? s->cur->reg : NULL;
 }
 
 /* ---- create ---- */
@@ -419,7 +423,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     s->busy = 1;
     s->refs = 1;
     int rc = sess_lease_context(s, timeout_ms, err, errlen);
-    if (rc == 0 && (rc = sess_bind_lease(s)) < 0)
+    if (rc == 0 && (rc = sess_bind_lease(s, NULL)) < 0)
         snprintf(err, errlen, "out of memory");
     if (rc == 0 && (rc = sess_apply_options(s)) < 0)
         snprintf(err, errlen, "the browser refused the session's options (%s)", rg_err_code(rc));
@@ -524,6 +528,10 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
     s->last_used_ms = rg_now_ms();
     s->no_freeze = 0;
     pthread_mutex_unlock(&m->mu);
+    if (s->live) {
+        sess_tabs_reap(s);
+        s->cur = s->active;
+    }
     *out = s;
     return 0;
 }
@@ -533,6 +541,7 @@ void sess_done(sess *s, int full)
     sess_mgr *m = s->m;
     sess_checkpoint(s, full);
     s->has_hint = 0;
+    s->cur = s->active;
     pthread_mutex_lock(&m->mu);
     s->last_used_ms = rg_now_ms();
     sess_unhold_locked(m, s);
@@ -554,8 +563,20 @@ int sess_close(sess *s)
     redisContext *c = rg_redis_take(m->redis);
     if (!c)
         return RG_EUNAVAIL;
-    redisReply *rep = redisCommand(c, "DEL %s %s %s %s", mk, lk, pk, wk);
+    /* The registries of its tabs: the ones open here and the ones the last capture lists. */
+    sess_capture parked = {0};
+    redisReply *rep = redisCommand(c, "GET %s", pk);
     int failed = rep == NULL;
+    if (rep && rep->type == REDIS_REPLY_STRING && rep->len > 0)
+        sess_unpack(rep->str, rep->len, &parked);
+    freeReplyObject(rep);
+    char **keys = NULL;
+    size_t n_keys = 0;
+    if (!failed)
+        sess_capture_page_keys(s, &parked, &keys, &n_keys);
+    sess_capture_free(&parked);
+    rep = failed ? NULL : redisCommand(c, "DEL %s %s %s %s", mk, lk, pk, wk);
+    failed = rep == NULL;
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     if (rc == 0) {
@@ -570,9 +591,19 @@ int sess_close(sess *s)
         }
     }
     rg_redis_give(m->redis, c, failed);
+    if (rc == 0) {
+        for (size_t i = 0; i < n_keys; i++)
+            m->store->ops->drop(m->store, keys[i]);
+        sess_tab *v[SESS_TABS_CAP];
+        int n = s->lease ? sess_tabs_snapshot(s, v) : 0;
+        for (int i = 0; i < n; i++)
+            m->store->ops->drop(m->store, v[i]->page_key);
+    }
+    for (size_t i = 0; i < n_keys; i++)
+        free(keys[i]);
+    free(keys);
     if (rc < 0)
         return rc;
-    m->store->ops->drop(m->store, s->page_key);
     sess_drop_local(s);
     return 0;
 }
