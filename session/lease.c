@@ -431,8 +431,10 @@ void sess_checkpoint(sess *s, int full)
         return;
     s->cur = s->active; /* the session's URL and scroll are its active tab's */
     int64_t now = rg_now_ms();
-    full = full || (m->cfg.full_checkpoint_ms >= 0 &&
-                    now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
+    /* A tab that opened or closed: the full capture records the tab list. */
+    int tabs_moved = __atomic_exchange_n(&s->tabs_changed, 0, __ATOMIC_SEQ_CST);
+    full = full || tabs_moved ||
+           (m->cfg.full_checkpoint_ms >= 0 && now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
     sess_capture c = {0};
     char *blob = NULL;
     size_t len = 0;

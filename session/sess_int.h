@@ -97,6 +97,7 @@ struct sess {
     sess_tab *cur;                 /* the tab this command acts on (sess_call's page) */
     sess_tab *front;               /* the tab last brought to the front */
     char *emul_ua;                 /* Emulation.setUserAgentOverride params a new tab gets, or NULL */
+    int tabs_changed;              /* atomic: a tab opened or closed since the last full checkpoint */
     int pending;                   /* the holder made a page: the next one without opener is it */
     char pending_id[SESS_TAB_ID_MAX]; /* the id it takes ("": the next number); m->mu */
 

@@ -164,6 +164,8 @@ void sess_tabs_reap(sess *s)
     for (int i = 0; i < nd; i++)
         if (s->cur == dead[i])
             s->cur = s->active;
+    if (nd)
+        s->last_full_ms = 0; /* the next checkpoint records the tabs as they are now */
 }
 
 int sess_tab_prepare(sess *s, sess_tab *t)
@@ -315,6 +317,7 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     }
     rg_buf_destroy(&q);
     child_call(s, child, "Runtime.runIfWaitingForDebugger", NULL);
+    __atomic_store_n(&s->tabs_changed, 1, __ATOMIC_SEQ_CST);
     rg_log(RG_LOG_DEBUG, "session", "%s: tab %s opened (%s)", s->id, t->id, url);
     report_tab(s, "opened", t->id, url, opener_tab, NULL);
     free(open_url);
@@ -342,6 +345,7 @@ static void on_destroyed(void *ud, const char *session_id, const char *method,
     pthread_mutex_unlock(&s->m->mu);
     if (!t)
         return;
+    __atomic_store_n(&s->tabs_changed, 1, __ATOMIC_SEQ_CST);
     report_tab(s, "closed", t->id, "", t->opener, NULL);
     /* The page closed its last tab: the session comes back from its checkpoint. */
     if (!open)
@@ -527,6 +531,7 @@ static void make_active(sess *s, sess_tab *t)
     s->active = t;
     sess_forget_ckpt(s);
     s->last_ckpt = 0;
+    s->last_full_ms = 0;
 }
 
 int sess_tab_new(sess *s, const char *url, int timeout_ms, char *tab, sess_nav *out, char *err,

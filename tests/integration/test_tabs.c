@@ -244,6 +244,12 @@ static void test_target_blank_link(void **state)
     ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@blank\"}}");
     cJSON *r = wait_tabs(NULL, sid, 2, "t2", "tabs-child.html?from=link");
     assert_true(is_active(r, "t1"));
+    /* The title comes with the document, which may still be loading. */
+    for (int i = 0; i < 100 && strcmp(field(tab_entry(r, "t2"), "title"), "Child"); i++) {
+        rg_sleep_ms(100);
+        cJSON_Delete(r);
+        r = tabs_of(NULL, sid);
+    }
     assert_string_equal(field(tab_entry(r, "t2"), "title"), "Child");
     cJSON_Delete(r);
     cJSON *o = expect_ok(&gw, sid, "{\"op\":\"observe\",\"args\":{\"tab\":\"t2\"}}");
