@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -183,7 +184,9 @@ static void test_popup_opens_a_tab(void **state)
     cJSON_Delete(o);
     ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@childbtn\",\"tab\":\"t2\"}}");
     o = expect_ok(&gw, sid, "{\"op\":\"read\",\"args\":{\"target\":\"@childbtn\",\"tab\":\"t2\"}}");
-    assert_non_null(strstr(cJSON_PrintUnformatted(result(o)), "Child clicked"));
+    char *txt = cJSON_PrintUnformatted(result(o));
+    assert_non_null(strstr(txt, "Child clicked"));
+    free(txt);
     cJSON_Delete(o);
     o = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
     assert_non_null(strstr(reply_str(o, "text"), "Open a popup"));
@@ -488,6 +491,29 @@ static void test_park_and_restore_three_tabs(void **state)
     close_as(NULL, sid);
 }
 
+/* A worker killed with -9: the next command restores every tab from the
+   last checkpoint, which a tab opening or a tab op made a full one. */
+static void test_tabs_survive_a_killed_worker(void **state)
+{
+    (void)state;
+    char sid[64];
+    create_as(NULL, "tabs-opener.html", sid);
+    ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@blank\"}}");
+    cJSON_Delete(wait_tabs(NULL, sid, 2, "t2", "tabs-child.html?from=link"));
+    ok(sid, "{\"op\":\"tab.select\",\"args\":{\"tab\":\"t2\"}}");
+    ok(sid, "{\"op\":\"observe\"}");
+    stack_kill_worker(gw.st, 1, SIGKILL);
+    assert_int_equal(stack_restart_worker(gw.st, 1), 0);
+    cJSON *r = tabs_of(NULL, sid); /* waits out the dead worker's lease */
+    assert_int_equal(n_tabs(r), 2);
+    assert_true(is_active(r, "t2"));
+    assert_non_null(strstr(field(tab_entry(r, "t1"), "url"), "tabs-opener.html"));
+    assert_non_null(strstr(field(tab_entry(r, "t2"), "url"), "from=link"));
+    cJSON_Delete(r);
+    ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@childbtn\"}}");
+    close_as(NULL, sid);
+}
+
 int main(void)
 {
     static const char *const env[] = {"REFGATE_TABS_MAX=4", NULL};
@@ -501,6 +527,7 @@ int main(void)
         cmocka_unit_test(test_refused_popup_target),
         cmocka_unit_test(test_refs_per_tab),
         cmocka_unit_test(test_park_and_restore_three_tabs),
+        cmocka_unit_test(test_tabs_survive_a_killed_worker),
     };
     int rc = FX_RUN("tabs", tests, NULL, NULL);
     fx_stack_stop(&gw);
