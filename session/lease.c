@@ -682,6 +682,24 @@ static int find_window(sess *s)
 }
 
 /*
+ * Sets the lifecycle of s's tabs other than the active one (whose window
+ * the freeze minimizes): a popup left open stops with the session. A tab
+ * that does not answer is only logged; the next command wakes it with the rest.
+ */
+static void other_tabs_lifecycle(sess *s, const char *state)
+{
+    sess_tab *v[SESS_TABS_CAP];
+    int n = sess_tabs_snapshot(s, v);
+    for (int i = 0; i < n; i++) {
+        if (v[i] == s->active)
+            continue;
+        s->cur = v[i];
+        set_lifecycle(s, state);
+    }
+    s->cur = s->active;
+}
+
+/*
  * Freezes the page of s (held idle by the heartbeat): its window is
  * minimized, then its timers, tasks and rendering stop until sess_wake. A
  * page that refuses is left running and not tried again before its next
@@ -697,6 +715,8 @@ static void freeze_held(sess *s)
         rc = set_window(s, "minimized");
     if (rc == 0 && (rc = set_lifecycle(s, "frozen")) < 0)
         set_window(s, "normal");
+    if (rc == 0)
+        other_tabs_lifecycle(s, "frozen");
     pthread_mutex_lock(&m->mu);
     if (rc == 0) {
         s->frozen = 1;
@@ -725,6 +745,7 @@ int sess_wake(sess *s)
         return rc;
     /* Running but hidden is still a working page: a failure here is only logged. */
     set_window(s, "normal");
+    other_tabs_lifecycle(s, "active");
     pthread_mutex_lock(&m->mu);
     if (s->frozen) {
         s->frozen = 0;

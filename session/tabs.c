@@ -263,6 +263,19 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     pthread_mutex_unlock(&m->mu);
     if (open_url)
         url = open_url;
+    const char *why = full ? "limit" : "no_memory";
+    if (t) {
+        /* Its events first: without them its paused requests would wait forever. */
+        int sub = cdp_subscribe(pool_lease_conn(s->lease), child, NULL, sess_page_event, t);
+        t->sub = sub > 0 ? sub : 0;
+        if (sub <= 0) {
+            pthread_mutex_lock(&m->mu);
+            t->gone = 1; /* the holder frees it */
+            pthread_mutex_unlock(&m->mu);
+            t = NULL;
+            why = "no_room";
+        }
+    }
     if (!t) {
         /* Closed before it fetches anything. A paused page may hold up the
            renderer it shares with its opener, so it is let run first, with
@@ -277,14 +290,16 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
         if (!q.failed)
             sess_browser_call_async(s, "Target.closeTarget", q.data, 5000);
         rg_buf_destroy(&q);
-        rg_log(RG_LOG_INFO, "session", "%s: closed a popup past the limit of %d tabs (%s)", s->id,
-               m->cfg.tabs_max, url);
-        report_tab(s, "closed", "", url, opener_tab, full ? "limit" : "no_memory");
+        if (full)
+            rg_log(RG_LOG_INFO, "session", "%s: closed a popup past the limit of %d tabs (%s)",
+                   s->id, m->cfg.tabs_max, url);
+        else
+            rg_log(RG_LOG_WARN, "session", "%s: closed a popup: no room for its events (%s)",
+                   s->id, url);
+        report_tab(s, "closed", "", url, opener_tab, why);
         free(open_url);
         return;
     }
-    int sub = cdp_subscribe(pool_lease_conn(s->lease), child, NULL, sess_page_event, t);
-    t->sub = sub > 0 ? sub : 0;
     /* In order on the pipe: all of it is in place before the page runs. */
     const char *fetch = sess_intercept_params(m);
     if (fetch)
@@ -386,14 +401,15 @@ int sess_tabs_snapshot(sess *s, sess_tab **v)
     return n;
 }
 
-/* The tab whose page is target (open or not), or NULL. */
-static sess_tab *tab_by_target(sess *s, const char *target)
+/* The tab whose page is target (open or not; *gone says), or NULL. */
+static sess_tab *tab_by_target(sess *s, const char *target, int *gone)
 {
     sess_tab *hit = NULL;
     pthread_mutex_lock(&s->m->mu);
     for (int i = 0; i < s->n_tabs && !hit; i++)
         if (!strcmp(s->tabs[i]->target, target))
             hit = s->tabs[i];
+    *gone = hit && hit->gone;
     pthread_mutex_unlock(&s->m->mu);
     return hit;
 }
@@ -434,9 +450,14 @@ int sess_tab_open(sess *s, const char *want, sess_tab **out, char *err, size_t e
     cdp_reply_free(&r);
     /* The page is adopted on the reader thread (on_attached), as a rule before this returns. */
     sess_tab *t = NULL;
+    int gone = 0;
     for (int64_t end = rg_now_ms() + TAB_ATTACH_WAIT_MS; rc == 0 && !t && rg_now_ms() < end;)
-        if (!(t = tab_by_target(s, target)))
+        if (!(t = tab_by_target(s, target, &gone)))
             rg_sleep_ms(5);
+    if (t && gone && rc == 0) {
+        rc = RG_EPOOL; /* adopted, then closed: no room for its events */
+        t = NULL;
+    }
     pthread_mutex_lock(&s->m->mu);
     s->pending = 0;
     pthread_mutex_unlock(&s->m->mu);
