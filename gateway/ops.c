@@ -58,6 +58,20 @@ int gw_op_run(gw_cmd *c)
 
 /* ---- session ops ---- */
 
+/*
+ * A ref the command's tab does not know but another tab's registry holds:
+ * refs belong to their tab, so the stale_ref says which tab it is.
+ */
+static void stale_elsewhere(gw_cmd *c, const char *target)
+{
+    char other[16];
+    if (target && target[0] == '@' && reg_page_has(sess_registry(c->s), target) == 0 &&
+        sess_ref_tab(c->s, target, other, sizeof other))
+        gw_fail(c, RG_ESTALE,
+                "%.64s is a ref of tab %s, not of tab %s: pass \"tab\": \"%s\" or select that tab",
+                target, other, sess_tab_id(c->s), other);
+}
+
 /* The tenant's URL policy on a navigation target, before the browser sees it. */
 static int check_url(gw_cmd *c, const char *url)
 {
@@ -276,14 +290,8 @@ static int scope_css(gw_cmd *c, const char *scope, char **css)
     reg_action a = {.op = REG_OP_INSPECT, .target = scope, .timeout_ms = c->timeout_ms};
     reg_action_result r = {0};
     int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
-    char other[16];
-    if (rc == RG_ESTALE && a.target && a.target[0] == '@' &&
-        reg_page_has(sess_registry(c->s), a.target) == 0 &&
-        sess_ref_tab(c->s, a.target, other, sizeof other))
-        /* Refs belong to their tab: say which one this is. */
-        gw_fail(c, RG_ESTALE, "%.64s is a ref of tab %s, not of tab %s: pass \"tab\": \"%s\" or "
-                              "select that tab",
-                a.target, other, sess_tab_id(c->s), other);
+    if (rc == RG_ESTALE)
+        stale_elsewhere(c, a.target);
     if (rc == 0) {
         const cJSON *alt = cJSON_GetObjectItemCaseSensitive(r.value, "sel");
         const cJSON *last = cJSON_GetArrayItem(alt, cJSON_GetArraySize(alt) - 1);
@@ -539,14 +547,8 @@ static int op_action(gw_cmd *c)
     }
     reg_action_result r = {0};
     int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
-    char other[16];
-    if (rc == RG_ESTALE && a.target && a.target[0] == '@' &&
-        reg_page_has(sess_registry(c->s), a.target) == 0 &&
-        sess_ref_tab(c->s, a.target, other, sizeof other))
-        /* Refs belong to their tab: say which one this is. */
-        gw_fail(c, RG_ESTALE, "%.64s is a ref of tab %s, not of tab %s: pass \"tab\": \"%s\" or "
-                              "select that tab",
-                a.target, other, sess_tab_id(c->s), other);
+    if (rc == RG_ESTALE)
+        stale_elsewhere(c, a.target);
     if (rc == RG_EAMBIGUOUS) {
         c->details = cJSON_CreateObject();
         cJSON_AddNumberToObject(c->details, "count", r.count);

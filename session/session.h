@@ -1,6 +1,7 @@
 /*
  * session.h - sessions whose state lives in Redis: a session is one browser
- * context with one page, leased from this worker's pool while it is live,
+ * context with its tabs (popups and tab.new, up to tabs_max; one of them
+ * active), leased from this worker's pool while it is live,
  * and a set of Redis keys that let any worker rebuild it after a park, a
  * crash or the death of the worker that held it.
  *
@@ -12,8 +13,10 @@
  *                                             it refreshes by heartbeat
  *   rg:{t:<tenant>:s:<sid>}:want       string another worker asks the owner to park
  *   rg:{t:<tenant>:s:<sid>}:park       string msgpack: cookies, storage, url,
- *                                             viewport, scroll (the last capture)
- *   rg:{t:<tenant>:s:<sid>}:reg:main   the page's registry (registry/)
+ *                                             viewport, scroll, every tab's id,
+ *                                             url and scroll (the last capture)
+ *   rg:{t:<tenant>:s:<sid>}:reg:main   the first tab's registry (registry/);
+ *                                      reg:t2, reg:t3... the other tabs'
  *   rg:{t:<tenant>:s:<sid>}:new        string a create in progress (its quota reservation)
  *   rg:t:<tenant>:sessions             zset   sid -> created (listing)
  *   rg:t:<tenant>:quota                zset   sid -> next check (the quota's count; quota.c)

@@ -254,6 +254,8 @@ static void test_target_blank_link(void **state)
         r = tabs_of(NULL, sid);
     }
     assert_string_equal(field(tab_entry(r, "t2"), "title"), "Child");
+    /* A link's new tab knows its opener too (noopener hides it from the page only). */
+    assert_string_equal(field(tab_entry(r, "t2"), "opener"), "t1");
     cJSON_Delete(r);
     cJSON *o = expect_ok(&gw, sid, "{\"op\":\"observe\",\"args\":{\"tab\":\"t2\"}}");
     assert_non_null(strstr(reply_str(o, "text"), "Child button"));
