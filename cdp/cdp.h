@@ -35,7 +35,8 @@
 #define CDP_MAX_MESSAGE_BYTES (64u * 1024 * 1024)     /* one DevTools message */
 #define CDP_MAX_WRITE_QUEUE_BYTES (16u * 1024 * 1024) /* unsent bytes per pipe */
 #define CDP_DEFAULT_TIMEOUT_MS 30000
-#define CDP_MAX_SUBSCRIBERS 256 /* event subscriptions per connection */
+#define CDP_MAX_SUBSCRIBERS 1024 /* event subscriptions per connection (each tab of a
+                                    session takes two) */
 
 typedef struct cdp_conn cdp_conn;
 

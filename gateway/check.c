@@ -93,7 +93,7 @@ static int quote_len(const char *s, int max)
     return (int)n;
 }
 
-/* Checks args against the op's table (and timeout_ms, which every op takes). */
+/* Checks args against the op's table (and timeout_ms, which every op takes, and tab, which every page op takes). */
 static int check_args(gw_cmd *c, const wire_op *o)
 {
     const cJSON *a;
@@ -106,6 +106,12 @@ static int check_args(gw_cmd *c, const wire_op *o)
             continue;
         }
         const wire_arg *sp = wire_op_arg(c->id, a->string);
+        if (!sp && (o->flags & WIRE_F_PAGE) && !strcmp(a->string, "tab")) {
+            /* The tab a page command acts on (every such op takes it). */
+            if (!type_ok(a, WIRE_STR) || !*a->valuestring)
+                return gw_fail(c, RG_EBADREQ, "args.tab must be a tab id such as \"t2\"");
+            continue;
+        }
         if (!sp)
             return gw_fail(c, RG_EBADREQ, "%s takes no argument \"%.*s\"", o->name,
                            quote_len(a->string, 64), a->string);

@@ -111,6 +111,7 @@ typedef struct gw_cmd {
     const cJSON *args; /* never NULL: an empty object when absent */
     int timeout_ms;
     sess *s;
+    const char *tab;   /* the tab it acts on (args.tab, or an act's), NULL: the active one */
     int nested;        /* an act step */
     int full;          /* checkpoint cookies and storage after it */
     int changed;       /* the page may have changed: snapshot event */
@@ -146,7 +147,7 @@ const wire_op *gw_prepare(gw_cmd *c, const cJSON *m, const char *default_op);
  */
 int gw_check_cmd(gw_cmd *c, const cJSON *m, const wire_op **o, const cJSON **id,
                  const char **idem);
-/** Runs c's op (c->id) with its handler; 0 or c->rc. */
+/** Runs c's op (c->id) with its handler, on its tab (c->tab, args.tab); 0 or c->rc. */
 int gw_op_run(gw_cmd *c);
 /** c's reply map (its result or error taken over), id echoed, ms its duration. */
 cJSON *gw_reply_of(gw_cmd *c, const cJSON *id, double ms);

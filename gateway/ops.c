@@ -30,6 +30,10 @@ static int op_subscribe(gw_cmd *c);
 static int op_upload(gw_cmd *c);
 static int op_downloads(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
+static int op_tabs(gw_cmd *c);
+static int op_tab_new(gw_cmd *c);
+static int op_tab_select(gw_cmd *c);
+static int op_tab_close(gw_cmd *c);
 
 /* The handler and its parameter (a registry op, a history step) of each op. */
 typedef struct op_impl {
@@ -44,10 +48,32 @@ static const op_impl impls[WIRE_OP_COUNT] = {WIRE_OPS(GW_OP_IMPL)};
 int gw_op_run(gw_cmd *c)
 {
     c->param = impls[c->id].param;
+    if (c->s && (wire_ops[c->id].flags & WIRE_F_PAGE)) {
+        const char *tab = gw_arg_str(c, "tab");
+        if (tab)
+            c->tab = tab;
+        int rc = sess_use_tab(c->s, c->tab, c->err, sizeof c->err);
+        if (rc < 0)
+            return c->rc = rc;
+    }
     return impls[c->id].run(c);
 }
 
 /* ---- session ops ---- */
+
+/*
+ * A ref the command's tab does not know but another tab's registry holds:
+ * refs belong to their tab, so the stale_ref says which tab it is.
+ */
+static void stale_elsewhere(gw_cmd *c, const char *target)
+{
+    char other[16];
+    if (target && target[0] == '@' && reg_page_has(sess_registry(c->s), target) == 0 &&
+        sess_ref_tab(c->s, target, other, sizeof other))
+        gw_fail(c, RG_ESTALE,
+                "%.64s is a ref of tab %s, not of tab %s: pass \"tab\": \"%s\" or select that tab",
+                target, other, sess_tab_id(c->s), other);
+}
 
 /* The tenant's URL policy on a navigation target, before the browser sees it. */
 static int check_url(gw_cmd *c, const char *url)
@@ -298,6 +324,8 @@ static int scope_css(gw_cmd *c, const char *scope, char **css)
     reg_action a = {.op = REG_OP_INSPECT, .target = scope, .timeout_ms = c->timeout_ms};
     reg_action_result r = {0};
     int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
+    if (rc == RG_ESTALE)
+        stale_elsewhere(c, a.target);
     if (rc == 0) {
         const cJSON *alt = cJSON_GetObjectItemCaseSensitive(r.value, "sel");
         const cJSON *last = cJSON_GetArrayItem(alt, cJSON_GetArraySize(alt) - 1);
@@ -553,6 +581,8 @@ static int op_action(gw_cmd *c)
     }
     reg_action_result r = {0};
     int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
+    if (rc == RG_ESTALE)
+        stale_elsewhere(c, a.target);
     if (rc == RG_EAMBIGUOUS) {
         c->details = cJSON_CreateObject();
         cJSON_AddNumberToObject(c->details, "count", r.count);
@@ -760,9 +790,8 @@ static int op_act(gw_cmd *c)
 
 static int op_subscribe(gw_cmd *c)
 {
-    static const char *kinds[] = {"navigation", "console", "dialog",
-                                  "snapshot",   "session", "download",
-                                  "screencast"};
+    static const char *kinds[] = {"navigation", "console", "dialog",  "snapshot",
+                                  "session",    "download", "screencast", "tab"};
     const cJSON *ev = cJSON_GetObjectItemCaseSensitive(c->args, "events");
     const cJSON *e;
     int cast = 0;
@@ -774,7 +803,7 @@ static int op_subscribe(gw_cmd *c)
         if (!known)
             return gw_fail(c, RG_EBADREQ,
                            "args.events takes navigation, console, dialog, "
-                           "snapshot, session, download and screencast");
+                           "snapshot, session, download, screencast and tab");
         cast |= !strcmp(e->valuestring, "screencast");
     }
     /* The screencast's settings (the WebSocket side starts it). */
@@ -813,6 +842,7 @@ static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok)
                 .who = parent->who,
                 .sid = parent->sid,
                 .s = parent->s,
+                .tab = parent->tab,
                 .nested = 1,
                 .id = -1};
     const cJSON *id;
@@ -840,4 +870,81 @@ static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok)
     cJSON_Delete(c.result);
     cJSON_Delete(c.details);
     return r;
+}
+
+/* ---- tabs ---- */
+
+static int op_tabs(gw_cmd *c)
+{
+    sess_tab_info *v;
+    size_t n;
+    int rc = sess_tabs_list(c->s, &v, &n);
+    if (rc < 0)
+        return gw_fail(c, rc, "the tabs could not be listed (%s)", rg_err_code(rc));
+    c->result = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(c->result, "tabs");
+    for (size_t i = 0; i < n; i++) {
+        cJSON *t = cJSON_CreateObject();
+        cJSON_AddStringToObject(t, "tab", v[i].tab);
+        cJSON_AddStringToObject(t, "url", v[i].url);
+        cJSON_AddStringToObject(t, "title", v[i].title);
+        cJSON_AddBoolToObject(t, "active", v[i].active);
+        if (v[i].opener[0])
+            cJSON_AddStringToObject(t, "opener", v[i].opener);
+        else
+            cJSON_AddNullToObject(t, "opener");
+        cJSON_AddItemToArray(arr, t);
+    }
+    sess_tab_infos_free(v, n);
+    return 0;
+}
+
+static int op_tab_new(gw_cmd *c)
+{
+    const char *url = gw_arg_str(c, "url");
+    if (check_url(c, url) < 0)
+        return c->rc;
+    char tab[16];
+    sess_nav nav;
+    c->full = 1; /* which tab is active is the park's to keep */
+    int rc = sess_tab_new(c->s, url, c->timeout_ms, tab, &nav, c->err, sizeof c->err);
+    if (rc < 0) {
+        sess_nav_free(&nav);
+        if (tab[0]) {
+            /* The tab exists: say so, so the client can use or close it. */
+            c->details = cJSON_CreateObject();
+            cJSON_AddStringToObject(c->details, "tab", tab);
+        }
+        return c->rc = rc;
+    }
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "tab", tab);
+    cJSON_AddStringToObject(c->result, "url", nav.url);
+    cJSON_AddStringToObject(c->result, "title", nav.title);
+    sess_nav_free(&nav);
+    return 0;
+}
+
+static int op_tab_select(gw_cmd *c)
+{
+    const char *tab = gw_arg_str(c, "tab");
+    int rc = sess_tab_select(c->s, tab, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    c->full = 1;
+    c->tab = NULL; /* what follows (the snapshot event) is the new active tab's */
+    c->result = cJSON_CreateObject();
+    cJSON_AddStringToObject(c->result, "tab", tab);
+    return 0;
+}
+
+static int op_tab_close(gw_cmd *c)
+{
+    int rc = sess_tab_close(c->s, gw_arg_str(c, "tab"), c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    c->full = 1;
+    c->result = cJSON_CreateObject();
+    cJSON_AddBoolToObject(c->result, "closed", 1);
+    return 0;
 }

@@ -189,12 +189,9 @@ int gw_view_secret(gw *g, unsigned char out[GW_VIEW_SECRET_BYTES])
     for (size_t i = 0; i < sizeof fresh; i++)
         snprintf(hex + 2 * i, 3, "%02x", fresh[i]);
     OPENSSL_cleanse(fresh, sizeof fresh);
-    redisContext *c = rg_redis_take(g->redis);
-    if (!c)
-        return RG_EUNAVAIL;
-    redisReply *r1 = redisCommand(c, "SET %s %s NX", VIEW_SECRET_KEY, hex);
-    redisReply *r2 = r1 ? redisCommand(c, "GET %s", VIEW_SECRET_KEY) : NULL;
-    rg_redis_give(g->redis, c, r2 == NULL);
+    /* Routed by the key's slot, as every command is (a cluster has no one server). */
+    redisReply *r1 = rg_redis_command(g->redis, "SET %s %s NX", VIEW_SECRET_KEY, hex);
+    redisReply *r2 = r1 ? rg_redis_command(g->redis, "GET %s", VIEW_SECRET_KEY) : NULL;
     OPENSSL_cleanse(hex, sizeof hex);
     int rc = RG_EUNAVAIL;
     if (r2 && r2->type == REDIS_REPLY_STRING && r2->len == 2 * GW_VIEW_SECRET_BYTES) {

@@ -248,9 +248,8 @@ static void send_map(struct gw_ws *ws, struct wsconn *c, const cJSON *m, int jso
 
 static unsigned kind_bit(const char *kind)
 {
-    static const char *names[] = {"navigation", "console", "dialog",
-                                  "snapshot",   "session", "download",
-                                  "screencast"};
+    static const char *names[] = {"navigation", "console", "dialog",  "snapshot",
+                                  "session",    "download", "screencast", "tab"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++)
         if (!strcmp(kind, names[i]))
             return 1u << i;

@@ -417,6 +417,92 @@ static void t_file_upload(mcp_session *m, const cJSON *a, result *r)
     }
 }
 
+/* The session's tabs reply: its "tabs" array in *tabs (borrowed from *reply). */
+static int list_tabs(mcp_session *m, result *r, cJSON **reply, const cJSON **tabs)
+{
+    const cJSON *res;
+    if (run(m, r, "tabs", NULL, reply, &res) < 0)
+        return -1;
+    *tabs = item(res, "tabs");
+    return 0;
+}
+
+/*
+ * Playwright's browser_tabs: list, new, select and close, a tab named by its
+ * index (0-based, in the order the tabs opened); close without an index
+ * closes the current tab. Answers with the tabs as they are afterwards.
+ */
+static void t_tabs(mcp_session *m, const cJSON *a, result *r)
+{
+    const char *action = str_of(a, "action");
+    const cJSON *index = item(a, "index");
+    if (!action || (strcmp(action, "list") && strcmp(action, "new") && strcmp(action, "select") &&
+         strcmp(action, "close"))) {
+        add_text(r, "error bad_request: action must be list, new, select or close");
+        r->error = 1;
+        return;
+    }
+    if (index && (!cJSON_IsNumber(index) || index->valuedouble < 0 ||
+                  index->valuedouble != (int)index->valuedouble)) {
+        add_text(r, "error bad_request: index must be a whole number from 0");
+        r->error = 1;
+        return;
+    }
+    cJSON *reply = NULL;
+    const cJSON *tabs = NULL;
+    if (!strcmp(action, "new")) {
+        cJSON *args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "url", str_of(a, "url") ? str_of(a, "url") : "about:blank");
+        if (run_only(m, r, "tab.new", args) < 0)
+            return;
+    } else if (!strcmp(action, "select") || !strcmp(action, "close")) {
+        if (!index && !strcmp(action, "select")) {
+            add_text(r, "error bad_request: select needs the tab's index");
+            r->error = 1;
+            return;
+        }
+        if (list_tabs(m, r, &reply, &tabs) < 0)
+            return;
+        const cJSON *t = NULL, *e;
+        int i = 0;
+        cJSON_ArrayForEach(e, tabs)
+        {
+            if (index ? i == index->valueint : cJSON_IsTrue(item(e, "active")))
+                t = e;
+            i++;
+        }
+        if (!t) {
+            add_text(r, "error bad_request: there is no tab %d (the session has %d)",
+                     index ? index->valueint : -1, i);
+            r->error = 1;
+            cJSON_Delete(reply);
+            return;
+        }
+        cJSON *args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "tab", or_empty(str_of(t, "tab")));
+        cJSON_Delete(reply);
+        reply = NULL;
+        if (run_only(m, r, !strcmp(action, "select") ? "tab.select" : "tab.close", args) < 0)
+            return;
+    }
+    if (list_tabs(m, r, &reply, &tabs) < 0)
+        return;
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, "### Open tabs");
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, tabs)
+    {
+        rg_buf_printf(&b, "\n- %d: %s[%s] (%s)", i++,
+                      cJSON_IsTrue(item(e, "active")) ? "(current) " : "",
+                      or_empty(str_of(e, "title")), or_empty(str_of(e, "url")));
+    }
+    add_text(r, "%s", b.failed ? "" : b.data);
+    rg_buf_destroy(&b);
+    cJSON_Delete(reply);
+}
+
 static void t_park(mcp_session *m, const cJSON *a, result *r)
 {
     (void)a;
@@ -502,6 +588,11 @@ static const tool tools[] = {
      "\"data\":{\"type\":\"string\",\"description\":\"The file's bytes in base64\"},\"mime\":{\"type\":\"string\"}},"
      "\"required\":[\"name\",\"data\"]}}," ELEMENT_PROP "}}",
      "", t_file_upload},
+    {"browser_tabs", "Manage tabs", "List, create, close, or select a browser tab",
+     "{\"type\":\"object\",\"properties\":{\"action\":{\"type\":\"string\",\"enum\":[\"list\",\"new\",\"close\",\"select\"],"
+     "\"description\":\"Operation to perform\"},\"index\":{\"type\":\"number\",\"description\":\"Tab index, used for close/select. If omitted for close, current tab is closed.\"},"
+     "\"url\":{\"type\":\"string\",\"description\":\"new: the URL to open (refgate's; about:blank when omitted)\"}},\"required\":[\"action\"]}",
+     "action", t_tabs},
     {"browser_close", "Close browser", "Close the page and its session",
      "{\"type\":\"object\",\"properties\":{}}", "", t_close},
     {"browser_park", "Park the session",

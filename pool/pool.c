@@ -68,6 +68,7 @@ struct pool_lease {
     int lost;
     int pins;     /* the manager is calling on_lost */
     int released; /* pool_release ran while pinned: the manager frees it */
+    int adopts;   /* its owner takes the new pages of its context (pool_lease_adopt) */
     void (*on_lost)(void *ud, pool_lease *l);
     void *ud;
 };
@@ -308,6 +309,43 @@ static void on_conn_event(void *ud, const char *sid, const char *method, const c
     pthread_mutex_unlock(&b->p->mu);
 }
 
+/*
+ * Every new page of the browser is attached paused (Target.setAutoAttach
+ * with waitForDebuggerOnStart, set when the browser starts), so the owner
+ * of its context can put its request checks in place before it loads
+ * anything. A page nobody adopts (a lease's own first page while it is
+ * made, any page of a context whose owner does not take its pages) runs on
+ * at once, and the pool lets go of the session the attach made.
+ */
+static void on_attached(void *ud, const char *sid, const char *method, const cJSON *params)
+{
+    struct browser *b = ud;
+    if (!method || sid || !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "waitingForDebugger")))
+        return;
+    const cJSON *child = cJSON_GetObjectItemCaseSensitive(params, "sessionId");
+    const cJSON *ctx = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(params, "targetInfo"), "browserContextId");
+    if (!cJSON_IsString(child))
+        return;
+    int adopted = 0;
+    pthread_mutex_lock(&b->p->mu);
+    for (pool_lease *l = b->leases; l && cJSON_IsString(ctx) && !adopted; l = l->next)
+        adopted = l->adopts && !l->lost && !strcmp(l->ctx, ctx->valuestring);
+    pthread_mutex_unlock(&b->p->mu);
+    if (adopted)
+        return;
+    cdp_call_async(b->conn, child->valuestring, "Runtime.runIfWaitingForDebugger", NULL, 5000,
+                   NULL, NULL);
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"sessionId\":");
+    rg_buf_json_str(&q, child->valuestring, strlen(child->valuestring));
+    rg_buf_puts(&q, "}");
+    if (!q.failed)
+        cdp_call_async(b->conn, NULL, "Target.detachFromTarget", q.data, 5000, NULL, NULL);
+    rg_buf_destroy(&q);
+}
+
 static void on_ping(void *ud, int rc, cdp_reply *r)
 {
     struct browser *b = ud;
@@ -386,7 +424,12 @@ static void on_targets(void *ud, int rc, cdp_reply *r)
 static void on_version(void *ud, int rc, cdp_reply *r)
 {
     struct browser *b = ud;
+    /* New pages start paused (on_attached), before the browser is ready. */
     if (rc == 0 &&
+        cdp_call_async(b->conn, NULL, "Target.setAutoAttach",
+                       "{\"autoAttach\":true,\"waitForDebuggerOnStart\":true,\"flatten\":true,"
+                       "\"filter\":[{\"type\":\"page\"}]}",
+                       5000, NULL, NULL) == 0 &&
         cdp_call_async(b->conn, NULL, "Target.getTargets", NULL, 5000, on_targets, b) == 0)
         return;
     pthread_mutex_lock(&b->p->mu);
@@ -425,7 +468,8 @@ static void start_browser(pool *p)
         rc = cdp_conn_new(rfd, wfd, &cc, &b->conn);
     }
     if (rc == 0)
-        rc = cdp_subscribe(b->conn, NULL, "Target.detachedFromTarget", on_conn_event, b) > 0
+        rc = cdp_subscribe(b->conn, NULL, "Target.detachedFromTarget", on_conn_event, b) > 0 &&
+                     cdp_subscribe(b->conn, NULL, "Target.attachedToTarget", on_attached, b) > 0
                  ? 0
                  : RG_EINTERNAL;
     pthread_mutex_lock(&p->mu);
@@ -1140,6 +1184,21 @@ int pool_lease_lost(pool_lease *l)
     int lost = l->lost || l->b->state == B_DEAD;
     pthread_mutex_unlock(&l->p->mu);
     return lost;
+}
+
+void pool_lease_adopt(pool_lease *l, int on)
+{
+    pthread_mutex_lock(&l->p->mu);
+    l->adopts = on;
+    pthread_mutex_unlock(&l->p->mu);
+}
+
+int pool_lease_adopts(pool_lease *l)
+{
+    pthread_mutex_lock(&l->p->mu);
+    int on = l->adopts && !l->lost;
+    pthread_mutex_unlock(&l->p->mu);
+    return on;
 }
 
 void pool_lease_on_lost(pool_lease *l, void (*fn)(void *ud, pool_lease *l), void *ud)

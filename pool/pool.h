@@ -4,7 +4,8 @@
  *
  * A pool runs N browsers (each the real Chromium binary, talking DevTools over
  * a pipe, see cdp/cdp.h) and hands out leases: a fresh browser context with
- * one page target, attached as a flattened session. Capacity is N browsers
+ * one page target, attached as a flattened session. More pages of the
+ * context (popups, tabs) are the lease owner's (pool_lease_adopt). Capacity is N browsers
  * times M contexts; when all are taken a lease request waits in a bounded FIFO
  * queue up to a timeout, then fails with RG_EPOOL and a retry hint.
  *
@@ -170,6 +171,18 @@ const char *pool_lease_context(pool_lease *l);
 pid_t pool_lease_guard(pool_lease *l);
 /** 1 once the lease's browser has died or been replaced; its calls fail then. */
 int pool_lease_lost(pool_lease *l);
+
+/**
+ * New pages of a browser start paused: each is attached with a flattened
+ * session and waits for Runtime.runIfWaitingForDebugger. A lease whose owner
+ * adopts its context's new pages (on 1) gets them that way, through its own
+ * Target.attachedToTarget subscription (browser level), and must set them up
+ * and let them run, or close them; the pool lets every other page run at
+ * once (the lease's first page included) and detaches from it.
+ */
+void pool_lease_adopt(pool_lease *l, int on);
+/** 1 while the lease adopts its context's new pages (and its browser lives). */
+int pool_lease_adopts(pool_lease *l);
 
 /**
  * fn is called once, on the manager thread, when the lease's browser dies

@@ -77,6 +77,14 @@ static const reg_entry *entry_of(reg_page *pg, const char *ref)
     return NULL;
 }
 
+int reg_page_has(reg_page *pg, const char *ref)
+{
+    int rc;
+    if (!pg->loaded && (rc = reg_page_load(pg)) < 0)
+        return rc;
+    return entry_of(pg, ref) != NULL;
+}
+
 /* The identity the page reports for index i; borrowed from *js. */
 static int identity_at(reg_page_handle h, int i, reg_identity *id, cJSON **js, int *connected)
 {

@@ -235,6 +235,13 @@ typedef struct reg_page reg_page;
 int reg_page_new(reg_store *store, const char *page_key, const reg_config *cfg, reg_page **out);
 void reg_page_free(reg_page *pg);
 
+/**
+ * 1 when pg's registry holds ref (loading it from the store first when
+ * needed), 0 when it does not, or the store's error. For telling a ref of
+ * another page from one that expired.
+ */
+int reg_page_has(reg_page *pg, const char *ref);
+
 enum reg_stability { REG_STABLE = 0, REG_NEW, REG_MOVED };
 
 /**

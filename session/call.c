@@ -18,21 +18,28 @@
 
 int sess_call(sess *s, const char *method, const char *params, int timeout_ms, cdp_reply *out)
 {
-    if (!s->lease) {
+    if (!s->lease || !s->cur) {
         if (out)
             memset(out, 0, sizeof *out);
         return RG_ECRASHED;
     }
-    return cdp_call(pool_lease_conn(s->lease), pool_lease_session(s->lease), method, params,
-                    timeout_ms, out);
+    return cdp_call(pool_lease_conn(s->lease), s->cur->session, method, params, timeout_ms, out);
 }
 
 int sess_call_async(sess *s, const char *method, const char *params, int timeout_ms)
 {
-    if (!s->lease)
+    if (!s->lease || !s->cur)
         return RG_ECRASHED;
-    return cdp_call_async(pool_lease_conn(s->lease), pool_lease_session(s->lease), method, params,
-                          timeout_ms, NULL, NULL);
+    return cdp_call_async(pool_lease_conn(s->lease), s->cur->session, method, params, timeout_ms,
+                          NULL, NULL);
+}
+
+int sess_tab_call_async(sess_tab *t, const char *method, const char *params, int timeout_ms)
+{
+    if (!t->s->lease)
+        return RG_ECRASHED;
+    return cdp_call_async(pool_lease_conn(t->s->lease), t->session, method, params, timeout_ms,
+                          NULL, NULL);
 }
 
 int sess_browser_call(sess *s, const char *method, const char *params, int timeout_ms,
@@ -56,9 +63,9 @@ int sess_browser_call_async(sess *s, const char *method, const char *params, int
 int sess_page_waiter(sess *s, const char *event, cdp_waiter **out)
 {
     *out = NULL;
-    if (!s->lease)
+    if (!s->lease || !s->cur)
         return RG_ECRASHED;
-    return cdp_waiter_new(pool_lease_conn(s->lease), pool_lease_session(s->lease), event, out);
+    return cdp_waiter_new(pool_lease_conn(s->lease), s->cur->session, event, out);
 }
 
 int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out)
@@ -90,8 +97,9 @@ char *sess_json_dup(const cJSON *o, const char *k)
 
 reg_page_handle sess_handle(sess *s)
 {
-    reg_page_handle h = {s->lease ? pool_lease_conn(s->lease) : NULL,
-                         s->lease ? pool_lease_session(s->lease) : NULL, s->world};
+    int ok = s->lease && s->cur;
+    reg_page_handle h = {ok ? pool_lease_conn(s->lease) : NULL, ok ? s->cur->session : NULL,
+                         ok ? s->cur->world : NULL};
     return h;
 }
 

@@ -9,11 +9,10 @@
  * so no queue grows in the browser: the gateway acks each frame once it was
  * written to a viewer or given up for a newer one.
  *
- * Tabs: the screencast runs on the session's page, the one its lease names
- * (pool_lease_session). When a session holds several tabs, the active
- * tab's DevTools session is what sess_cast_apply must start on, and
- * selecting a tab must stop the old one and call sess_cast_apply again:
- * cast_page() is the one place that picks the page.
+ * Tabs: the screencast follows the active tab (cast_page). sess_cast_apply
+ * runs at the end of every command, so after a tab.select, a tab.new or
+ * the close of the active tab it stops the stream on the page it ran on
+ * and starts it on the active one.
  *
  * Threading: sess_cast_apply is the holder's. sess_cast_frame runs on the
  * reader thread. sess_cast_ack runs on any thread: it finds the session
@@ -31,10 +30,18 @@
 
 static pthread_mutex_t cast_lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* The DevTools session of the page the screencast shows (the hook for the active tab). */
+/* The DevTools session of the page the screencast shows: the active tab's. */
 static const char *cast_page(sess *s)
 {
-    return pool_lease_session(s->lease);
+    return s->active && s->active->session[0] ? s->active->session : pool_lease_session(s->lease);
+}
+
+/* Stops the stream on the page it runs on (which may have closed: no answer is needed). */
+static void cast_stop(sess *s)
+{
+    if (s->cast_page[0])
+        cdp_call(pool_lease_conn(s->lease), s->cast_page, "Page.stopScreencast", NULL,
+                 SESS_CALL_TIMEOUT_MS, NULL);
 }
 
 void sess_cast_apply(sess *s)
@@ -48,16 +55,18 @@ void sess_cast_apply(sess *s)
     pthread_mutex_unlock(&m->mu);
     if (!live || !s->lease || sess_lost(s))
         return;
-    if (!want) {
+    const char *page = cast_page(s);
+    int moved = on && page && strcmp(page, s->cast_page) != 0; /* another tab is active */
+    if (!want || moved) {
         if (!on)
             return;
-        sess_call(s, "Page.stopScreencast", NULL, SESS_CALL_TIMEOUT_MS, NULL);
+        cast_stop(s);
         pthread_mutex_lock(&m->mu);
-        s->cast_on = 0;
+        s->cast_on = on = 0;
         pthread_mutex_unlock(&m->mu);
-        return;
+        if (!want)
+            return;
     }
-    const char *page = cast_page(s);
     pthread_mutex_lock(&cast_lock);
     s->cast_conn = pool_lease_conn(s->lease);
     snprintf(s->cast_page, sizeof s->cast_page, "%s", page ? page : "");
@@ -70,7 +79,11 @@ void sess_cast_apply(sess *s)
              "{\"format\":\"%s\",\"quality\":%d,\"maxWidth\":%d,\"maxHeight\":%d,"
              "\"everyNthFrame\":1}",
              !strcmp(o.format, "png") ? "png" : "jpeg", o.quality, o.max_width, o.max_height);
-    if (sess_enable_page(s) < 0)
+    sess_tab *cur = s->cur;
+    s->cur = s->active ? s->active : cur; /* Page.enable on the page that streams */
+    int erc = sess_enable_page(s);
+    s->cur = cur;
+    if (erc < 0)
         return;
     int rc = cdp_call(pool_lease_conn(s->lease), page, "Page.startScreencast", q,
                       SESS_CALL_TIMEOUT_MS, NULL);

@@ -1,9 +1,9 @@
 /*
  * events.c - what a live session hears from its browser over DevTools, and
- * what it does about it: dialogs dismissed, popups closed, navigations,
+ * what it does about it: dialogs dismissed, navigations,
  * title changes and console messages reported (sess_config.on_event), the
  * page's paused requests handed to the URL policy (intercept.c), and a dead
- * renderer or browser marking the session lost.
+ * renderer or browser marking the session lost. Popups are tabs.c's.
  *
  * Threading: every handler runs on the browser connection's reader thread.
  * They must not block nor make synchronous calls (sess_call_async only);
@@ -54,16 +54,25 @@ static const char *jstr_of(const cJSON *o, const char *k)
     return cJSON_IsString(v) ? v->valuestring : "";
 }
 
-/* Page events of a live session, on the reader thread: dialogs dismissed, all reported. */
-static void on_page_event(void *ud, const char *session_id, const char *method, const cJSON *params)
+void sess_report(sess *s, const char *kind, cJSON *data)
 {
-    sess *s = ud;
     sess_mgr *m = s->m;
-    (void)session_id; /* the subscription's: always the lease's page */
+    if (m->cfg.on_event)
+        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, kind, data);
+    else
+        cJSON_Delete(data);
+}
+
+/* Page events of a tab, on the reader thread: dialogs dismissed, all reported with the tab. */
+void sess_page_event(void *ud, const char *session_id, const char *method, const cJSON *params)
+{
+    sess_tab *t = ud;
+    sess *s = t->s;
+    (void)session_id; /* the subscription's: always the tab's page */
     if (!method)
         return;
     if (!strcmp(method, "Fetch.requestPaused")) {
-        sess_on_request_paused(s, params);
+        sess_on_request_paused(t, params);
         return;
     }
     if (!strncmp(method, "Page.download", 13)) {
@@ -77,12 +86,17 @@ static void on_page_event(void *ud, const char *session_id, const char *method, 
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {
-        sess_call_async(s, "Page.handleJavaScriptDialog", "{\"accept\":false}", 5000);
+        sess_tab_call_async(t, "Page.handleJavaScriptDialog", "{\"accept\":false}", 5000);
         kind = "dialog";
         d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
         cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
         cJSON_AddBoolToObject(d, "dismissed", 1);
+    } else if (!strcmp(method, "Page.windowOpen")) {
+        /* The URL of the popup that comes next (its target does not know it yet). */
+        free(t->open_url);
+        t->open_url = strdup(jstr_of(params, "url"));
+        return;
     } else if (!strcmp(method, "Page.navigatedWithinDocument")) {
         /* A fragment or history.pushState: the URL the checkpoint holds moved. */
         __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
@@ -104,46 +118,19 @@ static void on_page_event(void *ud, const char *session_id, const char *method, 
     }
     if (!kind)
         return;
-    if (m->cfg.on_event)
-        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, kind, d);
-    else
-        cJSON_Delete(d);
+    cJSON_AddStringToObject(d, "tab", t->id);
+    sess_report(s, kind, d);
 }
 
-/*
- * A session is one context with one page: any other page that appears in
- * its context (window.open, target=_blank, a form posting to a new window)
- * is closed at once. Its requests would not pass the URL policy's
- * interception, and a page that opens a hundred popups must cost nothing.
- */
-static void on_target(void *ud, const char *session_id, const char *method, const cJSON *params)
+/* 1 when target is one of s's tabs' pages (reader thread; the list under m->mu). */
+static int is_tab_target(sess *s, const char *target)
 {
-    sess *s = ud;
-    (void)session_id;
-    if (!method || strcmp(method, "Target.targetCreated"))
-        return;
-    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-    const char *ctx = jstr_of(ti, "browserContextId"), *tid = jstr_of(ti, "targetId");
-    if (strcmp(ctx, pool_lease_context(s->lease)) || !strcmp(tid, pool_lease_target(s->lease)) ||
-        !*tid)
-        return;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"targetId\":");
-    rg_buf_json_str(&q, tid, strlen(tid));
-    rg_buf_puts(&q, "}");
-    if (!q.failed)
-        sess_browser_call_async(s, "Target.closeTarget", q.data, 5000);
-    rg_buf_destroy(&q);
-    rg_log(RG_LOG_INFO, "session", "%s: closed a popup (%s)", s->id, jstr_of(ti, "type"));
-    sess_mgr *m = s->m;
-    if (m->cfg.on_event) {
-        cJSON *d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "type", "popup");
-        cJSON_AddStringToObject(d, "message", jstr_of(ti, "url"));
-        cJSON_AddBoolToObject(d, "dismissed", 1);
-        m->cfg.on_event(m->cfg.event_ud, s->tenant, s->id, "dialog", d);
-    }
+    int hit = 0;
+    pthread_mutex_lock(&s->m->mu);
+    for (int i = 0; i < s->n_tabs && !hit; i++)
+        hit = !strcmp(s->tabs[i]->target, target);
+    pthread_mutex_unlock(&s->m->mu);
+    return hit;
 }
 
 /*
@@ -157,7 +144,7 @@ static void on_crash(void *ud, const char *session_id, const char *method, const
     sess *s = ud;
     (void)session_id;
     (void)method;
-    if (strcmp(jstr_of(params, "targetId"), pool_lease_target(s->lease)))
+    if (!is_tab_target(s, jstr_of(params, "targetId")))
         return;
     rg_log(RG_LOG_WARN, "session", "%s: the page's renderer crashed (%s)", s->id,
            jstr_of(params, "status"));
@@ -172,7 +159,7 @@ static void on_info(void *ud, const char *session_id, const char *method, const 
     if (!method)
         return;
     const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-    if (!strcmp(jstr_of(ti, "targetId"), pool_lease_target(s->lease)))
+    if (is_tab_target(s, jstr_of(ti, "targetId")))
         __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
 }
 
@@ -181,11 +168,7 @@ void sess_events_bind(sess *s)
 {
     pool_lease_on_lost(s->lease, on_lost, s);
     cdp_conn *conn = pool_lease_conn(s->lease);
-    int sub = cdp_subscribe(conn, pool_lease_session(s->lease), NULL, on_page_event, s);
-    s->sub = sub > 0 ? sub : 0;
-    sub = cdp_subscribe(conn, NULL, "Target.targetCreated", on_target, s);
-    s->popup_sub = sub > 0 ? sub : 0;
-    sub = cdp_subscribe(conn, NULL, "Target.targetCrashed", on_crash, s);
+    int sub = cdp_subscribe(conn, NULL, "Target.targetCrashed", on_crash, s);
     s->crash_sub = sub > 0 ? sub : 0;
     sub = cdp_subscribe(conn, NULL, "Target.targetInfoChanged", on_info, s);
     s->info_sub = sub > 0 ? sub : 0;
@@ -200,10 +183,10 @@ void sess_events_unbind(sess *s)
     sess_cast_unbind(s);
     if (s->lease) {
         cdp_conn *conn = pool_lease_conn(s->lease);
-        int subs[] = {s->sub, s->popup_sub, s->crash_sub, s->info_sub};
+        int subs[] = {s->crash_sub, s->info_sub};
         for (size_t i = 0; i < sizeof subs / sizeof *subs; i++)
             if (subs[i])
                 cdp_unsubscribe(conn, subs[i]);
     }
-    s->sub = s->popup_sub = s->crash_sub = s->info_sub = 0;
+    s->crash_sub = s->info_sub = 0;
 }

@@ -312,7 +312,7 @@ int sess_upload(sess *s, const reg_action *a, const sess_file *files, size_t n,
     int rc = upload_check(s, files, n, &total, err, errlen);
     if (rc < 0)
         return rc;
-    if (!s->lease || !s->reg)
+    if (!s->lease || !sess_registry(s))
         return rg_errf(err, errlen, RG_ECRASHED, "the session has no page");
     char sub[32], dir[PATH_MAX];
     pthread_mutex_lock(&s->files->mu);
@@ -342,7 +342,7 @@ int sess_upload(sess *s, const reg_action *a, const sess_file *files, size_t n,
         b.op = REG_OP_UPLOAD;
         b.files = (const char *const *)paths;
         b.n_files = n;
-        rc = reg_act(s->reg, sess_handle(s), &b, out, err, errlen);
+        rc = reg_act(sess_registry(s), sess_handle(s), &b, out, err, errlen);
     }
     if (rc < 0) {
         remove_tree(dir); /* nothing changed: the page did not get them */

@@ -29,6 +29,7 @@
 struct check_job {
     struct check_job *next;
     sess *s;
+    char session[64]; /* the page's flattened session: its tab may go while the check runs */
     char *request_id;
     char *url;
 };
@@ -43,15 +44,18 @@ struct sess_checkers {
     int n_th;
 };
 
-static void answer(sess *s, const char *request_id, int allow)
+/* Lets the paused request go on or fails it, on the page's session (any thread). */
+static void answer(sess *s, const char *session, const char *request_id, int allow)
 {
     rg_buf q;
     rg_buf_init(&q);
     rg_buf_puts(&q, "{\"requestId\":");
     rg_buf_json_str(&q, request_id, strlen(request_id));
     rg_buf_puts(&q, allow ? "}" : ",\"errorReason\":\"BlockedByClient\"}");
-    if (!q.failed)
-        sess_call_async(s, allow ? "Fetch.continueRequest" : "Fetch.failRequest", q.data, 10000);
+    if (!q.failed && s->lease)
+        cdp_call_async(pool_lease_conn(s->lease), session,
+                       allow ? "Fetch.continueRequest" : "Fetch.failRequest", q.data, 10000, NULL,
+                       NULL);
     rg_buf_destroy(&q);
 }
 
@@ -91,7 +95,7 @@ static void *checker_main(void *arg)
         int rc = m->cfg.url_check(m->cfg.url_ud, j->s->tenant, j->url, 1, why, sizeof why);
         if (rc != 0)
             rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", j->s->id, why);
-        answer(j->s, j->request_id, rc == 0);
+        answer(j->s, j->session, j->request_id, rc == 0);
         job_done(j->s);
         job_free(j);
         pthread_mutex_lock(&k->mu);
@@ -133,9 +137,10 @@ void sess_checkers_stop(sess_mgr *m)
     m->checkers = NULL;
 }
 
-/* A paused request (reader thread): decided at once when no DNS is needed. */
-void sess_on_request_paused(sess *s, const cJSON *params)
+/* A paused request of tab t (reader thread): decided at once when no DNS is needed. */
+void sess_on_request_paused(sess_tab *t, const cJSON *params)
 {
+    sess *s = t->s;
     sess_mgr *m = s->m;
     const cJSON *rid = cJSON_GetObjectItemCaseSensitive(params, "requestId");
     const cJSON *url = cJSON_GetObjectItemCaseSensitive(
@@ -143,7 +148,7 @@ void sess_on_request_paused(sess *s, const cJSON *params)
     if (!cJSON_IsString(rid))
         return;
     if (!cJSON_IsString(url)) {
-        answer(s, rid->valuestring, 0);
+        answer(s, t->session, rid->valuestring, 0);
         return;
     }
     char why[256] = "";
@@ -151,20 +156,21 @@ void sess_on_request_paused(sess *s, const cJSON *params)
     if (rc <= 0) {
         if (rc < 0)
             rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", s->id, why);
-        answer(s, rid->valuestring, rc == 0);
+        answer(s, t->session, rid->valuestring, rc == 0);
         return;
     }
     struct sess_checkers *k = m->checkers;
     struct check_job *j = k ? calloc(1, sizeof *j) : NULL;
     if (j) {
         j->s = s;
+        snprintf(j->session, sizeof j->session, "%s", t->session);
         j->request_id = strdup(rid->valuestring);
         j->url = strdup(url->valuestring);
     }
     if (!j || !j->request_id || !j->url) {
         if (j)
             job_free(j);
-        answer(s, rid->valuestring, 0);
+        answer(s, t->session, rid->valuestring, 0);
         return;
     }
     pthread_mutex_lock(&m->mu);
@@ -183,7 +189,7 @@ void sess_on_request_paused(sess *s, const cJSON *params)
     }
     pthread_mutex_unlock(&k->mu);
     if (full) {
-        answer(s, rid->valuestring, 0);
+        answer(s, t->session, rid->valuestring, 0);
         job_done(s);
         job_free(j);
     }
@@ -198,11 +204,15 @@ void sess_checks_drain(sess *s)
     pthread_mutex_unlock(&m->mu);
 }
 
+const char *sess_intercept_params(const sess_mgr *m)
+{
+    return m->cfg.url_check ? "{\"patterns\":[{\"urlPattern\":\"*\"}]}" : NULL;
+}
+
 int sess_intercept(sess *s)
 {
-    if (!s->m->cfg.url_check)
-        return 0;
-    return sess_call(s, "Fetch.enable", "{\"patterns\":[{\"urlPattern\":\"*\"}]}", 10000, NULL);
+    const char *q = sess_intercept_params(s->m);
+    return q ? sess_call(s, "Fetch.enable", q, 10000, NULL) : 0;
 }
 
 int sess_check_url(sess_mgr *m, const char *tenant, const char *url, char *why, size_t whylen)

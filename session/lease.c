@@ -215,14 +215,16 @@ int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
     return rc;
 }
 
-/* Registers the lost-browser callback and the registry page of a fresh lease. */
-int sess_bind_lease(sess *s)
+/* Registers the lost-browser callback, the first tab and its registry page on a fresh lease. */
+int sess_bind_lease(sess *s, const char *first_tab)
 {
     sess_forget_ckpt(s);
     sess_events_bind(s);
-    reg_page_free(s->reg);
-    s->reg = NULL;
-    return reg_page_new(s->m->store, s->page_key, &s->m->cfg.reg, &s->reg);
+    sess_tabs_free(s);
+    int rc = sess_tabs_init(s, first_tab);
+    if (rc == 0)
+        sess_tabs_bind(s);
+    return rc;
 }
 
 /* What the last checkpoint wrote is no longer known (a new lease, a restore, a drop). */
@@ -242,10 +244,10 @@ void sess_forget_ckpt(sess *s)
  */
 void sess_release_local(sess *s)
 {
+    sess_tabs_unbind(s);
     sess_events_unbind(s);
-    reg_world_free(s->world);
-    s->world = NULL;
     sess_checks_drain(s);
+    sess_tabs_free(s);
     pool_release(s->lease);
     s->lease = NULL;
     egress_slot_close(s->egress);
@@ -257,9 +259,6 @@ void sess_release_local(sess *s)
 void sess_drop_local(sess *s)
 {
     sess_release_local(s);
-    reg_page_free(s->reg);
-    s->reg = NULL;
-    s->page_enabled = 0;
     s->last_ckpt = 0;
     sess_forget_ckpt(s);
     __atomic_store_n(&s->lost, 0, __ATOMIC_SEQ_CST);
@@ -388,7 +387,8 @@ static uint64_t checkpoint_hash(const sess_capture *c)
 
 void sess_note_scroll(sess *s, int known, double sx, double sy)
 {
-    s->has_hint = known;
+    /* The checkpoint holds the active tab's scroll, not another tab's. */
+    s->has_hint = known && s->cur == s->active;
     s->hint_sx = sx;
     s->hint_sy = sy;
 }
@@ -445,9 +445,12 @@ void sess_checkpoint(sess *s, int full)
     sess_mgr *m = s->m;
     if (full < 0 || !s->live || sess_lost(s))
         return;
+    s->cur = s->active; /* the session's URL and scroll are its active tab's */
     int64_t now = rg_now_ms();
-    full = full || (m->cfg.full_checkpoint_ms >= 0 &&
-                    now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
+    /* A tab that opened or closed: the full capture records the tab list. */
+    int tabs_moved = __atomic_exchange_n(&s->tabs_changed, 0, __ATOMIC_SEQ_CST);
+    full = full || tabs_moved ||
+           (m->cfg.full_checkpoint_ms >= 0 && now - s->last_full_ms >= m->cfg.full_checkpoint_ms);
     sess_capture c = {0};
     char *blob = NULL;
     size_t len = 0;
@@ -494,6 +497,8 @@ static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
         return 0;
     }
     sess_capture c = {0};
+    sess_tabs_reap(s);
+    s->cur = s->active;
     /* The capture runs script in the page: a frozen one is woken first. */
     int rc = __atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) ? RG_ECRASHED : sess_wake(s);
     if (rc == 0)
@@ -514,12 +519,15 @@ static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
     }
     /* The registry takes its compact form first (for as long as the session
        lives), so a failure after it leaves a live session that reloads it. */
-    if (rc == 0 && (rc = m->store->ops->park(m->store, s->page_key, m->cfg.dormant_ttl_ms)) == 0 &&
-        (rc = save_state(s, "parked", &c, blob, len)) < 0) {
-        reg_page_free(s->reg);
-        s->reg = NULL;
-        if (reg_page_new(m->store, s->page_key, &m->cfg.reg, &s->reg) < 0)
-            s->reg = NULL;
+    for (int i = 0; rc == 0 && i < s->n_tabs; i++)
+        rc = m->store->ops->park(m->store, s->tabs[i]->page_key, m->cfg.dormant_ttl_ms);
+    if (rc == 0 && (rc = save_state(s, "parked", &c, blob, len)) < 0) {
+        for (int i = 0; i < s->n_tabs; i++) {
+            sess_tab *t = s->tabs[i];
+            reg_page_free(t->reg);
+            if (reg_page_new(m->store, t->page_key, &m->cfg.reg, &t->reg) < 0)
+                t->reg = NULL;
+        }
     }
     free(blob);
     sess_capture_free(&c);
@@ -691,6 +699,24 @@ static int find_window(sess *s)
 }
 
 /*
+ * Sets the lifecycle of s's tabs other than the active one (whose window
+ * the freeze minimizes): a popup left open stops with the session. A tab
+ * that does not answer is only logged; the next command wakes it with the rest.
+ */
+static void other_tabs_lifecycle(sess *s, const char *state)
+{
+    sess_tab *v[SESS_TABS_CAP];
+    int n = sess_tabs_snapshot(s, v);
+    for (int i = 0; i < n; i++) {
+        if (v[i] == s->active)
+            continue;
+        s->cur = v[i];
+        set_lifecycle(s, state);
+    }
+    s->cur = s->active;
+}
+
+/*
  * Freezes the page of s (held idle by the heartbeat): its window is
  * minimized, then its timers, tasks and rendering stop until sess_wake. A
  * page that refuses is left running and not tried again before its next
@@ -706,6 +732,8 @@ static void freeze_held(sess *s)
         rc = set_window(s, "minimized");
     if (rc == 0 && (rc = set_lifecycle(s, "frozen")) < 0)
         set_window(s, "normal");
+    if (rc == 0)
+        other_tabs_lifecycle(s, "frozen");
     pthread_mutex_lock(&m->mu);
     if (rc == 0) {
         s->frozen = 1;
@@ -734,6 +762,7 @@ int sess_wake(sess *s)
         return rc;
     /* Running but hidden is still a working page: a failure here is only logged. */
     set_window(s, "normal");
+    other_tabs_lifecycle(s, "active");
     pthread_mutex_lock(&m->mu);
     if (s->frozen) {
         s->frozen = 0;
@@ -952,7 +981,7 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
     int64_t left = deadline - rg_now_ms();
     if (rc == 0)
         rc = sess_lease_context(s, left > 1000 ? (int)left : 1000, err, errlen);
-    if (rc == 0 && (rc = sess_bind_lease(s)) < 0)
+    if (rc == 0 && (rc = sess_bind_lease(s, have_parked ? parked.tab : NULL)) < 0)
         snprintf(err, errlen, "out of memory");
     if (rc == 0)
         rc = sess_apply_options(s);
@@ -963,6 +992,9 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
         pthread_mutex_unlock(&m->mu);
         rc = sess_rebuild(s, url, sx, sy, have_parked ? &parked : NULL, ri, err, errlen);
     }
+    /* Then the other tabs, each on its URL and scroll, its refs re-bound. */
+    if (rc == 0 && have_parked && parked.tabs)
+        rc = sess_rebuild_tabs(s, &parked, ri);
     free(url);
     sess_capture_free(&parked);
     if (rc < 0) {

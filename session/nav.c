@@ -22,11 +22,13 @@ void sess_nav_free(sess_nav *n)
 
 int sess_enable_page(sess *s)
 {
-    if (s->page_enabled)
+    if (!s->cur)
+        return RG_ECRASHED;
+    if (s->cur->page_enabled)
         return 0;
     int rc = sess_call(s, "Page.enable", NULL, SESS_CALL_TIMEOUT_MS, NULL);
     if (rc == 0)
-        s->page_enabled = 1;
+        s->cur->page_enabled = 1;
     return rc;
 }
 

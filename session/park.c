@@ -101,16 +101,16 @@ int sess_apply_options(sess *s)
         rc0 = call(s, "Runtime.enable", NULL, NULL);
     /* The observer, installed once for the page in its own world. */
     if (rc0 == 0) {
-        reg_world_free(s->world);
-        s->world = NULL;
+        reg_world_free(s->cur->world);
+        s->cur->world = NULL;
         reg_page_handle h = sess_handle(s);
-        rc0 = reg_world_new(h.conn, h.session, SESS_CALL_TIMEOUT_MS, &s->world);
+        rc0 = reg_world_new(h.conn, h.session, SESS_CALL_TIMEOUT_MS, &s->cur->world);
     }
     if (rc0 == 0)
         rc0 = sess_intercept(s);
     if (rc0 == 0)
         rc0 = lock_down(s);
-    /* Target events for the whole browser, so popups can be closed (idempotent). */
+    /* Target events for the whole browser, so tabs are seen to close (idempotent). */
     if (rc0 == 0)
         rc0 = sess_browser_call(s, "Target.setDiscoverTargets", "{\"discover\":true}",
                                 SESS_CALL_TIMEOUT_MS, NULL);
@@ -143,6 +143,9 @@ int sess_apply_options(sess *s)
         }
         rg_buf_puts(&q, "}");
         rc = q.failed ? RG_ENOMEM : call(s, "Emulation.setUserAgentOverride", q.data, NULL);
+        /* The same for every tab the session opens later. */
+        free(s->emul_ua);
+        s->emul_ua = rc == 0 ? strdup(q.data) : NULL;
     }
     if (rc == 0 && s->locale)
         rc = call_with(s, "Emulation.setLocaleOverride", "locale", s->locale);
@@ -164,6 +167,8 @@ void sess_capture_free(sess_capture *c)
     free(c->ls);
     free(c->ss);
     free(c->form);
+    free(c->tabs);
+    free(c->tab);
     memset(c, 0, sizeof *c);
 }
 
@@ -210,6 +215,53 @@ static char *print_obj(const cJSON *root, const char *k)
     return cJSON_IsObject(v) && v->child ? cJSON_PrintUnformatted(v) : NULL;
 }
 
+/*
+ * Every tab's URL and scroll, into c->tabs (the current tab's from c), its
+ * id into c->tab. A tab that does not answer is kept on the URL DevTools
+ * knows for it.
+ */
+static int capture_tabs(sess *s, sess_capture *c)
+{
+    sess_tab *v[SESS_TABS_CAP];
+    int n = sess_tabs_snapshot(s, v);
+    sess_tab *keep = s->cur;
+    cJSON *arr = cJSON_CreateArray();
+    for (int i = 0; arr && i < n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        if (!o)
+            break;
+        cJSON_AddItemToArray(arr, o);
+        cJSON_AddStringToObject(o, "id", v[i]->id);
+        cJSON_AddStringToObject(o, "opener", v[i]->opener);
+        if (v[i] == keep) {
+            cJSON_AddStringToObject(o, "url", c->url);
+            cJSON_AddNumberToObject(o, "sx", c->sx);
+            cJSON_AddNumberToObject(o, "sy", c->sy);
+            continue;
+        }
+        s->cur = v[i];
+        cJSON *root = NULL;
+        char expr[sizeof capture_js + 8];
+        snprintf(expr, sizeof expr, capture_js, "false");
+        sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS / 2, &root);
+        const cJSON *u = cJSON_GetObjectItemCaseSensitive(root, "u");
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "x");
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
+        cJSON_AddStringToObject(o, "url", cJSON_IsString(u) ? u->valuestring : "about:blank");
+        cJSON_AddNumberToObject(o, "sx", cJSON_IsNumber(x) ? x->valuedouble : 0);
+        cJSON_AddNumberToObject(o, "sy", cJSON_IsNumber(y) ? y->valuedouble : 0);
+        cJSON_Delete(root);
+    }
+    s->cur = keep;
+    c->tabs = arr ? cJSON_PrintUnformatted(arr) : NULL;
+    cJSON_Delete(arr);
+    c->tab = keep ? strdup(keep->id) : NULL;
+    pthread_mutex_lock(&s->m->mu);
+    c->next_tab = s->next_tab;
+    pthread_mutex_unlock(&s->m->mu);
+    return c->tabs && (!keep || c->tab) ? 0 : RG_ENOMEM;
+}
+
 int sess_capture_page(sess *s, int full, sess_capture *c)
 {
     memset(c, 0, sizeof *c);
@@ -254,8 +306,10 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     }
     cdp_reply_free(&r);
     /* What a reload loses, when the page was observed: a bonus, never a failure. */
-    if (rc == 0 && s->reg && reg_state_capture(s->reg, sess_handle(s), &c->form) < 0)
+    if (rc == 0 && sess_registry(s) && reg_state_capture(sess_registry(s), sess_handle(s), &c->form) < 0)
         rg_log(RG_LOG_INFO, "session", "%s: the page's fields could not be captured", s->id);
+    if (rc == 0)
+        rc = capture_tabs(s, c);
     if (rc < 0)
         sess_capture_free(c);
     return rc;
@@ -288,7 +342,7 @@ int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 12);
+    msgpack_pack_map(&pk, 15);
     put_num(&pk, "v", 1);
     put_str(&pk, "url", c->url);
     put_str(&pk, "title", c->title);
@@ -301,6 +355,9 @@ int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
     put_str(&pk, "ls", c->ls);
     put_str(&pk, "ss", c->ss);
     put_str(&pk, "form", c->form);
+    put_str(&pk, "tabs", c->tabs);
+    put_str(&pk, "tab", c->tab);
+    put_num(&pk, "next_tab", c->next_tab);
     if (!sb.data) {
         msgpack_sbuffer_destroy(&sb);
         return RG_ENOMEM;
@@ -331,6 +388,8 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c)
                      : rg_mp_key_is(k, "ls")      ? &c->ls
                      : rg_mp_key_is(k, "ss")      ? &c->ss
                      : rg_mp_key_is(k, "form")    ? &c->form
+                     : rg_mp_key_is(k, "tabs")    ? &c->tabs
+                     : rg_mp_key_is(k, "tab")     ? &c->tab
                                                   : NULL;
         if (dst && v->type == MSGPACK_OBJECT_STR && !*dst)
             *dst = strndup(v->via.str.ptr, v->via.str.size);
@@ -338,6 +397,9 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c)
             c->sx = (double)v->via.u64;
         else if (rg_mp_key_is(k, "sy") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER)
             c->sy = (double)v->via.u64;
+        else if (rg_mp_key_is(k, "next_tab") && v->type == MSGPACK_OBJECT_POSITIVE_INTEGER &&
+                 v->via.u64 < 1000000000)
+            c->next_tab = (int)v->via.u64;
     }
     msgpack_unpacked_destroy(&u);
     return 0;
@@ -436,7 +498,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     /* One observation re-binds every registered ref by identity. */
     reg_observation o;
     reg_observe_opts opts = {0};
-    if ((rc = reg_observe(s->reg, sess_handle(s), &opts, &o)) < 0)
+    if ((rc = reg_observe(sess_registry(s), sess_handle(s), &opts, &o)) < 0)
         goto fail;
     ri->refs_kept = o.n_stable + o.n_moved;
     ri->refs_lost = o.n_unmatched;
@@ -444,7 +506,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     ri->reloaded = 1;
     /* Then what the page held: typed fields, focus, scrolled boxes, by those refs. */
     int put = 0, lost = 0;
-    if (parked && parked->form && reg_state_restore(s->reg, sess_handle(s), parked->form, &put,
+    if (parked && parked->form && reg_state_restore(sess_registry(s), sess_handle(s), parked->form, &put,
                                                     &lost) == 0) {
         ri->fields_restored = (size_t)put;
         ri->fields_lost = (size_t)lost;
@@ -453,4 +515,99 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
 fail:
     snprintf(err, errlen, "could not restore the session (%s)", rg_err_code(rc));
     return rc;
+}
+
+/* ---- tabs ---- */
+
+int sess_capture_page_keys(const sess *s, const sess_capture *c, char ***v, size_t *n)
+{
+    *v = NULL;
+    *n = 0;
+    cJSON *arr = c && c->tabs ? cJSON_Parse(c->tabs) : NULL;
+    size_t cap = 1 + (size_t)cJSON_GetArraySize(arr);
+    char **out = calloc(cap, sizeof *out);
+    if (!out) {
+        cJSON_Delete(arr);
+        return RG_ENOMEM;
+    }
+    size_t k = 0;
+    if (asprintf(&out[k], "%s:%s", s->tag, SESS_PAGE) >= 0)
+        k++;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const cJSON *id = cJSON_GetObjectItemCaseSensitive(e, "id");
+        if (!cJSON_IsString(id) || !strcmp(id->valuestring, "t1") || id->valuestring[0] != 't' ||
+            strlen(id->valuestring) >= SESS_TAB_ID_MAX || k >= cap)
+            continue;
+        if (asprintf(&out[k], "%s:%s", s->tag, id->valuestring) >= 0)
+            k++;
+    }
+    cJSON_Delete(arr);
+    *v = out;
+    *n = k;
+    return 0;
+}
+
+int sess_rebuild_tabs(sess *s, const sess_capture *parked, sess_restore_info *ri)
+{
+    cJSON *arr = parked && parked->tabs ? cJSON_Parse(parked->tabs) : NULL;
+    sess_tab *first = s->active;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const char *id = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "id"));
+        const char *url = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "url"));
+        const char *opener = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "opener"));
+        if (!id || !url || (first && !strcmp(id, first->id)) || id[0] != 't' ||
+            strlen(id) >= SESS_TAB_ID_MAX)
+            continue;
+        sess_tab *t;
+        char err[256];
+        int rc = sess_tab_open(s, id, &t, err, sizeof err);
+        if (rc < 0) {
+            rg_log(RG_LOG_WARN, "session", "%s: tab %s not restored: %s", s->id, id, err);
+            if (rc == RG_ECRASHED)
+                break;
+            continue;
+        }
+        if (opener)
+            snprintf(t->opener, sizeof t->opener, "%s", opener);
+        s->cur = t;
+        sess_tab_prepare(s, t);
+        if (*url && strcmp(url, "about:blank")) {
+            sess_nav nav;
+            rc = sess_navigate(s, url, "load", RESTORE_NAV_TIMEOUT_MS, &nav, err, sizeof err);
+            if (rc < 0)
+                rg_log(RG_LOG_WARN, "session", "%s: restore navigation of tab %s: %s", s->id, id,
+                       err);
+            sess_nav_free(&nav);
+        }
+        const cJSON *x = cJSON_GetObjectItemCaseSensitive(e, "sx");
+        const cJSON *y = cJSON_GetObjectItemCaseSensitive(e, "sy");
+        double sx = cJSON_IsNumber(x) ? x->valuedouble : 0, sy = cJSON_IsNumber(y) ? y->valuedouble : 0;
+        if (sx > 0 || sy > 0) {
+            char expr[96];
+            snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);JSON.stringify(1)", sx, sy);
+            cJSON *ignored = NULL;
+            sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &ignored);
+            cJSON_Delete(ignored);
+        }
+        reg_observation o;
+        reg_observe_opts opts = {0};
+        if (reg_observe(t->reg, sess_handle(s), &opts, &o) == 0) {
+            ri->refs_kept += o.n_stable + o.n_moved;
+            ri->refs_lost += o.n_unmatched;
+            reg_observation_free(&o);
+        }
+    }
+    cJSON_Delete(arr);
+    pthread_mutex_lock(&s->m->mu);
+    if (parked && s->next_tab < parked->next_tab)
+        s->next_tab = parked->next_tab;
+    pthread_mutex_unlock(&s->m->mu);
+    s->cur = s->active = first;
+    if (first)
+        sess_tab_prepare(s, first);
+    return 0;
 }

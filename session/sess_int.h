@@ -5,9 +5,11 @@
  *   call.c       the one way to the page on a session's lease (sess_call...)
  *   nav.c        navigation: go to a URL, back, forward, reload; where it is
  *   intercept.c  every request of the page through the URL policy
- *   events.c     DevTools event handlers (dialogs, popups, crashes, reports)
+ *   events.c     DevTools event handlers (dialogs, crashes, reports)
  *   files.c      the scratch directory: uploads, downloads (events.c hands it
  *                the download events; lease.c clears it with the context)
+ *   tabs.c       the session's tabs: popups adopted before they load, the
+ *                tab list, the tab a command acts on
  *   park.c       options, capture, msgpack of the parked state, rebuild
  *   quota.c      the tenant's session quota in Redis
  *   lease.c      ownership: the Redis lease scripts, the context's lease,
@@ -41,12 +43,40 @@ struct sess_waiter {
     struct sess_waiter *next;
 };
 
+#define SESS_TAB_ID_MAX 16
+#define SESS_PAGE_KEY_MAX (SESS_TENANT_MAX + SESS_ID_MAX + 32)
+
+/*
+ * One tab: a page target of the session's context, attached with a
+ * flattened session of its own, with its own registry and observer world.
+ * id, target, session, opener and page_key are set before the tab is in the
+ * list and never change; gone is set under m->mu (by the reader thread when
+ * the page closes); the rest belongs to the session's holder. A tab leaves
+ * the list and is freed only by the holder (sess_tabs_reap), after its
+ * subscription ended, so a handler never sees it freed.
+ */
+typedef struct sess_tab {
+    sess *s;
+    char id[SESS_TAB_ID_MAX];      /* "t1", "t2": stable, survives park and restore */
+    char target[64], session[64];  /* DevTools target and flattened session */
+    char opener[SESS_TAB_ID_MAX];  /* the tab that opened it, "" when none */
+    char page_key[SESS_PAGE_KEY_MAX]; /* its registry: <tag>:main for t1, else <tag>:<id> */
+    int gone;                      /* its page closed (guarded by m->mu) */
+    int own_lease_page;            /* the pool lease's first page */
+    reg_page *reg;
+    reg_world *world;              /* NULL until the holder first uses the tab */
+    int sub;                       /* the page-event subscription, 0 when none */
+    int page_enabled;
+    char *open_url;                /* the last URL this page opened a window on (reader thread) */
+} sess_tab;
+
+#define SESS_TABS_CAP 64 /* REFGATE_TABS_MAX is at most this */
+
 struct sess {
     sess_mgr *m;
     char tenant[SESS_TENANT_MAX];
     char id[SESS_ID_MAX];
     char tag[SESS_TENANT_MAX + SESS_ID_MAX + 16];     /* {t:<tenant>:s:<sid>} */
-    char page_key[SESS_TENANT_MAX + SESS_ID_MAX + 32]; /* <tag>:main */
 
     /* Guarded by m->mu. */
     int busy;                      /* a command (or the heartbeat) holds it */
@@ -64,18 +94,28 @@ struct sess {
     int loses;                     /* what a park would lose: SESS_LOSES_* bits */
     sess *next;
 
+    /* The tabs: the list and n_tabs are guarded by m->mu (the reader thread
+       adds popups); active, cur and front are the holder's. */
+    sess_tab *tabs[SESS_TABS_CAP];
+    int n_tabs;
+    int next_tab;                  /* the number of the next tab id (guarded by m->mu) */
+    sess_tab *active;              /* the tab commands act on unless they name one */
+    sess_tab *cur;                 /* the tab this command acts on (sess_call's page) */
+    sess_tab *front;               /* the tab last brought to the front */
+    char *emul_ua;                 /* Emulation.setUserAgentOverride params a new tab gets, or NULL */
+    int tabs_changed;              /* atomic: a tab opened or closed since the last full checkpoint */
+    int pending;                   /* the holder made a page: the next one without opener is it */
+    char pending_id[SESS_TAB_ID_MAX]; /* the id it takes ("": the next number); m->mu */
+
     /* Owned by the holder. */
     pool_lease *lease;
     egress_slot *egress;           /* the context's way out, with the lease */
-    reg_page *reg;
     int width, height;
     char *user_agent, *locale, *timezone;
-    int page_enabled;
     int window_id;                 /* the page's window (Browser.getWindowForTarget) when frozen */
-    int sub;                       /* the page-event subscription, 0 when none */
-    int popup_sub;                 /* the browser-level one that closes popups */
+    int popup_sub;                 /* the browser-level one that adopts popups as tabs */
+    int gone_sub;                  /* the browser-level one that sees tabs close */
     int crash_sub;                 /* the browser-level one that sees the renderer crash */
-    reg_world *world;              /* the observer's isolated world in the page, with the lease */
     int64_t created_ms;
     int64_t last_full_ms;          /* last capture of cookies and storage */
     uint64_t last_ckpt;            /* hash of the URL, title and scroll last written */
@@ -123,7 +163,7 @@ struct redisReply;
 
 /* ---- call.c: the page on s's lease (RG_ECRASHED without one) ---- */
 
-/** Calls method on s's page, waiting up to timeout_ms (holder; never on the reader thread). */
+/** Calls method on s's page (the tab the command acts on), waiting up to timeout_ms (holder; never on the reader thread). */
 int sess_call(sess *s, const char *method, const char *params, int timeout_ms, cdp_reply *out);
 /** Sends method to s's page without waiting; the reply is dropped (any thread). */
 int sess_call_async(sess *s, const char *method, const char *params, int timeout_ms);
@@ -132,6 +172,8 @@ int sess_browser_call(sess *s, const char *method, const char *params, int timeo
                       cdp_reply *out);
 /** sess_browser_call without waiting; the reply is dropped (any thread). */
 int sess_browser_call_async(sess *s, const char *method, const char *params, int timeout_ms);
+/** Sends method to tab t's page without waiting (any thread; the lease held or bound). */
+int sess_tab_call_async(sess_tab *t, const char *method, const char *params, int timeout_ms);
 /** A one-shot wait for event on s's page, made before what causes it (cdp_waiter_new). */
 int sess_page_waiter(sess *s, const char *event, cdp_waiter **out);
 /** Evaluates expr (which returns a JSON string) in the page and parses it into *out. */
@@ -149,19 +191,54 @@ int sess_enable_page(sess *s);
 /** Starts the URL checker threads (when cfg.url_check is set). */
 int sess_checkers_start(sess_mgr *m);
 void sess_checkers_stop(sess_mgr *m);
-/** Fetch.requestPaused of s's page (reader thread). */
-void sess_on_request_paused(sess *s, const cJSON *params);
+/** Fetch.requestPaused of tab t's page (reader thread). */
+void sess_on_request_paused(sess_tab *t, const cJSON *params);
 /** Waits until s has no URL check in flight. */
 void sess_checks_drain(sess *s);
 /** Pauses every request of s's page for the URL policy. */
 int sess_intercept(sess *s);
+/** Fetch.enable's parameters, or NULL when the session checks no URL. */
+const char *sess_intercept_params(const sess_mgr *m);
 
 /* ---- events.c: handlers on the reader thread ---- */
 
-/** Subscribes s's handlers to its fresh lease's page and browser (the holder's). */
+/** Subscribes s's handlers to its fresh lease's browser (the holder's). */
 void sess_events_bind(sess *s);
 /** Ends those subscriptions (waiting for a handler in progress) before the lease goes. */
 void sess_events_unbind(sess *s);
+/** The page events of a tab (ud: the sess_tab), for cdp_subscribe on its session. */
+void sess_page_event(void *ud, const char *session_id, const char *method, const cJSON *params);
+/** Reports a page event of s (sess_config.on_event); data taken over. */
+void sess_report(sess *s, const char *kind, cJSON *data);
+
+/* ---- tabs.c ---- */
+
+/**
+ * Makes the lease's first page a tab (id: "t1", or the id it had before a
+ * park), active and current. The holder's, right after the lease.
+ */
+int sess_tabs_init(sess *s, const char *first_id);
+/** Adopts the context's new pages as tabs (browser-level subscriptions, pool_lease_adopt). */
+void sess_tabs_bind(sess *s);
+/** Ends that before the lease goes; when it returns no tab handler runs. */
+void sess_tabs_unbind(sess *s);
+/** Frees every tab (after sess_tabs_unbind). */
+void sess_tabs_free(sess *s);
+/** Frees the tabs whose page closed; a new active tab when the active one went. */
+void sess_tabs_reap(sess *s);
+/** The live tab with id, or NULL. */
+sess_tab *sess_tab_find(sess *s, const char *id);
+/** Sets up t for use (its registry and observer world); the holder's. */
+int sess_tab_prepare(sess *s, sess_tab *t);
+/** How many tabs are open (not gone). */
+int sess_tabs_open(sess *s);
+/** The open tabs, in order, into v (SESS_TABS_CAP); returns how many. */
+int sess_tabs_snapshot(sess *s, sess_tab **v);
+/**
+ * Opens a page in the context as a tab with id want (NULL: the next
+ * number), on about:blank, set up like a popup; not made active.
+ */
+int sess_tab_open(sess *s, const char *want, sess_tab **out, char *err, size_t errlen);
 
 /* ---- files.c: the session's scratch directory ---- */
 
@@ -194,6 +271,9 @@ typedef struct sess_capture {
     char *cookies;       /* JSON array of cookie params, or NULL */
     char *ls, *ss;       /* JSON objects, or NULL */
     char *form;          /* reg_state_capture's JSON: typed fields, focus, scrolled boxes; or NULL */
+    char *tabs;          /* JSON array of every tab {id, url, sx, sy, opener}, in order; or NULL */
+    char *tab;           /* the active tab's id (url, sx, sy above are its), or NULL */
+    int next_tab;        /* the number the next tab id takes */
 } sess_capture;
 
 void sess_capture_free(sess_capture *c);
@@ -203,6 +283,10 @@ void sess_capture_free(sess_capture *c);
  * observation) too.
  */
 int sess_capture_page(sess *s, int full, sess_capture *c);
+/** The page keys of the tabs a capture lists (t1's "main" included); caller frees each and v. */
+int sess_capture_page_keys(const sess *s, const sess_capture *c, char ***v, size_t *n);
+/** Opens and rebuilds the capture's other tabs after the first (restore); the refs into ri. */
+int sess_rebuild_tabs(sess *s, const sess_capture *parked, sess_restore_info *ri);
 /** The parked state as one msgpack value (caller frees *out). */
 int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len);
 int sess_unpack(const char *buf, size_t len, sess_capture *c);
@@ -281,9 +365,9 @@ double sess_hash_num(const struct redisReply *h, const char *name);
 
 /** Leases a context for s (parking an idle session first when the pool is full). */
 int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen);
-/** Watches s's fresh lease (events.c) and opens its registry page. */
-int sess_bind_lease(sess *s);
-/** Lets go of s's context: subscriptions, URL checks, world, pool lease, egress slot. */
+/** Watches s's fresh lease (events.c), makes its page tab first_tab (NULL: "t1") with its registry. */
+int sess_bind_lease(sess *s, const char *first_tab);
+/** Lets go of s's context: subscriptions, URL checks, tabs, pool lease, egress slot. */
 void sess_release_local(sess *s);
 /** Forgets s's local context and marks it not live (the browser died, or it moved). */
 void sess_drop_local(sess *s);

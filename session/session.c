@@ -42,6 +42,7 @@ void sess_config_default(sess_config *cfg)
     cfg->upload_file_max = 10u << 20;
     cfg->upload_session_max = 50u << 20;
     cfg->download_session_max = 50u << 20;
+    cfg->tabs_max = SESS_TABS_MAX;
     reg_config_default(&cfg->reg);
 }
 
@@ -75,6 +76,7 @@ void sess_config_from_env(sess_config *cfg)
                                                   (long)cfg->upload_session_max, 0, 4L << 30);
     cfg->download_session_max = (size_t)rg_env_long("REFGATE_DOWNLOAD_SESSION_MAX",
                                                     (long)cfg->download_session_max, 0, 4L << 30);
+    cfg->tabs_max = (int)rg_env_long("REFGATE_TABS_MAX", cfg->tabs_max, 1, SESS_TABS_CAP);
     reg_config_from_env(&cfg->reg);
 }
 
@@ -114,7 +116,6 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
     snprintf(s->tenant, sizeof s->tenant, "%s", tenant);
     snprintf(s->id, sizeof s->id, "%s", sid);
     snprintf(s->tag, sizeof s->tag, "{t:%s:s:%s}", tenant, sid);
-    snprintf(s->page_key, sizeof s->page_key, "%s:%s", s->tag, SESS_PAGE);
     s->width = 1280;
     s->height = 800;
     return s;
@@ -122,9 +123,10 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
 
 static void sess_free_locals(sess *s)
 {
+    /* The tabs went with the context (sess_release_local): m->mu may be held here. */
     sess_forget_ckpt(s);
-    reg_page_free(s->reg);
-    s->reg = NULL;
+    free(s->emul_ua);
+    s->emul_ua = NULL;
     free(s->user_agent);
     free(s->locale);
     free(s->timezone);
@@ -242,6 +244,8 @@ int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *st
         m->cfg.heartbeat_ms = m->cfg.lease_ms / 5 > 0 ? m->cfg.lease_ms / 5 : 100;
     snprintf(m->worker, sizeof m->worker, "%s", cfg->worker_id ? cfg->worker_id : "w");
     m->cfg.worker_id = m->worker;
+    if (m->cfg.tabs_max <= 0 || m->cfg.tabs_max > SESS_TABS_CAP)
+        m->cfg.tabs_max = SESS_TABS_MAX;
     m->pool = p;
     m->redis = redis;
     m->store = store;
@@ -330,7 +334,7 @@ const char *sess_id(const sess *s)
 
 reg_page *sess_registry(sess *s)
 {
-    return s->reg;
+    return s->cur ? s->cur->reg : NULL;
 }
 
 /* ---- create ---- */
@@ -436,7 +440,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     s->busy = 1;
     s->refs = 1;
     int rc = sess_lease_context(s, timeout_ms, err, errlen);
-    if (rc == 0 && (rc = sess_bind_lease(s)) < 0)
+    if (rc == 0 && (rc = sess_bind_lease(s, NULL)) < 0)
         snprintf(err, errlen, "out of memory");
     if (rc == 0 && (rc = sess_apply_options(s)) < 0)
         snprintf(err, errlen, "the browser refused the session's options (%s)", rg_err_code(rc));
@@ -541,6 +545,10 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
     s->last_used_ms = rg_now_ms();
     s->no_freeze = 0;
     pthread_mutex_unlock(&m->mu);
+    if (s->live) {
+        sess_tabs_reap(s);
+        s->cur = s->active;
+    }
     *out = s;
     return 0;
 }
@@ -551,6 +559,7 @@ void sess_done(sess *s, int full)
     sess_cast_apply(s); /* a viewer came or went, or a restore made a fresh page */
     sess_checkpoint(s, full);
     s->has_hint = 0;
+    s->cur = s->active;
     pthread_mutex_lock(&m->mu);
     if (full >= 0)
         sess_unjudge_locked(s); /* the command may have edited the page */
@@ -571,7 +580,19 @@ int sess_close(sess *s)
     sess_key(wk, sizeof wk, s, "want");
     sess_index_key(ik, sizeof ik, s->tenant);
     sess_quota_key(qk, sizeof qk, s->tenant);
-    redisReply *rep = rg_redis_command(m->redis, "DEL %s %s %s %s", mk, lk, pk, wk);
+    /* The registries of its tabs: the ones open here and the ones the last capture lists. */
+    sess_capture parked = {0};
+    redisReply *rep = rg_redis_command(m->redis, "GET %s", pk);
+    int failed = rep == NULL;
+    if (rep && rep->type == REDIS_REPLY_STRING && rep->len > 0)
+        sess_unpack(rep->str, rep->len, &parked);
+    freeReplyObject(rep);
+    char **keys = NULL;
+    size_t n_keys = 0;
+    if (!failed)
+        sess_capture_page_keys(s, &parked, &keys, &n_keys);
+    sess_capture_free(&parked);
+    rep = failed ? NULL : rg_redis_command(m->redis, "DEL %s %s %s %s", mk, lk, pk, wk);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     if (rc == 0) {
@@ -587,9 +608,19 @@ int sess_close(sess *s)
         freeReplyObject(z[0]);
         freeReplyObject(z[1]);
     }
+    if (rc == 0) {
+        for (size_t i = 0; i < n_keys; i++)
+            m->store->ops->drop(m->store, keys[i]);
+        sess_tab *v[SESS_TABS_CAP];
+        int n = s->lease ? sess_tabs_snapshot(s, v) : 0;
+        for (int i = 0; i < n; i++)
+            m->store->ops->drop(m->store, v[i]->page_key);
+    }
+    for (size_t i = 0; i < n_keys; i++)
+        free(keys[i]);
+    free(keys);
     if (rc < 0)
         return rc;
-    m->store->ops->drop(m->store, s->page_key);
     sess_drop_local(s);
     return 0;
 }

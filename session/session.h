@@ -1,6 +1,7 @@
 /*
  * session.h - sessions whose state lives in Redis: a session is one browser
- * context with one page, leased from this worker's pool while it is live,
+ * context with its tabs (popups and tab.new, up to tabs_max; one of them
+ * active), leased from this worker's pool while it is live,
  * and a set of Redis keys that let any worker rebuild it after a park, a
  * crash or the death of the worker that held it.
  *
@@ -12,8 +13,10 @@
  *                                             it refreshes by heartbeat
  *   rg:{t:<tenant>:s:<sid>}:want       string another worker asks the owner to park
  *   rg:{t:<tenant>:s:<sid>}:park       string msgpack: cookies, storage, url,
- *                                             viewport, scroll (the last capture)
- *   rg:{t:<tenant>:s:<sid>}:reg:main   the page's registry (registry/)
+ *                                             viewport, scroll, every tab's id,
+ *                                             url and scroll (the last capture)
+ *   rg:{t:<tenant>:s:<sid>}:reg:main   the first tab's registry (registry/);
+ *                                      reg:t2, reg:t3... the other tabs'
  *   rg:{t:<tenant>:s:<sid>}:new        string a create in progress (its quota reservation)
  *   rg:t:<tenant>:sessions             zset   sid -> created (listing)
  *   rg:t:<tenant>:quota                zset   sid -> next check (the quota's count; quota.c)
@@ -50,7 +53,8 @@
 
 #define SESS_ID_MAX 40
 #define SESS_TENANT_MAX 64
-#define SESS_PAGE "main" /* the registry page of a session's (one) page */
+#define SESS_PAGE "main" /* the registry page of a session's first tab (t1) */
+#define SESS_TABS_MAX 8   /* REFGATE_TABS_MAX: tabs a session holds at most */
 
 /** A screencast's settings (Page.startScreencast). */
 typedef struct sess_cast_opts {
@@ -95,11 +99,15 @@ typedef struct sess_config {
      */
     int (*downloads_allowed)(void *ud, const char *tenant);
     void *downloads_ud;
+    int tabs_max;                /* REFGATE_TABS_MAX [8]: tabs a session holds at most (1 to
+                                    64); a popup past it is closed before it runs */
     reg_config reg;
     /**
-     * Page events of live sessions: kind "navigation" {url}, "console"
-     * {type, text}, "dialog" {type, message, dismissed} (dialogs are always
-     * dismissed, so a page never blocks on one). Called on the browser's
+     * Page events of live sessions: kind "navigation" {url, tab}, "console"
+     * {type, text, tab}, "dialog" {type, message, dismissed, tab} (dialogs
+     * are always dismissed, so a page never blocks on one), "tab" {state
+     * (opened, closed), tab, url, opener; reason "limit" for a popup closed
+     * past tabs_max}. Called on the browser's
      * reader thread: be quick; data is the callee's. NULL: not reported.
      */
     void (*on_event)(void *ud, const char *tenant, const char *sid, const char *kind,
@@ -285,6 +293,46 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
 
 /** The tenant's policy on url (may block on DNS): 0, RG_EBLOCKEDURL or RG_EBADREQ. */
 int sess_check_url(sess_mgr *m, const char *tenant, const char *url, char *why, size_t whylen);
+
+/* ---- tabs (for the holder, between sess_open and sess_done) ---- */
+
+/**
+ * Makes the session's page calls, registry and handle act on tab (an id
+ * such as "t2"; NULL: the active tab) until sess_done or the next call.
+ * RG_EBADREQ, with a sentence in err, when the session has no such tab.
+ */
+int sess_use_tab(sess *s, const char *tab, char *err, size_t errlen);
+/** The id of the tab the command acts on ("" when the session has none here). */
+const char *sess_tab_id(const sess *s);
+
+typedef struct sess_tab_info {
+    char tab[16];
+    char opener[16];   /* "" when none */
+    char *url, *title; /* owned */
+    int active;
+} sess_tab_info;
+
+/** The session's tabs in the order they opened (caller frees with sess_tab_infos_free). */
+int sess_tabs_list(sess *s, sess_tab_info **out, size_t *n);
+void sess_tab_infos_free(sess_tab_info *v, size_t n);
+/**
+ * Opens a tab in the session's context, makes it active and navigates it
+ * to url as sess_navigate does (the URL policy is the caller's to ask
+ * first). tab gets its id (16 bytes), also when the navigation fails.
+ * RG_EBADREQ when the session already holds tabs_max tabs.
+ */
+int sess_tab_new(sess *s, const char *url, int timeout_ms, char *tab, sess_nav *out, char *err,
+                 size_t errlen);
+/** Makes tab the active tab. RG_EBADREQ when there is no such tab. */
+int sess_tab_select(sess *s, const char *tab, char *err, size_t errlen);
+/** Closes tab (the active tab moves to its opener, else the newest). RG_EBADREQ for the last. */
+int sess_tab_close(sess *s, const char *tab, char *err, size_t errlen);
+/**
+ * The id of another open tab whose registry holds ref, into tab (16
+ * bytes): 1, or 0 when none does. A ref that is stale here may be that
+ * tab's.
+ */
+int sess_ref_tab(sess *s, const char *ref, char *tab, size_t len);
 
 /** Parks the held session: captures, writes it, frees the context. *bytes: the parked size. */
 int sess_park(sess *s, size_t *bytes, char *err, size_t errlen);

@@ -41,6 +41,7 @@ enum wire_op_flag {
     WIRE_F_EVAL = 512,        /* needs the tenant's allow_eval */
     WIRE_F_SUBSCRIBES = 1024, /* its result's events are the connection's subscription */
     WIRE_F_VIEW = 2048,       /* a live view's token may send it (others need an API key) */
+    WIRE_F_PAGE = 4096,       /* acts on a page: takes the optional tab argument */
 };
 
 #define WIRE_OP_ARGS_MAX 10
@@ -65,7 +66,8 @@ typedef struct wire_arg {
 /*
  * X(ID, name, flags, handler, param, args...): ID names WIRE_OP_<ID>;
  * handler is the gateway's op_<handler>; param is an expression in the
- * gateway's scope handed to the handler. Every op also takes timeout_ms.
+ * gateway's scope handed to the handler. Every op also takes timeout_ms, and
+ * every op flagged WIRE_F_PAGE an optional tab (the tab it acts on).
  */
 // clang-format off
 #define WIRE_OPS(X)                                                                                \
@@ -76,45 +78,49 @@ typedef struct wire_arg {
     X(SESSION_PARK, "session.park", WIRE_F_NOT_IN_ACT | WIRE_F_PARKS, park, 0, {NULL, 0})          \
     X(SESSION_RESTORE, "session.restore", WIRE_F_NOT_IN_ACT, restore, 0, {NULL, 0})                \
     X(SESSION_CLOSE, "session.close", WIRE_F_NOT_IN_ACT | WIRE_F_CLAIM, close, 0, {NULL, 0})       \
-    X(NAVIGATE, "navigate", WIRE_F_CHANGES | WIRE_F_NAV, navigate, 0,                              \
+    X(NAVIGATE, "navigate", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, navigate, 0,                              \
       {"url", WIRE_STR | WIRE_REQ}, {"wait", WIRE_STR})                                            \
-    X(BACK, "back", WIRE_F_CHANGES | WIRE_F_NAV, history, -1, {"wait", WIRE_STR})                  \
-    X(FORWARD, "forward", WIRE_F_CHANGES | WIRE_F_NAV, history, 1, {"wait", WIRE_STR})             \
-    X(RELOAD, "reload", WIRE_F_CHANGES | WIRE_F_NAV, history, 0, {"wait", WIRE_STR})               \
-    X(OBSERVE, "observe", 0, observe, 0,                                                           \
+    X(BACK, "back", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, history, -1, {"wait", WIRE_STR})                  \
+    X(FORWARD, "forward", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, history, 1, {"wait", WIRE_STR})             \
+    X(RELOAD, "reload", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, history, 0, {"wait", WIRE_STR})               \
+    X(OBSERVE, "observe", 0 | WIRE_F_PAGE, observe, 0,                                                           \
       {"format", WIRE_STR}, {"diff", WIRE_BOOL}, {"scope", WIRE_STR},                              \
       {"max_elements", WIRE_INT}, {"viewport_only", WIRE_BOOL}, {"mode", WIRE_STR},                \
       {"depth", WIRE_INT})                                                                         \
-    X(CLICK, "click", WIRE_F_CHANGES, action, REG_OP_CLICK,                                        \
+    X(CLICK, "click", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_CLICK,                                        \
       WIRE_TGT_REQ, {"button", WIRE_STR}, {"click_count", WIRE_INT}, {"modifiers", WIRE_STRS})     \
-    X(FILL, "fill", WIRE_F_CHANGES, action, REG_OP_FILL,                                           \
+    X(FILL, "fill", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_FILL,                                           \
       WIRE_TGT_REQ, {"value", WIRE_STR | WIRE_REQ})                                                \
-    X(TYPE, "type", WIRE_F_CHANGES, action, REG_OP_TYPE,                                           \
+    X(TYPE, "type", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_TYPE,                                           \
       WIRE_TGT, {"text", WIRE_STR | WIRE_REQ}, {"delay_ms", WIRE_INT})                             \
-    X(PRESS, "press", WIRE_F_CHANGES, action, REG_OP_PRESS,                                        \
+    X(PRESS, "press", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_PRESS,                                        \
       WIRE_TGT, {"key", WIRE_STR | WIRE_REQ})                                                      \
-    X(SELECT, "select", WIRE_F_CHANGES, action, REG_OP_SELECT,                                     \
+    X(SELECT, "select", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_SELECT,                                     \
       WIRE_TGT_REQ, {"values", WIRE_STRS | WIRE_REQ})                                              \
-    X(CHECK, "check", WIRE_F_CHANGES, action, REG_OP_CHECK, WIRE_TGT_REQ)                          \
-    X(UNCHECK, "uncheck", WIRE_F_CHANGES, action, REG_OP_UNCHECK, WIRE_TGT_REQ)                    \
-    X(HOVER, "hover", WIRE_F_CHANGES, action, REG_OP_HOVER, WIRE_TGT_REQ)                          \
-    X(FOCUS, "focus", WIRE_F_CHANGES, action, REG_OP_FOCUS, WIRE_TGT_REQ)                          \
-    X(SCROLL, "scroll", WIRE_F_MOVES, action, REG_OP_SCROLL,                                       \
+    X(CHECK, "check", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_CHECK, WIRE_TGT_REQ)                          \
+    X(UNCHECK, "uncheck", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_UNCHECK, WIRE_TGT_REQ)                    \
+    X(HOVER, "hover", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_HOVER, WIRE_TGT_REQ)                          \
+    X(FOCUS, "focus", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_FOCUS, WIRE_TGT_REQ)                          \
+    X(SCROLL, "scroll", WIRE_F_MOVES | WIRE_F_PAGE, action, REG_OP_SCROLL,                                       \
       WIRE_TGT, {"dx", WIRE_INT}, {"dy", WIRE_INT}, {"to", WIRE_STR})                              \
-    X(READ, "read", 0, action, REG_OP_READ, WIRE_TGT, {"what", WIRE_STR})                          \
-    X(SCREENSHOT, "screenshot", 0, action, REG_OP_SCREENSHOT,                                      \
+    X(READ, "read", 0 | WIRE_F_PAGE, action, REG_OP_READ, WIRE_TGT, {"what", WIRE_STR})                          \
+    X(SCREENSHOT, "screenshot", 0 | WIRE_F_PAGE, action, REG_OP_SCREENSHOT,                                      \
       WIRE_TGT, {"format", WIRE_STR}, {"quality", WIRE_INT}, {"full_page", WIRE_BOOL})             \
-    X(WAIT, "wait", 0, action, REG_OP_WAIT,                                                        \
+    X(WAIT, "wait", 0 | WIRE_F_PAGE, action, REG_OP_WAIT,                                                        \
       WIRE_TGT, {"state", WIRE_STR}, {"text", WIRE_STR}, {"url", WIRE_STR})                        \
-    X(INSPECT, "inspect", 0, action, REG_OP_INSPECT, WIRE_TGT_REQ)                                 \
-    X(EVAL, "eval", WIRE_F_CHANGES | WIRE_F_EVAL, eval, 0,                                         \
+    X(INSPECT, "inspect", 0 | WIRE_F_PAGE, action, REG_OP_INSPECT, WIRE_TGT_REQ)                                 \
+    X(EVAL, "eval", WIRE_F_CHANGES | WIRE_F_EVAL | WIRE_F_PAGE, eval, 0,                                         \
       {"expression", WIRE_STR | WIRE_REQ}, {"await", WIRE_BOOL})                                   \
-    X(ACT, "act", WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES, act, 0,                                      \
+    X(ACT, "act", WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES | WIRE_F_PAGE, act, 0,                                      \
       {"steps", WIRE_MAPS | WIRE_REQ}, {"stop_on_error", WIRE_BOOL})                               \
-    X(UPLOAD, "upload", WIRE_F_CHANGES, upload, 0,                                                \
+    X(UPLOAD, "upload", WIRE_F_CHANGES | WIRE_F_PAGE, upload, 0,                                                \
       WIRE_TGT_REQ, {"files", WIRE_MAPS | WIRE_REQ})                                               \
     X(DOWNLOADS, "downloads", 0, downloads, 0, {NULL, 0})                                          \
     X(DOWNLOAD_GET, "download.get", 0, download_get, 0, {"id", WIRE_STR | WIRE_REQ})               \
+    X(TABS, "tabs", 0, tabs, 0, {NULL, 0})                                                         \
+    X(TAB_NEW, "tab.new", WIRE_F_CHANGES | WIRE_F_NAV, tab_new, 0, {"url", WIRE_STR | WIRE_REQ})   \
+    X(TAB_SELECT, "tab.select", WIRE_F_CHANGES, tab_select, 0, {"tab", WIRE_STR | WIRE_REQ})       \
+    X(TAB_CLOSE, "tab.close", WIRE_F_CHANGES, tab_close, 0, {"tab", WIRE_STR | WIRE_REQ})          \
     X(SUBSCRIBE, "subscribe",                                                                      \
       WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD | WIRE_F_SUBSCRIBES | WIRE_F_VIEW,        \
       subscribe, 0, {"events", WIRE_STRS | WIRE_REQ}, {"format", WIRE_STR},                        \

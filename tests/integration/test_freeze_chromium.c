@@ -208,6 +208,52 @@ static void test_frozen_page_stops_and_resumes(void **state)
     sess_mgr_free(m);
 }
 
+/*
+ * Every tab of an idle session freezes, not only the active one, and wakes
+ * with it. The other tab is in the background, where Chromium runs its
+ * timers about once a second: over 2.5 s it ticks at least twice awake,
+ * and not at all frozen.
+ */
+static void test_every_tab_freezes(void **state)
+{
+    (void)state;
+    sess_mgr *m = new_mgr("freezetabs", 4, 0);
+    char sid[64], v[64], expr[256], url[256], tab[16], err[256];
+    sess *s = create(m, NULL);
+    snprintf(sid, sizeof sid, "%s", sess_id(s));
+    httpd_url(fx.chrome.pages, "/ticks.html", url, sizeof url);
+    sess_nav nav;
+    if (sess_tab_new(s, url, 20000, tab, &nav, err, sizeof err) < 0)
+        fail_msg("tab.new: %s", err);
+    sess_nav_free(&nav);
+    assert_string_equal(tab, "t2");
+    assert_int_equal(sess_tab_select(s, "t1", err, sizeof err), 0);
+    sess_done(s, 1);
+    assert_true(wait_frozen(m, sid));
+    int64_t t0 = rg_wall_ms();
+    usleep(2500000);
+    int64_t t1 = rg_wall_ms();
+    s = open_s(m, sid);
+    assert_int_equal(sess_use_tab(s, "t2", err, sizeof err), 0);
+    snprintf(expr, sizeof expr, "String(ticks.filter(t=>t>%lld&&t<%lld).length)", (long long)t0,
+             (long long)t1);
+    eval_in(s, expr, v, sizeof v);
+    assert_string_equal(v, "0");
+    /* Awake again, in the background as before: t2's timer ticks. */
+    assert_int_equal(sess_use_tab(s, "t1", err, sizeof err), 0);
+    int64_t t2 = rg_wall_ms();
+    usleep(2500000);
+    assert_int_equal(sess_use_tab(s, "t2", err, sizeof err), 0);
+    snprintf(expr, sizeof expr, "String(ticks.filter(t=>t>%lld&&t<%lld).length)", (long long)t2,
+             (long long)t2 + 2500);
+    eval_in(s, expr, v, sizeof v);
+    if (atoi(v) < 2)
+        fail_msg("awake, the background tab ticked %s times in 2.5 s", v);
+    sess_done(s, 0);
+    close_s(m, sid);
+    sess_mgr_free(m);
+}
+
 /* session.info tells a frozen session from one a command just woke, which renders again. */
 static void test_info_says_frozen_until_the_next_command(void **state)
 {
@@ -379,6 +425,7 @@ int main(int argc, char **argv)
     } else {
         const struct CMUnitTest tests[] = {
             cmocka_unit_test(test_frozen_page_stops_and_resumes),
+            cmocka_unit_test(test_every_tab_freezes),
             cmocka_unit_test(test_info_says_frozen_until_the_next_command),
             cmocka_unit_test(test_frozen_sessions_park),
             cmocka_unit_test(test_frozen_session_closes),

@@ -554,7 +554,7 @@ static void test_websocket_snapshot_event(void **state)
     if (!w)
         fail_msg("WebSocket through nginx: HTTP %d", status);
     const char *sub = "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"snapshot\","
-                      "\"dialog\",\"console\"]}}";
+                      "\"dialog\",\"console\",\"tab\"]}}";
     assert_int_equal(wsc_send(w, sub, strlen(sub), 1), 0);
     rg_buf in;
     rg_buf_init(&in);
@@ -607,7 +607,7 @@ static void test_websocket_snapshot_event(void **state)
         dialog = strstr(in.data, "\"event\":\"dialog\"") && strstr(in.data, "hi");
     }
     assert_true(dialog);
-    /* A popup is closed at once and reported the same way. */
+    /* A popup opens a tab, reported with the tab that opened it. */
     const char *pop = "{\"id\":4,\"op\":\"eval\",\"args\":{\"expression\":"
                       "\"window.open('about:blank#popup');1\"}}";
     assert_int_equal(wsc_send(w, pop, strlen(pop), 1), 0);
@@ -616,7 +616,8 @@ static void test_websocket_snapshot_event(void **state)
         rg_buf_reset(&in);
         if (wsc_recv(w, &in, 10000) < 0)
             break;
-        popup = strstr(in.data, "\"event\":\"dialog\"") && strstr(in.data, "\"popup\"");
+        popup = strstr(in.data, "\"event\":\"tab\"") && strstr(in.data, "\"opened\"") &&
+                strstr(in.data, "\"opener\":\"t1\"");
     }
     assert_true(popup);
     clicks_are(sid, "clicks=1");

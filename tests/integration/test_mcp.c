@@ -384,6 +384,82 @@ static void test_protocol_conformance(void **state)
     fclose(s.out);
 }
 
+/* One tools/call over stdio whose result must (isError 0) or must not (1) be an error;
+   its first text (caller frees). */
+static char *call_tool(struct server *s, int id, const char *name, const char *args, int error)
+{
+    char line[1200];
+    snprintf(line, sizeof line,
+             "{\"jsonrpc\":\"2.0\",\"id\":%d,\"method\":\"tools/call\",\"params\":{\"name\":"
+             "\"%s\",\"arguments\":%s}}",
+             id, name, args);
+    send_line(s, line);
+    const cJSON *res;
+    cJSON *r = expect_result(s, id, &res);
+    const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res, "content"), 0);
+    char *text = strdup(rstr(c0, "text"));
+    if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")) != error)
+        fail_msg("%s %s: %s", name, args, text);
+    cJSON_Delete(r);
+    return text;
+}
+
+/* browser_tabs in Playwright's shape: list, new, select and close by index. */
+static void test_browser_tabs(void **state)
+{
+    (void)state;
+    struct server s;
+    server_start(&s);
+    send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"initialize\",\"params\":"
+                  "{\"protocolVersion\":\"2025-06-18\",\"capabilities\":{},"
+                  "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
+    const cJSON *res;
+    cJSON_Delete(expect_result(&s, 1, &res));
+    char url[256], args[400];
+    httpd_url(gw.pages, "/index.html", url, sizeof url);
+    snprintf(args, sizeof args, "{\"url\":\"%s\"}", url);
+    free(call_tool(&s, 2, "browser_navigate", args, 0));
+    char *t = call_tool(&s, 3, "browser_tabs", "{\"action\":\"list\"}", 0);
+    assert_non_null(strstr(t, "- 0: (current) [Fruit shop]"));
+    assert_null(strstr(t, "- 1:"));
+    free(t);
+    httpd_url(gw.pages, "/item.html", url, sizeof url);
+    snprintf(args, sizeof args, "{\"action\":\"new\",\"url\":\"%s\"}", url);
+    t = call_tool(&s, 4, "browser_tabs", args, 0);
+    /* item.html takes its title from its query: none here. */
+    if (!strstr(t, "- 0: [Fruit shop]") || !strstr(t, "- 1: (current) [") ||
+        !strstr(t, "/item.html)"))
+        fail_msg("after new: %s", t);
+    free(t);
+    t = call_tool(&s, 5, "browser_snapshot", "{}", 0);
+    assert_non_null(strstr(t, "Page URL: http://127.0.0.1"));
+    assert_non_null(strstr(t, "/item.html"));
+    free(t);
+    t = call_tool(&s, 6, "browser_tabs", "{\"action\":\"select\",\"index\":0}", 0);
+    assert_non_null(strstr(t, "- 0: (current) [Fruit shop]"));
+    free(t);
+    t = call_tool(&s, 7, "browser_snapshot", "{}", 0);
+    assert_non_null(strstr(t, "Page Title: Fruit shop"));
+    free(t);
+    t = call_tool(&s, 8, "browser_tabs", "{\"action\":\"select\",\"index\":5}", 1);
+    assert_non_null(strstr(t, "bad_request"));
+    free(t);
+    t = call_tool(&s, 9, "browser_tabs", "{\"action\":\"close\",\"index\":1}", 0);
+    assert_null(strstr(t, "- 1:"));
+    free(t);
+    /* The last tab stays: closing it is refgate's bad_request, as a tool error. */
+    t = call_tool(&s, 10, "browser_tabs", "{\"action\":\"close\"}", 1);
+    assert_non_null(strstr(t, "last tab"));
+    free(t);
+    t = call_tool(&s, 11, "browser_tabs", "{\"action\":\"move\"}", 1);
+    free(t);
+    fclose(s.in);
+    int status;
+    assert_int_equal(waitpid(s.pid, &status, 0), s.pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    fclose(s.out);
+}
+
 int main(void)
 {
     /* The MCP SDK from npm at the pinned version, installed when missing. */
@@ -401,6 +477,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_agent_task_through_the_sdk_client),
         cmocka_unit_test(test_protocol_conformance),
+        cmocka_unit_test(test_browser_tabs),
         cmocka_unit_test(test_agent_task_over_http),
         cmocka_unit_test(test_http_endpoint_refusals),
         cmocka_unit_test(test_http_offers_evaluate_only_to_eval_tenants),
