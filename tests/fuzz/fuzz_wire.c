@@ -192,7 +192,24 @@ static const struct op_rule op_rules[] = {
     {"subscribe", {"events", "format", "quality", "max_width", "max_height"}, "Ssiii"},
     {"session.view_token", {"control", "ttl_s"}, "bi"},
     {"input", {"type", "x", "y", "button", "dx", "dy", "key", "text", "modifiers"}, "siisiissS"},
+    {"tabs", {NULL}, ""},
+    {"tab.new", {"url"}, "s"},
+    {"tab.select", {"tab"}, "s"},
+    {"tab.close", {"tab"}, "s"},
 };
+
+/* The ops that act on a page, which also take an optional string tab (docs/protocol.md, Tabs). */
+static int takes_tab(const char *op)
+{
+    static const char *const page_ops[] = {
+        "navigate", "back",   "forward", "reload", "observe",    "click", "fill",    "type",
+        "press",    "select", "check",   "uncheck", "hover",     "focus", "scroll",  "read",
+        "screenshot", "wait", "inspect", "eval",   "act",        "upload"};
+    for (size_t i = 0; i < sizeof page_ops / sizeof page_ops[0]; i++)
+        if (!strcmp(page_ops[i], op))
+            return 1;
+    return 0;
+}
 
 static const struct op_rule *op_rule(const char *op)
 {
@@ -270,6 +287,10 @@ static void check_accepted(const cJSON *t, const gw_caller *who, const char *sid
     {
         if (!strcmp(e->string, "timeout_ms")) {
             FZ_CHECK(is_integer(e) && e->valuedouble >= 1, "a bad timeout_ms was accepted");
+            continue;
+        }
+        if (!strcmp(e->string, "tab") && takes_tab(name)) {
+            FZ_CHECK(type_is(e, 's'), "%s accepted a tab that is not a string", name);
             continue;
         }
         size_t i = 0;
