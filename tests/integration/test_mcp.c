@@ -5,7 +5,8 @@
  *   - an agent-style task driven by the official MCP TypeScript SDK client
  *     (tests/mcp/agent.mjs; tests/mcp/install.sh installs the pinned SDK):
  *     tools, navigate, snapshot, typing into a search box that reacts to
- *     keydown only, clicks, a screenshot, errors, close;
+ *     keydown only, a result that opens in a new tab, listing and switching
+ *     tabs, a click, a file the page reads back, a screenshot, errors, close;
  *   - protocol conformance, line by line on the server's own pipes:
  *     version negotiation, tools/list schemas, notifications unanswered,
  *     malformed JSON, a wrong jsonrpc, an unknown method and tool, missing

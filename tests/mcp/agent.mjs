@@ -7,13 +7,18 @@
 //
 // The task, on tests/mcp/app: list the tools; navigate to the shop; find the
 // search box in the snapshot; type into it (the page reacts to keydown
-// only); click the result that appeared; add it to the cart; take a
-// screenshot; call a tool that does not exist; close. Every step checks what
+// only); click the result that appeared, which opens in a new tab; list the
+// tabs and switch to it; add the item to the cart; attach a receipt (a file
+// the page reads back: over stdio by its path, over HTTP by its bytes); take
+// a screenshot; call a tool that does not exist; close. Every step checks what
 // an agent would read in the answer, and prints one line; the first failed
 // check exits with status 1 and says what was wrong.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 const [cli, appUrl, flag, mcpUrl] = process.argv.slice(2);
 const overHttp = flag === '--http';
@@ -53,7 +58,8 @@ if (overHttp) check(typeof transport.sessionId === 'string' && transport.session
 
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
-for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_take_screenshot', 'browser_park'])
+for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
+  'browser_file_upload', 'browser_take_screenshot', 'browser_park'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -70,11 +76,32 @@ const banana = refOf(textOf(r), 'link', 'Banana');
 
 r = await client.callTool({ name: 'browser_click', arguments: { element: 'Banana', target: banana } });
 check(!r.isError, 'click the result');
+r = await client.callTool({ name: 'browser_tabs', arguments: { action: 'list' } });
+check(!r.isError && /^- 0: \(current\)/m.test(textOf(r)) && /^- 1: .*item\.html\?name=Banana/m.test(textOf(r)),
+  'the result opened in a second tab, and the shop is still the current one', textOf(r));
+r = await client.callTool({ name: 'browser_tabs', arguments: { action: 'select', index: 1 } });
+check(!r.isError && /^- 1: \(current\)/m.test(textOf(r)), 'switch to the new tab', textOf(r));
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
 check(/Page Title: Banana/.test(textOf(r)) && textOf(r).includes('Price: 1.50 EUR'), 'the item page shows its name and price');
 const add = refOf(textOf(r), 'button', 'Add to cart');
 r = await client.callTool({ name: 'browser_click', arguments: { target: add } });
 check(!r.isError && textOf(r).includes('In the cart: 1'), 'the click answers with the change it made');
+
+// A receipt the page reads back: over stdio the CLI reads it from its path,
+// over HTTP the agent sends its bytes.
+const receipt = Buffer.from('RECEIPT for one banana, 1.50 EUR\n');
+const dir = mkdtempSync(join(tmpdir(), 'refgate-agent-'));
+const path = join(dir, 'receipt.txt');
+writeFileSync(path, receipt);
+const upload = overHttp
+  ? { files: [{ name: 'receipt.txt', data: receipt.toString('base64'), mime: 'text/plain' }] }
+  : { paths: [path] };
+r = await client.callTool({ name: 'browser_file_upload', arguments: upload });
+rmSync(dir, { recursive: true, force: true });
+check(!r.isError, 'attach the receipt', textOf(r));
+r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+check(textOf(r).includes(`Attached receipt.txt, ${receipt.length} bytes, starting "RECEIPT"`),
+  'the page read the file back: its name, size and first bytes', textOf(r));
 
 r = await client.callTool({ name: 'browser_take_screenshot', arguments: {} });
 const img = r.content.find((c) => c.type === 'image');
