@@ -37,7 +37,7 @@
  */
 (function () {
   'use strict';
-  var VERSION = 7;
+  var VERSION = 8;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 

@@ -9,6 +9,7 @@
   var sheetsNow = null;   /* sheetsKey(document) during an observe, else null */
   var pathCache = null;
   var labelIndex = null;  /* Map control -> [label] for the main document */
+  var depRec = null;      /* {els, ids}: what the name being computed read beyond its element */
 
   /* el.labels builds a live list per element: one pass over the labels instead */
   function labelsOf(el) {
