@@ -164,6 +164,9 @@
     var fresh = !reuse;    /* inside a dirty root (or a full walk): nothing reused */
     var noStore = !keep;   /* inside a shadow tree, slot or frame: nothing kept */
     var sawNocache = false;
+    /* the label index outlives this observe while no label can have changed */
+    if (keep && !reuse) inc.labels = null;
+    labelsShared = keep;
     var max = opts.max_elements > 0 ? opts.max_elements | 0 : Infinity;
     var vpOnly = !!opts.viewport_only;
     /* text: false is the interactive outline's walk, which shows no text */
@@ -511,8 +514,9 @@
       var t0 = prof ? performance.now() : 0;
       /* A text holder's content is its outline text: its name would say it
          again (and cost a walk of its subtree), so only an author's name counts. */
-      var name = n.nm;
+      var name = n.nm, recomputed = false;
       if (name === undefined || allNames || nameDirty.has(e)) {
+        recomputed = true;
         depRec = keep ? { els: [], ids: [] } : null;
         name = !n.rf && AUTHOR_NAME_ROLES[n.role] ? authorName(e) : obsName(e, n.role);
         if (depRec) noteDeps(e, depRec);
@@ -528,48 +532,62 @@
          parsing cost as much as the walk. A node without a ref (structure,
          text holders, elements past the cap) needs no identity, bounds,
          selectors or index: only what its outline line shows. */
-      var node = { d: n.d, role: n.role, name: name };
-      var tag, testid = null, id = null;
+      /* What the line says apart from its depth, bounds, selectors and
+         indexes, as JSON, kept on the entry while the element is clean:
+         the same text a full walk gives (its name, states and value changed
+         only with the element, which is then walked again; focus is checked
+         here). */
+      var mj = n.mj, tag, testid = null, id = null;
       if (n.rf) {
-        tag = lower(e);
         testid = attr(e, 'data-testid');
         id = e.id || null;
-        node.tag = tag;
-        node.prole = n.prole;
-        node.sib = n.sib;
-        if (testid !== null) node.testid = testid;
-        if (id !== null) node.id = id;
-        var al = attr(e, 'aria-label'), na = attr(e, 'name');
-        if (al !== null) node.aria = al;
-        if (na !== null) node.nattr = na;
       }
-      var st = statesOf(e, n.role);
-      if (st.length) node.states = st;
-      if (n.role === 'heading') node.level = headingLevel(e);
-      if (VALUE_ROLES[n.role]) {
-        var v = valueOf(e, n.role);
-        if (v !== null) node.value = clip(v, 200);
-        /* a field's hint, when it is not already its name and nothing is typed */
-        var ph = attr(e, 'placeholder') || attr(e, 'aria-placeholder');
-        if (ph && !v && textOn) {
-          ph = fold(ph);
-          if (ph && ph !== name) node.ph = clip(ph, 200);
+      if (mj === undefined || recomputed || n.mjf || e === activeEl) {
+        var node = { role: n.role, name: name };
+        if (n.rf) {
+          tag = lower(e);
+          node.tag = tag;
+          node.prole = n.prole;
+          node.sib = n.sib;
+          if (testid !== null) node.testid = testid;
+          if (id !== null) node.id = id;
+          var al = attr(e, 'aria-label'), na = attr(e, 'name');
+          if (al !== null) node.aria = al;
+          if (na !== null) node.nattr = na;
         }
+        var st = statesOf(e, n.role);
+        if (st.length) node.states = st;
+        if (n.role === 'heading') node.level = headingLevel(e);
+        if (VALUE_ROLES[n.role]) {
+          var v = valueOf(e, n.role);
+          if (v !== null) node.value = clip(v, 200);
+          /* a field's hint, when it is not already its name and nothing is typed */
+          var ph = attr(e, 'placeholder') || attr(e, 'aria-placeholder');
+          if (ph && !v && textOn) {
+            ph = fold(ph);
+            if (ph && ph !== name) node.ph = clip(ph, 200);
+          }
+        }
+        if (n.extra && n.extra.nr) node.nr = 1;
+        mj = JSON.stringify(node);
+        mj = mj.slice(1, mj.length - 1);
+        if (keep) { n.mj = mj; n.mjf = e === activeEl; }
       }
-      if (n.extra && n.extra.nr) node.nr = 1;
+      var line = { d: n.d, name: name, m: mj, t: '' };
       if (n.rf) {
-        node.b = b;
-        if (n.frame) node.frame = n.frame;
-        if (n.ia) node.ia = 1;
+        var t = ',"b":' + (b ? '[' + b[0] + ',' + b[1] + ',' + b[2] + ',' + b[3] + ']' : 'null');
+        if (n.frame) t += ',"frame":' + JSON.stringify(n.frame);
+        if (n.ia) t += ',"ia":1';
         if (prof) t0 = performance.now();
-        if (opts.sel !== false) node.sel = selectorsOf(e, n.role, node.name, testid, id);
+        if (opts.sel !== false) t += ',"sel":' + JSON.stringify(selectorsOf(e, n.role, name, testid, id));
         if (prof) tsel += performance.now() - t0;
-        node.i = last.length;
+        t += ',"i":' + last.length;
         var pv = prevIdx.get(e);
-        if (pv !== undefined) node.p = pv;
+        if (pv !== undefined) t += ',"p":' + pv;
+        line.t = t;
         last.push(e);
       }
-      out.push(node);
+      out.push(line);
     }
     fixDepths(out);
     if (textOn) out = shapeText(out);
@@ -580,10 +598,16 @@
       for (var q = 1; q < prof.length; q++) ph.push(Math.round(prof[q] - prof[q - 1]));
       return JSON.stringify({ walk_rects_rest: ph, names: Math.round(tn), sel: Math.round(tsel), count: out.length });
     }
-    var json = JSON.stringify({
-      url: location.href, title: document.title, truncated: truncated || textCut,
-      count: out.length, nodes: out
-    });
+    /* the reply, written out line by line: JSON.stringify's own text */
+    var parts = new Array(out.length);
+    for (var w = 0; w < out.length; w++) {
+      var o = out[w];
+      parts[w] = o.x !== undefined ? '{"d":' + o.d + ',"x":' + JSON.stringify(o.x) + '}' :
+        '{"d":' + o.d + ',' + o.m + o.t + (o.tx !== undefined ? ',"tx":' + JSON.stringify(o.tx) : '') + '}';
+    }
+    var json = '{"url":' + JSON.stringify(location.href) + ',"title":' + JSON.stringify(document.title) +
+      ',"truncated":' + (truncated || textCut) + ',"count":' + out.length + ',"nodes":[' +
+      parts.join(',') + ']}';
     if (pure) return json;
     inc.prevLast = api.last;
     api.last = last;
@@ -625,7 +649,8 @@
   var DEPS_MAX = 100000;  /* name sources and ids kept before a full walk resets them */
   var inc = {
     key: null, json: null, full: true, t: 0, frags: new WeakMap(), prevLast: [],
-    roots: [], scan: [], ids: [], any: false, evs: false, ptr: false,
+    roots: [], kids: [], added: [], scan: [], ids: [], any: false, evs: false, ptr: false,
+    labels: null,
     sheets: '', media: '', hash: '', sx: 0, sy: 0, hover: null, press: null, focus: null,
     forms: [], srcOwners: new Map(), idWatch: new Map(), risk: { key: null },
     stats: { full: 0, incr: 0, same: 0, reused: 0 }
@@ -664,19 +689,25 @@
     if (recs.length) inc.any = true;
     for (var i = 0; i < recs.length && !inc.full; i++) {
       var r = recs[i], t = r.target;
+      var kids = false;
       if (r.type === 'characterData') {
         t = t.parentNode;
       } else if (r.type === 'attributes') {
         var an = r.attributeName;
         if (an === 'id' || an === 'for') { inc.ids.push(r.oldValue || ''); inc.ids.push(attr(t, an) || ''); }
+        if (an === 'id' || an === 'for' || an === 'type') inc.labels = null;
       } else {
+        kids = true;
         var lists = [r.addedNodes, r.removedNodes];
         for (var k = 0; k < 2; k++)
-          for (var j = 0; j < lists[k].length; j++)
-            if (lists[k][j].nodeType === 1) {
-              if (inc.scan.length >= SCAN_MAX) { inc.full = true; break; }
-              inc.scan.push(lists[k][j]);
-            }
+          for (var j = 0; j < lists[k].length; j++) {
+            var nd = lists[k][j];
+            if (nd.nodeType !== 1) continue;
+            if (inc.scan.length >= SCAN_MAX) { inc.full = true; break; }
+            inc.scan.push(nd);
+            if (k === 0) inc.added.push(nd);
+            if (inc.labels && labelTouch(nd, t)) inc.labels = null;
+          }
       }
       if (!t) continue;
       if (t.nodeType === 11) t = t.host || null;
@@ -684,8 +715,22 @@
       if (t.ownerDocument !== document) continue; /* frames are walked afresh */
       var tn = lower(t);
       if (tn === 'style' || tn === 'link') { inc.full = true; continue; }
-      addRoot(t);
+      if (kids) {
+        if (inc.kids.length >= ROOTS_MAX) inc.full = true;
+        else inc.kids.push(t);
+      } else {
+        addRoot(t);
+      }
     }
+  }
+
+  var LABELABLE = 'input,select,textarea,button,meter,output,progress';
+  /* whether adding or removing nd under parent can change which control a label names */
+  function labelTouch(nd, parent) {
+    if (lower(nd) === 'label' || nd.getElementsByTagName('label').length) return true;
+    if (!nd.matches(LABELABLE) && !nd.querySelector(LABELABLE)) return false;
+    if (parent && parent.nodeType === 1 && parent.closest('label')) return true;
+    return !!(nd.id || nd.querySelector('[id]'));
   }
 
   function watch(root, win) {
@@ -740,18 +785,23 @@
    'end double-button single-button no-button corner-present window-inactive')
     .split(' ').forEach(function (n) { SAFE_PSEUDO[n] = 1; });
   var PSEUDO_RE = /(^|[^:\\]):([a-zA-Z-]+)/g;
+  /* pseudo-classes that look at an element's siblings or children */
+  var STRUCT_PSEUDO = { empty: 1, 'first-child': 1, 'last-child': 1, 'only-child': 1,
+    'nth-child': 1, 'nth-last-child': 1, 'first-of-type': 1, 'last-of-type': 1,
+    'only-of-type': 1, 'nth-of-type': 1, 'nth-last-of-type': 1 };
 
   function sheetRisk(key) {
     if (inc.risk.key === key) return inc.risk;
-    var r = { key: key, global: false, sib: false, within: false, hover: false };
+    var r = { key: key, global: false, sib: false, struct: false, within: false, hover: false };
     function sel(t) {
-      if (/[+~]/.test(t)) r.sib = true;
+      if (/[+~]/.test(t)) r.sib = r.struct = true;
       PSEUDO_RE.lastIndex = 0;
       var m;
       while ((m = PSEUDO_RE.exec(t)) !== null) {
         var pn = m[2].toLowerCase();
         if (!SAFE_PSEUDO[pn]) r.global = true;
         else if (pn === 'focus-within') r.within = true;
+        else if (STRUCT_PSEUDO[pn]) r.struct = true;
         else if (pn === 'hover' || pn === 'active') r.hover = true;
       }
     }
@@ -846,7 +896,7 @@
         else inc.full = true;
       }
     }
-    var changed = inc.roots.length || inc.scan.length || inc.ids.length;
+    var changed = inc.roots.length || inc.kids.length || inc.scan.length || inc.ids.length;
     if (inc.full || (changed && sheetRisk(sheetsNow).global)) return { full: true };
     if (!changed && !inc.any && !inc.evs && window.scrollX === inc.sx && window.scrollY === inc.sy) {
       var ok = true;
@@ -856,26 +906,41 @@
         return { same: '{"same":true,' + inc.json.slice(1) };
       }
     }
-    /* the roots, raised to what a change there can reach, and the path above them */
-    var sib = sheetRisk(sheetsNow).sib;
+    /*
+     * The roots, raised to what a change there can reach, and the path
+     * above them. An element whose children changed is only walked again
+     * (its other children reused), the added ones afresh, unless the sheets
+     * look at siblings or positions, or it is a details (its first summary).
+     */
+    var sib = risk.sib, struct = risk.struct;
+    var todo = inc.roots.slice(), shallow = new Set();
+    for (var c = 0; c < inc.kids.length; c++) {
+      var kt = inc.kids[c];
+      if (struct || lower(kt) === 'details') todo.push(kt);
+      else shallow.add(kt);
+    }
+    for (var ad = 0; ad < inc.added.length; ad++)
+      if (inc.added[ad].isConnected) todo.push(inc.added[ad]);
+    shallow.forEach(function (el) { todo.push(el); });
     var roots = new Set(), path = new Set();
-    for (var r = 0; r < inc.roots.length; r++) {
-      var x = inc.roots[r];
+    for (var r = 0; r < todo.length; r++) {
+      var x = todo[r];
       if (!x.isConnected || x.ownerDocument !== document) continue;
-      if (sib) x = parentEl(x) || x;
+      var only = shallow.has(x);
+      if (sib && !only) x = parentEl(x) || x;
       for (var p = x; p; p = parentEl(p)) {
         var pt = lower(p), prl = attr(p, 'role');
-        if (pt === 'table' || prl === 'table' || prl === 'grid' || prl === 'treegrid') x = p;
+        if (pt === 'table' || prl === 'table' || prl === 'grid' || prl === 'treegrid') { x = p; only = false; }
       }
       if (roots.has(x)) continue;
-      roots.add(x);
+      if (!only) roots.add(x);
       var under = false;
       for (p = x; p; p = parentEl(p)) {
         if (p === body) { under = true; break; }
         if (path.has(p)) { under = true; break; }
         path.add(p);
       }
-      if (!under || x === body) return { full: true };
+      if (!under || (x === body && !only)) return { full: true };
     }
     /* names that read something that changed */
     var names = new Set(), allNames = roots.size > 64;
@@ -936,7 +1001,7 @@
       inc.press = deepestMatch(':active');
       inc.ptr = false;
     }
-    inc.roots = []; inc.scan = []; inc.ids = [];
+    inc.roots = []; inc.kids = []; inc.added = []; inc.scan = []; inc.ids = [];
     inc.any = inc.evs = false;
     inc.sx = window.scrollX; inc.sy = window.scrollY;
     inc.sheets = sheetsNow !== null ? sheetsNow : sheetsKey(document);
