@@ -728,9 +728,10 @@
   /* whether adding or removing nd under parent can change which control a label names */
   function labelTouch(nd, parent) {
     if (lower(nd) === 'label' || nd.getElementsByTagName('label').length) return true;
+    /* any id: getElementById(for) may now find another element first */
+    if (nd.id || nd.querySelector('[id]')) return true;
     if (!nd.matches(LABELABLE) && !nd.querySelector(LABELABLE)) return false;
-    if (parent && parent.nodeType === 1 && parent.closest('label')) return true;
-    return !!(nd.id || nd.querySelector('[id]'));
+    return !!(parent && parent.nodeType === 1 && parent.closest('label'));
   }
 
   function watch(root, win) {
@@ -865,8 +866,11 @@
     for (var j = 0; j < f.length; j += 6) {
       var e = f[j];
       if (e.value !== f[j + 1] || e.checked !== f[j + 2] || e.selectedIndex !== f[j + 3] ||
-          e.selected !== f[j + 4] || e.indeterminate !== f[j + 5])
+          e.selected !== f[j + 4] || e.indeterminate !== f[j + 5]) {
         addRoot(e);
+        f[j + 1] = e.value; f[j + 2] = e.checked; f[j + 3] = e.selectedIndex;
+        f[j + 4] = e.selected; f[j + 5] = e.indeterminate;
+      }
     }
     var risk = sheetRisk(sheetsNow);
     var fo = deepActive(document);
@@ -928,6 +932,12 @@
       if (!x.isConnected || x.ownerDocument !== document) continue;
       var only = shallow.has(x);
       if (sib && !only) x = parentEl(x) || x;
+      /* inside a label, which control it names (its first labelable
+         descendant) may have moved: the whole label */
+      for (var lb = x.closest('label'); lb; lb = lb.parentElement && lb.parentElement.closest('label')) {
+        x = lb;
+        only = false;
+      }
       for (var p = x; p; p = parentEl(p)) {
         var pt = lower(p), prl = attr(p, 'role');
         if (pt === 'table' || prl === 'table' || prl === 'grid' || prl === 'treegrid') { x = p; only = false; }
@@ -988,8 +998,14 @@
     }
   }
 
+  var FIELDS_MAX = 200000; /* fields compared; past this, a full walk takes the list afresh */
+  function fieldNote(forms, e) {
+    forms.push(e, e.value, e.checked, e.selectedIndex, e.selected, e.indeterminate);
+  }
+
   /* after a walk: what the next observe compares against */
   function remember(key, json, keep, nodes, wasFull) {
+    var added = inc.added;
     watch(document, window);
     if (mo) mo.takeRecords(); /* nothing can run during the walk: these predate it */
     inc.json = json;
@@ -1011,13 +1027,20 @@
     /* Scripts set value, checked and selectedIndex as properties: no
        mutation, no event. Keep them to compare: every field of the
        document, since a name may read a field the outline does not show
-       (one inside a closed details that labels something). */
-    var forms = [], all = document.querySelectorAll('input,textarea,select,option');
-    for (var i = 0; i < all.length; i++) {
-      var e = all[i];
-      forms.push(e, e.value, e.checked, e.selectedIndex, e.selected, e.indeterminate);
+       (one inside a closed details that labels something). After a full
+       walk all of them; after an incremental one, the list goes on (the
+       comparison kept it current) with the fields of the added subtrees. */
+    var forms = wasFull ? [] : inc.forms;
+    var all = wasFull ? [document.documentElement] : added;
+    for (var k = 0; k < all.length; k++) {
+      var sub = all[k];
+      if (!sub.isConnected) continue;
+      var list = sub.querySelectorAll('input,textarea,select,option');
+      if (FORM_TAG[lower(sub)]) fieldNote(forms, sub);
+      for (var i = 0; i < list.length; i++) fieldNote(forms, list[i]);
     }
     inc.forms = forms;
+    if (forms.length > FIELDS_MAX * 6) inc.full = true;
   }
 
   /*
