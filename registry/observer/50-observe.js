@@ -641,7 +641,8 @@
    *   - shadow trees, slots and frames are walked afresh every time.
    * Nothing changed at all: the last reply, marked "same". CACHE_MS is a
    * safety net for what none of this sees (a rule replaced in place through
-   * the CSSOM): a full walk at least that often.
+   * the CSSOM): a full walk at least that often. The randomized test turns
+   * it off (_noage) to show that no answer it checks depends on it.
    */
   var CACHE_MS = 30000;
   var ROOTS_MAX = 400;    /* dirty roots before an observe walks everything */
@@ -694,7 +695,10 @@
         t = t.parentNode;
       } else if (r.type === 'attributes') {
         var an = r.attributeName;
-        if (an === 'id' || an === 'for') { inc.ids.push(r.oldValue || ''); inc.ids.push(attr(t, an) || ''); }
+        if (an === 'id' || an === 'for') {
+          if (inc.ids.length >= SCAN_MAX) { inc.full = true; break; }
+          inc.ids.push(r.oldValue || '', attr(t, an) || '');
+        }
         if (an === 'id' || an === 'for' || an === 'type') inc.labels = null;
       } else {
         kids = true;
@@ -858,8 +862,8 @@
     if (opts.scope) inc.full = true;
     var body = document.body;
     var full = inc.full || inc.key !== key || inc.json === null || !body ||
-      Date.now() - inc.t > CACHE_MS || sheetsNow !== inc.sheets || mediaKey() !== inc.media ||
-      location.hash !== inc.hash;
+      (Date.now() - inc.t > CACHE_MS && !opts._noage) || sheetsNow !== inc.sheets ||
+      mediaKey() !== inc.media || location.hash !== inc.hash;
     if (full) return { full: true };
     /* what no mutation shows */
     var f = inc.forms;
