@@ -21,6 +21,9 @@
  *           the page (no mutation, input, style sheet change or running
  *           animation; 30 s at most, CACHE_MS), so on a quiet page this is
  *           a cache hit, like second (not with --quick)
+ *   added   after ADD_JS added one item to the page (a list item with a
+ *           link, in the page's main world, as the page's own script would):
+ *           the observer walks again only what changed (issue 20)
  * and then once more in the `interactive` mode (REG_MODE_INTERACTIVE: the
  * elements with refs under their headings and landmarks, no text), timed and
  * reported, with no Playwright figure to compare to:
@@ -73,11 +76,19 @@
 /* The wait before the third observe: an agent's pause between two observations. */
 #define LATER_MS 2500
 
+/* One item added, the same on both sides (bench/peer/observe.mjs has it too):
+ * a list item with a link at the end of the first list of the first section
+ * (or of the body). */
+#define ADD_JS                                                                                     \
+    "(function(){var s=document.querySelector('main section')||document.body;"                    \
+    "var u=s.querySelector('ul,ol')||s;var li=document.createElement(u===s?'div':'li');"          \
+    "li.innerHTML='<a href=\\\"#added\\\">Added item</a>';u.appendChild(li);return true})()"
+
 /* LATER_MS, or 0 with --quick: no third observe. */
 static int later_wait_ms = LATER_MS;
 
 struct result {
-    double first[MAX_RUNS], second[MAX_RUNS], later[MAX_RUNS], inter[MAX_RUNS];
+    double first[MAX_RUNS], second[MAX_RUNS], later[MAX_RUNS], added[MAX_RUNS], inter[MAX_RUNS];
     int runs;
     size_t bytes, lines, nodes, refs, text_lines;
     size_t inter_bytes, inter_lines, inter_refs;
@@ -122,7 +133,7 @@ static void keep_text(char **slot, const char *s)
  * r->error.
  */
 static int run_once(pool *p, const char *url, const reg_config *rcfg, struct result *r,
-                    double *first, double *second, double *later, double *inter)
+                    double *first, double *second, double *later, double *added, double *inter)
 {
     pool_lease *l;
     int rc = pool_acquire(p, 30000, &l, NULL);
@@ -136,8 +147,8 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
     page_handle(l, &h, &world);
     reg_store *store = NULL;
     reg_page *pg = NULL;
-    reg_observation a = {0}, b = {0}, c = {0}, d = {0};
-    int have_a = 0, have_b = 0, have_c = 0, have_d = 0;
+    reg_observation a = {0}, b = {0}, c = {0}, d = {0}, e = {0};
+    int have_a = 0, have_b = 0, have_c = 0, have_d = 0, have_e = 0;
     rc = cdp_call(h.conn, h.session, "Emulation.setDeviceMetricsOverride",
                   "{\"width\":1280,\"height\":720,\"deviceScaleFactor\":1,\"mobile\":false}", 10000,
                   NULL);
@@ -168,6 +179,21 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         rc = reg_observe(pg, h, &opts, &c);
         *later = (rg_now_us() - t0) / 1000.0;
         have_c = rc == 0;
+    }
+    if (rc == 0) {
+        rc = cdp_call(h.conn, h.session, "Runtime.evaluate",
+                      "{\"expression\":\"" ADD_JS "\",\"returnByValue\":true}", 10000, NULL);
+        if (rc < 0)
+            snprintf(r->error, sizeof r->error, "add an item: %s", rg_err_code(rc));
+    }
+    if (rc == 0) {
+        int64_t t0 = rg_now_us();
+        rc = reg_observe(pg, h, &opts, &e);
+        *added = (rg_now_us() - t0) / 1000.0;
+        have_e = rc == 0;
+        if (have_e && e.reused)
+            fprintf(stderr, "observe: %s: the observe after the added item was answered as unchanged\n",
+                    url);
     }
     reg_observe_opts iopts = opts;
     iopts.mode = REG_MODE_INTERACTIVE;
@@ -208,6 +234,8 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         reg_observation_free(&c);
     if (have_d)
         reg_observation_free(&d);
+    if (have_e)
+        reg_observation_free(&e);
     reg_page_free(pg);
     if (store)
         reg_store_free(store);
@@ -220,12 +248,13 @@ static void measure(pool *p, const char *url, int runs, const reg_config *rcfg, 
 {
     memset(r, 0, sizeof *r);
     for (int i = 0; i < runs; i++) {
-        double f = 0, s = 0, l = 0, t = 0;
-        if (run_once(p, url, rcfg, r, &f, &s, &l, &t) < 0)
+        double f = 0, s = 0, l = 0, ad = 0, t = 0;
+        if (run_once(p, url, rcfg, r, &f, &s, &l, &ad, &t) < 0)
             return;
         r->first[r->runs] = f;
         r->second[r->runs] = s;
         r->later[r->runs] = l;
+        r->added[r->runs] = ad;
         r->inter[r->runs] = t;
         r->runs++;
     }
@@ -306,6 +335,8 @@ static void print_result(const char *name, const struct result *r, const char *s
     if (later_wait_ms)
         printf("\"later_ms\":%.2f,\"later_min\":%.2f,\"later_max\":%.2f,", median(r->later, n),
                vmin(r->later, n), vmax(r->later, n));
+    printf("\"added_ms\":%.2f,\"added_min\":%.2f,\"added_max\":%.2f,", median(r->added, n),
+           vmin(r->added, n), vmax(r->added, n));
     printf("\"min\":%.2f,\"max\":%.2f,\"runs\":%d,\"bytes\":%zu,\"tokens\":%zu,\"lines\":%zu,"
            "\"nodes\":%zu,\"text_lines\":%zu,\"refs\":%zu,\"truncated\":%s,",
            vmin(r->first, n), vmax(r->first, n), n, r->bytes, r->bytes / 4, r->lines, r->nodes,
@@ -425,7 +456,7 @@ int main(int argc, char **argv)
     struct result warm;
     memset(&warm, 0, sizeof warm);
     double f, s;
-    run_once(p, httpd_url(own, "/warmup", url, sizeof url), &rcfg, &warm, &f, &s, &s, &s);
+    run_once(p, httpd_url(own, "/warmup", url, sizeof url), &rcfg, &warm, &f, &s, &s, &s, &s);
     free(warm.full_text);
     free(warm.inter_text);
 
@@ -440,10 +471,11 @@ int main(int argc, char **argv)
             fprintf(stderr, "observe: %s: %s\n", names[i], res[i].error);
         else
             fprintf(stderr,
-                    "observe: %s: first %.1f ms, second %.1f ms, %zu bytes, interactive %.1f ms, "
-                    "%zu bytes (%lld ms)\n",
+                    "observe: %s: first %.1f ms, second %.1f ms, added %.1f ms, %zu bytes, "
+                    "interactive %.1f ms, %zu bytes (%lld ms)\n",
                     names[i], median(res[i].first, res[i].runs), median(res[i].second, res[i].runs),
-                    res[i].bytes, median(res[i].inter, res[i].runs), res[i].inter_bytes,
+                    median(res[i].added, res[i].runs), res[i].bytes,
+                    median(res[i].inter, res[i].runs), res[i].inter_bytes,
                     (long long)(rg_now_ms() - t0));
     }
     /* The snapshot files, and their paths for the JSON (NULL: none written). */

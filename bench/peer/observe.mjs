@@ -22,6 +22,8 @@
 //   later   again 2.5 s after the second (refgate's page-side cache still
 //           answers then on an untouched page; Playwright has none), not
 //           with --quick
+//   added   after ADD_JS added one item to the page (refgate's observer
+//           walks again only what changed; Playwright walks it all)
 // Before the pages, one run on a small page (/warmup, the fixture page
 // refgate's httpd serves) warms the browser up and is not counted (observe.c
 // does the same).
@@ -64,6 +66,10 @@ const FLAGS = [...BASE_FLAGS, RESOLVER];
 const log = logger('observe.mjs');
 // The wait before the third snapshot, as bench/observe.c waits before its third observe.
 const LATER_MS = 2500;
+// One item added before the fourth snapshot, as bench/observe.c adds it (ADD_JS there).
+const ADD_JS = "(function(){var s=document.querySelector('main section')||document.body;" +
+    "var u=s.querySelector('ul,ol')||s;var li=document.createElement(u===s?'div':'li');" +
+    "li.innerHTML='<a href=\"#added\">Added item</a>';u.appendChild(li);return true})()";
 
 // ---- arguments ----
 
@@ -96,7 +102,7 @@ let names = [];
 
 const countOf = (s, needle) => s.split(needle).length - 1;
 
-function summary(first, second, thirds, text) {
+function summary(first, second, thirds, addeds, text) {
     const bytes = Buffer.byteLength(text, 'utf8');
     return {
         first_ms: round(median(first)), first_min: round(Math.min(...first)),
@@ -107,6 +113,8 @@ function summary(first, second, thirds, text) {
             later_ms: round(median(thirds)), later_min: round(Math.min(...thirds)),
             later_max: round(Math.max(...thirds)),
         } : {}),
+        added_ms: round(median(addeds)), added_min: round(Math.min(...addeds)),
+        added_max: round(Math.max(...addeds)),
         min: round(Math.min(...first)), max: round(Math.max(...first)),
         runs: first.length, bytes, tokens: Math.floor(bytes / 4),
         lines: countOf(text, '\n') + (text.endsWith('\n') ? 0 : 1),
@@ -134,25 +142,30 @@ async function runOnce(browser, url) {
             await page.ariaSnapshot({ mode: 'ai', timeout: 60_000 });
             third = msSince(t0);
         }
+        await page.evaluate(ADD_JS);
+        t0 = process.hrtime.bigint();
+        await page.ariaSnapshot({ mode: 'ai', timeout: 60_000 });
+        const added = msSince(t0);
         if (a.length !== b.length) log(`${url}: the second snapshot differs in size`);
         if (process.env.RG_BENCH_DUMP) console.error(a);
-        return { first, second, later: third, text: a };
+        return { first, second, later: third, added, text: a };
     } finally {
         await context.close();
     }
 }
 
 async function measure(browser, url, name) {
-    const first = [], second = [], thirds = [];
+    const first = [], second = [], thirds = [], addeds = [];
     let text = '';
     for (let i = 0; i < runs; i++) {
         const r = await runOnce(browser, url);
         first.push(r.first);
         second.push(r.second);
         if (r.later !== undefined) thirds.push(r.later);
+        addeds.push(r.added);
         text = r.text;
     }
-    const result = summary(first, second, thirds, text);
+    const result = summary(first, second, thirds, addeds, text);
     if (snapDir) result.snap = writeSnap(name, text);
     return result;
 }

@@ -660,6 +660,10 @@ function summary() {
       add('observe, 5,000 controls, in-process, unchanged, 2.5 s later [ms]', fig(c.later_ms, c.later_min, c.later_max),
           "Playwright ariaSnapshot ai", pc && !pc.error ? fig(pc.later_ms, pc.later_min, pc.later_max) : undefined,
           { max: 0.2, text: 'at most 1/5' });
+    if (isNum(c.added_ms))
+      add('observe, 5,000 controls, in-process, after one item added [ms]', fig(c.added_ms, c.added_min, c.added_max),
+          "Playwright ariaSnapshot ai", pc && !pc.error && isNum(pc.added_ms) ? fig(pc.added_ms, pc.added_min, pc.added_max) : undefined,
+          { max: 0.05, text: 'at most 1/20' });
     if (mc && !mc.error)
       add('observe, 5,000 controls, in-process, page unchanged [ms]', fig(c.second_ms, c.second_min, c.second_max),
           'MCP browser_snapshot', fig(mc.snapshot_ms, mc.snapshot_min, mc.snapshot_max), { max: 0.2, text: 'at most 1/5' });

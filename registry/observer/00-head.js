@@ -8,7 +8,11 @@
  * closes: the parts are not scripts of their own.
  *
  *   __refgate.describe(selector) -> JSON {role, name, description} or "null"
- *   __refgate.observe(optsJson)  -> JSON {url, title, truncated, count, nodes}
+ *   __refgate.observe(optsJson)  -> JSON {url, title, truncated, count, nodes}; it walks
+ *                                   again only what changed since its last walk
+ *                                   (50-observe.js); for tests, _full: a full walk that
+ *                                   changes no state, _noage: no 30 s age limit
+ *   __refgate.stats()            -> JSON {full, incr, same, reused}: observes by kind
  *   __refgate.last               -> the elements of the last observe, by "i"
  *
  * For actions (registry/act.c), every one returning a JSON string, never
@@ -37,7 +41,7 @@
  */
 (function () {
   'use strict';
-  var VERSION = 7;
+  var VERSION = 8;
   var G = globalThis;
   if (G.__refgate && G.__refgate.version === VERSION) return true;
 

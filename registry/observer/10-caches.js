@@ -9,10 +9,16 @@
   var sheetsNow = null;   /* sheetsKey(document) during an observe, else null */
   var pathCache = null;
   var labelIndex = null;  /* Map control -> [label] for the main document */
+  var depRec = null;      /* {els, ids}: what the name being computed read beyond its element */
 
   /* el.labels builds a live list per element: one pass over the labels instead */
+  var labelsShared = false; /* an observe that may keep the index for the next (inc.labels) */
+  var labelAsks = 0;       /* labelsOf calls in this observe before the index is built */
   function labelsOf(el) {
     if (!styleCache || el.ownerDocument !== document || el.getRootNode() !== document) return el.labels;
+    /* an incremental observe names a few elements: the index would cost more */
+    if (labelIndex === null && labelsShared && inc.labels) labelIndex = inc.labels;
+    if (labelIndex === null && ++labelAsks <= 32) return el.labels;
     if (labelIndex === null) {
       labelIndex = new Map();
       var all = document.getElementsByTagName('label');
@@ -22,6 +28,7 @@
         var l = labelIndex.get(c);
         if (l) l.push(all[i]); else labelIndex.set(c, [all[i]]);
       }
+      if (labelsShared) inc.labels = labelIndex;
     }
     return labelIndex.get(el) || null;
   }
@@ -34,11 +41,13 @@
     pseudoSel = undefined;
     pathCache = new Map();
     labelIndex = null;
+    labelAsks = 0;
     roleCache = new Map();
     reachMemo = null;
   }
   function endCall() {
     styleCache = pseudoCache = nthCache = roleCache = pathCache = labelIndex = null;
+    labelsShared = false;
     activeEl = null;
   }
   function style(el) {

@@ -133,6 +133,7 @@
       if (!ids[i]) continue;
       var t = root.getElementById ? root.getElementById(ids[i]) : null;
       if (t) out.push(t);
+      if (depRec) { depRec.ids.push(ids[i]); if (t) depRec.els.push(t); }
     }
     return out;
   }
@@ -280,6 +281,11 @@
 
   function labelsName(el, ctx) {
     var labels = labelsOf(el);
+    if (depRec) {
+      /* a label[for] finds el by its id; a label around it is a source */
+      if (el.id) depRec.ids.push(el.id);
+      if (labels) for (var li = 0; li < labels.length; li++) depRec.els.push(labels[li]);
+    }
     if (!labels || !labels.length) return null;
     var parts = [];
     for (var i = 0; i < labels.length; i++) {

@@ -150,9 +150,23 @@
   }
 
   function observeOnce(optsJson) {
-    var hit = cachedObserve(optsJson);
-    if (hit) return hit;
     var opts = parseOpts(optsJson);
+    /* _full: a full walk that changes no state, to compare with (tests) */
+    var pure = !!opts._full;
+    var plan = pure ? null : planObserve(optsJson, opts);
+    if (plan && plan.same) return plan.same;
+    /* reuse: fragments of the last walk may stand in for clean subtrees;
+       keep: this walk's fragments are kept for the next one */
+    var reuse = !!(plan && !plan.full);
+    var keep = !!plan && !opts.scope && !opts._prof;
+    var dirtyRoots = reuse ? plan.roots : null, onPath = reuse ? plan.path : null;
+    var frags = inc.frags;
+    var fresh = !reuse;    /* inside a dirty root (or a full walk): nothing reused */
+    var noStore = !keep;   /* inside a shadow tree, slot or frame: nothing kept */
+    var sawNocache = false;
+    /* the label index outlives this observe while no label can have changed */
+    if (keep && !reuse) inc.labels = null;
+    labelsShared = keep;
     var max = opts.max_elements > 0 ? opts.max_elements | 0 : Infinity;
     var vpOnly = !!opts.viewport_only;
     /* text: false is the interactive outline's walk, which shows no text */
@@ -249,22 +263,87 @@
       }
     }
 
+    /*
+     * A fragment is what walkEl added for one element: its outline entries
+     * (depths relative to the element's), the refs and text among them.
+     * Kept only for an element whose walk starts and ends its own text (it
+     * is in the outline or a block), or that added nothing at all; reused
+     * for a clean element with the same inputs (parent role, hidden
+     * parent, its index among its siblings) while the caps allow.
+     */
     function walkEl(el, depth, prole, frame, off, counter, hiddenVis) {
       var tag = lower(el);
       if (SKIP_TAGS[tag]) return;
+      if (!fresh && !noStore && !onPath.has(el)) {
+        var fr = frags.get(el);
+        if (fr !== undefined && fr.prole === prole && fr.hv === hiddenVis &&
+            (fr.sib < 0 || (counter ? counter.get(tag) || 0 : 0) === fr.sib) &&
+            (fr.refs === 0 || nRefs + fr.refs <= max) && !textCut &&
+            nodes.length + fr.ents.length < NODES_MAX && textTotal + fr.text <= TEXT_TOTAL_MAX) {
+          replay(fr, depth, counter, tag);
+          return;
+        }
+      }
+      var mark0 = nodes.length, refs0 = nRefs, text0 = textTotal;
+      var saveFresh = fresh, saveNocache = sawNocache;
+      if (!fresh && dirtyRoots.has(el)) fresh = true;
+      sawNocache = false;
+      var flushes = walkElRaw(el, tag, depth, prole, frame, off, counter, hiddenVis);
+      /* self: false, nothing added; true, its own text; null, text shared
+         with its neighbours (not kept, but its parent may be) */
+      var self = flushes < 0 ? false : flushes === 2 ? true : null;
+      var inside = sawNocache;
+      if (keep) {
+        if (self) { mark0 = lastMark; text0 = lastText; }
+        if (!inside && !noStore && self !== null && !truncated && !textCut && !stopped)
+          frags.set(el, { prole: prole, hv: hiddenVis, sib: self ? lastSib : -1, counted: self !== false,
+                          flush: self !== false, depth: depth, refs: nRefs - refs0,
+                          text: textTotal - text0, ents: nodes.slice(mark0) });
+        else
+          frags.delete(el);
+      }
+      fresh = saveFresh;
+      sawNocache = saveNocache || inside;
+    }
+    var lastSib = -1, lastMark = 0, lastText = 0;
+
+    function replay(fr, depth, counter, tag) {
+      if (counter && fr.counted) counter.set(tag, (counter.get(tag) || 0) + 1);
+      if (fr.flush) flushText();
+      var ents = fr.ents, dd = depth - fr.depth;
+      for (var i = 0; i < ents.length; i++) {
+        var e = ents[i];
+        if (dd !== 0) {
+          var c = {};
+          for (var k in e) c[k] = e[k];
+          c.d = e.d + dd;
+          e = c;
+        }
+        nodes.push(e);
+      }
+      nRefs += fr.refs;
+      textTotal += fr.text;
+      nReused++;
+    }
+    var nReused = 0;
+
+    /* walkEl's work: -1 when el added nothing (not walked), 2 when it started
+       and ended its own text, else 0 */
+    function walkElRaw(el, tag, depth, prole, frame, off, counter, hiddenVis) {
       if (el.namespaceURI && el.namespaceURI !== 'http://www.w3.org/1999/xhtml' &&
-          el.namespaceURI !== 'http://www.w3.org/2000/svg') return;
+          el.namespaceURI !== 'http://www.w3.org/2000/svg') return -1;
       var s = style(el);
       var disp = s.display;
-      if (disp === 'none') return;
-      if (attr(el, 'aria-hidden') === 'true') return;
-      if (el.inert) return;
+      if (disp === 'none') return -1;
+      if (attr(el, 'aria-hidden') === 'true') return -1;
+      if (el.inert) return -1;
       var contents = disp === 'contents';
       var sib = 0;
       if (counter) {
         sib = counter.get(tag) || 0;
         counter.set(tag, sib + 1);
       }
+      lastSib = -1;
       var vis = s.visibility;
       var invisible = vis === 'hidden' || vis === 'collapse';
       var role = invisible ? 'none' : roleOf(el);
@@ -292,10 +371,12 @@
       if (include) flushText();
       else if (edge === 2) flushText();
       else if (edge === 1) softSpace();
+      /* el's own part of the outline starts here */
+      var mark1 = nodes.length, text1 = textTotal;
       var idx = -1, mark = nodes.length;
       if (include) {
         idx = push(el, role, depth, prole, sib, frame, ia, off, extra);
-        if (idx < 0) return;
+        if (idx < 0) return 0;
       }
       var childDepth = idx >= 0 ? depth + 1 : depth;
       var childProle = QUIET_ROLE[role] ? prole : role;
@@ -316,6 +397,7 @@
           if (oi < 0) break;
         }
       } else if (tag === 'iframe' || tag === 'frame') {
+        sawNocache = true;
         var doc = null;
         try { doc = el.contentDocument; } catch (e) { doc = null; }
         if (doc && doc.documentElement) {
@@ -328,7 +410,10 @@
           var noff = [off[0] + r.left + (parseFloat(cs.borderLeftWidth) || 0) + (parseFloat(cs.paddingLeft) || 0),
                       off[1] + r.top + (parseFloat(cs.borderTopWidth) || 0) + (parseFloat(cs.paddingTop) || 0)];
           var body = doc.body || doc.documentElement;
+          var ns0 = noStore;
+          noStore = true;
           walkKids(body, body, childDepth, childProle, fpath, noff, new Map(), false);
+          noStore = ns0;
         }
       } else if (tag === 'input' || tag === 'textarea' || tag === 'img') {
         /* no DOM content worth walking */
@@ -338,7 +423,12 @@
           tag === 'slot' ? slotKids(el) : tag === 'details' && !el.open ? closedDetailsKids(el) :
           el;
         var sd = s.contentVisibility === 'hidden';
+        /* shadow trees and slots: their mutations and styles are not
+           followed closely enough to keep anything inside them */
+        var ns1 = noStore;
+        if (el.shadowRoot || tag === 'slot') { noStore = true; sawNocache = true; }
         if (!sd) walkKids(el, kids2, childDepth, childProle, frame, off, contents ? counter : new Map(), invisible);
+        noStore = ns1;
       }
       if (include) flushText();
       else if (edge === 2) flushText();
@@ -347,6 +437,13 @@
         /* structure without anything inside: drop it */
         nodes.pop();
       }
+      if (include || edge === 2) {
+        lastSib = idx >= 0 ? sib : -1;
+        lastMark = mark1;
+        lastText = text1;
+        return 2;
+      }
+      return 0;
     }
 
     function slotKids(slot) {
@@ -366,6 +463,8 @@
       startEls = [sc];
       walkKids(null, startEls, 0, proleOf(sc), '', [0, 0], null, false);
     } else if (root) {
+      if (keep && !reuse) frags = inc.frags = new WeakMap();
+      if (root.shadowRoot) noStore = true;
       walkKids(root, root.shadowRoot ? root.shadowRoot : root, 0, 'document', '', [0, 0], new Map(), false);
     }
     flushText();
@@ -374,8 +473,11 @@
     var out = [], last = [];
     /* The index each element had in the previous observe: the registry keeps
        the ref of the same DOM node whatever else changed about it. */
-    var prevIdx = new Map();
-    for (var pi = 0; pi < api.last.length; pi++) prevIdx.set(api.last[pi], pi);
+    var prevIdx = new Map(), prevLast = pure ? inc.prevLast : api.last;
+    for (var pi = 0; pi < prevLast.length; pi++) prevIdx.set(prevLast[pi], pi);
+    /* A name kept on a reused entry stands unless its sources changed. */
+    var nameDirty = reuse ? plan.names : null, allNames = !reuse || plan.allNames;
+    if (keep && !reuse) { inc.srcOwners = new Map(); inc.idWatch = new Map(); }
     if (prof) prof.push(performance.now());
     var rects = new Array(nodes.length);
     /* Bounds are for the registry (elements with refs) and viewport_only. */
@@ -412,7 +514,15 @@
       var t0 = prof ? performance.now() : 0;
       /* A text holder's content is its outline text: its name would say it
          again (and cost a walk of its subtree), so only an author's name counts. */
-      var name = !n.rf && AUTHOR_NAME_ROLES[n.role] ? authorName(e) : obsName(e, n.role);
+      var name = n.nm, recomputed = false;
+      if (name === undefined || allNames || nameDirty.has(e)) {
+        recomputed = true;
+        depRec = keep ? { els: [], ids: [] } : null;
+        name = !n.rf && AUTHOR_NAME_ROLES[n.role] ? authorName(e) : obsName(e, n.role);
+        if (depRec) noteDeps(e, depRec);
+        depRec = null;
+        if (keep) n.nm = name;
+      }
       if (prof) tn += performance.now() - t0;
       if (n.role === 'image' && !name) continue;
       if ((n.role === 'region' || n.role === 'form') && !name && lower(e) !== 'form') continue;
@@ -422,48 +532,62 @@
          parsing cost as much as the walk. A node without a ref (structure,
          text holders, elements past the cap) needs no identity, bounds,
          selectors or index: only what its outline line shows. */
-      var node = { d: n.d, role: n.role, name: name };
-      var tag, testid = null, id = null;
+      /* What the line says apart from its depth, bounds, selectors and
+         indexes, as JSON, kept on the entry while the element is clean:
+         the same text a full walk gives (its name, states and value changed
+         only with the element, which is then walked again; focus is checked
+         here). */
+      var mj = n.mj, tag, testid = null, id = null;
       if (n.rf) {
-        tag = lower(e);
         testid = attr(e, 'data-testid');
         id = e.id || null;
-        node.tag = tag;
-        node.prole = n.prole;
-        node.sib = n.sib;
-        if (testid !== null) node.testid = testid;
-        if (id !== null) node.id = id;
-        var al = attr(e, 'aria-label'), na = attr(e, 'name');
-        if (al !== null) node.aria = al;
-        if (na !== null) node.nattr = na;
       }
-      var st = statesOf(e, n.role);
-      if (st.length) node.states = st;
-      if (n.role === 'heading') node.level = headingLevel(e);
-      if (VALUE_ROLES[n.role]) {
-        var v = valueOf(e, n.role);
-        if (v !== null) node.value = clip(v, 200);
-        /* a field's hint, when it is not already its name and nothing is typed */
-        var ph = attr(e, 'placeholder') || attr(e, 'aria-placeholder');
-        if (ph && !v && textOn) {
-          ph = fold(ph);
-          if (ph && ph !== name) node.ph = clip(ph, 200);
+      if (mj === undefined || recomputed || n.mjf || e === activeEl) {
+        var node = { role: n.role, name: name };
+        if (n.rf) {
+          tag = lower(e);
+          node.tag = tag;
+          node.prole = n.prole;
+          node.sib = n.sib;
+          if (testid !== null) node.testid = testid;
+          if (id !== null) node.id = id;
+          var al = attr(e, 'aria-label'), na = attr(e, 'name');
+          if (al !== null) node.aria = al;
+          if (na !== null) node.nattr = na;
         }
+        var st = statesOf(e, n.role);
+        if (st.length) node.states = st;
+        if (n.role === 'heading') node.level = headingLevel(e);
+        if (VALUE_ROLES[n.role]) {
+          var v = valueOf(e, n.role);
+          if (v !== null) node.value = clip(v, 200);
+          /* a field's hint, when it is not already its name and nothing is typed */
+          var ph = attr(e, 'placeholder') || attr(e, 'aria-placeholder');
+          if (ph && !v && textOn) {
+            ph = fold(ph);
+            if (ph && ph !== name) node.ph = clip(ph, 200);
+          }
+        }
+        if (n.extra && n.extra.nr) node.nr = 1;
+        mj = JSON.stringify(node);
+        mj = mj.slice(1, mj.length - 1);
+        if (keep) { n.mj = mj; n.mjf = e === activeEl; }
       }
-      if (n.extra && n.extra.nr) node.nr = 1;
+      var line = { d: n.d, name: name, m: mj, t: '' };
       if (n.rf) {
-        node.b = b;
-        if (n.frame) node.frame = n.frame;
-        if (n.ia) node.ia = 1;
+        var t = ',"b":' + (b ? '[' + b[0] + ',' + b[1] + ',' + b[2] + ',' + b[3] + ']' : 'null');
+        if (n.frame) t += ',"frame":' + JSON.stringify(n.frame);
+        if (n.ia) t += ',"ia":1';
         if (prof) t0 = performance.now();
-        if (opts.sel !== false) node.sel = selectorsOf(e, n.role, node.name, testid, id);
+        if (opts.sel !== false) t += ',"sel":' + JSON.stringify(selectorsOf(e, n.role, name, testid, id));
         if (prof) tsel += performance.now() - t0;
-        node.i = last.length;
+        t += ',"i":' + last.length;
         var pv = prevIdx.get(e);
-        if (pv !== undefined) node.p = pv;
+        if (pv !== undefined) t += ',"p":' + pv;
+        line.t = t;
         last.push(e);
       }
-      out.push(node);
+      out.push(line);
     }
     fixDepths(out);
     if (textOn) out = shapeText(out);
@@ -474,40 +598,64 @@
       for (var q = 1; q < prof.length; q++) ph.push(Math.round(prof[q] - prof[q - 1]));
       return JSON.stringify({ walk_rects_rest: ph, names: Math.round(tn), sel: Math.round(tsel), count: out.length });
     }
-    var json = JSON.stringify({
-      url: location.href, title: document.title, truncated: truncated || textCut,
-      count: out.length, nodes: out
-    });
+    /* the reply, written out line by line: JSON.stringify's own text */
+    var parts = new Array(out.length);
+    for (var w = 0; w < out.length; w++) {
+      var o = out[w];
+      parts[w] = o.x !== undefined ? '{"d":' + o.d + ',"x":' + JSON.stringify(o.x) + '}' :
+        '{"d":' + o.d + ',' + o.m + o.t + (o.tx !== undefined ? ',"tx":' + JSON.stringify(o.tx) : '') + '}';
+    }
+    var json = '{"url":' + JSON.stringify(location.href) + ',"title":' + JSON.stringify(document.title) +
+      ',"truncated":' + (truncated || textCut) + ',"count":' + out.length + ',"nodes":[' +
+      parts.join(',') + ']}';
+    if (pure) return json;
+    inc.prevLast = api.last;
     api.last = last;
-    remember(optsJson, json);
+    if (reuse) inc.stats.incr++; else inc.stats.full++;
+    inc.stats.reused = nReused;
+    remember(optsJson, json, keep, nodes, !reuse);
     return json;
   }
 
   /*
-   * The unchanged-page cache. Observing a page nobody touched gives the same
-   * answer, so the last reply is kept and handed back, marked "same" (the
-   * registry then knows every node kept its index), while nothing can have
-   * changed it:
-   *   - no DOM mutation (the document, every open shadow root and frame
-   *     document walked);
-   *   - no event that goes with a change a mutation does not show: input,
-   *     change, focus, scroll, resize, load (of an image or frame), the
-   *     pointer and keys (hover styles), toggle (a popover opened by
-   *     script), hashchange (:target), transitions and animations starting,
-   *     fonts loading;
-   *   - no animation running (animating(): script-driven ones fire no
-   *     event);
-   *   - the same style sheets: how many, and how many rules each readable
-   *     one has (insertRule and deleteRule are not mutations);
-   *   - the same scroll position, viewport and focused element, the same
-   *     values, checked and selected states of the listed fields (scripts
-   *     set them as properties), the same options.
-   * CACHE_MS is only a safety net for what none of that sees (a rule
-   * replaced in place); the tests show each of the above without it.
+   * Incremental observation. A MutationObserver and the events below note
+   * which elements changed (dirty roots); the next observe compares what no
+   * mutation shows (field values, focus, hover, running animations, the
+   * style sheets' shape, the viewport and media, the URL's fragment), then
+   * walks again only the dirty roots' subtrees and the elements above them,
+   * and reuses every other element's fragment of the last walk and the
+   * names kept on its entries (walkEl). docs/architecture.md has the rules;
+   * in short, correctness first:
+   *   - a change at an element dirties its whole subtree (inherited styles,
+   *     descendant selectors, roles that look at ancestors) and its
+   *     ancestors are walked again (names from content, conditional
+   *     structure);
+   *   - with sibling combinators or :nth-* in the sheets, its parent's
+   *     subtree; inside a table, the outermost table's;
+   *   - :has(), container queries, validity and any pseudo-class not known
+   *     here, an unreadable sheet, a changed sheet, viewport or media, the
+   *     html/body/head elements, a style element: everything;
+   *   - a name that read a label or an id reference elsewhere is computed
+   *     again when that source changed, or when an id or a label's for it
+   *     looked up appeared, went or moved;
+   *   - shadow trees, slots and frames are walked afresh every time.
+   * Nothing changed at all: the last reply, marked "same". CACHE_MS is a
+   * safety net for what none of this sees (a rule replaced in place through
+   * the CSSOM): a full walk at least that often. The randomized test turns
+   * it off (_noage) to show that no answer it checks depends on it.
    */
   var CACHE_MS = 30000;
-  var cache = { json: null, key: null, t: 0, dirty: true, sx: 0, sy: 0, w: 0, h: 0, active: null,
-                forms: [], sheets: '' };
+  var ROOTS_MAX = 400;    /* dirty roots before an observe walks everything */
+  var SCAN_MAX = 2000;    /* added and removed subtrees kept to scan for ids */
+  var DEPS_MAX = 100000;  /* name sources and ids kept before a full walk resets them */
+  var inc = {
+    key: null, json: null, full: true, t: 0, frags: new WeakMap(), prevLast: [],
+    roots: [], kids: [], added: [], scan: [], ids: [], any: false, evs: false, ptr: false,
+    labels: null,
+    sheets: '', media: '', hash: '', sx: 0, sy: 0, hover: null, press: null, focus: null,
+    forms: [], srcOwners: new Map(), idWatch: new Map(), risk: { key: null },
+    stats: { full: 0, incr: 0, same: 0, reused: 0 }
+  };
   var mo = null, watched = new WeakSet();
   var DIRTY_EVENTS = ['input', 'change', 'focusin', 'focusout', 'scroll', 'resize', 'load',
                       'transitionrun', 'transitionend', 'transitioncancel', 'animationstart',
@@ -515,19 +663,92 @@
                       'popstate', 'hashchange', 'toggle', 'pointerdown', 'pointerup',
                       'pointerover', 'pointerout', 'mouseover', 'mouseout', 'keydown', 'keyup',
                       'submit', 'reset', 'invalid', 'fullscreenchange', 'visibilitychange'];
+  /* events whose effect the hover comparison and the bounds (always taken
+     again) cover: no dirty root */
+  var POINTER_EVENTS = { pointerover: 1, pointerout: 1, mouseover: 1, mouseout: 1,
+                         pointerdown: 1, pointerup: 1 };
 
-  function markDirty() { cache.dirty = true; }
+  function onEvent(ev) {
+    inc.evs = true;
+    if (POINTER_EVENTS[ev.type]) { inc.ptr = true; return; }
+    if (ev.type === 'scroll') return;
+    var t = ev.target;
+    if (t && t.nodeType === 1) {
+      if (t.ownerDocument === document) addRoot(t);
+    } else {
+      inc.full = true; /* the window or the document: anything */
+    }
+  }
+  function onFonts() { inc.evs = true; }
+
+  function addRoot(el) {
+    if (inc.roots.length >= ROOTS_MAX) inc.full = true;
+    else inc.roots.push(el);
+  }
+
+  function noteRecords(recs) {
+    if (recs.length) inc.any = true;
+    for (var i = 0; i < recs.length && !inc.full; i++) {
+      var r = recs[i], t = r.target;
+      var kids = false;
+      if (r.type === 'characterData') {
+        t = t.parentNode;
+      } else if (r.type === 'attributes') {
+        var an = r.attributeName;
+        if (an === 'id' || an === 'for') {
+          if (inc.ids.length >= SCAN_MAX) { inc.full = true; break; }
+          inc.ids.push(r.oldValue || '', attr(t, an) || '');
+        }
+        if (an === 'id' || an === 'for' || an === 'type') inc.labels = null;
+      } else {
+        kids = true;
+        var lists = [r.addedNodes, r.removedNodes];
+        for (var k = 0; k < 2; k++)
+          for (var j = 0; j < lists[k].length; j++) {
+            var nd = lists[k][j];
+            if (nd.nodeType !== 1) continue;
+            if (inc.scan.length >= SCAN_MAX) { inc.full = true; break; }
+            inc.scan.push(nd);
+            if (k === 0) inc.added.push(nd);
+            if (inc.labels && labelTouch(nd, t)) inc.labels = null;
+          }
+      }
+      if (!t) continue;
+      if (t.nodeType === 11) t = t.host || null;
+      if (!t || t.nodeType !== 1) { inc.full = true; continue; }
+      if (t.ownerDocument !== document) continue; /* frames are walked afresh */
+      var tn = lower(t);
+      if (tn === 'style' || tn === 'link') { inc.full = true; continue; }
+      if (kids) {
+        if (inc.kids.length >= ROOTS_MAX) inc.full = true;
+        else inc.kids.push(t);
+      } else {
+        addRoot(t);
+      }
+    }
+  }
+
+  var LABELABLE = 'input,select,textarea,button,meter,output,progress';
+  /* whether adding or removing nd under parent can change which control a label names */
+  function labelTouch(nd, parent) {
+    if (lower(nd) === 'label' || nd.getElementsByTagName('label').length) return true;
+    /* any id: getElementById(for) may now find another element first */
+    if (nd.id || nd.querySelector('[id]')) return true;
+    if (!nd.matches(LABELABLE) && !nd.querySelector(LABELABLE)) return false;
+    return !!(parent && parent.nodeType === 1 && parent.closest('label'));
+  }
 
   function watch(root, win) {
     if (watched.has(root)) return;
     watched.add(root);
-    if (!mo) mo = new MutationObserver(markDirty);
-    mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true });
+    if (!mo) mo = new MutationObserver(noteRecords);
+    mo.observe(root, { subtree: true, childList: true, attributes: true, characterData: true,
+                       attributeOldValue: true });
     if (win) {
       for (var i = 0; i < DIRTY_EVENTS.length; i++)
-        win.addEventListener(DIRTY_EVENTS[i], markDirty, true);
+        win.addEventListener(DIRTY_EVENTS[i], win === window ? onEvent : onFonts, true);
       try {
-        if (win.document.fonts) win.document.fonts.addEventListener('loadingdone', markDirty);
+        if (win.document.fonts) win.document.fonts.addEventListener('loadingdone', onFonts);
       } catch (e) { /* no font set: nothing to watch */ }
     }
   }
@@ -545,43 +766,285 @@
     return parts.join(',');
   }
 
-  function remember(key, json) {
-    watch(document, window);
-    if (mo) mo.takeRecords(); /* nothing can run during the walk: these predate it */
-    cache.json = json; cache.key = key; cache.t = Date.now(); cache.dirty = false;
-    cache.sx = window.scrollX; cache.sy = window.scrollY;
-    cache.w = window.innerWidth; cache.h = window.innerHeight;
-    cache.active = document.activeElement;
-    cache.sheets = sheetsNow !== null ? sheetsNow : sheetsKey(document);
-    /* Scripts set value, checked and selectedIndex as properties: no
-       mutation, no event. Keep them to compare. */
-    var forms = [];
-    for (var i = 0; i < api.last.length; i++) {
-      var e = api.last[i], t = lower(e);
-      if (t === 'input' || t === 'textarea' || t === 'select' || t === 'option')
-        forms.push(e, e.value, e.checked, e.selectedIndex, e.selected);
-    }
-    cache.forms = forms;
+  function mediaKey() {
+    var m = window.matchMedia;
+    return window.innerWidth + 'x' + window.innerHeight + '@' + window.devicePixelRatio +
+      (m('(prefers-color-scheme: dark)').matches ? 'd' : 'l') + (m('print').matches ? 'p' : 's') +
+      (m('(prefers-reduced-motion: reduce)').matches ? 'r' : '');
   }
 
-  function cachedObserve(key) {
-    if (mo && mo.takeRecords().length) cache.dirty = true;
-    if (cache.dirty || cache.json === null || cache.key !== key ||
-        Date.now() - cache.t > CACHE_MS || window.scrollX !== cache.sx ||
-        window.scrollY !== cache.sy || window.innerWidth !== cache.w ||
-        window.innerHeight !== cache.h || document.activeElement !== cache.active ||
-        animating(document) || sheetsNow !== cache.sheets)
-      return null;
-    for (var i = 0; i < api.last.length; i++)
-      if (!api.last[i].isConnected) return null;
-    var f = cache.forms;
-    for (var j = 0; j < f.length; j += 5) {
+  /*
+   * What the sheets' selectors make a change reach: sib, its siblings
+   * (combinators + and ~, :nth-* and the like, whose "+" counts too);
+   * global, anything (:has(), container queries, validity, pseudo-classes
+   * not listed here, a sheet that cannot be read).
+   */
+  var SAFE_PSEUDO = {};
+  ('hover active focus focus-within focus-visible checked indeterminate disabled enabled ' +
+   'read-only read-write placeholder-shown required optional default in-range out-of-range ' +
+   'target root empty first-child last-child only-child nth-child nth-last-child first-of-type ' +
+   'last-of-type only-of-type nth-of-type nth-last-of-type not is where matches any -webkit-any ' +
+   'lang dir link any-link -webkit-any-link visited open closed popover-open modal autofill ' +
+   '-webkit-autofill scope host host-context fullscreen -webkit-full-screen before after ' +
+   'first-line first-letter selection placeholder horizontal vertical decrement increment start ' +
+   'end double-button single-button no-button corner-present window-inactive')
+    .split(' ').forEach(function (n) { SAFE_PSEUDO[n] = 1; });
+  var PSEUDO_RE = /(^|[^:\\]):([a-zA-Z-]+)/g;
+  /* pseudo-classes that look at an element's siblings or children */
+  var STRUCT_PSEUDO = { empty: 1, 'first-child': 1, 'last-child': 1, 'only-child': 1,
+    'nth-child': 1, 'nth-last-child': 1, 'first-of-type': 1, 'last-of-type': 1,
+    'only-of-type': 1, 'nth-of-type': 1, 'nth-last-of-type': 1 };
+
+  function sheetRisk(key) {
+    if (inc.risk.key === key) return inc.risk;
+    var r = { key: key, global: false, sib: false, struct: false, within: false, hover: false };
+    function sel(t) {
+      if (/[+~]/.test(t)) r.sib = r.struct = true;
+      PSEUDO_RE.lastIndex = 0;
+      var m;
+      while ((m = PSEUDO_RE.exec(t)) !== null) {
+        var pn = m[2].toLowerCase();
+        if (!SAFE_PSEUDO[pn]) r.global = true;
+        else if (pn === 'focus-within') r.within = true;
+        else if (STRUCT_PSEUDO[pn]) r.struct = true;
+        else if (pn === 'hover' || pn === 'active') r.hover = true;
+      }
+    }
+    function rules(list, depth) {
+      if (depth > 16) { r.global = true; return; }
+      for (var i = 0; i < list.length && !r.global; i++) {
+        var ru = list[i];
+        if (typeof CSSContainerRule !== 'undefined' && ru instanceof CSSContainerRule) r.global = true;
+        if (typeof ru.selectorText === 'string') sel(ru.selectorText);
+        if (ru.styleSheet) rules(ru.styleSheet.cssRules, depth + 1);
+        if (ru.cssRules) rules(ru.cssRules, depth + 1);
+      }
+    }
+    var all = Array.prototype.slice.call(document.styleSheets).concat(document.adoptedStyleSheets || []);
+    for (var i = 0; i < all.length && !r.global; i++) {
+      try { rules(all[i].cssRules, 0); } catch (e) { r.global = true; }
+    }
+    inc.risk = r;
+    return r;
+  }
+
+  function deepestMatch(sel) {
+    var l = document.querySelectorAll(sel);
+    return l.length ? l[l.length - 1] : null;
+  }
+
+  /* Roots for a state (hover, focus) that moved from a to b: the topmost
+     element of each chain that left or entered it. */
+  function chainRoots(a, b) {
+    if (a === b) return;
+    var anc = new Set();
+    for (var p = b; p; p = parentEl(p)) anc.add(p);
+    var top = null;
+    for (var q = a; q && !anc.has(q); q = parentEl(q)) top = q;
+    if (a && a.isConnected && top) addRoot(top);
+    anc = new Set();
+    for (p = a; p; p = parentEl(p)) anc.add(p);
+    top = null;
+    for (q = b; q && !anc.has(q); q = parentEl(q)) top = q;
+    if (top) addRoot(top);
+    else if (b === null && a !== null && a.isConnected) inc.full = true;
+  }
+
+  var FORM_TAG = { input: 1, textarea: 1, select: 1, option: 1 };
+
+  /*
+   * What this observe must do: {same: json} when nothing can have changed,
+   * {full: true}, or {roots, path, names, allNames} for an incremental walk.
+   */
+  function planObserve(key, opts) {
+    watch(document, window);
+    if (mo) noteRecords(mo.takeRecords());
+    if (opts.scope) inc.full = true;
+    var body = document.body;
+    var full = inc.full || inc.key !== key || inc.json === null || !body ||
+      (Date.now() - inc.t > CACHE_MS && !opts._noage) || sheetsNow !== inc.sheets ||
+      mediaKey() !== inc.media || location.hash !== inc.hash;
+    if (full) return { full: true };
+    /* what no mutation shows */
+    var f = inc.forms;
+    for (var j = 0; j < f.length; j += 6) {
       var e = f[j];
       if (e.value !== f[j + 1] || e.checked !== f[j + 2] || e.selectedIndex !== f[j + 3] ||
-          e.selected !== f[j + 4])
-        return null;
+          e.selected !== f[j + 4] || e.indeterminate !== f[j + 5]) {
+        addRoot(e);
+        f[j + 1] = e.value; f[j + 2] = e.checked; f[j + 3] = e.selectedIndex;
+        f[j + 4] = e.selected; f[j + 5] = e.indeterminate;
+      }
     }
-    return '{"same":true,' + cache.json.slice(1);
+    var risk = sheetRisk(sheetsNow);
+    var fo = deepActive(document);
+    if (fo !== inc.focus) {
+      if (risk.within) chainRoots(inc.focus, fo);
+      else {
+        if (inc.focus && inc.focus.isConnected && inc.focus.ownerDocument === document) addRoot(inc.focus);
+        if (fo && fo.ownerDocument === document) addRoot(fo);
+      }
+    }
+    inc.focus = fo;
+    if (inc.ptr && risk.hover) {
+      var hv = deepestMatch(':hover'), pr = deepestMatch(':active');
+      chainRoots(inc.hover, hv);
+      chainRoots(inc.press, pr);
+      inc.hover = hv;
+      inc.press = pr;
+      inc.ptr = false;
+    }
+    if (typeof document.getAnimations !== 'function') inc.full = true;
+    else {
+      var an = document.getAnimations();
+      for (var a = 0; a < an.length; a++) {
+        if (an[a].playState !== 'running') continue;
+        var tg = an[a].effect && an[a].effect.target;
+        if (tg && tg.nodeType === 1 && tg.ownerDocument === document) addRoot(tg);
+        else inc.full = true;
+      }
+    }
+    var changed = inc.roots.length || inc.kids.length || inc.scan.length || inc.ids.length;
+    if (inc.full || (changed && sheetRisk(sheetsNow).global)) return { full: true };
+    if (!changed && !inc.any && !inc.evs && window.scrollX === inc.sx && window.scrollY === inc.sy) {
+      var ok = true;
+      for (var i = 0; i < api.last.length && ok; i++) ok = api.last[i].isConnected;
+      if (ok) {
+        inc.stats.same++;
+        return { same: '{"same":true,' + inc.json.slice(1) };
+      }
+    }
+    /*
+     * The roots, raised to what a change there can reach, and the path
+     * above them. An element whose children changed is only walked again
+     * (its other children reused), the added ones afresh, unless the sheets
+     * look at siblings or positions, or it is a details (its first summary).
+     */
+    var sib = risk.sib, struct = risk.struct;
+    var todo = inc.roots.slice(), shallow = new Set();
+    for (var c = 0; c < inc.kids.length; c++) {
+      var kt = inc.kids[c];
+      if (struct || lower(kt) === 'details') todo.push(kt);
+      else shallow.add(kt);
+    }
+    for (var ad = 0; ad < inc.added.length; ad++)
+      if (inc.added[ad].isConnected) todo.push(inc.added[ad]);
+    shallow.forEach(function (el) { todo.push(el); });
+    var roots = new Set(), path = new Set();
+    for (var r = 0; r < todo.length; r++) {
+      var x = todo[r];
+      if (!x.isConnected || x.ownerDocument !== document) continue;
+      var only = shallow.has(x);
+      if (sib && !only) x = parentEl(x) || x;
+      /* inside a label, which control it names (its first labelable
+         descendant) may have moved: the whole label */
+      for (var lb = x.closest('label'); lb; lb = lb.parentElement && lb.parentElement.closest('label')) {
+        x = lb;
+        only = false;
+      }
+      for (var p = x; p; p = parentEl(p)) {
+        var pt = lower(p), prl = attr(p, 'role');
+        if (pt === 'table' || prl === 'table' || prl === 'grid' || prl === 'treegrid') { x = p; only = false; }
+      }
+      if (roots.has(x)) continue;
+      if (!only) roots.add(x);
+      var under = false;
+      for (p = x; p; p = parentEl(p)) {
+        if (p === body) { under = true; break; }
+        if (path.has(p)) { under = true; break; }
+        path.add(p);
+      }
+      if (!under || (x === body && !only)) return { full: true };
+    }
+    /* names that read something that changed */
+    var names = new Set(), allNames = roots.size > 64;
+    var ids = inc.ids.slice();
+    for (var s = 0; s < inc.scan.length; s++) {
+      var n = inc.scan[s];
+      var nt = lower(n);
+      if (nt === 'style' || nt === 'link' || (n.firstElementChild && n.querySelector('style,link')))
+        return { full: true };
+      if (n.id) ids.push(n.id);
+      if (nt === 'label' && hasAttr(n, 'for')) ids.push(attr(n, 'for'));
+      if (n.firstElementChild) {
+        var inner = n.querySelectorAll('[id],label[for]');
+        for (var q = 0; q < inner.length; q++) {
+          if (inner[q].id) ids.push(inner[q].id);
+          if (lower(inner[q]) === 'label' && hasAttr(inner[q], 'for')) ids.push(attr(inner[q], 'for'));
+        }
+      }
+    }
+    if (!allNames) {
+      for (var k = 0; k < ids.length; k++) {
+        var ow = inc.idWatch.get(ids[k]);
+        if (ow) ow.forEach(function (o) { names.add(o); });
+      }
+      var rl = Array.from(roots);
+      inc.srcOwners.forEach(function (owners, src) {
+        var hit = !src.isConnected || path.has(src);
+        for (var z = 0; z < rl.length && !hit; z++) hit = rl[z].contains(src);
+        if (hit) owners.forEach(function (o) { names.add(o); });
+      });
+    }
+    return { roots: roots, path: path, names: names, allNames: allNames };
+  }
+
+  function noteDeps(el, rec) {
+    for (var i = 0; i < rec.els.length; i++) {
+      var o = inc.srcOwners.get(rec.els[i]);
+      if (!o) inc.srcOwners.set(rec.els[i], o = new Set());
+      o.add(el);
+    }
+    for (var j = 0; j < rec.ids.length; j++) {
+      var w = inc.idWatch.get(rec.ids[j]);
+      if (!w) inc.idWatch.set(rec.ids[j], w = new Set());
+      w.add(el);
+    }
+  }
+
+  var FIELDS_MAX = 200000; /* fields compared; past this, a full walk takes the list afresh */
+  function fieldNote(forms, e) {
+    forms.push(e, e.value, e.checked, e.selectedIndex, e.selected, e.indeterminate);
+  }
+
+  /* after a walk: what the next observe compares against */
+  function remember(key, json, keep, nodes, wasFull) {
+    var added = inc.added;
+    watch(document, window);
+    if (mo) mo.takeRecords(); /* nothing can run during the walk: these predate it */
+    inc.json = json;
+    inc.key = key;
+    inc.full = !keep || inc.srcOwners.size + inc.idWatch.size > DEPS_MAX;
+    if (wasFull) {
+      inc.t = Date.now();
+      inc.hover = deepestMatch(':hover');
+      inc.press = deepestMatch(':active');
+      inc.ptr = false;
+    }
+    inc.roots = []; inc.kids = []; inc.added = []; inc.scan = []; inc.ids = [];
+    inc.any = inc.evs = false;
+    inc.sx = window.scrollX; inc.sy = window.scrollY;
+    inc.sheets = sheetsNow !== null ? sheetsNow : sheetsKey(document);
+    inc.media = mediaKey();
+    inc.hash = location.hash;
+    inc.focus = deepActive(document);
+    /* Scripts set value, checked and selectedIndex as properties: no
+       mutation, no event. Keep them to compare: every field of the
+       document, since a name may read a field the outline does not show
+       (one inside a closed details that labels something). After a full
+       walk all of them; after an incremental one, the list goes on (the
+       comparison kept it current) with the fields of the added subtrees. */
+    var forms = wasFull ? [] : inc.forms;
+    var all = wasFull ? [document.documentElement] : added;
+    for (var k = 0; k < all.length; k++) {
+      var sub = all[k];
+      if (!sub.isConnected) continue;
+      var list = sub.querySelectorAll('input,textarea,select,option');
+      if (FORM_TAG[lower(sub)]) fieldNote(forms, sub);
+      for (var i = 0; i < list.length; i++) fieldNote(forms, list[i]);
+    }
+    inc.forms = forms;
+    if (forms.length > FIELDS_MAX * 6) inc.full = true;
   }
 
   /*

@@ -18,7 +18,9 @@
     waitCheck: guarded(waitCheck),
     captureState: guarded(captureState),
     editedFields: guarded(editedFields),
-    restoreState: guarded(restoreState)
+    restoreState: guarded(restoreState),
+    /* counters of the observer's walks: full, incremental, answered unchanged */
+    stats: function () { return JSON.stringify(inc.stats); }
   };
   Object.defineProperty(G, '__refgate', { value: api, configurable: true, writable: true, enumerable: false });
   return true;

@@ -12,7 +12,8 @@
  *  - pages/ with pages-ax/: the page's text in the default outline: the
  *    distinct words of Chromium's StaticText nodes, at least 97% of them over
  *    all pages and 90% on every page;
- *  - observe time on the largest corpus page and on 5,000 generated controls.
+ *  - observe time on the largest corpus page and on 5,000 generated controls;
+ *  - incremental observe against a full walk after random DOM changes.
  *
  * RG_OBS_VERBOSE=1 prints every disagreement; RG_TEST_FILTER picks tests.
  */
@@ -31,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 #include <limits.h>
 #include <locale.h>
@@ -48,7 +50,7 @@
 
 static pool *P;
 static pool_lease *L;
-static httpd *cases_srv, *pages_srv;
+static httpd *cases_srv, *pages_srv, *incr_srv;
 static char run_dir[256], case_dir[256];
 static int verbose;
 
@@ -771,6 +773,86 @@ static void test_observe_speed(void **state)
     assert_true(n >= 5000);
 }
 
+/*
+ * Incremental observe against a full walk: on tests/fixtures/incr/page.html
+ * (a few hundred mixed elements), batches of 1 to 5 random changes from
+ * tests/fixtures/incr/mutate.js (seeded; the seed is printed, RG_INCR_SEED
+ * sets it), each followed by an observe, which walks only what changed, and
+ * by a full walk that changes no state (the "_full" option). The two replies
+ * must be the same bytes ("same": true, the unchanged-page answer, aside).
+ * Three runs: the plain sheet, a sheet with sibling combinators, and a ref
+ * cap below the page's count. Most observes must have been incremental, so
+ * that the comparison means something, and the 30 s age limit (CACHE_MS, a
+ * safety net) is off ("_noage"), so no answer here is right because of it.
+ */
+static int incr_run(const char *query, int max, unsigned seed, int batches)
+{
+    char url[512], path[64];
+    snprintf(path, sizeof path, "/page.html%s", query);
+    if (navigate(httpd_url(incr_srv, path, url, sizeof url), 15000) < 0 || install_observer() < 0)
+        return -1;
+    char *mut = support_slurp("tests/fixtures/incr/mutate.js", NULL);
+    if (!mut)
+        return -1;
+    char *v = eval_str(mut, 10000);
+    free(mut);
+    int ok = v && !strcmp(v, "true");
+    free(v);
+    if (!ok)
+        return -1;
+    char opts[256], cmp[1024];
+    snprintf(opts, sizeof opts,
+             "{\"viewport_only\":false,\"max_elements\":%d,\"sel\":true,\"text\":true,\"scope\":null,"
+             "\"_noage\":true}",
+             max);
+    snprintf(cmp, sizeof cmp,
+             "(function(){var o=%s;var a=__refgate.observe(JSON.stringify(o));o._full=true;"
+             "var f=__refgate.observe(JSON.stringify(o));a=a.replace('{\"same\":true,','{');"
+             "if(a===f)return 'ok';var k=0;while(a[k]===f[k])k++;"
+             "return 'differ at '+k+':\\n  incremental '+a.slice(Math.max(0,k-200),k+200)+"
+             "'\\n  full        '+f.slice(Math.max(0,k-200),k+200)})()",
+             opts);
+    free(eval_str(cmp, 30000));
+    for (int i = 0; i < batches; i++) {
+        char call[128];
+        snprintf(call, sizeof call, "__mutate(%u, %d)", seed * 1000u + (unsigned)i, 1 + i % 5);
+        char *log = eval_str(call, 10000);
+        char *r = eval_str(cmp, 30000);
+        if (!r || strcmp(r, "ok")) {
+            printf("incremental observe: page%s, cap %d, seed %u, batch %d (%s):\n%s\n", query, max,
+                   seed, i, log ? log : "?", r ? r : "(no reply)");
+            free(log);
+            free(r);
+            return -1;
+        }
+        free(log);
+        free(r);
+    }
+    char *st = eval_str("__refgate.stats()", 10000);
+    int full = 0, incr = 0, same = 0;
+    if (!st || sscanf(st, "{\"full\":%d,\"incr\":%d,\"same\":%d", &full, &incr, &same) != 3) {
+        free(st);
+        return -1;
+    }
+    printf("incremental observe: page%s, cap %d: %d batches, %d incremental, %d full, %d "
+           "unchanged\n",
+           query, max, batches, incr, full, same);
+    free(st);
+    return incr * 2 > batches ? 0 : -1;
+}
+
+static void test_observe_incremental(void **state)
+{
+    (void)state;
+    unsigned seed = (unsigned)time(NULL) % 100000u;
+    if (getenv("RG_INCR_SEED"))
+        seed = (unsigned)strtoul(getenv("RG_INCR_SEED"), NULL, 10);
+    printf("incremental observe: seed %u (RG_INCR_SEED=%u repeats it)\n", seed, seed);
+    assert_int_equal(incr_run("", 20000, seed, 250), 0);
+    assert_int_equal(incr_run("?sib", 20000, seed + 1, 200), 0);
+    assert_int_equal(incr_run("", 90, seed + 2, 200), 0);
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -819,7 +901,8 @@ int main(void)
     mkdir(case_dir, 0700);
     cases_srv = httpd_start(case_dir);
     pages_srv = httpd_start(CORPUS "/pages");
-    if (!cases_srv || !pages_srv)
+    incr_srv = httpd_start("tests/fixtures/incr");
+    if (!cases_srv || !pages_srv || !incr_srv)
         return 1;
 
     const struct CMUnitTest tests[] = {
@@ -828,10 +911,12 @@ int main(void)
         cmocka_unit_test(test_pages_against_chromium_ax),
         cmocka_unit_test(test_pages_text_coverage),
         cmocka_unit_test(test_observe_speed),
+        cmocka_unit_test(test_observe_incremental),
     };
     int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
     httpd_stop(cases_srv);
     httpd_stop(pages_srv);
+    httpd_stop(incr_srv);
     rmdir(case_dir);
     rmdir(run_dir);
     return rc;
