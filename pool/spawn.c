@@ -68,7 +68,8 @@ static const char *const base_flags[] = {
     NULL,
 };
 static const char base_disabled_features[] =
-    "PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess";
+    "PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,"
+    "AutofillServerCommunication";
 static const char disable_features[] = "--disable-features=";
 
 /* ---- argv and environment, built before fork ---- */
