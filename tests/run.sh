@@ -20,18 +20,21 @@ log=$(mktemp)
 for t in "$@"; do
     echo "== $t"
     timeout --kill-after=10 "$limit" "$dir/$t" 2>&1 | tee "$log"
-    p=$(sed -n 's/^\[  PASSED  \] \([0-9]*\) test(s)\..*/\1/p' "$log" | tail -n 1)
-    f=$(sed -n 's/^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*/\1/p' "$log" | tail -n 1)
-    if [ -z "$p" ] && [ -z "$f" ]; then
-        # cmocka prints "[  PASSED  ] N" only when all passed; with failures it
-        # prints both lines. Neither means the binary died before the end.
+    # A binary may run several cmocka groups (test_make_run runs two): each
+    # prints "Running N", then "PASSED N" and, with failures, "FAILED N".
+    # Their sums are the binary's; fewer ended than ran means it died.
+    sum() { sed -n "s/$1/\\1/p" "$log" | awk '{ n += $1 } END { print n + 0 }'; }
+    ran=$(sum '^\[==========\] Running \([0-9]*\) test(s)\..*')
+    p=$(sum '^\[  PASSED  \] \([0-9]*\) test(s)\..*')
+    f=$(sum '^\[  FAILED  \] \([0-9]*\) test(s), listed below:.*')
+    passed=$((passed + p))
+    if [ "$ran" -eq 0 ] || [ $((p + f)) -lt "$ran" ]; then
         echo "== $t: ended without a summary (crash or time limit)"
-        failed=$((failed + 1))
-        failed_names="$failed_names $t"
-        continue
+        lost=$((ran - p - f))
+        [ "$lost" -gt 0 ] || lost=1
+        f=$((f + lost))
     fi
-    passed=$((passed + ${p:-0}))
-    if [ -n "$f" ] && [ "$f" -gt 0 ]; then
+    if [ "$f" -gt 0 ]; then
         failed=$((failed + f))
         failed_names="$failed_names $t"
     fi
