@@ -14,7 +14,8 @@ export const FLAGS = [
     '--disable-background-networking',
     '--disable-component-update',
     '--disable-sync',
-    '--disable-features=PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess',
+    '--disable-features=PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,' +
+        'AutofillServerCommunication',
 ];
 
 // For pages from the corpus: remote hosts fail at once instead of waiting on DNS.
