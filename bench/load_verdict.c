@@ -6,7 +6,6 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
-#include <ftw.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -101,14 +100,6 @@ static void fail_reason(const char *fmt, ...)
         va_end(ap);
     }
     failing = 1;
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb;
-    (void)flag;
-    (void)ftw;
-    return remove(path) < 0 && errno != ENOENT ? -1 : 0;
 }
 
 /* Every sample, one line each: seconds since the first, then per worker RSS
@@ -457,7 +448,7 @@ int verdict(struct run *r)
     if (r->stack_path[0]) {
         if (failing || r->keep_stack) {
             printf("stack logs kept in %s\n", r->stack_path);
-        } else if (nftw(r->stack_path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) != 0) {
+        } else if (rg_rmtree(r->stack_path) != 0) {
             fprintf(stderr, "load: could not remove %s\n", r->stack_path);
         }
     }

@@ -80,7 +80,6 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <spawn.h>
@@ -622,12 +621,6 @@ static void stop_mcp(struct side *s)
 static char ab_dir[96];
 static pid_t ab_daemon;
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    return remove(path);
-}
-
 static pid_t ab_daemon_pid(void)
 {
     char path[160], buf[32] = "";
@@ -721,7 +714,7 @@ static int stop_ab(struct side *s)
         rg_sleep_ms(100);
     }
     if (ab_dir[0])
-        nftw(ab_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+        rg_rmtree(ab_dir);
     if (killed)
         fprintf(stderr, "loop: agent-browser: %d processes still up after close, killed\n", killed);
     return killed;

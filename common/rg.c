@@ -7,6 +7,7 @@
 #include "common/rg.h"
 
 #include <errno.h>
+#include <ftw.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -163,6 +164,28 @@ unsigned char *rg_base64_decode(const char *s, size_t n, size_t *out_len)
     }
     *out_len = o;
     return out;
+}
+
+/* ---- files ---- */
+
+/* nftw passes no user data: a failure is noted here, and the walk goes on. */
+static __thread int rm_failed;
+
+static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+    (void)st;
+    (void)type;
+    (void)ftw;
+    if (remove(path) < 0 && errno != ENOENT)
+        rm_failed = 1;
+    return 0;
+}
+
+int rg_rmtree(const char *path)
+{
+    rm_failed = 0;
+    int rc = nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+    return rc == 0 && !rm_failed ? 0 : -1;
 }
 
 /* ---- environment ---- */

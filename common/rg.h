@@ -111,6 +111,15 @@ void rg_sleep_ms(int ms);
  */
 size_t rg_strlcpy(char *dst, const char *src, size_t size);
 
+/* ---- files ---- */
+
+/**
+ * Removes a directory tree, never following a symlink out of it. Returns 0,
+ * or -1 when the tree is not there or something in it could not be removed
+ * (the rest is removed all the same).
+ */
+int rg_rmtree(const char *path);
+
 /** The value of the hex digit c (either case), or -1 when c is not one. */
 int rg_hex_value(int c);
 

@@ -524,7 +524,7 @@ static void clean_browser(struct browser *b)
         rg_log(RG_LOG_ERROR, MOD, "browser %lu failed to start: %s", b->seq, b->why);
         log_tail(MOD, log);
     }
-    rmtree(b->dir);
+    rg_rmtree(b->dir);
 }
 
 /* Tells the leases of dead browsers (mu held on entry and exit; dropped around callbacks). */
@@ -754,7 +754,7 @@ static void *manager_main(void *arg)
 static void pool_destroy(pool *p)
 {
     if (p->files_dir[0])
-        rmtree(p->files_dir);
+        rg_rmtree(p->files_dir);
     if (p->lock_fd >= 0) {
         char path[PATH_MAX];
         snprintf(path, sizeof path, "%s/owner-%s.lock", p->run_dir, p->tag);

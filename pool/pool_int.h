@@ -20,9 +20,6 @@
 int spawn_browser(const char *chromium, const char *dir, const char *const *extra, pid_t *guard,
                   int *rfd, int *wfd);
 
-/** Removes a directory tree (no symlinks followed). Returns 0 or -1. */
-int rmtree(const char *path);
-
 /** Creates dir and its parents with mode 0700 where missing. Returns 0 or -1. */
 int mkdirs(const char *dir);
 

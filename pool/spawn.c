@@ -34,7 +34,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -355,19 +354,6 @@ out:
 
 /* ---- directories ---- */
 
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-int rmtree(const char *path)
-{
-    return nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS) == 0 ? 0 : -1;
-}
 
 int mkdirs(const char *dir)
 {
@@ -471,7 +457,7 @@ int sweep_run_dir(const char *run_dir)
             continue;
         snprintf(path, sizeof path, "%s/%s", run_dir, e->d_name);
         kill_users_of(path);
-        if (rmtree(path) == 0)
+        if (rg_rmtree(path) == 0)
             removed++;
     }
     rewinddir(d);

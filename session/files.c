@@ -27,7 +27,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <ftw.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -79,19 +78,6 @@ static int session_path(const sess *s, const char *sub, char *out, size_t len)
     return n < 0 || (size_t)n >= len ? -1 : 0;
 }
 
-static int rm_entry(const char *path, const struct stat *st, int type, struct FTW *ftw)
-{
-    (void)st;
-    (void)type;
-    (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void remove_tree(const char *path)
-{
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Makes dir with mode 0700 (an existing one is made 0700 too). 0 or -1 (errno). */
 static int make_private_dir(const char *dir)
@@ -137,7 +123,7 @@ void sess_files_clear(sess *s)
     pthread_mutex_unlock(&f->mu);
     char top[PATH_MAX];
     if (made && session_path(s, NULL, top, sizeof top) == 0)
-        remove_tree(top);
+        rg_rmtree(top);
 }
 
 /* ---- names ---- */
@@ -345,7 +331,7 @@ int sess_upload(sess *s, const reg_action *a, const sess_file *files, size_t n,
         rc = reg_act(sess_registry(s), sess_handle(s), &b, out, err, errlen);
     }
     if (rc < 0) {
-        remove_tree(dir); /* nothing changed: the page did not get them */
+        rg_rmtree(dir); /* nothing changed: the page did not get them */
     } else {
         pthread_mutex_lock(&s->files->mu);
         s->files->up_bytes += total;

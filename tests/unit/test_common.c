@@ -1,4 +1,4 @@
-/* test_common.c - the error table, rg_buf, configuration parsing and Redis routing. */
+/* test_common.c - the error table, rg_buf, configuration parsing, rg_rmtree and Redis routing. */
 #define _GNU_SOURCE
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +6,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <cjson/cJSON.h>
@@ -204,6 +206,36 @@ static void test_redis_refuses_commands_across_slots(void **state)
     }
 }
 
+/* A tree goes whole; a symlink in it goes, what it points at stays. */
+static void test_rmtree_stays_inside(void **state)
+{
+    (void)state;
+    char top[] = "/tmp/refgate-test-rmtree-XXXXXX", out[] = "/tmp/refgate-test-outside-XXXXXX";
+    assert_non_null(mkdtemp(top));
+    assert_non_null(mkdtemp(out));
+    char p[256];
+    snprintf(p, sizeof p, "%s/kept", out);
+    FILE *f = fopen(p, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/a", top);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/a/b", top);
+    assert_int_equal(mkdir(p, 0700), 0);
+    snprintf(p, sizeof p, "%s/a/b/file", top);
+    f = fopen(p, "w");
+    assert_non_null(f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/a/link", top);
+    assert_int_equal(symlink(out, p), 0);
+    assert_int_equal(rg_rmtree(top), 0);
+    assert_int_equal(access(top, F_OK), -1);
+    snprintf(p, sizeof p, "%s/kept", out);
+    assert_int_equal(access(p, F_OK), 0);
+    assert_int_equal(rg_rmtree(out), 0);
+    assert_int_equal(rg_rmtree(out), -1); /* gone: nothing to walk */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -211,6 +243,7 @@ int main(void)
         cmocka_unit_test(test_buf_json_string_round_trips),
         cmocka_unit_test(test_buf_grows_and_printf),
         cmocka_unit_test(test_env_long_validates),
+        cmocka_unit_test(test_rmtree_stays_inside),
         cmocka_unit_test(test_redis_slots_follow_hash_tags),
         cmocka_unit_test(test_redis_urls),
         cmocka_unit_test(test_redis_refuses_commands_across_slots),
