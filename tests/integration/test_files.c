@@ -8,7 +8,7 @@
  * close); downloads refused for a tenant without --allow-downloads and
  * reported, allowed into the session's quota for one with it, `downloads`,
  * `download.get` returning the exact bytes, and the `download` event on the
- * WebSocket.
+ * WebSocket, and the cap on the downloads a session lists.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -587,7 +587,9 @@ static cJSON *downloads_settled(const char *auth, const char *sid, int want)
         cJSON_Delete(r);
         usleep(100 * 1000);
     }
-    fail_msg("the downloads did not settle at %d entries within 10 s", want);
+    cJSON *last = ok_json(auth, sid, "{\"op\":\"downloads\"}");
+    fail_msg("the downloads did not settle at %d entries within 10 s: %s", want,
+             cJSON_PrintUnformatted(last));
     return NULL;
 }
 
@@ -768,6 +770,45 @@ static void test_downloads_allowed_exact_bytes_and_quota(void **state)
     assert_int_equal(stat(dir, &sb), -1);
 }
 
+/* A session lists RG_DOWNLOADS_MAX downloads; the next one is refused as it
+   begins, reported, and neither listed nor written. */
+static void test_downloads_past_the_list_cap_refused(void **state)
+{
+    (void)state;
+    char sid[64], dir[256];
+    create(dl_auth, sid);
+    cJSON *r = NULL;
+    for (int i = 0; i < RG_DOWNLOADS_MAX; i++) {
+        cJSON_Delete(ok_json(dl_auth, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}"));
+        cJSON_Delete(r);
+        r = downloads_settled(dl_auth, sid, i + 1);
+    }
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), *e;
+    assert_int_equal(cJSON_GetArraySize(arr), RG_DOWNLOADS_MAX);
+    cJSON_ArrayForEach(e, arr)
+        assert_string_equal(field(e, "state"), "done");
+    cJSON_Delete(r);
+    scratch_dir(sid, dir, sizeof dir);
+    assert_int_equal(files_below(dir), RG_DOWNLOADS_MAX);
+
+    wsc *w = download_subscriber(dl_auth, sid);
+    cJSON_Delete(ok_json(dl_auth, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#small\"}}"));
+    assert_true(ws_download_event(w, "small.txt", "refused"));
+    wsc_close(w);
+    r = ok_json(dl_auth, sid, "{\"op\":\"downloads\"}");
+    arr = cJSON_GetObjectItemCaseSensitive(result(r), "downloads");
+    assert_int_equal(cJSON_GetArraySize(arr), RG_DOWNLOADS_MAX);
+    cJSON_ArrayForEach(e, arr)
+        assert_string_equal(field(e, "state"), "done");
+    cJSON_Delete(r);
+    /* The browser was told to cancel: nothing more lands (bounded wait for its write). */
+    int n = 0;
+    for (int i = 0; i < 20 && (n = files_below(dir)) == RG_DOWNLOADS_MAX; i++)
+        usleep(100 * 1000);
+    assert_int_equal(n, RG_DOWNLOADS_MAX);
+    close_session(dl_auth, sid);
+}
+
 int main(void)
 {
     snprintf(docroot, sizeof docroot, "/tmp/refgate-files-docs-%d", (int)getpid());
@@ -803,6 +844,7 @@ int main(void)
                 cmocka_unit_test(test_scratch_dir_private_and_removed),
                 cmocka_unit_test(test_downloads_refused_without_the_flag),
                 cmocka_unit_test(test_downloads_allowed_exact_bytes_and_quota),
+                cmocka_unit_test(test_downloads_past_the_list_cap_refused),
                 cmocka_unit_test(test_cli_upload_and_download),
                 cmocka_unit_test(test_mcp_over_http_takes_bytes_not_paths),
             };
