@@ -53,6 +53,7 @@ typedef struct cmd_spec {
 #define TARGET {"--target", NULL, "target", VT_STR}
 #define WAIT {"--wait", NULL, "wait", VT_STR}
 #define NONE (-1)
+#define NO_FLAGS {{NULL, NULL, NULL, 0}} /* complete, for clang's -Wmissing-field-initializers */
 
 static const cmd_spec cmds[] = {
     {"session create", WIRE_OP_SESSION_CREATE, NULL, {NULL}, 0, CLI_OUT_SESSION,
@@ -109,18 +110,18 @@ static const cmd_spec cmds[] = {
      "screenshot -o FILE [--target T] [--full-page] [--format png|jpeg] [--quality N]"},
     {"upload", WIRE_OP_UPLOAD, NULL, {"target", "*files"}, 2, CLI_OUT_REF, {NTH},
      "upload TARGET FILE... [--nth N]"},
-    {"downloads", WIRE_OP_DOWNLOADS, NULL, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "downloads"},
+    {"downloads", WIRE_OP_DOWNLOADS, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "downloads"},
     {"download", WIRE_OP_DOWNLOAD_GET, NULL, {"id"}, 1, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}}, "download ID -o FILE"},
     {"eval", WIRE_OP_EVAL, NULL, {"expression"}, 1, CLI_OUT_VALUE,
      {{"--await", NULL, "await", VT_TRUE}},
      "eval EXPR [--await]"},
-    {"park", WIRE_OP_SESSION_PARK, NULL, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "park"},
-    {"restore", WIRE_OP_SESSION_RESTORE, NULL, {NULL}, 0, CLI_OUT_STATE, {{NULL}}, "restore"},
-    {"close", WIRE_OP_SESSION_CLOSE, "DELETE", {NULL}, 0, CLI_OUT_NONE, {{NULL}}, "close"},
-    {"info", WIRE_OP_SESSION_INFO, NULL, {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "info"},
-    {"list", NONE, "GET", {NULL}, 0, CLI_OUT_RESULT, {{NULL}}, "list"},
-    {"call", NONE, NULL, {"op", "args"}, 1, CLI_OUT_REPLY, {{NULL}},
+    {"park", WIRE_OP_SESSION_PARK, NULL, {NULL}, 0, CLI_OUT_STATE, NO_FLAGS, "park"},
+    {"restore", WIRE_OP_SESSION_RESTORE, NULL, {NULL}, 0, CLI_OUT_STATE, NO_FLAGS, "restore"},
+    {"close", WIRE_OP_SESSION_CLOSE, "DELETE", {NULL}, 0, CLI_OUT_NONE, NO_FLAGS, "close"},
+    {"info", WIRE_OP_SESSION_INFO, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "info"},
+    {"list", NONE, "GET", {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "list"},
+    {"call", NONE, NULL, {"op", "args"}, 1, CLI_OUT_REPLY, NO_FLAGS,
      "call OP ['JSON ARGS']"},
 };
 // clang-format on
