@@ -451,7 +451,7 @@
       return slot.assignedElements().length ? slot.assignedNodes() : slot;
     }
     var prof = opts._prof ? [performance.now()] : null;
-    var root = document.body || document.documentElement;
+    var root = warmRoot || document.body || document.documentElement; /* warmRoot: 95-warm.js */
     var startEls;
     if (opts.scope) {
       var sc = null;
@@ -654,7 +654,7 @@
     labels: null,
     sheets: '', media: '', hash: '', sx: 0, sy: 0, hover: null, press: null, focus: null,
     forms: [], srcOwners: new Map(), idWatch: new Map(), risk: { key: null },
-    stats: { full: 0, incr: 0, same: 0, reused: 0 }
+    stats: { full: 0, incr: 0, same: 0, reused: 0, warm: 0 }
   };
   var mo = null, watched = new WeakSet();
   var DIRTY_EVENTS = ['input', 'change', 'focusin', 'focusout', 'scroll', 'resize', 'load',

@@ -3,7 +3,8 @@
  * Chromium: refs identical across observations, kept across a re-render and
  * a reorder, a removed element's ref never reused, unique refs for duplicate
  * labels, odd ids, shadow roots and iframes, hidden elements, display:
- * contents, diff mode, the cap and the stale threshold.
+ * contents, diff mode, the cap and the stale threshold, and the observer's
+ * warm-up in idle time.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -503,6 +504,117 @@ static void js_is(struct fx *f, const char *expr, const char *want)
  * observation re-bound the refs, with the events a framework listens to.
  * A password is never captured; a field left as loaded is not either.
  */
+/* A string result of expr in refgate's world of frame frame_id; NULL when it
+   is no string or fails. Page.createIsolatedWorld names the world the page
+   has already (one world per frame and name). */
+static char *world_eval(struct fx *f, const char *frame_id, const char *expr)
+{
+    char q[256];
+    snprintf(q, sizeof q, "{\"worldName\":\"__refgate\",\"frameId\":\"%s\"}", frame_id);
+    cdp_reply r;
+    if (cdp_call(f->h.conn, f->h.session, "Page.createIsolatedWorld", q, 10000, &r) < 0)
+        return NULL;
+    int ctx = cJSON_GetObjectItemCaseSensitive(r.result, "executionContextId")->valueint;
+    cdp_reply_free(&r);
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_printf(&b, "{\"contextId\":%d,\"returnByValue\":true,\"awaitPromise\":true,"
+                      "\"expression\":",
+                  ctx);
+    rg_buf_json_str(&b, expr, strlen(expr));
+    rg_buf_puts(&b, "}");
+    char *out = NULL;
+    if (cdp_call(f->h.conn, f->h.session, "Runtime.evaluate", b.data, 10000, &r) == 0) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(
+            cJSON_GetObjectItemCaseSensitive(r.result, "result"), "value");
+        if (cJSON_IsString(v))
+            out = strdup(v->valuestring);
+        cdp_reply_free(&r);
+    }
+    rg_buf_destroy(&b);
+    return out;
+}
+
+/* The ids of the main frame and of its first child frame. */
+static void frame_ids(struct fx *f, char *top, char *child, size_t len)
+{
+    cdp_reply r;
+    assert_int_equal(cdp_call(f->h.conn, f->h.session, "Page.getFrameTree", NULL, 10000, &r), 0);
+    const cJSON *tree = cJSON_GetObjectItemCaseSensitive(r.result, "frameTree");
+    const cJSON *kid = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(tree, "childFrames"), 0);
+    const cJSON *a = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(tree, "frame"), "id");
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(kid, "frame"), "id");
+    assert_true(cJSON_IsString(a) && cJSON_IsString(b));
+    snprintf(top, len, "%s", a->valuestring);
+    snprintf(child, len, "%s", b->valuestring);
+    cdp_reply_free(&r);
+}
+
+/*
+ * The observer's warm-up (registry/observer/95-warm.js): in a session's
+ * world, once the page is idle, it runs once in the top-level document and
+ * not in its frames, counts as no observe and leaves no element behind;
+ * the first observe after it finds the page as before.
+ */
+static void test_warm_up_in_idle_time_changes_nothing(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/shadow.html", NULL);
+    reg_world *w = NULL;
+    assert_int_equal(page_handle(f.l, &f.h, &w), 0);
+    /* A new document gets the observer as a session's pages do: when it is made. */
+    char url[256];
+    assert_int_equal(
+        page_navigate(f.h.conn, f.h.session, httpd_url(chrome.pages, "/shadow.html", url, sizeof url)),
+        0);
+    char v[16] = "";
+    for (int i = 0; i < 100; i++) {
+        page_eval(f.h.conn, f.h.session,
+                  "String(!!document.getElementById('inner').contentDocument"
+                  ".querySelector('button'))",
+                  v, sizeof v);
+        if (!strcmp(v, "true"))
+            break;
+        rg_sleep_ms(50);
+    }
+    char top[64], child[64];
+    frame_ids(&f, top, child, sizeof top);
+    /* Idle callbacks run in the order they were asked for: one asked for now
+       runs after the warm-up the document asked for when it was made. */
+    const char *after_idle = "new Promise(function (r) { requestIdleCallback(function () {"
+                             " r(typeof __refgate === 'object' ?"
+                             " String(JSON.parse(__refgate.stats()).warm) : 'none'); }); })";
+    char *warm = world_eval(&f, top, after_idle);
+    assert_non_null(warm);
+    assert_string_equal(warm, "1");
+    free(warm);
+    /* No observe counted, no element kept. */
+    char *st = world_eval(&f, top,
+                          "JSON.stringify([__refgate.last.length, JSON.parse(__refgate.stats())])");
+    assert_non_null(st);
+    assert_string_equal(st, "[0,{\"full\":0,\"incr\":0,\"same\":0,\"reused\":0,\"warm\":1}]");
+    free(st);
+    /* The frame's world has the observer and no warm-up of its own. */
+    char *fw = world_eval(&f, child, after_idle);
+    assert_non_null(fw);
+    assert_string_equal(fw, "0");
+    free(fw);
+    reg_observation o;
+    observe(&f, &o, 0);
+    assert_string_equal(expect_ref(&o, "button", "In the shadow"), "@shadowbtn");
+    assert_string_equal(expect_ref(&o, "button", "In the frame"), "@framebtn");
+    reg_observation_free(&o);
+    st = world_eval(&f, top, "String(JSON.parse(__refgate.stats()).full)");
+    assert_non_null(st);
+    assert_string_equal(st, "1");
+    free(st);
+    reg_world_free(w);
+    fx_close(&f);
+}
+
 static void test_state_survives_a_reload(void **state)
 {
     (void)state;
@@ -602,6 +714,7 @@ int main(void)
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
+        cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
     };
     int rc = FX_RUN("registry_chromium", tests, NULL, NULL);
     fx_browser_stop(&chrome);
