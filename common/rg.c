@@ -122,7 +122,10 @@ size_t rg_strlcpy(char *dst, const char *src, size_t size)
     return n;
 }
 
-static int b64val(unsigned char c)
+static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+static const char b64_url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+static int b64val(unsigned char c, int url)
 {
     if (c >= 'A' && c <= 'Z')
         return c - 'A';
@@ -130,40 +133,93 @@ static int b64val(unsigned char c)
         return c - 'a' + 26;
     if (c >= '0' && c <= '9')
         return c - '0' + 52;
-    if (c == '+')
+    if (c == (url ? '-' : '+'))
         return 62;
-    if (c == '/')
+    if (c == (url ? '_' : '/'))
         return 63;
     return -1;
 }
 
-unsigned char *rg_base64_decode(const char *s, size_t n, size_t *out_len)
+long rg_base64_decode_to(const char *s, size_t n, unsigned char *out, size_t cap, int flags)
 {
-    while (n && s[n - 1] == '=')
+    int url = (flags & RG_B64_URL) != 0;
+    while (!url && n && s[n - 1] == '=')
         n--;
     if (n % 4 == 1)
-        return NULL;
-    unsigned char *out = malloc(n / 4 * 3 + 3);
-    if (!out)
-        return NULL;
+        return -1;
     size_t o = 0;
     uint32_t acc = 0;
     int bits = 0;
     for (size_t i = 0; i < n; i++) {
-        int v = b64val((unsigned char)s[i]);
-        if (v < 0) {
-            free(out);
-            return NULL;
-        }
+        int v = b64val((unsigned char)s[i], url);
+        if (v < 0)
+            return -1;
         acc = (acc << 6) | (uint32_t)v;
         bits += 6;
         if (bits >= 8) {
             bits -= 8;
-            out[o++] = (unsigned char)(acc >> bits);
+            if (out) {
+                if (o >= cap)
+                    return -1;
+                out[o] = (unsigned char)(acc >> bits);
+            }
+            o++;
+            acc &= (1u << bits) - 1;
         }
     }
-    *out_len = o;
+    if (url && acc != 0) /* one token, one spelling */
+        return -1;
+    return (long)o;
+}
+
+unsigned char *rg_base64_decode(const char *s, size_t n, size_t *out_len)
+{
+    size_t cap = n / 4 * 3 + 3;
+    unsigned char *out = malloc(cap);
+    if (!out)
+        return NULL;
+    long got = rg_base64_decode_to(s, n, out, cap, 0);
+    if (got < 0) {
+        free(out);
+        return NULL;
+    }
+    *out_len = (size_t)got;
     return out;
+}
+
+int rg_base64_append(rg_buf *b, const void *data, size_t n, int flags)
+{
+    const unsigned char *in = data;
+    const char *abc = flags & RG_B64_URL ? b64_url : b64_std;
+    int pad = !(flags & RG_B64_URL);
+    if (n / 3 >= SIZE_MAX / 4 - 1)
+        return RG_ENOMEM;
+    size_t rest = n % 3, outn = n / 3 * 4 + (rest ? (pad ? 4 : rest + 1) : 0);
+    if (rg_buf_reserve(b, outn) < 0)
+        return RG_ENOMEM;
+    char *o = b->data + b->len;
+    size_t i = 0;
+    for (; i + 3 <= n; i += 3) {
+        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
+        *o++ = abc[v >> 18];
+        *o++ = abc[v >> 12 & 63];
+        *o++ = abc[v >> 6 & 63];
+        *o++ = abc[v & 63];
+    }
+    if (rest) {
+        uint32_t v = (uint32_t)in[i] << 16 | (rest == 2 ? (uint32_t)in[i + 1] << 8 : 0);
+        *o++ = abc[v >> 18];
+        *o++ = abc[v >> 12 & 63];
+        if (rest == 2)
+            *o++ = abc[v >> 6 & 63];
+        else if (pad)
+            *o++ = '=';
+        if (pad)
+            *o++ = '=';
+    }
+    b->len += outn;
+    b->data[b->len] = '\0';
+    return 0;
 }
 
 /* ---- files ---- */

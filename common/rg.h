@@ -127,6 +127,22 @@ struct msgpack_object;
 /** 1 when k is a msgpack str equal to name: a map key of a stored record. */
 int rg_mp_key_is(const struct msgpack_object *k, const char *name);
 
+/* ---- base64 ------------------------------------------------------------- */
+
+/* The URL-safe alphabet ('-' and '_') without '=' padding, decoded strictly:
+   the bits past the last byte must be zero, so a value has one spelling
+   (view tokens). Without it: the standard alphabet, padded when encoded,
+   padding optional and those bits ignored when decoded. */
+#define RG_B64_URL 1
+
+/**
+ * Decodes s (n bytes, no whitespace) into out (cap bytes): the decoded
+ * length, or -1 for a character outside the alphabet, a length no encoding
+ * has, leftover bits under RG_B64_URL, or no room. out NULL: only checks
+ * and counts.
+ */
+long rg_base64_decode_to(const char *s, size_t n, unsigned char *out, size_t cap, int flags);
+
 /**
  * Decodes standard base64 (padding optional, no whitespace) from s (n bytes).
  * Returns a new buffer the caller owns and its length in *out_len, or NULL
@@ -178,6 +194,8 @@ int rg_buf_printf(rg_buf *b, const char *fmt, ...) __attribute__((format(printf,
  * copied as is; the DevTools side replaces it with U+FFFD.
  */
 int rg_buf_json_str(rg_buf *b, const char *s, size_t n);
+/** Appends the base64 of in (n bytes) to b (RG_B64_URL or 0, above): 0, or RG_ENOMEM. */
+int rg_base64_append(rg_buf *b, const void *in, size_t n, int flags);
 /** Takes the data out of the buffer: the caller owns it; b is left empty. */
 char *rg_buf_steal(rg_buf *b);
 

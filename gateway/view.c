@@ -35,65 +35,6 @@
 #define VIEW_SECRET_KEY "rg:view:secret"
 #define VIEW_MAC_BYTES 32
 
-/* ---- base64url without padding ---- */
-
-static const char b64u[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-static size_t b64u_encode(const unsigned char *in, size_t n, char *out, size_t cap)
-{
-    size_t o = 0;
-    for (size_t i = 0; i < n; i += 3) {
-        unsigned v = (unsigned)in[i] << 16 | (i + 1 < n ? (unsigned)in[i + 1] << 8 : 0) |
-                     (i + 2 < n ? in[i + 2] : 0);
-        size_t k = n - i >= 3 ? 4 : n - i + 1;
-        for (size_t j = 0; j < k; j++) {
-            if (o + 1 >= cap)
-                return 0;
-            out[o++] = b64u[(v >> (18 - 6 * j)) & 63];
-        }
-    }
-    out[o] = '\0';
-    return o;
-}
-
-static int b64u_value(int c)
-{
-    if (c >= 'A' && c <= 'Z')
-        return c - 'A';
-    if (c >= 'a' && c <= 'z')
-        return c - 'a' + 26;
-    if (c >= '0' && c <= '9')
-        return c - '0' + 52;
-    return c == '-' ? 62 : c == '_' ? 63 : -1;
-}
-
-/* Decodes n characters (no padding); -1 for a bad character, length or leftover bits. */
-static long b64u_decode(const char *in, size_t n, unsigned char *out, size_t cap)
-{
-    if (n % 4 == 1)
-        return -1;
-    size_t o = 0;
-    unsigned acc = 0;
-    int bits = 0;
-    for (size_t i = 0; i < n; i++) {
-        int v = b64u_value((unsigned char)in[i]);
-        if (v < 0)
-            return -1;
-        acc = (acc << 6) | (unsigned)v;
-        bits += 6;
-        if (bits >= 8) {
-            bits -= 8;
-            if (o >= cap)
-                return -1;
-            out[o++] = (unsigned char)(acc >> bits);
-            acc &= (1u << bits) - 1;
-        }
-    }
-    if (acc != 0) /* one token, one spelling */
-        return -1;
-    return (long)o;
-}
-
 /* ---- tokens ---- */
 
 static void view_mac(const unsigned char *secret, size_t slen, const char *tid, const char *sid,
@@ -111,15 +52,20 @@ int gw_view_token_make(const unsigned char *secret, size_t slen, const char *tid
                        long long exp, int control, char *out, size_t len)
 {
     unsigned char mac[VIEW_MAC_BYTES];
-    char t64[128], m64[64];
     if (!tenant_name_valid(tid) || strlen(tid) >= SESS_TENANT_MAX || strlen(sid) >= SESS_ID_MAX)
         return RG_EBADREQ;
     view_mac(secret, slen, tid, sid, exp, control, mac);
-    if (!b64u_encode((const unsigned char *)tid, strlen(tid), t64, sizeof t64) ||
-        !b64u_encode(mac, sizeof mac, m64, sizeof m64))
-        return RG_EINTERNAL;
-    int n = snprintf(out, len, "v1.%lld.%d.%s.%s", exp, control ? 1 : 0, t64, m64);
-    return n > 0 && (size_t)n < len ? 0 : RG_EINTERNAL;
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_printf(&b, "v1.%lld.%d.", exp, control ? 1 : 0);
+    rg_base64_append(&b, tid, strlen(tid), RG_B64_URL);
+    rg_buf_puts(&b, ".");
+    rg_base64_append(&b, mac, sizeof mac, RG_B64_URL);
+    int rc = !b.failed && b.len < len ? 0 : RG_EINTERNAL;
+    if (rc == 0)
+        memcpy(out, b.data, b.len + 1);
+    rg_buf_destroy(&b);
+    return rc;
 }
 
 int gw_view_token_parse(const char *tok, size_t n, gw_view_claims *out)
@@ -143,15 +89,16 @@ int gw_view_token_parse(const char *tok, size_t n, gw_view_claims *out)
     const char *dot = memchr(p, '.', (size_t)(end - p));
     if (!dot || dot == p)
         return RG_EUNAUTH;
-    long tl =
-        b64u_decode(p, (size_t)(dot - p), (unsigned char *)out->tenant, sizeof out->tenant - 1);
+    long tl = rg_base64_decode_to(p, (size_t)(dot - p), (unsigned char *)out->tenant,
+                                  sizeof out->tenant - 1, RG_B64_URL);
     if (tl <= 0)
         return RG_EUNAUTH;
     out->tenant[tl] = '\0';
     if (memchr(out->tenant, '\0', (size_t)tl) || !tenant_name_valid(out->tenant))
         return RG_EUNAUTH;
     p = dot + 1;
-    if (b64u_decode(p, (size_t)(end - p), out->mac, sizeof out->mac) != VIEW_MAC_BYTES)
+    if (rg_base64_decode_to(p, (size_t)(end - p), out->mac, sizeof out->mac, RG_B64_URL) !=
+        VIEW_MAC_BYTES)
         return RG_EUNAUTH;
     out->exp = exp;
     return 0;

@@ -24,60 +24,17 @@ static void buf_rewind(rg_buf *b, size_t start)
         b->data[start] = '\0';
 }
 
-/* ---- base64 -------------------------------------------------------------- */
-
-static const char b64_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-
-/* Appends the padded base64 of in (n bytes) to b. 0 or RG_ENOMEM. */
-static int b64_append(rg_buf *b, const unsigned char *in, size_t n)
-{
-    if (n / 3 >= SIZE_MAX / 4 - 1)
-        return RG_ENOMEM;
-    size_t outn = (n + 2) / 3 * 4;
-    if (rg_buf_reserve(b, outn) < 0)
-        return RG_ENOMEM;
-    char *o = b->data + b->len;
-    size_t i = 0;
-    for (; i + 3 <= n; i += 3) {
-        uint32_t v = (uint32_t)in[i] << 16 | (uint32_t)in[i + 1] << 8 | in[i + 2];
-        *o++ = b64_alphabet[v >> 18];
-        *o++ = b64_alphabet[v >> 12 & 63];
-        *o++ = b64_alphabet[v >> 6 & 63];
-        *o++ = b64_alphabet[v & 63];
-    }
-    if (i < n) {
-        uint32_t v = (uint32_t)in[i] << 16;
-        if (i + 1 < n)
-            v |= (uint32_t)in[i + 1] << 8;
-        *o++ = b64_alphabet[v >> 18];
-        *o++ = b64_alphabet[v >> 12 & 63];
-        *o++ = i + 1 < n ? b64_alphabet[v >> 6 & 63] : '=';
-        *o++ = '=';
-    }
-    b->len += outn;
-    b->data[b->len] = '\0';
-    return 0;
-}
-
 /* 1 when s (n bytes) is base64 that rg_base64_decode accepts. */
 static int b64_valid(const char *s, size_t n)
 {
-    while (n && s[n - 1] == '=')
-        n--;
-    if (n % 4 == 1)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if (s[i] == '\0' || s[i] == '=' || !strchr(b64_alphabet, s[i]))
-            return 0;
-    return 1;
+    return rg_base64_decode_to(s, n, NULL, 0, 0) >= 0;
 }
 
 /* A WIRE_BIN string item for data (n bytes), built in scratch. NULL on ENOMEM. */
 cJSON *wire_bin_item(rg_buf *scratch, const void *data, size_t n)
 {
     rg_buf_reset(scratch);
-    if (b64_append(scratch, data, n) < 0)
+    if (rg_base64_append(scratch, data, n, 0) < 0)
         return NULL;
     cJSON *item = cJSON_CreateString(scratch->data);
     if (item)

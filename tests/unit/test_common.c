@@ -236,6 +236,53 @@ static void test_rmtree_stays_inside(void **state)
     assert_int_equal(rg_rmtree(out), -1); /* gone: nothing to walk */
 }
 
+/* One base64 for the wire (standard, padded) and the view tokens (URL-safe, strict). */
+static void test_base64_both_alphabets(void **state)
+{
+    (void)state;
+    const unsigned char bytes[] = {0xfb, 0xff, 0x00, 0x3e, 0x3f};
+    const char *std[] = {"", "+w==", "+/8=", "+/8A", "+/8APg==", "+/8APj8="};
+    const char *url[] = {"", "-w", "-_8", "-_8A", "-_8APg", "-_8APj8"};
+    for (size_t n = 0; n <= sizeof bytes; n++) {
+        rg_buf a, b;
+        rg_buf_init(&a);
+        rg_buf_init(&b);
+        assert_int_equal(rg_base64_append(&a, bytes, n, 0), 0);
+        assert_int_equal(rg_base64_append(&b, bytes, n, RG_B64_URL), 0);
+        assert_string_equal(a.len ? a.data : "", std[n]);
+        assert_string_equal(b.len ? b.data : "", url[n]);
+        unsigned char back[8];
+        assert_int_equal(rg_base64_decode_to(std[n], strlen(std[n]), back, sizeof back, 0), (long)n);
+        assert_memory_equal(back, bytes, n);
+        assert_int_equal(rg_base64_decode_to(url[n], strlen(url[n]), back, sizeof back, RG_B64_URL),
+                         (long)n);
+        assert_memory_equal(back, bytes, n);
+        /* NULL: counts without writing */
+        assert_int_equal(rg_base64_decode_to(url[n], strlen(url[n]), NULL, 0, RG_B64_URL), (long)n);
+        rg_buf_destroy(&a);
+        rg_buf_destroy(&b);
+    }
+    unsigned char out[4];
+    /* the other alphabet, padding in a URL token, a length no encoding has */
+    assert_int_equal(rg_base64_decode_to("-w==", 4, out, sizeof out, 0), -1);
+    assert_int_equal(rg_base64_decode_to("+w", 2, out, sizeof out, RG_B64_URL), -1);
+    assert_int_equal(rg_base64_decode_to("-w==", 4, out, sizeof out, RG_B64_URL), -1);
+    assert_int_equal(rg_base64_decode_to("AAAAA", 5, out, sizeof out, 0), -1);
+    /* leftover bits: a second spelling, refused in a token, ignored on the wire */
+    assert_int_equal(rg_base64_decode_to("-x", 2, out, sizeof out, RG_B64_URL), -1);
+    assert_int_equal(rg_base64_decode_to("+x", 2, out, sizeof out, 0), 1);
+    assert_int_equal(out[0], 0xfb);
+    /* no room */
+    assert_int_equal(rg_base64_decode_to("-_8APj8", 7, out, 4, RG_B64_URL), -1);
+    size_t n = 0;
+    unsigned char *m = rg_base64_decode("+/8APj8", 7, &n);
+    assert_non_null(m);
+    assert_int_equal(n, 5);
+    assert_memory_equal(m, bytes, 5);
+    free(m);
+    assert_null(rg_base64_decode("+/8A*j8=", 8, &n));
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -244,6 +291,7 @@ int main(void)
         cmocka_unit_test(test_buf_grows_and_printf),
         cmocka_unit_test(test_env_long_validates),
         cmocka_unit_test(test_rmtree_stays_inside),
+        cmocka_unit_test(test_base64_both_alphabets),
         cmocka_unit_test(test_redis_slots_follow_hash_tags),
         cmocka_unit_test(test_redis_urls),
         cmocka_unit_test(test_redis_refuses_commands_across_slots),
