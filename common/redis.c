@@ -1203,6 +1203,70 @@ redisReply *rg_redis_eval(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
     return rep;
 }
 
+redisReply *rg_redis_eval_wait(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
+                               const char *const *args, const size_t *lens, int replicas,
+                               int timeout_ms, int *acked)
+{
+    *acked = -1;
+    char sha[41];
+    pthread_mutex_lock(&script_mu);
+    memcpy(sha, s->sha, sizeof sha);
+    pthread_mutex_unlock(&script_mu);
+    int slot = nkeys > 0 ? rg_redis_slot(args[0], lens ? lens[0] : strlen(args[0])) : SLOT_ANY;
+    for (int i = 1; i < nkeys; i++)
+        if (rg_redis_slot(args[i], lens ? lens[i] : strlen(args[i])) != slot)
+            slot = SLOT_CROSS;
+    int idx = sha[0] && slot != SLOT_CROSS ? slot_owner(r, slot) : -1;
+    struct node *n = idx >= 0 ? node_at(r, idx) : NULL;
+    redisContext *c = n ? node_take(r, n) : NULL;
+    if (!c) /* no script loaded yet, keys that cannot go together, no node: the plain way */
+        return rg_redis_eval(r, s, nkeys, nargs, args, lens);
+    int argc = 3 + nkeys + nargs;
+    const char **argv = calloc((size_t)argc, sizeof *argv);
+    size_t *argl = calloc((size_t)argc, sizeof *argl);
+    if (!argv || !argl) {
+        free(argv);
+        free(argl);
+        node_give(n, c, 0);
+        return NULL;
+    }
+    char nk[16];
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    argv[0] = "EVALSHA";
+    argv[1] = sha;
+    argv[2] = nk;
+    for (int i = 0; i < nkeys + nargs; i++) {
+        argv[3 + i] = args[i];
+        argl[3 + i] = lens ? lens[i] : strlen(args[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        argl[i] = strlen(argv[i]);
+    redisAppendCommandArgv(c, argc, argv, argl);
+    redisAppendCommand(c, "WAIT %d %d", replicas, timeout_ms);
+    free(argv);
+    free(argl);
+    void *rep = NULL, *waited = NULL;
+    int failed = redisGetReply(c, &rep) != REDIS_OK || !rep ||
+                 redisGetReply(c, &waited) != REDIS_OK || !waited;
+    node_give(n, c, failed);
+    if (failed) {
+        freeReplyObject(rep);
+        freeReplyObject(waited);
+        return NULL; /* transient, as rg_redis_eval's timeouts */
+    }
+    redisReply *w = waited;
+    if (((redisReply *)rep)->type == REDIS_REPLY_ERROR) {
+        /* NOSCRIPT, a redirection, a read-only former master: route() knows. */
+        freeReplyObject(rep);
+        freeReplyObject(waited);
+        return rg_redis_eval(r, s, nkeys, nargs, args, lens);
+    }
+    if (w->type == REDIS_REPLY_INTEGER)
+        *acked = (int)w->integer;
+    freeReplyObject(waited);
+    return rep;
+}
+
 /* ---- pipelines ------------------------------------------------------------ */
 
 struct rg_redis_pipe {
