@@ -72,6 +72,11 @@ void sess_config_from_env(sess_config *cfg)
         (int)rg_env_long("REFGATE_PARK_WAIT_REPLICAS", cfg->park_wait_replicas, 0, 16);
     cfg->park_wait_timeout_ms =
         (int)rg_env_long("REFGATE_PARK_WAIT_TIMEOUT_MS", cfg->park_wait_timeout_ms, 1, 60000);
+    /* The wait answers on the command's connection: past the Redis command
+       timeout the reply would be given up on and the park fail. */
+    long redis_ms = rg_env_long("REFGATE_REDIS_TIMEOUT_MS", 1000, 10, 60000);
+    if (cfg->park_wait_timeout_ms > redis_ms / 2)
+        cfg->park_wait_timeout_ms = (int)(redis_ms / 2);
     long browsers = rg_env_long("REFGATE_BROWSERS", POOL_BROWSERS, 1, 64);
     long per = rg_env_long("REFGATE_CONTEXTS_PER_BROWSER", POOL_CONTEXTS_PER_BROWSER, 1, 256);
     cfg->capacity = (int)(browsers * per);
