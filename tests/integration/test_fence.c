@@ -12,6 +12,8 @@
  * never acts on the session again without claiming it anew. The session's
  * state stays worker 2's, and it is live on one worker only.
  *
+ * Also: a park waits for a replica when REFGATE_PARK_WAIT_REPLICAS asks it to.
+ *
  * Workers are addressed directly over FastCGI, nginx left out: which worker
  * runs what is the test's to choose. Nothing asserts on time; each wait is
  * bounded so that a hang fails instead of stalling.
@@ -30,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+#include <hiredis/hiredis.h>
 
 #include "tests/support/fixture.h"
 #include "tests/support/net.h"
@@ -209,6 +213,110 @@ static void test_stale_worker_cannot_write(void **state)
     drop(&r);
 }
 
+/* ---- waiting for a replica at park (REFGATE_PARK_WAIT_REPLICAS) ---- */
+
+static int replica_online(redissrv *master)
+{
+    for (int i = 0; i < 500; i++) {
+        redisContext *c = redissrv_connect(master);
+        redisReply *r = c ? redisCommand(c, "INFO replication") : NULL;
+        int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "connected_slaves:1") &&
+                 strstr(r->str, "state=online");
+        freeReplyObject(r);
+        if (c)
+            redisFree(c);
+        if (ok)
+            return 0;
+        rg_sleep_ms(20);
+    }
+    return -1;
+}
+
+/* A park through nginx of a new session on st; its sid into sid. */
+static void create_and_park(stack *st, const char *page, char *sid)
+{
+    char h[300], body[300];
+    snprintf(h, sizeof h, "Authorization: Bearer %s\r\nContent-Type: application/json\r\n",
+             stack_key(st, 0));
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s/%s\"}}", gw.base_url, page);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(st), "POST", "/v1/sessions", h, body, strlen(body), &r),
+                     0);
+    assert_int_equal(r.status, 200);
+    cJSON *m = NULL;
+    char err[128];
+    assert_int_equal(wire_json_decode(r.body.data, r.body.len, &m, err, sizeof err), 0);
+    rg_buf_destroy(&r.body);
+    snprintf(sid, 64, "%s",
+             cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "result"),
+                                              "session")
+                 ->valuestring);
+    cJSON_Delete(m);
+    char path[128];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    const char *park = "{\"op\":\"session.park\"}";
+    assert_int_equal(http_request(stack_port(st), "POST", path, h, park, strlen(park), &r), 0);
+    if (r.status != 200)
+        fail_msg("park -> %d %.*s", r.status, (int)r.body.len, r.body.data);
+    rg_buf_destroy(&r.body);
+}
+
+/* The sum of a metric over a stack's one worker. */
+static double stack_metric(stack *st, const char *name)
+{
+    const char *params[] = {"REQUEST_METHOD=GET", "SCRIPT_NAME=/metrics", "DOCUMENT_URI=/metrics",
+                            "REQUEST_URI=/metrics", NULL};
+    http_resp r;
+    double v = -1;
+    if (fcgi_request(stack_fcgi_port(st, 1), params, NULL, 0, &r) == 0) {
+        rg_buf_puts(&r.body, "");
+        v = metric_value(r.body.data, name);
+    }
+    rg_buf_destroy(&r.body);
+    return v;
+}
+
+/*
+ * With REFGATE_PARK_WAIT_REPLICAS=1 a park is acknowledged by the replica
+ * before it returns: on the replica at once, and none counted as
+ * unreplicated. With the replica stopped the park still succeeds (the
+ * master has it) after the wait, and is counted.
+ */
+static void test_park_waits_for_a_replica(void **state)
+{
+    (void)state;
+    redissrv *master = redissrv_start(NULL), *replica = redissrv_start(NULL);
+    assert_non_null(master);
+    assert_non_null(replica);
+    redisContext *rc = redissrv_connect(replica);
+    assert_non_null(rc);
+    redisReply *rep = redisCommand(rc, "REPLICAOF 127.0.0.1 %d", redissrv_port(master));
+    freeReplyObject(rep);
+    assert_int_equal(replica_online(master), 0);
+    static const char *const env[] = {"REFGATE_PARK_WAIT_REPLICAS=1",
+                                      "REFGATE_PARK_WAIT_TIMEOUT_MS=300", NULL};
+    stack *st = stack_start_on(1, env, redissrv_url(master));
+    assert_non_null(st);
+
+    char sid[64], key[200];
+    create_and_park(st, "one", sid);
+    snprintf(key, sizeof key, "rg:{t:acme:s:%s}:park", sid);
+    rep = redisCommand(rc, "EXISTS %s", key); /* on the replica, right away */
+    assert_int_equal(rep->integer, 1);
+    freeReplyObject(rep);
+    assert_int_equal(stack_metric(st, "refgate_parks_unreplicated_total"), 0);
+
+    redissrv_freeze(replica, 1);
+    create_and_park(st, "two", sid);
+    redissrv_freeze(replica, 0);
+    assert_int_equal(stack_metric(st, "refgate_parks_unreplicated_total"), 1);
+
+    redisFree(rc);
+    stack_stop(st);
+    redissrv_free(replica);
+    redissrv_free(master);
+}
+
 int main(void)
 {
     /* Both workers are "w1"; every checkpoint is a full one. */
@@ -218,6 +326,7 @@ int main(void)
         return 1;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_stale_worker_cannot_write),
+        cmocka_unit_test(test_park_waits_for_a_replica),
     };
     int rc = FX_RUN("fence", tests, NULL, NULL);
     /* A failed assert may leave worker 1 stopped: SIGTERM alone would wait on it. */
