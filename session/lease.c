@@ -378,6 +378,7 @@ int sess_write_new(sess *s, int reserved)
     freeReplyObject(rep);
     if (rc == 0) {
         sess_set_fence(s, 1);
+        sess_lease_confirmed(s);
         /* The listing is the tenant's key, in another slot: a second command. */
         rep = rg_redis_command(m->redis, "ZADD %s %s %s", ik, now, s->id);
         rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
