@@ -14,6 +14,8 @@
  * keys) and the Redis round trips of one observe (client commands seen by
  * MONITOR). A private redis-server and a one-browser pool; `rounds` rounds
  * (15, or 3 with --quick). Prints one JSON object. Measures; asserts nothing.
+ * With --replica, the cost of waiting for a replica at each park instead
+ * (replica_main).
  */
 #define _GNU_SOURCE
 #include <hiredis/hiredis.h>
@@ -124,9 +126,154 @@ static long parked_bytes(redissrv *rs, const char *sid)
     return total;
 }
 
+/*
+ * --replica: the cost of REFGATE_PARK_WAIT_REPLICAS=1. A replica follows the
+ * private Redis; two session managers on the same pool and Redis, one that
+ * waits for the replica at each park and one that does not, park the same
+ * page in alternate rounds. Also the write alone: the park script's Redis
+ * call with a value of the park's size, with and without WAIT, many times.
+ * Prints one JSON object.
+ */
+static rg_redis_script put_script = {"redis.call('SET', KEYS[1], ARGV[1]) return 1", ""};
+
+static int replica_online(redissrv *master)
+{
+    for (int i = 0; i < 500; i++) {
+        redisContext *c = redissrv_connect(master);
+        redisReply *r = c ? redisCommand(c, "INFO replication") : NULL;
+        int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "connected_slaves:1") &&
+                 strstr(r->str, "state=online");
+        freeReplyObject(r);
+        if (c)
+            redisFree(c);
+        if (ok)
+            return 0;
+        usleep(20000);
+    }
+    return -1;
+}
+
+static int replica_main(int rounds)
+{
+    char docs[64], url[256], err[256] = "";
+    snprintf(docs, sizeof docs, "/tmp/refgate-bench-park-docs-%d", (int)getpid());
+    mkdir(docs, 0700);
+    fx_redis db;
+    fx_browser chrome;
+    if (write_page(docs) < 0 || fx_redis_start(&db, "park") < 0 ||
+        fx_browser_start(&chrome, "park", "bench-park", docs) < 0)
+        return 1;
+    redissrv *replica = redissrv_start(NULL);
+    redisContext *rc = replica ? redissrv_connect(replica) : NULL;
+    redisReply *rep = rc ? redisCommand(rc, "REPLICAOF 127.0.0.1 %d", redissrv_port(db.srv)) : NULL;
+    freeReplyObject(rep);
+    if (rc)
+        redisFree(rc);
+    if (!rep || replica_online(db.srv) < 0) {
+        fprintf(stderr, "park: the replica did not come online\n");
+        return 1;
+    }
+    reg_redis_config sc;
+    reg_redis_config_default(&sc);
+    sc.conn = db.conn;
+    reg_store *store = reg_store_redis_new(&sc, err, sizeof err);
+    sess_mgr *m[2] = {NULL, NULL};
+    for (int k = 0; k < 2; k++) {
+        sess_config cfg;
+        sess_config_default(&cfg);
+        cfg.idle_park_ms = 0;
+        cfg.park_wait_replicas = k; /* 0: no wait; 1: one replica */
+        if (!store || sess_mgr_new(&cfg, chrome.pool, db.conn, store, &m[k]) < 0) {
+            fprintf(stderr, "park: %s\n", err);
+            return 1;
+        }
+    }
+    httpd_url(chrome.pages, "/refs500.html", url, sizeof url);
+    double *park[2] = {calloc((size_t)rounds, sizeof(double)), calloc((size_t)rounds, sizeof(double))};
+    size_t bytes = 0;
+    int failed = 0;
+    /* A warm-up round each, then alternate, so drift hits both alike. */
+    for (int i = 0; i < 2 * (rounds + 1); i++) {
+        int k = i % 2, round = i / 2 - 1;
+        sess *s;
+        sess_nav nav;
+        reg_observation o;
+        reg_observe_opts opts = {0};
+        if (sess_create(m[k], "bench", NULL, 30000, &s, err, sizeof err) < 0 ||
+            sess_navigate(s, url, "load", 30000, &nav, err, sizeof err) < 0) {
+            fprintf(stderr, "park: %s\n", err);
+            return 1;
+        }
+        sess_nav_free(&nav);
+        if (reg_observe(sess_registry(s), sess_handle(s), &opts, &o) == 0)
+            reg_observation_free(&o);
+        page_eval(sess_handle(s).conn, sess_handle(s).session, "window.scrollTo(0,900);1", NULL, 0);
+        size_t pb = 0;
+        int64_t t0 = rg_now_us();
+        if (sess_park(s, &pb, err, sizeof err) < 0) {
+            fprintf(stderr, "park: %s\n", err);
+            failed++;
+        }
+        int64_t t1 = rg_now_us();
+        bytes = pb;
+        sess_close(s);
+        sess_done(s, 0);
+        if (round >= 0)
+            park[k][round] = (t1 - t0) / 1000.0;
+    }
+    sess_stats st;
+    sess_get_stats(m[1], &st);
+    /* The write alone: a value of the park's size, 500 times each way, alternating. */
+    enum { WRITES = 500 };
+    double *w[2] = {calloc(WRITES, sizeof(double)), calloc(WRITES, sizeof(double))};
+    char *value = calloc(bytes + 1, 1);
+    memset(value, 'x', bytes);
+    for (int i = 0; value && i < 2 * WRITES; i++) {
+        int k = i % 2, acked = 0;
+        const char *args[] = {"rg:{bench}:park", value};
+        size_t lens[] = {strlen(args[0]), bytes};
+        int64_t t0 = rg_now_us();
+        redisReply *r = k ? rg_redis_eval_wait(db.conn, &put_script, 1, 1, args, lens, 1, 200,
+                                               &acked)
+                          : rg_redis_eval(db.conn, &put_script, 1, 1, args, lens);
+        int64_t t1 = rg_now_us();
+        freeReplyObject(r);
+        w[k][i / 2] = (double)(t1 - t0);
+    }
+    printf("{\"rounds\":%d,\"park_bytes\":%zu,\"park_ms\":%.2f,\"park_wait_ms\":%.2f,"
+           "\"park_p90_ms\":%.2f,\"park_wait_p90_ms\":%.2f,\"parks_unreplicated\":%llu,"
+           "\"write_us\":%.0f,\"write_wait_us\":%.0f,\"write_p99_us\":%.0f,"
+           "\"write_wait_p99_us\":%.0f,\"failed\":%d}\n",
+           rounds, bytes, median(park[0], rounds), median(park[1], rounds),
+           stats_rank(park[0], (size_t)rounds, 0.9), stats_rank(park[1], (size_t)rounds, 0.9),
+           (unsigned long long)st.park_unreplicated, stats_rank(w[0], WRITES, 0.5),
+           stats_rank(w[1], WRITES, 0.5), stats_rank(w[0], WRITES, 0.99),
+           stats_rank(w[1], WRITES, 0.99), failed);
+    free(value);
+    for (int k = 0; k < 2; k++) {
+        free(park[k]);
+        free(w[k]);
+        sess_mgr_free(m[k]);
+    }
+    reg_store_free(store);
+    redissrv_free(replica);
+    char cmd[200];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' '%s'", docs, chrome.run_dir);
+    fx_browser_stop(&chrome);
+    fx_redis_stop(&db);
+    return system(cmd) == 0 && !failed ? 0 : 1;
+}
+
 int main(int argc, char **argv)
 {
-    int rounds = argc > 1 && !strcmp(argv[1], "--quick") ? 3 : 15;
+    int quick = 0, replica = 0;
+    for (int i = 1; i < argc; i++) {
+        quick |= !strcmp(argv[i], "--quick");
+        replica |= !strcmp(argv[i], "--replica");
+    }
+    int rounds = quick ? 3 : 15;
+    if (replica)
+        return replica_main(rounds);
     char docs[64], url[256], err[256] = "", product[128];
     snprintf(docs, sizeof docs, "/tmp/refgate-bench-park-docs-%d", (int)getpid());
     mkdir(docs, 0700);

@@ -1203,6 +1203,90 @@ redisReply *rg_redis_eval(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
     return rep;
 }
 
+/* Sends script s (EVALSHA sha, or EVAL with its source when sha is NULL) and
+   WAIT on c; the two replies, or -1 when the connection failed. */
+static int eval_wait_on(redisContext *c, rg_redis_script *s, const char *sha, int nkeys,
+                        int nargs, const char *const *args, const size_t *lens, int replicas,
+                        int timeout_ms, redisReply **rep, redisReply **waited)
+{
+    *rep = *waited = NULL;
+    int argc = 3 + nkeys + nargs;
+    const char **argv = calloc((size_t)argc, sizeof *argv);
+    size_t *argl = calloc((size_t)argc, sizeof *argl);
+    if (!argv || !argl) {
+        free(argv);
+        free(argl);
+        return -1;
+    }
+    char nk[16];
+    snprintf(nk, sizeof nk, "%d", nkeys);
+    argv[0] = sha ? "EVALSHA" : "EVAL";
+    argv[1] = sha ? sha : s->src;
+    argv[2] = nk;
+    for (int i = 0; i < nkeys + nargs; i++) {
+        argv[3 + i] = args[i];
+        argl[3 + i] = lens ? lens[i] : strlen(args[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        argl[i] = strlen(argv[i]);
+    redisAppendCommandArgv(c, argc, argv, argl);
+    redisAppendCommand(c, "WAIT %d %d", replicas, timeout_ms);
+    free(argv);
+    free(argl);
+    void *a = NULL, *b = NULL;
+    int failed = redisGetReply(c, &a) != REDIS_OK || !a || redisGetReply(c, &b) != REDIS_OK || !b;
+    *rep = a;
+    *waited = b;
+    return failed ? -1 : 0;
+}
+
+redisReply *rg_redis_eval_wait(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
+                               const char *const *args, const size_t *lens, int replicas,
+                               int timeout_ms, int *acked)
+{
+    *acked = -1;
+    char sha[41];
+    pthread_mutex_lock(&script_mu);
+    memcpy(sha, s->sha, sizeof sha);
+    pthread_mutex_unlock(&script_mu);
+    int slot = nkeys > 0 ? rg_redis_slot(args[0], lens ? lens[0] : strlen(args[0])) : SLOT_ANY;
+    for (int i = 1; i < nkeys; i++)
+        if (rg_redis_slot(args[i], lens ? lens[i] : strlen(args[i])) != slot)
+            slot = SLOT_CROSS;
+    int idx = slot != SLOT_CROSS ? slot_owner(r, slot) : -1;
+    struct node *n = idx >= 0 ? node_at(r, idx) : NULL;
+    redisContext *c = n ? node_take(r, n) : NULL;
+    if (!c) /* keys that cannot go together, no node: the plain way says why */
+        return rg_redis_eval(r, s, nkeys, nargs, args, lens);
+    redisReply *rep, *waited;
+    /* By its sha when known; the source when not, or when this node has not
+       seen it (a first use, a promoted replica: scripts are not replicated). */
+    int failed = eval_wait_on(c, s, sha[0] ? sha : NULL, nkeys, nargs, args, lens, replicas,
+                              timeout_ms, &rep, &waited);
+    if (!failed && is_error(rep, "NOSCRIPT")) {
+        freeReplyObject(rep);
+        freeReplyObject(waited);
+        failed = eval_wait_on(c, s, NULL, nkeys, nargs, args, lens, replicas, timeout_ms, &rep,
+                              &waited);
+    }
+    node_give(n, c, failed);
+    if (failed) {
+        freeReplyObject(rep);
+        freeReplyObject(waited);
+        return NULL; /* transient, as rg_redis_eval's timeouts */
+    }
+    if (rep->type == REDIS_REPLY_ERROR) {
+        /* A redirection, a read-only former master: route() knows what to do. */
+        freeReplyObject(rep);
+        freeReplyObject(waited);
+        return rg_redis_eval(r, s, nkeys, nargs, args, lens);
+    }
+    if (waited->type == REDIS_REPLY_INTEGER)
+        *acked = (int)waited->integer;
+    freeReplyObject(waited);
+    return rep;
+}
+
 /* ---- pipelines ------------------------------------------------------------ */
 
 struct rg_redis_pipe {

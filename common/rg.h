@@ -288,6 +288,18 @@ struct redisReply *rg_redis_eval(rg_redis *r, rg_redis_script *s, int nkeys, int
                                  const char *const *args, const size_t *lens);
 
 /**
+ * rg_redis_eval, then WAIT replicas timeout_ms on the same connection in the
+ * same round trip: *acked gets how many replicas acknowledged the script's
+ * writes (and what the connection wrote before), or -1 when that is not known
+ * (the script was redirected to another node or refused there, and ran the
+ * plain way). The wait makes the reply come up to timeout_ms later; keep it
+ * below the command timeout.
+ */
+struct redisReply *rg_redis_eval_wait(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
+                                      const char *const *args, const size_t *lens, int replicas,
+                                      int timeout_ms, int *acked);
+
+/**
  * A pipeline: commands queued with rg_redis_pipe_add, sent with
  * rg_redis_pipe_run in order, consecutive ones for one node in one round
  * trip. Each command's keys must share a slot; different commands may lie

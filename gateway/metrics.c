@@ -121,6 +121,10 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   "refgate_sessions_parked_total %llu\n"
                   "# TYPE refgate_sessions_restored_total counter\n"
                   "refgate_sessions_restored_total %llu\n"
+                  "# TYPE refgate_sessions_fenced_total counter\n"
+                  "refgate_sessions_fenced_total %llu\n"
+                  "# TYPE refgate_parks_unreplicated_total counter\n"
+                  "refgate_parks_unreplicated_total %llu\n"
                   "# TYPE refgate_pool_browsers gauge\nrefgate_pool_browsers %d\n"
                   "# TYPE refgate_pool_browsers_ready gauge\nrefgate_pool_browsers_ready %d\n"
                   "# TYPE refgate_pool_contexts_in_use gauge\nrefgate_pool_contexts_in_use %d\n"
@@ -134,6 +138,7 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   "refgate_ws_connections_total %llu\n",
                   ss.live, ss.frozen, (unsigned long long)ss.freezes, (unsigned long long)ss.wakes,
                   (unsigned long long)ss.parked, (unsigned long long)ss.restored,
+                  (unsigned long long)ss.fenced, (unsigned long long)ss.park_unreplicated,
                   ps.browsers, ps.browsers_ready, ps.contexts_in_use, ps.queue_depth,
                   (unsigned long long)ps.restarts, (unsigned long long)ps.pings_missed,
                   (unsigned long long)m.redis_errors,

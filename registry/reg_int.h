@@ -46,6 +46,7 @@ const char *reg_world_frame(reg_world *w);
 struct reg_page {
     reg_store *store;
     char *key;
+    const reg_fence *fence; /* borrowed (reg_page_set_fence), NULL: unfenced */
     reg_config cfg;
     reg_entry *entries; /* the store's view after the last commit */
     size_t n_entries;

@@ -64,6 +64,11 @@ int reg_page_new(reg_store *store, const char *page_key, const reg_config *cfg, 
     return 0;
 }
 
+void reg_page_set_fence(reg_page *pg, const reg_fence *f)
+{
+    pg->fence = f;
+}
+
 static void free_prev(reg_page *pg)
 {
     for (size_t i = 0; i < pg->n_prev; i++)
@@ -368,8 +373,12 @@ static int ref_listed(char **sorted, size_t n, const char *ref)
 static int commit_and_cache(reg_page *pg, reg_entry *up, size_t n, size_t *n_removed)
 {
     reg_removed rm = {0};
-    int rc = pg->store->ops->commit(pg->store, pg->key, up, n, rg_wall_ms(), pg->cfg.stale_ms,
-                                    pg->cfg.max, &rm);
+    const reg_store_ops *ops = pg->store->ops;
+    int rc = pg->fence && ops->commit_fenced
+                 ? ops->commit_fenced(pg->store, pg->key, up, n, rg_wall_ms(), pg->cfg.stale_ms,
+                                      pg->cfg.max, &rm, pg->fence)
+                 : ops->commit(pg->store, pg->key, up, n, rg_wall_ms(), pg->cfg.stale_ms,
+                               pg->cfg.max, &rm);
     if (n_removed)
         *n_removed = rm.n;
     reg_entry *merged = rc == 0 ? calloc(pg->n_entries + n + 1, sizeof *merged) : NULL;

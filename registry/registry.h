@@ -121,6 +121,19 @@ void reg_entries_free(reg_entry *v, size_t n);
 
 typedef struct reg_store reg_store;
 
+/**
+ * A write fence: a store write goes ahead only while the Redis hash `key`
+ * (in the page key's hash tag: the session's meta) has field "fence" equal
+ * to *token, the number the session's claim got. A worker whose claim was
+ * superseded (its lease lapsed and another worker claimed the session) has
+ * an older token, and its writes change nothing. Both pointers are borrowed
+ * from the session, which outlives its pages; *token is read at each write.
+ */
+typedef struct reg_fence {
+    const char *key;
+    const int64_t *token;
+} reg_fence;
+
 /** The refs a commit removed (stale, or over the cap). Owned; reg_removed_free. */
 typedef struct reg_removed {
     char **refs;
@@ -156,6 +169,15 @@ typedef struct reg_store_ops {
      */
     int (*park)(reg_store *s, const char *page, int64_t ttl_ms);
     void (*destroy)(reg_store *s);
+    /**
+     * commit and park under a fence (f may be NULL: unfenced): nothing is
+     * written and RG_ECONFLICT comes back once the fence no longer holds.
+     * NULL in a store without fences (the memory store of one process).
+     */
+    int (*commit_fenced)(reg_store *s, const char *page, const reg_entry *v, size_t n,
+                         int64_t now_ms, int64_t stale_ms, size_t max, reg_removed *removed,
+                         const reg_fence *f);
+    int (*park_fenced)(reg_store *s, const char *page, int64_t ttl_ms, const reg_fence *f);
 } reg_store_ops;
 
 struct reg_store {
@@ -234,6 +256,11 @@ typedef struct reg_page reg_page;
  */
 int reg_page_new(reg_store *store, const char *page_key, const reg_config *cfg, reg_page **out);
 void reg_page_free(reg_page *pg);
+/**
+ * Fences pg's writes (its observations' commits) with f, borrowed until pg
+ * is freed; NULL unfences. A commit the fence refuses fails with RG_ECONFLICT.
+ */
+void reg_page_set_fence(reg_page *pg, const reg_fence *f);
 
 /**
  * 1 when pg's registry holds ref (loading it from the store first when

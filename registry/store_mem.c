@@ -268,7 +268,8 @@ static int mem_park(reg_store *s, const char *page, int64_t ttl_ms)
     return 0;
 }
 
-static const reg_store_ops mem_ops = {mem_load, mem_commit, mem_drop, mem_park, mem_destroy};
+static const reg_store_ops mem_ops = {mem_load, mem_commit, mem_drop, mem_park, mem_destroy,
+                                      NULL,     NULL};
 
 reg_store *reg_store_mem_new(void)
 {

@@ -28,12 +28,15 @@
 #include <sys/time.h>
 
 
-/* Drops go 500 members per ZREM/HDEL: Lua's unpack has a stack limit. */
+/* KEYS reg seen regz [fence]; ARGV now stale max ttl token, then (ref seen blob) per
+   entry. With a fence key, nothing is written unless its field "fence" is token: -1.
+   Drops go 500 members per ZREM/HDEL: Lua's unpack has a stack limit. */
 static const char commit_lua[] =
+    "if #KEYS > 3 and redis.call('HGET', KEYS[4], 'fence') ~= ARGV[5] then return -1 end\n"
     "local now, stale, max, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
     "tonumber(ARGV[4])\n"
     "redis.call('DEL', KEYS[3])\n"
-    "for i = 5, #ARGV, 3 do\n"
+    "for i = 6, #ARGV, 3 do\n"
     "  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])\n"
     "  redis.call('ZADD', KEYS[2], tonumber(ARGV[i + 1]), ARGV[i])\n"
     "end\n"
@@ -62,8 +65,10 @@ struct redis_store {
 
 static rg_redis_script commit_script = {commit_lua, ""};
 
-/* KEYS reg seen regz; ARGV blob ttl: the compact form replaces the hash and zset. */
+/* KEYS reg seen regz [fence]; ARGV blob ttl token: the compact form replaces the hash and
+   zset; -1 (nothing written) when the fence no longer holds token. */
 static rg_redis_script park_script = {
+    "if #KEYS > 3 and redis.call('HGET', KEYS[4], 'fence') ~= ARGV[3] then return -1 end\n"
     "redis.call('SET', KEYS[3], ARGV[1], 'PX', ARGV[2])\n"
     "redis.call('DEL', KEYS[1], KEYS[2])\n"
     "return 1\n",
@@ -318,8 +323,9 @@ static size_t compact_count(const char *buf, size_t len)
     return n;
 }
 
-static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size_t n,
-                        int64_t now_ms, int64_t stale_ms, size_t max, reg_removed *removed);
+static int redis_commit_fenced(reg_store *s, const char *page, const reg_entry *v, size_t n,
+                               int64_t now_ms, int64_t stale_ms, size_t max,
+                               reg_removed *removed, const reg_fence *f);
 
 /* ---- operations ---- */
 
@@ -390,8 +396,8 @@ static int redis_load(reg_store *s, const char *page, reg_entry **out, size_t *n
                 v[k++] = v[i];
         }
         /* Thaw: no cleanup here, the observation's own commit does it. */
-        rc = redis_commit(s, page, v + hashed, k - hashed, rg_wall_ms(), INT64_MAX / 4,
-                          SIZE_MAX / 4, NULL);
+        rc = redis_commit_fenced(s, page, v + hashed, k - hashed, rg_wall_ms(), INT64_MAX / 4,
+                                 SIZE_MAX / 4, NULL, NULL);
     }
     freeReplyObject(regz);
     if (!v)
@@ -405,7 +411,7 @@ static int redis_load(reg_store *s, const char *page, reg_entry **out, size_t *n
     return 0;
 }
 
-static int redis_park(reg_store *s, const char *page, int64_t ttl_ms)
+static int redis_park_fenced(reg_store *s, const char *page, int64_t ttl_ms, const reg_fence *f)
 {
     struct redis_store *r = (struct redis_store *)s;
     reg_entry *v;
@@ -422,17 +428,34 @@ static int redis_park(reg_store *s, const char *page, int64_t ttl_ms)
     key_of(seen_key, sizeof seen_key, page, "seen");
     key_of(regz_key, sizeof regz_key, page, "regz");
     snprintf(ttl, sizeof ttl, "%lld", (long long)(ttl_ms > 0 ? ttl_ms : r->ttl_ms));
-    const char *args[] = {reg_key, seen_key, regz_key, sb.data ? sb.data : "", ttl};
-    size_t lens[] = {strlen(reg_key), strlen(seen_key), strlen(regz_key), sb.size, strlen(ttl)};
-    redisReply *rep = rg_redis_eval(r->redis, &park_script, 3, 2, args, lens);
-    rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
+    char token[24] = "";
+    if (f)
+        snprintf(token, sizeof token, "%lld", (long long)*f->token);
+    const char *args[] = {reg_key, seen_key, regz_key, f ? f->key : "", sb.data ? sb.data : "",
+                          ttl, token};
+    size_t lens[] = {strlen(reg_key), strlen(seen_key), strlen(regz_key), strlen(args[3]),
+                     sb.size, strlen(ttl), strlen(token)};
+    /* Unfenced: the fence key is left out (its arguments after it shift down). */
+    const char *nf_args[] = {reg_key, seen_key, regz_key, args[4], ttl, token};
+    size_t nf_lens[] = {lens[0], lens[1], lens[2], lens[4], lens[5], lens[6]};
+    redisReply *rep = f ? rg_redis_eval(r->redis, &park_script, 4, 3, args, lens)
+                        : rg_redis_eval(r->redis, &park_script, 3, 3, nf_args, nf_lens);
+    rc = !rep || rep->type != REDIS_REPLY_INTEGER ? RG_EUNAVAIL
+         : rep->integer < 0                       ? RG_ECONFLICT
+                                                  : 0;
     freeReplyObject(rep);
     msgpack_sbuffer_destroy(&sb);
     return rc;
 }
 
-static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size_t n,
-                        int64_t now_ms, int64_t stale_ms, size_t max, reg_removed *removed)
+static int redis_park(reg_store *s, const char *page, int64_t ttl_ms)
+{
+    return redis_park_fenced(s, page, ttl_ms, NULL);
+}
+
+static int redis_commit_fenced(reg_store *s, const char *page, const reg_entry *v, size_t n,
+                               int64_t now_ms, int64_t stale_ms, size_t max,
+                               reg_removed *removed, const reg_fence *f)
 {
     struct redis_store *r = (struct redis_store *)s;
     if (removed)
@@ -441,11 +464,12 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     key_of(reg_key, sizeof reg_key, page, "reg");
     key_of(seen_key, sizeof seen_key, page, "seen");
     key_of(regz_key, sizeof regz_key, page, "regz");
-    /* keys: reg seen regz; args: now stale max ttl, then (ref seen blob) per entry */
-    size_t argc = 7 + 3 * n;
+    /* keys: reg seen regz [fence]; args: now stale max ttl token, then (ref seen blob) per
+       entry */
+    size_t argc = 9 + 3 * n;
     const char **argv = calloc(argc, sizeof *argv);
     size_t *argl = calloc(argc, sizeof *argl);
-    char (*nums)[24] = calloc(4 + n, 24);
+    char (*nums)[24] = calloc(5 + n, 24);
     msgpack_sbuffer *blobs = calloc(n ? n : 1, sizeof *blobs);
     int rc = RG_ENOMEM;
     redisReply *rep = NULL;
@@ -455,18 +479,23 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
     argv[a++] = reg_key;
     argv[a++] = seen_key;
     argv[a++] = regz_key;
+    if (f)
+        argv[a++] = f->key;
+    int nkeys = (int)a;
     snprintf(nums[0], 24, "%lld", (long long)now_ms);
     snprintf(nums[1], 24, "%lld", (long long)stale_ms);
     snprintf(nums[2], 24, "%zu", max);
     snprintf(nums[3], 24, "%lld", (long long)r->ttl_ms);
-    for (int i = 0; i < 4; i++)
+    if (f)
+        snprintf(nums[4], 24, "%lld", (long long)*f->token);
+    for (int i = 0; i < 5; i++)
         argv[a++] = nums[i];
     for (size_t i = 0; i < n; i++) {
         msgpack_sbuffer_init(&blobs[i]);
         pack_entry(&blobs[i], &v[i]);
-        snprintf(nums[4 + i], 24, "%lld", (long long)v[i].last_seen_ms);
+        snprintf(nums[5 + i], 24, "%lld", (long long)v[i].last_seen_ms);
         argv[a++] = v[i].ref;
-        argv[a++] = nums[4 + i];
+        argv[a++] = nums[5 + i];
         argl[a] = blobs[i].size;
         argv[a++] = blobs[i].data ? blobs[i].data : "";
     }
@@ -474,8 +503,10 @@ static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size
         if (!argl[i])
             argl[i] = strlen(argv[i]);
     rc = RG_EUNAVAIL;
-    rep = rg_redis_eval(r->redis, &commit_script, 3, (int)a - 3, argv, argl);
-    if (rep && rep->type == REDIS_REPLY_ARRAY) {
+    rep = rg_redis_eval(r->redis, &commit_script, nkeys, (int)a - nkeys, argv, argl);
+    if (rep && rep->type == REDIS_REPLY_INTEGER && rep->integer < 0) {
+        rc = RG_ECONFLICT; /* fenced off: another worker claimed the session */
+    } else if (rep && rep->type == REDIS_REPLY_ARRAY) {
         rc = 0;
         if (removed && rep->elements) {
             removed->refs = calloc(rep->elements, sizeof *removed->refs);
@@ -512,6 +543,12 @@ static int redis_drop(reg_store *s, const char *page)
     return rc;
 }
 
+static int redis_commit(reg_store *s, const char *page, const reg_entry *v, size_t n,
+                        int64_t now_ms, int64_t stale_ms, size_t max, reg_removed *removed)
+{
+    return redis_commit_fenced(s, page, v, n, now_ms, stale_ms, max, removed, NULL);
+}
+
 static void redis_destroy(reg_store *s)
 {
     struct redis_store *r = (struct redis_store *)s;
@@ -520,8 +557,9 @@ static void redis_destroy(reg_store *s)
     free(r);
 }
 
-static const reg_store_ops redis_ops = {redis_load, redis_commit, redis_drop, redis_park,
-                                        redis_destroy};
+static const reg_store_ops redis_ops = {redis_load,   redis_commit,        redis_drop,
+                                        redis_park,   redis_destroy,       redis_commit_fenced,
+                                        redis_park_fenced};
 
 void reg_redis_config_default(reg_redis_config *cfg)
 {
@@ -561,10 +599,9 @@ reg_store *reg_store_redis_new(const reg_redis_config *cfg, char *err, size_t er
     }
     /* Check the server now, and load the script: a wrong address or password
        is a clear error at start rather than at the first observation. */
-    const char *none[] = {"rg:{probe}:reg", "rg:{probe}:seen", "rg:{probe}:regz",
-                          "0",              "0",               "0",
-                          "0"};
-    redisReply *rep = rg_redis_eval(r->redis, &commit_script, 3, 4, none, NULL);
+    const char *none[] = {"rg:{probe}:reg", "rg:{probe}:seen", "rg:{probe}:regz", "0", "0",
+                          "0",              "0",               ""};
+    redisReply *rep = rg_redis_eval(r->redis, &commit_script, 3, 5, none, NULL);
     int ok = rep && rep->type == REDIS_REPLY_ARRAY;
     freeReplyObject(rep);
     if (!rep) {

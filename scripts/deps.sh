@@ -24,6 +24,7 @@ libcjson-dev
 libssl-dev
 libcmocka-dev
 procps
+iproute2
 curl
 clang
 libclang-rt-14-dev

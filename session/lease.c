@@ -30,25 +30,41 @@
 
 /* ---- Redis scripts ---- */
 
-/* KEYS meta lease park want; ARGV me lease_ms now. Makes this worker the
-   owner unless another live one holds the lease; returns the session's meta
-   and parked state in the same round trip. */
+/*
+ * Fencing. Every claim takes the next number of the meta's field "fence"
+ * (HINCRBY: it only grows while the session exists; a create starts it at
+ * 1), and every write below (checkpoint, park, frozen, release, the beat's
+ * renewal, and the registry's commits and parks through reg_fence) goes
+ * ahead only while that field still holds the token this worker got. A
+ * worker stopped, partitioned or slow past its lease, whose session another
+ * worker claimed meanwhile, writes nothing when it wakes up, even with the
+ * same worker id; the refused write makes it drop its copy of the session.
+ */
+
+/* KEYS meta lease park want; ARGV me lease_ms now token. Makes this worker the
+   owner unless another live one holds the lease (the lease holding our own id
+   counts as ours only with our token: a worker of the same id elsewhere is
+   another); returns the session's meta, parked state and new fence token in
+   the same round trip. */
 static rg_redis_script claim_script = {
     "if redis.call('EXISTS', KEYS[1]) == 0 then return {'gone'} end\n"
     "local owner = redis.call('GET', KEYS[2])\n"
-    "if owner and owner ~= ARGV[1] then\n"
+    "if owner and (owner ~= ARGV[1] or\n"
+    "              (redis.call('HGET', KEYS[1], 'fence') or '0') ~= ARGV[4]) then\n"
     "  return {'busy', owner}\n"
     "end\n"
+    "local token = redis.call('HINCRBY', KEYS[1], 'fence', 1)\n"
     "redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[2])\n"
     "redis.call('DEL', KEYS[4])\n"
     "local prev = redis.call('HGET', KEYS[1], 'state') or ''\n"
     "if owner then prev = 'mine' end\n"
     "redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'state', 'live', 'last_used', ARGV[3],\n"
     "           'frozen', '0')\n"
-    "return {'ok', prev, redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[3]) or ''}\n",
+    "return {'ok', prev, redis.call('HGETALL', KEYS[1]), redis.call('GET', KEYS[3]) or '',\n"
+    "        token}\n",
     ""};
 
-/* KEYS lease want meta park; ARGV me lease_ms ttl. -1: no longer ours; 1:
+/* KEYS lease want meta park; ARGV me lease_ms ttl token. -1: no longer ours; 1:
    asked to park; 0. A lease that expired while Redis was away (its clock ran
    on) is taken back when nobody else claimed the session meanwhile. A live
    session's meta and checkpoint live on while it is live: only commands that
@@ -56,6 +72,7 @@ static rg_redis_script claim_script = {
    lose them after the dormant TTL (and with them its listing and its quota
    slot) while it still runs here. */
 static rg_redis_script beat_script = {
+    "if redis.call('HGET', KEYS[3], 'fence') ~= ARGV[4] then return -1 end\n"
     "local v = redis.call('GET', KEYS[1])\n"
     "if not v then\n"
     "  if redis.call('HGET', KEYS[3], 'owner') ~= ARGV[1] then return -1 end\n"
@@ -68,10 +85,12 @@ static rg_redis_script beat_script = {
     ""};
 
 /* KEYS meta lease park want; ARGV me ttl now state url title sx sy blob
-   lease_ms. Writes a checkpoint (state 'live') or a park (state 'parked',
-   lease and request gone) only while this worker owns the session (its
-   lease, or no lease and the meta still naming it after a Redis restart). */
+   lease_ms token. Writes a checkpoint (state 'live') or a park (state
+   'parked', lease and request gone) only while this worker owns the session:
+   its fence token, and its lease (or no lease and the meta still naming it
+   after a Redis restart). */
 static rg_redis_script save_script = {
+    "if redis.call('HGET', KEYS[1], 'fence') ~= ARGV[11] then return 0 end\n"
     "local v = redis.call('GET', KEYS[2])\n"
     "if v ~= ARGV[1] then\n"
     "  if v or redis.call('HGET', KEYS[1], 'owner') ~= ARGV[1] then return 0 end\n"
@@ -101,17 +120,20 @@ static rg_redis_script create_script = {
     "return 1\n",
     ""};
 
-/* KEYS meta lease; ARGV me frozen. Says whether the owner froze the page
-   (session.info), only while the lease is ours. */
+/* KEYS meta lease; ARGV me frozen token. Says whether the owner froze the page
+   (session.info), only while the lease and the fence are ours. */
 static rg_redis_script frozen_script = {
     "if redis.call('GET', KEYS[2]) ~= ARGV[1] then return 0 end\n"
+    "if redis.call('HGET', KEYS[1], 'fence') ~= ARGV[3] then return 0 end\n"
     "redis.call('HSET', KEYS[1], 'frozen', ARGV[2])\n"
     "return 1\n",
     ""};
 
-/* KEYS lease; ARGV me. Lets go of a lease only if it is still ours. */
+/* KEYS lease meta; ARGV me token. Lets go of a lease only if it and the fence are
+   still ours. */
 static rg_redis_script release_script = {
-    "if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end\n"
+    "if redis.call('GET', KEYS[1]) == ARGV[1] and\n"
+    "   redis.call('HGET', KEYS[2], 'fence') == ARGV[2] then redis.call('DEL', KEYS[1]) end\n"
     "return 1\n",
     ""};
 
@@ -120,6 +142,34 @@ static rg_redis_script release_script = {
 void sess_key(char *out, size_t len, const sess *s, const char *kind)
 {
     snprintf(out, len, "rg:%s:%s", s->tag, kind);
+}
+
+/* ---- the fence ---- */
+
+const reg_fence *sess_reg_fence(sess *s)
+{
+    if (!s->fence_key[0])
+        sess_key(s->fence_key, sizeof s->fence_key, s, "meta");
+    s->fence_ref.key = s->fence_key;
+    s->fence_ref.token = &s->fence;
+    return &s->fence_ref;
+}
+
+void sess_set_fence(sess *s, int64_t token)
+{
+    sess_reg_fence(s);
+    __atomic_store_n(&s->fence, token, __ATOMIC_SEQ_CST);
+}
+
+/* A write found another worker's token: s was claimed elsewhere; our copy goes. */
+static void fenced_off(sess *s, const char *what)
+{
+    rg_log(RG_LOG_WARN, "session", "%s: %s refused, another worker claimed the session; "
+           "dropping the local copy", s->id, what);
+    pthread_mutex_lock(&s->m->mu);
+    s->m->stats.fenced++;
+    pthread_mutex_unlock(&s->m->mu);
+    sess_drop_local(s);
 }
 
 void sess_index_key(char *out, size_t len, const char *tenant)
@@ -278,10 +328,12 @@ void sess_drop_local(sess *s)
 
 static int release_lease(sess *s)
 {
-    char lk[256];
+    char lk[256], mk[256], token[24];
     sess_key(lk, sizeof lk, s, "lease");
-    const char *args[] = {lk, s->m->worker};
-    redisReply *rep = rg_redis_eval(s->m->redis, &release_script, 1, 1, args, NULL);
+    sess_key(mk, sizeof mk, s, "meta");
+    snprintf(token, sizeof token, "%lld", (long long)s->fence);
+    const char *args[] = {lk, mk, s->m->worker, token};
+    redisReply *rep = rg_redis_eval(s->m->redis, &release_script, 2, 2, args, NULL);
     int rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
     freeReplyObject(rep);
     return rc;
@@ -313,7 +365,8 @@ int sess_write_new(sess *s, int reserved)
                           "title", "", "created", now, "last_used", now, "w", w, "h", h,
                           "ua", s->user_agent ? s->user_agent : "",
                           "locale", s->locale ? s->locale : "",
-                          "tz", s->timezone ? s->timezone : "", "sx", "0", "sy", "0"};
+                          "tz", s->timezone ? s->timezone : "", "sx", "0", "sy", "0",
+                          "fence", "1"};
     int nargs = (int)(sizeof args / sizeof *args) - 3;
     redisReply *rep = rg_redis_eval(m->redis, &create_script, 3, nargs, args, NULL);
     int rc = !rep                                  ? RG_EUNAVAIL
@@ -324,6 +377,8 @@ int sess_write_new(sess *s, int reserved)
         rg_log(RG_LOG_ERROR, "session", "create of %s failed: %s", s->id, rep->str);
     freeReplyObject(rep);
     if (rc == 0) {
+        sess_set_fence(s, 1);
+        sess_lease_confirmed(s);
         /* The listing is the tenant's key, in another slot: a second command. */
         rep = rg_redis_command(m->redis, "ZADD %s %s %s", ik, now, s->id);
         rc = rep && rep->type == REDIS_REPLY_INTEGER ? 0 : RG_EUNAVAIL;
@@ -355,13 +410,22 @@ static int save_state(sess *s, const char *state, const sess_capture *c, const c
     fmt_num(sx, sizeof sx, c->sx);
     fmt_num(sy, sizeof sy, c->sy);
     snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
+    char token[24];
+    snprintf(token, sizeof token, "%lld", (long long)s->fence);
     const char *args[] = {mk,    lk,  pk,     wk,       m->worker, ttl, now, state,
                           c->url ? c->url : "", c->title ? c->title : "", sx, sy,
-                          blob ? blob : "", lease};
-    size_t lens[14];
-    for (int i = 0; i < 14; i++)
+                          blob ? blob : "", lease, token};
+    size_t lens[15];
+    for (int i = 0; i < 15; i++)
         lens[i] = i == 12 ? (blob ? blob_len : 0) : strlen(args[i]);
-    redisReply *rep = rg_redis_eval(m->redis, &save_script, 4, 10, args, lens);
+    /* A park may wait for replicas (REFGATE_PARK_WAIT_REPLICAS): the one copy
+       of the session is then on two servers before its context goes. */
+    int parking = !strcmp(state, "parked") && m->cfg.park_wait_replicas > 0;
+    int acked = -1;
+    redisReply *rep = parking ? rg_redis_eval_wait(m->redis, &save_script, 4, 11, args, lens,
+                                                   m->cfg.park_wait_replicas,
+                                                   m->cfg.park_wait_timeout_ms, &acked)
+                              : rg_redis_eval(m->redis, &save_script, 4, 11, args, lens);
     int r = !rep                                  ? RG_EUNAVAIL
             : rep->type != REDIS_REPLY_INTEGER    ? RG_EINTERNAL
             : rep->integer == 1                   ? 0
@@ -369,6 +433,17 @@ static int save_state(sess *s, const char *state, const sess_capture *c, const c
     if (rep && rep->type == REDIS_REPLY_ERROR)
         rg_log(RG_LOG_ERROR, "session", "save of %s failed: %s", s->id, rep->str);
     freeReplyObject(rep);
+    if (r == 0)
+        sess_lease_confirmed(s);
+    if (r == 0 && parking && acked < m->cfg.park_wait_replicas) {
+        /* Written on the master, not known to be on a replica: a failover now loses it. */
+        rg_log(RG_LOG_WARN, "session", "%s: park acknowledged by %d of %d replicas in %d ms",
+               s->id, acked < 0 ? 0 : acked, m->cfg.park_wait_replicas,
+               m->cfg.park_wait_timeout_ms);
+        pthread_mutex_lock(&m->mu);
+        m->stats.park_unreplicated++;
+        pthread_mutex_unlock(&m->mu);
+    }
     return r;
 }
 
@@ -478,10 +553,8 @@ void sess_checkpoint(sess *s, int full)
         keep_ckpt(s, gen, &c);
     else
         s->ckpt_sx = c.sx, s->ckpt_sy = c.sy;
-    if (rc == RG_ECONFLICT) {
-        rg_log(RG_LOG_WARN, "session", "%s: another worker owns it now", s->id);
-        sess_drop_local(s);
-    }
+    if (rc == RG_ECONFLICT)
+        fenced_off(s, "the checkpoint");
     free(blob);
     sess_capture_free(&c);
 }
@@ -520,13 +593,18 @@ static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
     /* The registry takes its compact form first (for as long as the session
        lives), so a failure after it leaves a live session that reloads it. */
     for (int i = 0; rc == 0 && i < s->n_tabs; i++)
-        rc = m->store->ops->park(m->store, s->tabs[i]->page_key, m->cfg.dormant_ttl_ms);
+        rc = m->store->ops->park_fenced
+                 ? m->store->ops->park_fenced(m->store, s->tabs[i]->page_key,
+                                              m->cfg.dormant_ttl_ms, sess_reg_fence(s))
+                 : m->store->ops->park(m->store, s->tabs[i]->page_key, m->cfg.dormant_ttl_ms);
     if (rc == 0 && (rc = save_state(s, "parked", &c, blob, len)) < 0) {
         for (int i = 0; i < s->n_tabs; i++) {
             sess_tab *t = s->tabs[i];
             reg_page_free(t->reg);
             if (reg_page_new(m->store, t->page_key, &m->cfg.reg, &t->reg) < 0)
                 t->reg = NULL;
+            else
+                reg_page_set_fence(t->reg, sess_reg_fence(s));
         }
     }
     free(blob);
@@ -544,7 +622,7 @@ static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
         pthread_mutex_unlock(&m->mu);
         if (rc == RG_ECONFLICT) {
             /* Another worker owns it now: our copy is stale. */
-            sess_drop_local(s);
+            fenced_off(s, "the park");
             snprintf(err, errlen, "another worker took the session over");
         } else {
             snprintf(err, errlen, "could not park the session (%s)", rg_err_code(rc));
@@ -646,8 +724,10 @@ static void mark_frozen(sess *s, int frozen)
     char mk[256], lk[256];
     sess_key(mk, sizeof mk, s, "meta");
     sess_key(lk, sizeof lk, s, "lease");
-    const char *args[] = {mk, lk, s->m->worker, frozen ? "1" : "0"};
-    redisReply *rep = rg_redis_eval(s->m->redis, &frozen_script, 2, 2, args, NULL);
+    char token[24];
+    snprintf(token, sizeof token, "%lld", (long long)s->fence);
+    const char *args[] = {mk, lk, s->m->worker, frozen ? "1" : "0", token};
+    redisReply *rep = rg_redis_eval(s->m->redis, &frozen_script, 2, 3, args, NULL);
     freeReplyObject(rep);
 }
 
@@ -776,6 +856,60 @@ int sess_wake(sess *s)
 
 /* ---- heartbeat ---- */
 
+/* When s's lease was last known good, as of a round trip that began at t0 (atomic). */
+static void lease_confirmed_at(sess *s, int64_t t0)
+{
+    __atomic_store_n(&s->lease_ok_ms, t0, __ATOMIC_SEQ_CST);
+}
+
+void sess_lease_confirmed(sess *s)
+{
+    lease_confirmed_at(s, rg_now_ms());
+}
+
+/*
+ * One run of beat_script for s: its lease renewed while its fence token is
+ * ours. 0, 1 (another worker asked for it), RG_ECONFLICT (no longer ours), or
+ * RG_EUNAVAIL (no answer). Any thread: reads only s's keys and token.
+ */
+static int renew(sess *s, const char *lease_ms, const char *ttl)
+{
+    char lk[256], wk[256], mk[256], pk[256], token[24];
+    sess_key(lk, sizeof lk, s, "lease");
+    sess_key(wk, sizeof wk, s, "want");
+    sess_key(mk, sizeof mk, s, "meta");
+    sess_key(pk, sizeof pk, s, "park");
+    snprintf(token, sizeof token, "%lld", (long long)__atomic_load_n(&s->fence, __ATOMIC_SEQ_CST));
+    const char *args[] = {lk, wk, mk, pk, s->m->worker, lease_ms, ttl, token};
+    redisReply *rep = rg_redis_eval(s->m->redis, &beat_script, 4, 4, args, NULL);
+    int rc = !rep                                ? RG_EUNAVAIL
+             : rep->type != REDIS_REPLY_INTEGER ? 0
+             : rep->integer < 0                 ? RG_ECONFLICT
+                                                : (int)rep->integer;
+    freeReplyObject(rep);
+    return rc;
+}
+
+int sess_check_lease(sess *s)
+{
+    sess_mgr *m = s->m;
+    int64_t ok = __atomic_load_n(&s->lease_ok_ms, __ATOMIC_SEQ_CST);
+    /* Renewed (or written) within the lease: nobody else can have claimed it. */
+    if (rg_now_ms() - ok < m->cfg.lease_ms)
+        return 0;
+    char lease_ms[24], ttl[24];
+    snprintf(lease_ms, sizeof lease_ms, "%d", m->cfg.lease_ms);
+    snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
+    int64_t t0 = rg_now_ms();
+    int rc = renew(s, lease_ms, ttl);
+    if (rc >= 0)
+        lease_confirmed_at(s, t0);
+    if (rc != RG_ECONFLICT)
+        return 0;
+    fenced_off(s, "acting on it after a lapse of the lease");
+    return rc;
+}
+
 static void beat(sess_mgr *m)
 {
     pthread_mutex_lock(&m->mu);
@@ -796,20 +930,18 @@ static void beat(sess_mgr *m)
     }
     int *res = calloc((size_t)k, sizeof *res);
     char lease_ms[24], ttl[24];
+    /* v[i]'s token is read while v[i] may run a command: its claim (the only
+       writer) happens only while it is not live, so not in this snapshot. */
     snprintf(lease_ms, sizeof lease_ms, "%d", m->cfg.lease_ms);
     snprintf(ttl, sizeof ttl, "%lld", (long long)m->cfg.dormant_ttl_ms);
     for (int i = 0; res && i < k; i++) {
-        char lk[256], wk[256], mk[256], pk[256];
-        sess_key(lk, sizeof lk, v[i], "lease");
-        sess_key(wk, sizeof wk, v[i], "want");
-        sess_key(mk, sizeof mk, v[i], "meta");
-        sess_key(pk, sizeof pk, v[i], "park");
-        const char *args[] = {lk, wk, mk, pk, m->worker, lease_ms, ttl};
-        redisReply *rep = rg_redis_eval(m->redis, &beat_script, 4, 3, args, NULL);
-        if (!rep)
+        int64_t t0 = rg_now_ms();
+        int rc = renew(v[i], lease_ms, ttl);
+        if (rc == RG_EUNAVAIL)
             break; /* Redis is away: the rest would wait as long */
-        res[i] = rep->type == REDIS_REPLY_INTEGER ? (int)rep->integer : 0;
-        freeReplyObject(rep);
+        res[i] = rc == RG_ECONFLICT ? -1 : rc;
+        if (rc >= 0)
+            lease_confirmed_at(v[i], t0);
     }
     int64_t now = rg_now_ms();
     int judgements = 0;
@@ -847,8 +979,7 @@ static void beat(sess_mgr *m)
         } else if (held) {
             char err[128];
             if (res && res[i] < 0) {
-                rg_log(RG_LOG_WARN, "session", "%s: lease lost, dropping the local copy", s->id);
-                sess_drop_local(s);
+                fenced_off(s, "the lease's renewal");
             } else {
                 int rc = park_held(s, NULL, err, sizeof err);
                 rg_log(rc == 0 ? RG_LOG_INFO : RG_LOG_WARN, "session", "%s parked (%s): %s",
@@ -913,11 +1044,14 @@ static int claim(sess *s, int64_t deadline, redisReply **out, char *err, size_t 
     sess_key(pk, sizeof pk, s, "park");
     sess_key(wk, sizeof wk, s, "want");
     snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
+    char token[24];
+    snprintf(token, sizeof token, "%lld", (long long)s->fence);
     int asked = 0;
     for (;;) {
         snprintf(now, sizeof now, "%lld", (long long)rg_wall_ms());
-        const char *args[] = {mk, lk, pk, wk, m->worker, lease, now};
-        redisReply *rep = rg_redis_eval(m->redis, &claim_script, 4, 3, args, NULL);
+        int64_t t0 = rg_now_ms();
+        const char *args[] = {mk, lk, pk, wk, m->worker, lease, now, token};
+        redisReply *rep = rg_redis_eval(m->redis, &claim_script, 4, 4, args, NULL);
         if (!rep || rep->type != REDIS_REPLY_ARRAY || rep->elements < 1) {
             if (rep && rep->type == REDIS_REPLY_ERROR)
                 rg_log(RG_LOG_ERROR, "session", "claim of %s failed: %s", s->id, rep->str);
@@ -931,9 +1065,17 @@ static int claim(sess *s, int64_t deadline, redisReply **out, char *err, size_t 
             snprintf(err, errlen, "no session %s", s->id);
             return RG_ENOTFOUND;
         }
-        if (!strcmp(what, "ok")) {
+        if (!strcmp(what, "ok") && rep->elements > 4 &&
+            rep->element[4]->type == REDIS_REPLY_INTEGER) {
+            sess_set_fence(s, rep->element[4]->integer);
+            lease_confirmed_at(s, t0);
             *out = rep;
             return 0;
+        }
+        if (!strcmp(what, "ok")) {
+            freeReplyObject(rep);
+            snprintf(err, errlen, "Redis at %s answered the claim oddly", rg_redis_where(m->redis));
+            return RG_EINTERNAL;
         }
         /* busy: another live worker holds it. Ask it to park, then wait. */
         freeReplyObject(rep);

@@ -129,6 +129,13 @@ struct sess {
     double hint_sx, hint_sy;
     int info_sub;                  /* Target.targetInfoChanged: the title or URL changed */
     int lost;                      /* atomic: the browser died under the lease */
+    /* Fencing (lease.c): the token of this worker's last claim (atomic; written
+       by the holder while not live), the meta key it lives in, and the fence
+       the tabs' registries write under. */
+    int64_t fence;
+    int64_t lease_ok_ms;           /* atomic: when the lease was last known ours */
+    char fence_key[SESS_TENANT_MAX + SESS_ID_MAX + 32];
+    reg_fence fence_ref;
     int checks;                    /* URL checks in flight (guarded by m->mu) */
     struct sess_files *files;      /* uploads and downloads (files.c; its own mutex) */
     /* The live view (cast.c). */
@@ -355,6 +362,20 @@ int sess_quota_count(sess_mgr *m, const char *tenant, size_t *n);
 
 /* ---- lease.c: ownership (s held by the caller unless said otherwise) ---- */
 
+/** Takes token as s's fence (a claim's or a create's). */
+void sess_set_fence(sess *s, int64_t token);
+/** The fence s's registries write under (borrowed from s). */
+const reg_fence *sess_reg_fence(sess *s);
+/** The lease of s was found ours just now (a write the fence let through). */
+void sess_lease_confirmed(sess *s);
+/**
+ * Before s (live here, held) acts: when its lease was not renewed within
+ * lease_ms (Redis was out of reach, this process stopped), asks Redis whether
+ * it is still ours. RG_ECONFLICT, the local copy dropped, when another
+ * worker claimed it meanwhile; 0 otherwise, also when Redis does not answer
+ * (the fence still guards every write).
+ */
+int sess_check_lease(sess *s);
 /** rg:<tag>:<kind>, one of s's keys (kind: meta, lease, park, want). */
 void sess_key(char *out, size_t len, const sess *s, const char *kind);
 /** rg:t:<tenant>:sessions, the tenant's listing. */

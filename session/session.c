@@ -38,6 +38,7 @@ void sess_config_default(sess_config *cfg)
     cfg->min_live_ms = 5000;
     cfg->full_checkpoint_ms = 5000;
     cfg->park_max_bytes = 8u << 20;
+    cfg->park_wait_timeout_ms = 200;
     cfg->capacity = POOL_BROWSERS * POOL_CONTEXTS_PER_BROWSER;
     cfg->upload_file_max = 10u << 20;
     cfg->upload_session_max = 50u << 20;
@@ -67,6 +68,15 @@ void sess_config_from_env(sess_config *cfg)
         rg_env_long("REFGATE_CHECKPOINT_FULL_MS", cfg->full_checkpoint_ms, 0, 3600000);
     cfg->park_max_bytes = (size_t)rg_env_long("REFGATE_PARK_MAX_BYTES", (long)cfg->park_max_bytes,
                                               4096, 256L << 20);
+    cfg->park_wait_replicas =
+        (int)rg_env_long("REFGATE_PARK_WAIT_REPLICAS", cfg->park_wait_replicas, 0, 16);
+    cfg->park_wait_timeout_ms =
+        (int)rg_env_long("REFGATE_PARK_WAIT_TIMEOUT_MS", cfg->park_wait_timeout_ms, 1, 60000);
+    /* The wait answers on the command's connection: past the Redis command
+       timeout the reply would be given up on and the park fail. */
+    long redis_ms = rg_env_long("REFGATE_REDIS_TIMEOUT_MS", 1000, 10, 60000);
+    if (cfg->park_wait_timeout_ms > redis_ms / 2)
+        cfg->park_wait_timeout_ms = (int)(redis_ms / 2);
     long browsers = rg_env_long("REFGATE_BROWSERS", POOL_BROWSERS, 1, 64);
     long per = rg_env_long("REFGATE_CONTEXTS_PER_BROWSER", POOL_CONTEXTS_PER_BROWSER, 1, 256);
     cfg->capacity = (int)(browsers * per);
@@ -527,6 +537,11 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
         /* The browser died: restore from the checkpoint on a fresh one. */
         rg_log(RG_LOG_INFO, "session", "%s: browser gone, restoring from its checkpoint", s->id);
         sess_drop_local(s);
+        live = 0;
+    }
+    if (live && sess_check_lease(s) == RG_ECONFLICT) {
+        /* Its lease lapsed here (this worker was cut off or stopped) and
+           another worker claimed it: take it back from there instead. */
         live = 0;
     }
     if (live && sess_wake(s) < 0) {

@@ -86,6 +86,10 @@ typedef struct sess_config {
                                     commands at most this often */
     size_t park_max_bytes;       /* REFGATE_PARK_MAX_BYTES [8 MiB]: storage beyond it is
                                     not kept (cookies, URL and scroll always are) */
+    int park_wait_replicas;      /* REFGATE_PARK_WAIT_REPLICAS [0]: a park waits (WAIT) for
+                                    this many replicas to hold it; 0: no wait */
+    int park_wait_timeout_ms;    /* REFGATE_PARK_WAIT_TIMEOUT_MS [200]: how long; a park not
+                                    acknowledged in time stands, counted and logged */
     int capacity;                /* live sessions this worker holds at most [pool size] */
     size_t upload_file_max;      /* REFGATE_UPLOAD_FILE_MAX [10 MiB]: bytes of one uploaded file */
     size_t upload_session_max;   /* REFGATE_UPLOAD_SESSION_MAX [50 MiB]: uploaded bytes a live
@@ -455,6 +459,9 @@ typedef struct sess_stats {
     int live;       /* sessions live on this worker */
     int frozen;     /* of those, frozen (idle; woken by the next command) */
     uint64_t parked, restored, park_failures;
+    uint64_t fenced;             /* sessions dropped here because a write found another
+                                    worker's fence token (claimed elsewhere) */
+    uint64_t park_unreplicated;  /* parks no replica acknowledged within the wait */
     uint64_t freezes, wakes; /* freezes done, and wakes of frozen sessions */
     /* Parks for room (LRU), by what the victim stood to lose (victim.c's tiers). */
     uint64_t evicted_clean;  /* nothing edited, no beforeunload handler */

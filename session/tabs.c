@@ -94,6 +94,15 @@ static int tab_number(const char *id)
     return *end || v <= 0 || v > 1000000000 ? 0 : (int)v;
 }
 
+/* The registry of tab t, its writes fenced by s's claim (lease.c). */
+static int tab_reg_new(sess *s, sess_tab *t)
+{
+    int rc = reg_page_new(s->m->store, t->page_key, &s->m->cfg.reg, &t->reg);
+    if (rc == 0)
+        reg_page_set_fence(t->reg, sess_reg_fence(s));
+    return rc;
+}
+
 int sess_tabs_init(sess *s, const char *first_id)
 {
     const char *id = first_id && tab_number(first_id) ? first_id : "t1";
@@ -101,7 +110,7 @@ int sess_tabs_init(sess *s, const char *first_id)
     if (!t)
         return RG_ENOMEM;
     t->own_lease_page = 1;
-    int rc = reg_page_new(s->m->store, t->page_key, &s->m->cfg.reg, &t->reg);
+    int rc = tab_reg_new(s, t);
     if (rc < 0) {
         free(t);
         return rc;
@@ -171,7 +180,7 @@ void sess_tabs_reap(sess *s)
 int sess_tab_prepare(sess *s, sess_tab *t)
 {
     int rc = 0;
-    if (!t->reg && (rc = reg_page_new(s->m->store, t->page_key, &s->m->cfg.reg, &t->reg)) < 0)
+    if (!t->reg && (rc = tab_reg_new(s, t)) < 0)
         return rc;
     if (!t->world) {
         reg_world *w = NULL;
@@ -616,7 +625,7 @@ int sess_ref_tab(sess *s, const char *ref, char *tab, size_t len)
         sess_tab *t = v[i];
         if (t == s->cur)
             continue;
-        if (!t->reg && reg_page_new(s->m->store, t->page_key, &s->m->cfg.reg, &t->reg) < 0)
+        if (!t->reg && tab_reg_new(s, t) < 0)
             continue;
         if (reg_page_has(t->reg, ref) == 1) {
             snprintf(tab, len, "%s", t->id);

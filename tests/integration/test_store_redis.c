@@ -90,6 +90,51 @@ static void test_keys_are_hash_tagged_and_expire(void **state)
     reg_store_free(s);
 }
 
+/* A fenced commit or park goes through only while the session's meta holds
+   the token it carries: a worker whose claim was superseded writes nothing. */
+static void test_fenced_writes(void **state)
+{
+    (void)state;
+    reg_store *s = open_store();
+    const char *page = "{t:acme:s:77}:main";
+    redisContext *c = direct();
+    assert_non_null(c);
+    redisReply *r = redisCommand(c, "HSET rg:{t:acme:s:77}:meta fence 3");
+    freeReplyObject(r);
+    int64_t mine = 3, old = 2;
+    reg_fence current = {"rg:{t:acme:s:77}:meta", &mine}, stale = {"rg:{t:acme:s:77}:meta", &old};
+    int64_t now = rg_wall_ms();
+    reg_entry a = contract_entry("@a", now, 1), b = contract_entry("@b", now, 2);
+    assert_int_equal(s->ops->commit_fenced(s, page, &a, 1, now, 60000, 10, NULL, &current), 0);
+    assert_int_equal(s->ops->commit_fenced(s, page, &b, 1, now, 60000, 10, NULL, &stale),
+                     RG_ECONFLICT);
+    reg_entry *v;
+    size_t n;
+    assert_int_equal(s->ops->load(s, page, &v, &n), 0);
+    assert_int_equal(n, 1);
+    assert_string_equal(v[0].ref, "@a");
+    reg_entries_free(v, n);
+    /* No meta at all (the session was closed): nothing either. */
+    reg_fence gone = {"rg:{t:acme:s:78}:meta", &mine};
+    assert_int_equal(s->ops->commit_fenced(s, "{t:acme:s:78}:main", &b, 1, now, 60000, 10, NULL,
+                                           &gone),
+                     RG_ECONFLICT);
+    r = redisCommand(c, "EXISTS rg:{t:acme:s:78}:reg:main");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    /* The park: refused with the old token (the hash stays), done with the current one. */
+    assert_int_equal(s->ops->park_fenced(s, page, 60000, &stale), RG_ECONFLICT);
+    r = redisCommand(c, "EXISTS rg:{t:acme:s:77}:regz:main");
+    assert_int_equal(r->integer, 0);
+    freeReplyObject(r);
+    assert_int_equal(s->ops->park_fenced(s, page, 60000, &current), 0);
+    r = redisCommand(c, "EXISTS rg:{t:acme:s:77}:regz:main");
+    assert_int_equal(r->integer, 1);
+    freeReplyObject(r);
+    redisFree(c);
+    reg_store_free(s);
+}
+
 /* A parked page is one compact value with the dormant TTL, about 60 bytes an
    entry; the first load writes the hash and zset back and drops it. */
 static void test_parked_page_is_compact(void **state)
@@ -336,6 +381,7 @@ int main(void)
         cmocka_unit_test(test_contract),
         cmocka_unit_test(test_keys_are_hash_tagged_and_expire),
         cmocka_unit_test(test_parked_page_is_compact),
+        cmocka_unit_test(test_fenced_writes),
         cmocka_unit_test(test_racing_commits_never_exceed_the_cap),
         cmocka_unit_test(test_large_cleanup),
         cmocka_unit_test(test_pooled_connections_survive_a_redis_restart),

@@ -197,6 +197,11 @@ static void *accept_main(void *arg)
 
 httpd *httpd_start(const char *docroot)
 {
+    return httpd_start_port(docroot, 0);
+}
+
+httpd *httpd_start_port(const char *docroot, int port)
+{
     httpd *h = calloc(1, sizeof *h);
     if (h)
         pthread_mutex_init(&h->log_mu, NULL);
@@ -206,7 +211,7 @@ httpd *httpd_start(const char *docroot)
     h->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = 0};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t al = sizeof a;
     if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&a, sizeof a) < 0 ||

@@ -20,11 +20,19 @@
 
 int net_dial(int port)
 {
+    return net_dial_at("127.0.0.1", port);
+}
+
+int net_dial_at(const char *ip, int port)
+{
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1) {
+        close(fd);
+        return -1;
+    }
     int one = 1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
@@ -321,12 +329,18 @@ out:
 
 int fcgi_request(int port, const char *const *params, const void *body, size_t len, http_resp *resp)
 {
+    return fcgi_request_at("127.0.0.1", port, params, body, len, resp);
+}
+
+int fcgi_request_at(const char *ip, int port, const char *const *params, const void *body,
+                    size_t len, http_resp *resp)
+{
     resp_init(resp);
     rg_buf req;
     rg_buf_init(&req);
     fcgi_head(&req, params);
     fcgi_stream(&req, FCGI_STDIN, body, len);
-    int rc = -1, fd = net_dial(port);
+    int rc = -1, fd = net_dial_at(ip, port);
     if (fd >= 0 && write_all(fd, req.data, req.len) == 0)
         rc = fcgi_reply(fd, resp);
     if (fd >= 0)

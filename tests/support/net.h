@@ -15,6 +15,8 @@
 
 /** A TCP connection to 127.0.0.1:port (TCP_NODELAY, close-on-exec), or -1. */
 int net_dial(int port);
+/** The same to ip:port (ip a dotted IPv4 address: the tests keep to 127.0.0.0/8), or -1. */
+int net_dial_at(const char *ip, int port);
 /**
  * The value of header name (any case) in a response head ("HTTP/1.1 ...\r\n"
  * and header lines), without leading spaces, into out; out, or NULL when the
@@ -62,6 +64,9 @@ double metric_value(const char *text, const char *name);
  */
 int fcgi_request(int port, const char *const *params, const void *body, size_t len,
                  http_resp *resp);
+/** The same to ip:port (a worker on another test "host", tests/integration/test_hosts.c). */
+int fcgi_request_at(const char *ip, int port, const char *const *params, const void *body,
+                    size_t len, http_resp *resp);
 /**
  * The same request with a body of len zero bytes, streamed, that stops at
  * the first write the worker no longer takes (a closed connection, or none

@@ -20,6 +20,8 @@ typedef struct httpd httpd;
  * 302 to URL. Every response closes the connection.
  */
 httpd *httpd_start(const char *docroot);
+/** The same on 127.0.0.1:port (0: any free port). */
+httpd *httpd_start_port(const char *docroot, int port);
 int httpd_port(const httpd *h);
 /** "http://127.0.0.1:<port>" + path, into buf. */
 const char *httpd_url(const httpd *h, const char *path, char *buf, size_t len);
