@@ -859,6 +859,12 @@ static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int 
                                               f.data, deadline, box, &js, err, errlen)
                             : RG_ENOMEM;
         rg_buf_destroy(&f);
+        if (rc == 0) {
+            /* The fill focuses without scrolling: the scroll the check saw is the page's. */
+            out->has_scroll = 1;
+            out->sx = box[4];
+            out->sy = box[5];
+        }
         break;
     }
     case REG_OP_TYPE:
