@@ -13,7 +13,11 @@
  *             a Runtime.evaluate of the same text sent straight down the
  *             DevTools pipe of a pool of our own
  *   click     `click @ref` on the target of bench/pages/click.html (600 other
- *             controls), 10 warm-up clicks, then `clicks` timed ones
+ *             controls), 10 warm-up clicks, then `clicks` timed ones; then,
+ *             in the same session and as many times, `fill @ref` ("hello")
+ *             and `press @ref` (Enter) on the page's one text field, which
+ *             counts its input events and Enter keys (bench/peer/click.mjs
+ *             does the same with Playwright)
  *   observe   `observe` on bench/pages/controls.html (5,000 controls) with the
  *             stack's default registry cap (2,000 refs, so the outline is
  *             truncated): first after load and again unchanged, 5 runs (1
@@ -303,11 +307,47 @@ static int run_navigate(const char *url, struct nav_result *out)
     return 0;
 }
 
+struct act_times {
+    int n, failed;
+    char counted[32], ref[64];
+    double *t;
+};
+
 struct click_result {
     int clicks, failed;
     char counted[32], ref[64];
     double *t;
+    struct act_times fill, press;
 };
+
+/* The text of the element css in the session, into out ("0" when unknown). */
+static void read_text(int *fd, const char *sid, const char *css, char *out, size_t len)
+{
+    cJSON *args, *m = gwc_op_new("read", &args), *rep = NULL;
+    cJSON_AddStringToObject(args, "target", css);
+    snprintf(out, len, "0");
+    if (gwc_call(gwc_auth, fd, sid, m, &rep, NULL, NULL) == 0 && gwc_result_str(rep, "value"))
+        snprintf(out, len, "%s", gwc_result_str(rep, "value"));
+    cJSON_Delete(rep);
+    cJSON_Delete(m);
+}
+
+/* m, 10 warm-ups then n timed; the page's count from css afterwards. */
+static void run_times(int *fd, const char *sid, const cJSON *m, int n, const char *css,
+                      struct act_times *out)
+{
+    out->n = n;
+    out->t = calloc((size_t)n, sizeof *out->t);
+    for (int i = 0; i < 10 + n; i++) {
+        double ms = 0;
+        gwc_renew_conn(fd, i);
+        if (gwc_call(gwc_auth, fd, sid, m, NULL, NULL, &ms) < 0)
+            out->failed++;
+        if (i >= 10)
+            out->t[i - 10] = ms;
+    }
+    read_text(fd, sid, css, out->counted, sizeof out->counted);
+}
 
 static int run_click(const char *url, struct click_result *out)
 {
@@ -316,7 +356,8 @@ static int run_click(const char *url, struct click_result *out)
     char *text = NULL;
     int fd = http_connect(stack_port(gwc_st));
     if (gwc_create(url, sid) < 0 || gwc_observe(&fd, sid, 0, &text, NULL, NULL) < 0 ||
-        gwc_find_ref(text, "button \"Target\"", out->ref, sizeof out->ref) < 0) {
+        gwc_find_ref(text, "button \"Target\"", out->ref, sizeof out->ref) < 0 ||
+        gwc_find_ref(text, "textbox \"Field\"", out->fill.ref, sizeof out->fill.ref) < 0) {
         fprintf(stderr, "gateway: click: no session, no observe or no ref for the target\n");
         free(text);
         close(fd);
@@ -336,13 +377,17 @@ static int run_click(const char *url, struct click_result *out)
             out->t[i - 10] = ms;
     }
     cJSON_Delete(m);
-    m = gwc_op_new("read", &args);
-    cJSON_AddStringToObject(args, "target", "css:#count");
-    cJSON *rep = NULL;
-    snprintf(out->counted, sizeof out->counted, "0");
-    if (gwc_call(gwc_auth, &fd, sid, m, &rep, NULL, NULL) == 0 && gwc_result_str(rep, "value"))
-        snprintf(out->counted, sizeof out->counted, "%s", gwc_result_str(rep, "value"));
-    cJSON_Delete(rep);
+    read_text(&fd, sid, "css:#count", out->counted, sizeof out->counted);
+    snprintf(out->press.ref, sizeof out->press.ref, "%s", out->fill.ref);
+    m = gwc_op_new("fill", &args);
+    cJSON_AddStringToObject(args, "target", out->fill.ref);
+    cJSON_AddStringToObject(args, "value", "hello");
+    run_times(&fd, sid, m, clicks, "css:#fills", &out->fill);
+    cJSON_Delete(m);
+    m = gwc_op_new("press", &args);
+    cJSON_AddStringToObject(args, "target", out->press.ref);
+    cJSON_AddStringToObject(args, "key", "Enter");
+    run_times(&fd, sid, m, clicks, "css:#presses", &out->press);
     cJSON_Delete(m);
     close(fd);
     gwc_close_session(sid);
@@ -757,12 +802,25 @@ static void print_floor(const struct floor_result *fl)
            fl->gw_p50 - fl->raw_p50, fl->inside_p50);
 }
 
+static void print_times(const char *key, struct act_times *a)
+{
+    if (!a->n)
+        return;
+    double p50 = gwc_pct(a->t, a->n, 0.5), p99 = gwc_pct(a->t, a->n, 0.99);
+    printf(",\"%s\":{\"ref\":\"%s\",\"n\":%d,\"counted\":%s,\"failed\":%d,\"p50_ms\":%.3f,"
+           "\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}",
+           key, a->ref, a->n, a->counted, a->failed, p50, p99, a->t[0], a->t[a->n - 1]);
+}
+
 static void print_click(struct click_result *ck)
 {
     double c50 = gwc_pct(ck->t, ck->clicks, 0.5), c99 = gwc_pct(ck->t, ck->clicks, 0.99);
     printf(",\"click\":{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,"
-           "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}",
+           "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f",
            ck->ref, ck->clicks, ck->counted, ck->failed, c50, c99, ck->t[0], ck->t[ck->clicks - 1]);
+    print_times("fill", &ck->fill);
+    print_times("press", &ck->press);
+    printf("}");
 }
 
 static void print_observe(struct observe_result *ob)
@@ -893,8 +951,9 @@ int main(int argc, char **argv)
                 fl.raw_p50, fl.gw_p50, (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "click") && (rc = run_click(click_url, &ck)) == 0)
-        fprintf(stderr, "gateway: click: p50 %.2f ms (%lld ms)\n", gwc_pct(ck.t, ck.clicks, 0.5),
-                (long long)(rg_now_ms() - t0));
+        fprintf(stderr, "gateway: click: p50 %.2f ms, fill %.2f ms, press %.2f ms (%lld ms)\n",
+                gwc_pct(ck.t, ck.clicks, 0.5), gwc_pct(ck.fill.t, ck.fill.n, 0.5),
+                gwc_pct(ck.press.t, ck.press.n, 0.5), (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
         fprintf(stderr, "gateway: observe: first %.1f ms, second %.1f ms (%lld ms)\n", ob.first[0],
@@ -943,6 +1002,8 @@ int main(int argc, char **argv)
     printf("}\n");
 
     free(ck.t);
+    free(ck.fill.t);
+    free(ck.press.t);
     free(nv.raw);
     free(nv.gw);
     free(nv.inside);

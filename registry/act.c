@@ -306,31 +306,119 @@ int reg_resolve(reg_page *pg, reg_page_handle h, const reg_target *t, int has_nt
 
 /* ---- actionability and input ---- */
 
+/* Sentinel of wait_actionable: the page's identity of the element is not the registry's. */
+#define NOT_SAME 1
+
+/*
+ * The registry's identity of e as a JS object literal, owned (NULL: no
+ * memory). The page compares it field by field with identity(i), an
+ * absent field and "" alike as reg_identity_score counts them: when all
+ * are the same, that score is 1, so the element is the ref's.
+ */
+static char *expect_literal(const reg_entry *e)
+{
+    const struct {
+        const char *k, *v;
+    } f[] = {{"testid", e->ident.testid}, {"id", e->ident.id},     {"aria", e->ident.aria_label},
+             {"role", e->ident.role},     {"name", e->ident.name}, {"tag", e->ident.tag},
+             {"prole", e->ident.parent_role}};
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, "{");
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++) {
+        rg_buf_printf(&b, "%s:", f[k].k);
+        rg_buf_json_str(&b, f[k].v ? f[k].v : "", f[k].v ? strlen(f[k].v) : 0);
+        rg_buf_puts(&b, ",");
+    }
+    rg_buf_printf(&b, "sib:%d}", e->ident.sibling_index);
+    return b.failed ? (rg_buf_destroy(&b), NULL) : rg_buf_steal(&b);
+}
+
+/* A page-side answer's "error", as reg_js reports it at the top level. */
+static int page_error(const cJSON *js, char *err, size_t errlen)
+{
+    const char *e = cJSON_IsObject(js) ? jstr(js, "error") : NULL;
+    if (!e)
+        return 0;
+    snprintf(err, errlen, "%s", e);
+    return RG_EBADREQ;
+}
+
 /*
  * Waits until index i is actionable (opts: scroll, enabled, hit) and gives
  * its click point and box. RG_ENOTACTIONABLE with the last reason after the
  * deadline; a detached element fails at once.
+ *
+ * Each check is one page call, and two more steps ride in it, so that the
+ * common case costs one round trip instead of three:
+ * - expect (NULL: none), the registry's identity of a ref's element
+ *   (expect_literal): the first check first compares it with the page's;
+ *   when they differ nothing else is done in the page and NOT_SAME is
+ *   returned, for the caller to resolve the ref the ordinary way;
+ * - then (NULL: none), a page-side call such as g.fill(i,v): run in the
+ *   same call as the check that found the element actionable, and only
+ *   then; its answer goes to *then_out (owned), its "error" fails the wait
+ *   as a separate call's would.
  */
-static int wait_actionable(reg_page_handle h, int i, const char *opts, int64_t deadline,
-                           double box[6], char *err, size_t errlen)
+static int wait_actionable(reg_page_handle h, int i, const char *opts, const char *expect,
+                           const char *then, int64_t deadline, double box[6], cJSON **then_out,
+                           char *err, size_t errlen)
 {
     char last[160] = "";
-    for (;;) {
-        cJSON *js = NULL;
-        int rc = call(h, 1, &js, err, errlen, "g.actionable(%d,'%s')", i, opts);
-        if (rc < 0)
+    if (then_out)
+        *then_out = NULL;
+    for (int attempt = 0;; attempt++) {
+        cJSON *js = NULL, *act = NULL;
+        const char *ex = attempt == 0 ? expect : NULL;
+        int rc;
+        if (!ex && !then) {
+            rc = call(h, 1, &js, err, errlen, "g.actionable(%d,'%s')", i, opts);
+            act = js;
+        } else {
+            rc = call(h, 1, &js, err, errlen,
+                      "(function(){var e=%s;if(e){var o=JSON.parse(g.identity(%d));"
+                      "if(o.connected!==true)return '{\"same\":false}';"
+                      "for(var k in e){var a=o[k],b=e[k];if(a===null||a===undefined)a='';"
+                      "if(a!==b)return '{\"same\":false}'}}"
+                      "return g.actionable(%d,'%s').then(function(a){"
+                      "var ok=%s&&JSON.parse(a).state==='ok';"
+                      "return '{\"act\":'+a+(ok?',\"then\":'+(%s):'')+'}'})})()",
+                      ex ? ex : "null", i, i, opts, then ? "true" : "false", then ? then : "''");
+            if (rc == 0 && cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(js, "same"))) {
+                cJSON_Delete(js);
+                return NOT_SAME;
+            }
+            act = cJSON_GetObjectItemCaseSensitive(js, "act");
+            if (rc == 0)
+                rc = page_error(act, err, errlen);
+        }
+        if (rc < 0) {
+            cJSON_Delete(js);
             return rc;
-        const char *st = jstr(js, "state");
+        }
+        const char *st = jstr(act, "state");
         if (st && !strcmp(st, "ok")) {
             const char *k[] = {"x", "y", "w", "h", "sx", "sy"};
             for (int j = 0; j < 6; j++) {
-                const cJSON *v = cJSON_GetObjectItemCaseSensitive(js, k[j]);
+                const cJSON *v = cJSON_GetObjectItemCaseSensitive(act, k[j]);
                 box[j] = cJSON_IsNumber(v) ? v->valuedouble : 0;
             }
+            if (then) {
+                cJSON *t = cJSON_DetachItemFromObjectCaseSensitive(js, "then");
+                rc = page_error(t, err, errlen);
+                if (rc == 0 && !cJSON_IsObject(t)) {
+                    snprintf(err, errlen, "the page-side script returned malformed JSON");
+                    rc = RG_EINTERNAL;
+                }
+                if (rc == 0 && then_out)
+                    *then_out = t;
+                else
+                    cJSON_Delete(t);
+            }
             cJSON_Delete(js);
-            return 0;
+            return rc;
         }
-        const char *by = jstr(js, "by");
+        const char *by = jstr(act, "by");
         snprintf(last, sizeof last, "%s%s%s", st ? st : "unknown", by ? " by " : "", by ? by : "");
         int detached = st && !strcmp(st, "detached");
         cJSON_Delete(js); /* st and by die with it */
@@ -404,7 +492,8 @@ static int screenshot(reg_page_handle h, const reg_action *a, int index, int64_t
     double w = 0, hgt = 0;
     if (index >= 0) {
         double box[6];
-        rc = wait_actionable(h, index, "{\"scroll\":true}", deadline, box, err, errlen);
+        rc = wait_actionable(h, index, "{\"scroll\":true}", NULL, NULL, deadline, box, NULL, err,
+                             errlen);
         cJSON *js = NULL;
         if (rc == 0)
             rc = call(h, 0, &js, err, errlen, "JSON.stringify({x:scrollX,y:scrollY})");
@@ -536,8 +625,8 @@ static int set_checked(reg_page *pg, reg_page_handle h, const reg_action *a, int
         if (attempt == 1)
             break;
         double box[6];
-        rc = wait_actionable(h, index, "{\"scroll\":true,\"enabled\":true,\"hit\":true}", deadline,
-                             box, err, errlen);
+        rc = wait_actionable(h, index, "{\"scroll\":true,\"enabled\":true,\"hit\":true}", NULL,
+                             NULL, deadline, box, NULL, err, errlen);
         if (rc == 0)
             rc = click_at(h, box[0], box[1], "left", 1, 0);
         if (rc < 0)
@@ -599,8 +688,8 @@ static int inspect(reg_page *pg, reg_page_handle h, int index, reg_action_result
 }
 
 /* click and hover: the element actionable at its centre, then the mouse there. */
-static int point_at(reg_page_handle h, const reg_action *a, int i, int64_t deadline,
-                    reg_action_result *out, char *err, size_t errlen)
+static int point_at(reg_page_handle h, const reg_action *a, int i, const char *expect,
+                    int64_t deadline, reg_action_result *out, char *err, size_t errlen)
 {
     const char *button = a->button ? a->button : "left";
     if (strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle")) {
@@ -612,8 +701,8 @@ static int point_at(reg_page_handle h, const reg_action *a, int i, int64_t deadl
         wait_actionable(h, i,
                         a->op == REG_OP_CLICK ? "{\"scroll\":true,\"enabled\":true,\"hit\":true}"
                                               : "{\"scroll\":true,\"hit\":true}",
-                        deadline, box, err, errlen);
-    if (rc < 0)
+                        expect, NULL, deadline, box, NULL, err, errlen);
+    if (rc != 0)
         return rc;
     out->has_point = 1;
     out->x = box[0];
@@ -644,7 +733,8 @@ static int select_values(reg_page_handle h, const reg_action *a, int i, int64_t 
     double box[6];
     cJSON *js = NULL;
     int rc =
-        wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err, errlen);
+        wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", NULL, NULL, deadline, box, NULL,
+                        err, errlen);
     if (rc == 0)
         rc = q ? call(h, 0, &js, err, errlen, "g.select(%d,%s)", i, q) : RG_ENOMEM;
     free(q);
@@ -736,9 +826,15 @@ static int upload(reg_page_handle h, const reg_action *a, int i, char *err, size
     return rc;
 }
 
-/* The action a on the element at index i (-1: none), once its target is resolved. */
-static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int i, int64_t deadline,
-                      reg_action_result *out, char *err, size_t errlen)
+/*
+ * The action a on the element at index i (-1: none), once its target is
+ * resolved. expect (NULL: none): the identity the element at i must have
+ * (expect_literal), not yet checked; NOT_SAME when it has not, with nothing
+ * done. Only the ops whose first page call is wait_actionable take one.
+ */
+static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int i,
+                      const char *expect, int64_t deadline, reg_action_result *out, char *err,
+                      size_t errlen)
 {
     int rc = 0;
     double box[6];
@@ -746,27 +842,39 @@ static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int 
     switch (a->op) {
     case REG_OP_CLICK:
     case REG_OP_HOVER:
-        rc = point_at(h, a, i, deadline, out, err, errlen);
+        rc = point_at(h, a, i, expect, deadline, out, err, errlen);
         break;
     case REG_OP_FOCUS:
         rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
         break;
     case REG_OP_FILL: {
-        rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
-                             errlen);
-        char *q = rc == 0 ? quote(a->value ? a->value : "") : NULL;
-        if (rc == 0)
-            rc = q ? call(h, 0, &js, err, errlen, "g.fill(%d,%s)", i, q) : RG_ENOMEM;
+        /* The fill rides in the call that finds the element actionable. */
+        char *q = quote(a->value ? a->value : "");
+        rg_buf f;
+        rg_buf_init(&f);
+        if (q)
+            rg_buf_printf(&f, "g.fill(%d,%s)", i, q);
         free(q);
+        rc = q && !f.failed ? wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", expect,
+                                              f.data, deadline, box, &js, err, errlen)
+                            : RG_ENOMEM;
+        rg_buf_destroy(&f);
+        if (rc == 0) {
+            /* The fill focuses without scrolling: the scroll the check saw is the page's. */
+            out->has_scroll = 1;
+            out->sx = box[4];
+            out->sy = box[5];
+        }
         break;
     }
     case REG_OP_TYPE:
     case REG_OP_PRESS:
         if (i >= 0) {
-            rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", deadline, box, err,
-                                 errlen);
-            if (rc == 0)
-                rc = call(h, 0, &js, err, errlen, "g.focus(%d)", i);
+            /* The focus rides in the call that finds the element actionable. */
+            char f[32];
+            snprintf(f, sizeof f, "g.focus(%d)", i);
+            rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", expect, f, deadline,
+                                 box, &js, err, errlen);
             cJSON_Delete(js);
             js = NULL;
         }
@@ -829,6 +937,37 @@ static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int 
     return rc;
 }
 
+/*
+ * Whether the ref's element can be checked in the action's first page call
+ * rather than in a call of its own: a click, hover, fill, type or press on a
+ * ref the registry has bound to a page-side index, with a valid button.
+ * Then res is filled as resolve_ref would (index, ref) and *expect is the
+ * identity the element must have; otherwise *expect stays NULL and nothing
+ * is done. RG_ENOMEM, or 0.
+ */
+static int checked_in_page(reg_page *pg, const reg_action *a, const char *ref, reg_resolved *res,
+                           char **expect)
+{
+    *expect = NULL;
+    const char *b = a->button;
+    if (a->op != REG_OP_CLICK && a->op != REG_OP_HOVER && a->op != REG_OP_FILL &&
+        a->op != REG_OP_TYPE && a->op != REG_OP_PRESS)
+        return 0;
+    if (b && strcmp(b, "left") && strcmp(b, "right") && strcmp(b, "middle"))
+        return 0; /* refused after the ref is resolved, as ever */
+    if (!pg->loaded && reg_page_load(pg) < 0)
+        return 0; /* the ordinary path reports it */
+    const reg_entry *e = entry_of(pg, ref);
+    int i = e ? reg_page_index(pg, ref) : -1;
+    if (i < 0)
+        return 0;
+    if (!(*expect = expect_literal(e)))
+        return RG_ENOMEM;
+    res->index = i;
+    snprintf(res->ref, sizeof res->ref, "%s", ref);
+    return 0;
+}
+
 int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out, char *err,
             size_t errlen)
 {
@@ -870,6 +1009,23 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
     }
 
     reg_resolved res = {.index = -1};
+    char *expect = NULL;
+    if (has_target && t.kind == REG_T_REF && checked_in_page(pg, a, t.value, &res, &expect) < 0) {
+        rc = RG_ENOMEM;
+        goto out;
+    }
+    if (expect) {
+        /* The ref's element is checked in the action's first page call. */
+        snprintf(out->ref, sizeof out->ref, "%s", res.ref);
+        rc = run_action(pg, h, a, res.index, expect, deadline, out, err, errlen);
+        free(expect);
+        if (rc != NOT_SAME)
+            goto out;
+        /* Not the same element: resolve it as below (heal, or stale), from scratch. */
+        reg_action_result_free(out);
+        err[0] = '\0';
+        rc = 0;
+    }
     if (has_target) {
         rc = reg_resolve(pg, h, &t, a->has_nth, a->nth, (int)(deadline - rg_now_ms()), &res, err,
                          errlen);
@@ -881,7 +1037,7 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         snprintf(out->healed_from, sizeof out->healed_from, "%s", res.healed_from);
         out->healed_via = res.healed_via;
     }
-    rc = run_action(pg, h, a, res.index, deadline, out, err, errlen);
+    rc = run_action(pg, h, a, res.index, NULL, deadline, out, err, errlen);
 out:
     if (has_target)
         reg_target_destroy(&t);

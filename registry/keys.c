@@ -83,8 +83,15 @@ static int ascii_key(char c, char code[16], int *vk)
     return 0;
 }
 
+/*
+ * One key event. wait: whether to wait for Chromium's answer. Events not
+ * waited for are still delivered in order (one session's input goes through
+ * one queue), and the answer to the last one, which is waited for, comes
+ * only after everything before it was handled; so a press costs one round
+ * trip, not two, and errors (a crashed page) still surface from the last.
+ */
 static int key_event(reg_page_handle h, const char *type, const char *key, const char *code,
-                     int vk, const char *text, unsigned mods)
+                     int vk, const char *text, unsigned mods, int wait)
 {
     rg_buf q;
     rg_buf_init(&q);
@@ -99,8 +106,10 @@ static int key_event(reg_page_handle h, const char *type, const char *key, const
     }
     rg_buf_puts(&q, "}");
     int rc = q.failed ? RG_ENOMEM
-                      : cdp_call(h.conn, h.session, "Input.dispatchKeyEvent", q.data,
-                                 KEY_TIMEOUT_MS, NULL);
+             : wait ? cdp_call(h.conn, h.session, "Input.dispatchKeyEvent", q.data, KEY_TIMEOUT_MS,
+                               NULL)
+                    : cdp_call_async(h.conn, h.session, "Input.dispatchKeyEvent", q.data,
+                                     KEY_TIMEOUT_MS, NULL, NULL);
     rg_buf_destroy(&q);
     return rc;
 }
@@ -171,16 +180,18 @@ int reg_press(reg_page_handle h, const char *spec, char *err, size_t errlen)
         if (mods & modkeys[i].bit) {
             held |= modkeys[i].bit;
             rc = key_event(h, "rawKeyDown", modkeys[i].key, modkeys[i].code, modkeys[i].vk, NULL,
-                           held);
+                           held, 0);
         }
     if (rc == 0)
-        rc = key_event(h, t ? "keyDown" : "rawKeyDown", k.key, k.code, k.vk, t, mods);
+        rc = key_event(h, t ? "keyDown" : "rawKeyDown", k.key, k.code, k.vk, t, mods, 0);
     if (rc == 0)
-        rc = key_event(h, "keyUp", k.key, k.code, k.vk, NULL, mods);
+        rc = key_event(h, "keyUp", k.key, k.code, k.vk, NULL, mods, !mods);
     for (int i = 3; rc == 0 && i >= 0; i--)
         if (mods & modkeys[i].bit) {
             held &= ~modkeys[i].bit;
-            rc = key_event(h, "keyUp", modkeys[i].key, modkeys[i].code, modkeys[i].vk, NULL, held);
+            /* the last modifier released is the event waited for */
+            rc = key_event(h, "keyUp", modkeys[i].key, modkeys[i].code, modkeys[i].vk, NULL, held,
+                           !held);
         }
     return rc;
 }
@@ -224,9 +235,9 @@ static int type_char(reg_page_handle h, const char *one)
         return insert_text(h, one);
     }
     const char *name = vk == 13 ? "Enter" : vk == 9 ? "Tab" : key;
-    int rc = key_event(h, text ? "keyDown" : "rawKeyDown", name, code, vk, text, 0);
+    int rc = key_event(h, text ? "keyDown" : "rawKeyDown", name, code, vk, text, 0, 0);
     if (rc == 0)
-        rc = key_event(h, "keyUp", name, code, vk, NULL, 0);
+        rc = key_event(h, "keyUp", name, code, vk, NULL, 0, 1);
     return rc;
 }
 

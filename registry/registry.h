@@ -453,7 +453,8 @@ typedef struct reg_action_result {
     int has_point;
     double x, y;            /* click, hover: the point in CSS px */
     int has_scroll;
-    double sx, sy;          /* click, hover: the page's scroll as the pointer acted */
+    double sx, sy;          /* click, hover: the page's scroll as the pointer acted; fill: as
+                               the value was set */
     int healed;
     char healed_from[REG_REF_MAX];
     const char *healed_via;

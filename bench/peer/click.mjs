@@ -1,7 +1,10 @@
 // click.mjs [--quick] - Playwright's click by ref: page.ariaSnapshot({mode:
 // 'ai'}) for the refs, then page.getByRef(ref).click() on the target of
 // bench/pages/click.html, 10 warm-up clicks then 200 (30 with --quick) timed
-// ones; same Chromium binary and flags as floor.mjs. Prints one JSON object.
+// ones; same Chromium binary and flags as floor.mjs. Then, as many times,
+// getByRef(ref).fill('hello') and getByRef(ref).press('Enter') on the page's
+// text field (bench/gateway.c does the same through refgate). Prints one
+// JSON object.
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -30,18 +33,31 @@ try {
   await page.goto(`http://127.0.0.1:${server.address().port}/click.html`);
   const snap = await page.ariaSnapshot({ mode: 'ai' });
   const m = /button "Target" \[ref=([^\]]+)\]/.exec(snap);
-  if (!m) throw new Error('no ref for the target in the snapshot');
-  const times = [];
-  for (let i = 0; i < 10 + clicks; i++) {
-    const t0 = process.hrtime.bigint();
-    await page.getByRef(m[1]).click();
-    if (i >= 10) times.push(Number(process.hrtime.bigint() - t0) / 1e6);
-  }
+  const f = /textbox "Field" \[ref=([^\]]+)\]/.exec(snap);
+  if (!m || !f) throw new Error('no ref for the target or the field in the snapshot');
+  // 10 warm-ups then `clicks` timed runs of act(); sorted times [ms].
+  const timed = async (act) => {
+    const times = [];
+    for (let i = 0; i < 10 + clicks; i++) {
+      const t0 = process.hrtime.bigint();
+      await act();
+      if (i >= 10) times.push(Number(process.hrtime.bigint() - t0) / 1e6);
+    }
+    return times.sort((a, b) => a - b);
+  };
+  const summary = (times) => {
+    const pick = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
+    return { p50_ms: pick(0.5), p99_ms: pick(0.99), min_ms: times[0], max_ms: times[times.length - 1] };
+  };
+  const times = await timed(() => page.getByRef(m[1]).click());
   const counted = Number(await page.textContent('#count'));
-  times.sort((a, b) => a - b);
-  const pick = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
-  console.log(JSON.stringify({ ref: m[1], clicks, counted, p50_ms: pick(0.5), p99_ms: pick(0.99),
-                               min_ms: times[0], max_ms: times[times.length - 1] }));
+  const fills = await timed(() => page.getByRef(f[1]).fill('hello'));
+  const filled = Number(await page.textContent('#fills'));
+  const presses = await timed(() => page.getByRef(f[1]).press('Enter'));
+  const pressed = Number(await page.textContent('#presses'));
+  console.log(JSON.stringify({ ref: m[1], clicks, counted, ...summary(times),
+                               fill: { ref: f[1], n: clicks, counted: filled, ...summary(fills) },
+                               press: { ref: f[1], n: clicks, counted: pressed, ...summary(presses) } }));
 } finally {
   await browser.close();
   server.close();

@@ -436,6 +436,24 @@ function clickTable() {
   add('MCP browser_click, --timeout-settle 0', mcp?.nosettle?.click);
   printTable(['who', 'clicks', 'page counted', 'p50 [ms]', 'p99 [ms]', 'min', 'max'], rows);
   console.log('');
+  // fill and press on the same page's text field, as many times, in the same session or page.
+  const acts = [];
+  const addAct = (who, c) => {
+    if (!c) return;
+    acts.push([who, c.n ?? '-', `${c.counted ?? '-'}`, num(c.p50_ms), num(c.p99_ms), num(c.min_ms), num(c.max_ms)]);
+  };
+  addAct('refgate `fill @ref value "hello"`, through nginx', g?.fill);
+  addAct("Playwright getByRef().fill('hello')", pwClick?.fill);
+  addAct('refgate `press @ref key "Enter"`, through nginx', g?.press);
+  addAct("Playwright getByRef().press('Enter')", pwClick?.press);
+  if (acts.length) {
+    console.log('fill and press: the text field of the same page (it counts its input events and Enter keys), ' +
+                'as many times as the clicks, after 10 warm-ups; refgate in the click\'s session (bench/gateway.c), ' +
+                'Playwright on the click\'s page (bench/peer/click.mjs).');
+    console.log('');
+    printTable(['who', 'times', 'page counted', 'p50 [ms]', 'p99 [ms]', 'min', 'max'], acts);
+    console.log('');
+  }
 }
 
 function loopTable() {
@@ -734,8 +752,15 @@ function summary() {
   // Click.
   const gc = g?.click;
   const clickFig = (x) => (x ? fig(x.p50_ms, x.min_ms, x.max_ms) : undefined);
+  const p99Fig = (x) => (x ? fig(x.p99_ms) : undefined);
   if (gc) {
     add('click by ref p50, through nginx [ms]', clickFig(gc), 'Playwright getByRef().click()', clickFig(pwClick), { max: 0.1, text: 'at most 1/10' });
+    add('click by ref p99, through nginx [ms]', p99Fig(gc), 'Playwright getByRef().click()', p99Fig(pwClick), { max: 0.2, text: 'at most 1/5' });
+    for (const [k, what] of [['fill', 'fill'], ['press', 'press Enter']]) {
+      if (!gc[k]) continue;
+      add(`${what} by ref p50, through nginx [ms]`, clickFig(gc[k]), `Playwright getByRef().${k}()`, clickFig(pwClick?.[k]), { max: 0.1, text: 'at most 1/10' });
+      add(`${what} by ref p99, through nginx [ms]`, p99Fig(gc[k]), `Playwright getByRef().${k}()`, p99Fig(pwClick?.[k]), { max: 0.2, text: 'at most 1/5' });
+    }
     add('click by ref p50, through nginx [ms]', clickFig(gc), 'MCP browser_click', clickFig(mcp?.default?.click), { max: 0.1, text: 'at most 1/10' });
     if (mcp?.nosettle?.click) add('click by ref p50, through nginx [ms]', clickFig(gc), 'MCP browser_click, settle 0', clickFig(mcp.nosettle.click));
   }

@@ -320,6 +320,100 @@ static void test_ref_heals_by_testid(void **state)
     assert_string_equal(js(f, "String(window.healed)"), "2");
 }
 
+/*
+ * A ref's element is checked in the action's own page call (its identity
+ * compared with the registry's there), and only an exact match acts at
+ * once. A node that changed its label is still the ref's by the usual
+ * score, and is clicked once; a node that became another control is stale,
+ * and nothing is clicked. fill and press report the page's refusals as a
+ * call of their own would, and a refused press sends no key.
+ */
+static void test_ref_checked_in_the_action_call(void **state)
+{
+    (void)state;
+    pool_lease *l;
+    char url[256], err[256];
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &l, NULL), 0);
+    reg_page_handle h;
+    reg_world *world;
+    assert_int_equal(page_handle(l, &h, &world), 0);
+    assert_int_equal(page_navigate(h.conn, h.session,
+                                   httpd_url(chrome.pages, "/act-identity.html", url, sizeof url)),
+                     0);
+    reg_store *store = reg_store_mem_new();
+    reg_page *pg;
+    assert_int_equal(reg_page_new(store, "t:s:ident", NULL, &pg), 0);
+    reg_observation o;
+    assert_int_equal(reg_observe(pg, h, NULL, &o), 0);
+    char archive[REG_REF_MAX], other[REG_REF_MAX], ro[REG_REF_MAX], off[REG_REF_MAX],
+        name[REG_REF_MAX];
+    snprintf(archive, sizeof archive, "%s", expect_ref(&o, "button", "Archive"));
+    snprintf(other, sizeof other, "%s", expect_ref(&o, "button", "Other"));
+    snprintf(ro, sizeof ro, "%s", expect_ref(&o, "textbox", "Locked"));
+    snprintf(off, sizeof off, "%s", expect_ref(&o, "textbox", "Off"));
+    snprintf(name, sizeof name, "%s", expect_ref(&o, "textbox", "Name"));
+    reg_observation_free(&o);
+    char v[64];
+#define PAGE(expr) (assert_int_equal(page_eval(h.conn, h.session, expr, v, sizeof v), 0), v)
+
+    reg_action a = {.op = REG_OP_CLICK, .target = archive, .timeout_ms = 2000};
+    reg_action_result r;
+    assert_int_equal(reg_act(pg, h, &a, &r, err, sizeof err), 0);
+    assert_string_equal(r.ref, archive);
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("String(window.archived)"), "1");
+
+    /* A new label on the same node: still the ref's element, clicked once. */
+    PAGE("morph('rename'), 'ok'");
+    assert_int_equal(reg_act(pg, h, &a, &r, err, sizeof err), 0);
+    assert_string_equal(r.ref, archive);
+    assert_false(r.healed);
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("String(window.archived)"), "2");
+
+    /* The node became another control: stale, and nothing is clicked. */
+    PAGE("morph('other'), 'ok'");
+    assert_int_equal(reg_act(pg, h, &a, &r, err, sizeof err), RG_ESTALE);
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("String(window.archived)"), "2");
+    assert_string_equal(PAGE("String(window.others || 0)"), "0");
+
+    /* fill: the page's refusal, as a call of its own gives it. */
+    reg_action f = {.op = REG_OP_FILL, .target = other, .value = "x", .timeout_ms = 2000};
+    assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), RG_EBADREQ);
+    assert_non_null(strstr(err, "not an <input>"));
+    reg_action_result_free(&r);
+    f.target = ro;
+    assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), RG_EBADREQ);
+    assert_non_null(strstr(err, "read-only"));
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("document.getElementById('ro').value"), "kept");
+    f.target = name;
+    f.value = "Ada";
+    assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("document.getElementById('name').value"), "Ada");
+
+    /* press: a disabled field is refused and gets no key; an enabled one gets it. */
+    reg_action p = {.op = REG_OP_PRESS, .target = off, .key = "Shift+b", .timeout_ms = 300};
+    assert_int_equal(reg_act(pg, h, &p, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("String(window.keys || 0)"), "0");
+    p.target = name;
+    p.timeout_ms = 2000;
+    assert_int_equal(reg_act(pg, h, &p, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("document.getElementById('name').value"), "AdaB");
+    /* Shift down, then b: two keydowns, in order, before the reply. */
+    assert_string_equal(PAGE("String(window.keys)"), "2");
+#undef PAGE
+
+    reg_page_free(pg);
+    reg_store_free(store);
+    reg_world_free(world);
+    pool_release(l);
+}
+
 static void test_ambiguous_nth_and_no_match(void **state)
 {
     struct fx *f = *state;
@@ -469,6 +563,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_gone_element_is_stale_and_nothing_is_clicked, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ref_heals_by_testid, setup, teardown),
+        cmocka_unit_test(test_ref_checked_in_the_action_call),
         cmocka_unit_test_setup_teardown(test_ambiguous_nth_and_no_match, setup, teardown),
         cmocka_unit_test_setup_teardown(test_disabled_and_covered_are_not_actionable, setup,
                                         teardown),

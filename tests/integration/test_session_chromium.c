@@ -72,7 +72,8 @@ static const char ckpt_html[] =
     "<!doctype html><title>Before</title>"
     "<button onclick=\"document.title='Renamed';history.pushState(null,'','#renamed')\">"
     "Rename</button><button>Top</button>"
-    "<div style=height:4000px></div><button>Down</button><div style=height:2000px></div>";
+    "<div style=height:4000px></div><button>Down</button><div style=height:2000px></div>"
+    "<input aria-label=Far><div style=height:2000px></div>";
 
 static void write_page(const char *name, const char *html)
 {
@@ -269,14 +270,19 @@ static pid_t run_child(const char *mode, char *line1, size_t n1, char *line2, si
 /* ---- tests ---- */
 
 /*
- * A click as the gateway runs it: the action, the scroll it saw handed to
- * the session, the light checkpoint. What the checkpoint wrote must be the
- * page's URL, title and scroll after it, even though it need not ask the page.
+ * A click (or a fill, with value) as the gateway runs it: the action, the
+ * scroll it saw handed to the session, the light checkpoint. What the
+ * checkpoint wrote must be the page's URL, title and scroll after it, even
+ * though it need not ask the page.
  */
-static void click_and_done(const char *sid, const char *ref, char *scroll_y, size_t len)
+static void act_and_done(const char *sid, const char *ref, const char *value, char *scroll_y,
+                         size_t len)
 {
     sess *s = open_s(mgr, sid, NULL);
-    reg_action a = {.op = REG_OP_CLICK, .target = ref, .timeout_ms = 3000};
+    reg_action a = {.op = value ? REG_OP_FILL : REG_OP_CLICK,
+                    .target = ref,
+                    .value = value,
+                    .timeout_ms = 3000};
     reg_action_result r = {0};
     char err[256];
     assert_int_equal(reg_act(sess_registry(s), sess_handle(s), &a, &r, err, sizeof err), 0);
@@ -292,13 +298,14 @@ static void test_light_checkpoint_follows_the_page(void **state)
     (void)state;
     write_page("ckpt.html", ckpt_html);
     sess *s = create(mgr, "ckpt.html");
-    char sid[64], rename[REG_REF_MAX], top[REG_REF_MAX], down[REG_REF_MAX];
+    char sid[64], rename[REG_REF_MAX], top[REG_REF_MAX], down[REG_REF_MAX], far[REG_REF_MAX];
     snprintf(sid, sizeof sid, "%s", sess_id(s));
     reg_observation o;
     observe(s, &o);
     snprintf(rename, sizeof rename, "%s", expect_ref(&o, "button", "Rename"));
     snprintf(top, sizeof top, "%s", expect_ref(&o, "button", "Top"));
     snprintf(down, sizeof down, "%s", expect_ref(&o, "button", "Down"));
+    snprintf(far, sizeof far, "%s", expect_ref(&o, "textbox", "Far"));
     reg_observation_free(&o);
     sess_done(s, 0);
     char v[256], y[32];
@@ -306,15 +313,21 @@ static void test_light_checkpoint_follows_the_page(void **state)
     assert_string_equal(v, "Before");
 
     /* The click scrolled the page to reach its target: the checkpoint has the new scroll. */
-    click_and_done(sid, down, y, sizeof y);
+    act_and_done(sid, down, NULL, y, sizeof y);
     assert_true(atoi(y) > 1000);
+    meta_field(sid, "sy", v, sizeof v);
+    assert_string_equal(v, y);
+    /* So did a fill, further down. */
+    int before = atoi(y);
+    act_and_done(sid, far, "deep", y, sizeof y);
+    assert_true(atoi(y) > before + 1000);
     meta_field(sid, "sy", v, sizeof v);
     assert_string_equal(v, y);
 
     /* A click that renames the page and moves its URL, then one that changes neither:
        the checkpoint has the page's title, URL and scroll, not what it held before. */
-    click_and_done(sid, rename, y, sizeof y);
-    click_and_done(sid, top, y, sizeof y);
+    act_and_done(sid, rename, NULL, y, sizeof y);
+    act_and_done(sid, top, NULL, y, sizeof y);
     meta_field(sid, "title", v, sizeof v);
     assert_string_equal(v, "Renamed");
     meta_field(sid, "url", v, sizeof v);
