@@ -176,20 +176,14 @@ static void read_text(const char *sid, const char *target, char *out, size_t len
     cJSON_Delete(r);
 }
 
+/* A sample's sum over both workers (-1 from a worker: none there). */
 static double metric(const char *name)
 {
-    /* Both workers' sum: nginx has no /metrics of all, ask each over FastCGI. */
     double sum = 0;
     for (int i = 1; i <= 2; i++) {
-        const char *params[] = {"REQUEST_METHOD=GET", "SCRIPT_NAME=/metrics",
-                                "DOCUMENT_URI=/metrics", "REQUEST_URI=/metrics", NULL};
-        http_resp r;
-        assert_int_equal(fcgi_request(stack_fcgi_port(gw.st, i), params, NULL, 0, &r), 0);
-        rg_buf_puts(&r.body, "");
-        double v = metric_value(r.body.data, name);
+        double v = stack_metric(gw.st, i, name);
         if (v > 0)
             sum += v;
-        rg_buf_destroy(&r.body);
     }
     return sum;
 }
@@ -428,21 +422,6 @@ static void test_frames_and_input(void **state)
 
 /* ---- a viewer that never reads ---- */
 
-/* The resident memory (kB) of worker i. */
-static long rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kb;
-}
-
 static void test_slow_viewer(void **state)
 {
     (void)state;
@@ -484,14 +463,14 @@ static void test_slow_viewer(void **state)
             next_msg(fast, 0, "never", 1000, &frames);
     }
     pid_t pid = stack_worker_pid(gw.st, wi);
-    long rss1 = rss_kb(pid);
+    long rss1 = proc_rss_kb(pid);
     double heap1 = metric("refgate_heap_in_use_bytes");
     double dropped1 = metric("refgate_view_frames_total{result=\"dropped\"}");
     int more = frames + 120;
     int64_t deadline = rg_now_ms() + 120000;
     while (frames < more && rg_now_ms() < deadline)
         next_msg(fast, 0, "never", 1000, &frames);
-    long rss2 = rss_kb(pid);
+    long rss2 = proc_rss_kb(pid);
     double heap2 = metric("refgate_heap_in_use_bytes");
     double held = metric("refgate_view_frame_bytes");
     double dropped2 = metric("refgate_view_frames_total{result=\"dropped\"}");
