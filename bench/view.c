@@ -237,9 +237,11 @@ int main(int argc, char **argv)
     wsc_close(fast);
     if (ok < 0)
         goto out;
-    printf("{\"page\":\"%s\",\"clicks\":%d,\"sub_args\":\"%s\",\"click_ms\":{",
-           spin ? "live.html?spin=1" : "live.html", n,
-           getenv("VIEW_SUB_ARGS") ? getenv("VIEW_SUB_ARGS") : "");
+    printf("{\"page\":\"%s\",\"clicks\":%d,\"sub_args\":\"",
+           spin ? "live.html?spin=1" : "live.html", n);
+    for (const char *q = getenv("VIEW_SUB_ARGS"); q && *q; q++)
+        printf("%s%c", *q == '"' || *q == '\\' ? "\\" : "", *q);
+    printf("\",\"click_ms\":{");
     const char *names[] = {"no_viewer", "not_reading_1", "not_reading_2", "not_reading_3",
                            "reading"};
     struct phase *ps[] = {&none, &stuck[0], &stuck[1], &stuck[2], &live};

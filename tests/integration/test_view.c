@@ -13,7 +13,8 @@
  *   a read-only token's input is refused and changes nothing;
  * - a viewer that never reads: its frames are dropped (the metric rises),
  *   the worker's memory stays bounded while a reading viewer goes on
- *   receiving frames;
+ *   receiving frames; alone, it is written one frame and the page stops
+ *   capturing for it while the agent's commands go on, until it reads again;
  * - the viewer page (tests/view/viewer.mjs, playwright-core on Debian's
  *   Chromium): frames on its canvas, a click on the canvas counts, typing
  *   reaches a field, a read-only link changes nothing, bad links are
@@ -497,6 +498,63 @@ static void test_slow_viewer(void **state)
     close_session(sid);
 }
 
+/*
+ * A viewer that subscribes and never reads again, alone on a page that
+ * never stops repainting: the worker writes it one frame (the one it has
+ * not read) and no more, the page stops capturing for it instead of
+ * capturing on and dropping, the agent's commands go on as before, and once
+ * the viewer reads again the frames flow again.
+ */
+static void test_stalled_viewer(void **state)
+{
+    (void)state;
+    char sid[64], tok[256], text[64];
+    create("/live.html?spin=1", sid);
+    token_for(sid, 0, 600, tok, sizeof tok, NULL, 0);
+    double sent0 = metric("refgate_view_frames_total{result=\"sent\"}");
+    int status;
+    wsc *w = open_view(0, sid, tok, &status);
+    assert_non_null(w);
+    /* Not even the reply is read. */
+    send_cmd(w, "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"screencast\"]}}");
+    int64_t deadline = rg_now_ms() + 60000;
+    while (metric("refgate_view_frames_total{result=\"sent\"}") <= sent0 && rg_now_ms() < deadline)
+        rg_sleep_ms(50);
+    double sent1 = metric("refgate_view_frames_total{result=\"sent\"}");
+    double dropped1 = metric("refgate_view_frames_total{result=\"dropped\"}");
+    assert_true(sent1 > sent0); /* its first frame went */
+
+    /* The agent works on: 30 clicks, each one repaints the page too. */
+    for (int i = 0; i < 30; i++)
+        cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#count\"}}"));
+    read_text(sid, "css:#n", text, sizeof text);
+    assert_string_equal(text, "30");
+    double sent2 = metric("refgate_view_frames_total{result=\"sent\"}");
+    double dropped2 = metric("refgate_view_frames_total{result=\"dropped\"}");
+    if (getenv("RG_DEBUG"))
+        fprintf(stderr, "stalled viewer: sent %.0f -> %.0f -> %.0f, dropped %.0f -> %.0f\n",
+                sent0, sent1, sent2, dropped1, dropped2);
+    /* One unread frame is all it was written: the ping behind it is not
+       answered. And the page stopped capturing for it: the frames that came
+       after are the few already captured when it stopped, not one for each
+       of the page's paints. */
+    assert_true(sent2 - sent0 <= 1);
+    assert_true(dropped2 - dropped1 <= 3);
+
+    /* It reads again: the frame it had not read, then new ones. */
+    int frames = 0;
+    cJSON *r = next_msg(w, 1, NULL, 15000, &frames);
+    assert_non_null(r);
+    assert_true(reply_ok(r));
+    cJSON_Delete(r);
+    while (frames < 5 && next_msg(w, 0, "never", 15000, &frames) == NULL && frames < 5) {
+    }
+    assert_true(frames >= 5);
+    assert_true(metric("refgate_view_frames_total{result=\"sent\"}") >= sent2 + 4);
+    wsc_close(w);
+    close_session(sid);
+}
+
 /* ---- the viewer page in a browser ---- */
 
 static void test_viewer_page(void **state)
@@ -547,9 +605,10 @@ int main(void)
         cmocka_unit_test(test_token_refusals),
         cmocka_unit_test(test_frames_and_input),
         cmocka_unit_test(test_slow_viewer),
+        cmocka_unit_test(test_stalled_viewer),
         cmocka_unit_test(test_viewer_page),
     };
-    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc = FX_RUN("test_view", tests, NULL, NULL);
     fx_stack_stop(&gw);
     return rc;
 }
