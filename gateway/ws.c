@@ -45,6 +45,9 @@
 #define CONNS_MAX 512
 #define STOP_WAIT_MS 30000
 #define CAST_SYNC_MS 10000 /* starting or stopping a screencast waits this long for the session */
+/* A running capture with a reader and no frame for this long is started
+   again (a no-op unless a pause raced past the start that should end it). */
+#define CAST_CHECK_US 2000000
 
 enum {
     EV_NAVIGATION = 1,
@@ -75,6 +78,7 @@ struct castsess {
     int paused;     /* the capture is stopped (sess_cast_pause) until cast_tick starts it */
     int64_t win_us; /* the cap's current window began then (rg_now_us) */
     int win_frames; /* frames captured in it */
+    int64_t last_us; /* the last frame came, or the capture was last started, then */
     struct castsess *next;
 };
 
@@ -350,7 +354,7 @@ static cJSON *cast_subscribe(struct gw_ws *ws, struct wsconn *c, const cJSON *sc
         struct castsess *cs = castsess_find(ws, c->tenant, c->sid, 0);
         if (cs) {
             cs->paused = 0;
-            cs->win_us = rg_now_us();
+            cs->win_us = cs->last_us = rg_now_us();
             cs->win_frames = 0;
         }
         pthread_mutex_unlock(&ws->mu);
@@ -689,7 +693,10 @@ static void received(struct gw_ws *ws, struct wsconn *c, struct lws *wsi, const 
  * keeps streaming and costs nothing), and whenever a frame comes while no
  * subscriber can take one (all wait for the pong behind their last frame);
  * cast_tick starts it again once the window is over and a subscriber can
- * take a frame.
+ * take a frame. (And every CAST_CHECK_US without a frame while a subscriber
+ * could take one, in case a pause decided on the reader thread reached the
+ * page after the start that was to end it: sess_cast_pause does nothing
+ * when the page already streams.)
  */
 static int64_t cast_window_us(const struct castsess *cs)
 {
@@ -721,8 +728,9 @@ static void cast_tick(struct gw_ws *ws)
     pthread_mutex_lock(&ws->mu);
     int destroying = ws->destroying;
     for (struct castsess *cs = ws->casts; cs; cs = cs->next) {
-        int64_t at = cs->win_us + cast_window_us(cs);
-        int resume = cs->paused && cast_ready(ws, cs->tenant, cs->sid);
+        int ready = cast_ready(ws, cs->tenant, cs->sid);
+        int64_t at = cs->paused ? cs->win_us + cast_window_us(cs) : cs->last_us + CAST_CHECK_US;
+        int resume = ready;
         if (resume && now < at) {
             if (!wake || at < wake)
                 wake = at;
@@ -741,9 +749,12 @@ static void cast_tick(struct gw_ws *ws)
         out[n++].resume = resume;
         cs->due = 0;
         if (resume) {
+            if (cs->paused) {
+                cs->win_us = now;
+                cs->win_frames = 0;
+            }
             cs->paused = 0;
-            cs->win_us = now;
-            cs->win_frames = 0;
+            cs->last_us = now;
         }
     }
     pthread_mutex_unlock(&ws->mu);
@@ -793,10 +804,9 @@ static int has_output(const struct wsconn *c)
  * ping behind the previous one. So a client holds at most one frame it has
  * not read, wherever the bytes sit (the worker's socket, nginx, its own),
  * and a client that stops reading gets no more: its slot keeps the newest.
- * The page hears, paced, that the frames written are done with (this one,
- * and those it replaced) once the ping is answered, or at once when another
- * subscriber of the session can take frames: so the page stops capturing
- * when no subscriber reads.
+ * The page hears that the frames written are done with (this one, and
+ * those it replaced) once the ping is answered, or at once when another
+ * subscriber of the session can take frames.
  */
 static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
 {
@@ -1209,6 +1219,7 @@ static void cast_frame(gw *g, const char *tid, const char *sid, cJSON *data)
         cs->ack_id = ack_id;
         cs->unacked++;
         int64_t now = rg_now_us();
+        cs->last_us = now;
         if (now - cs->win_us >= cast_window_us(cs)) {
             cs->win_us = now;
             cs->win_frames = 0;
