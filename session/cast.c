@@ -5,9 +5,15 @@
  * it, its frames handed to cfg.on_event as "frame" events, and their acks
  * sent back to the page from whatever thread sent the frame.
  *
- * Chromium captures a frame only while fewer than two are unacknowledged,
- * so no queue grows in the browser: the gateway acks each frame once it was
- * written to a viewer or given up for a newer one.
+ * Chromium sends a frame only while fewer than two are unacknowledged, so
+ * no queue grows in the browser: the gateway acks each frame once it was
+ * written to a viewer or given up for a newer one. But a running screencast
+ * captures (reads back and encodes) every frame the page paints, acked or
+ * not: that is what watching costs the page. So the gateway also pauses the
+ * capture (sess_cast_pause: Page.stopScreencast, and Page.startScreencast
+ * with the same settings again) while no viewer can take a frame and beyond
+ * its frame-rate cap. sess_cast_apply leaves a paused stream paused unless
+ * its settings change.
  *
  * Tabs: the screencast follows the active tab (cast_page). sess_cast_apply
  * runs at the end of every command, so after a tab.select, a tab.new or
