@@ -57,18 +57,35 @@ static int command(int *fd, const char *body, rg_buf *out)
     return rc;
 }
 
-static long rss_kb(pid_t pid)
+/* What a phase of clicks saw: p50, p90 (ms), its seconds, the worker's frames sent and dropped. */
+struct phase {
+    double p50, p90, s, sent, dropped;
+};
+
+static double frames(const char *result)
 {
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kb;
+    char name[64];
+    snprintf(name, sizeof name, "refgate_view_frames_total{result=\"%s\"}", result);
+    double v = stack_metric(st.st, 1, name);
+    return v > 0 ? v : 0;
+}
+
+static int clicks(int n, double out[2]);
+
+/* Times n clicks (after 10 warm-up ones) into *ph. */
+static int phase(int n, struct phase *ph)
+{
+    double sent = frames("sent"), dropped = frames("dropped");
+    int64_t t0 = rg_now_us();
+    double o[2];
+    if (clicks(n, o) < 0)
+        return -1;
+    ph->p50 = o[0];
+    ph->p90 = o[1];
+    ph->s = (double)(rg_now_us() - t0) / 1e6;
+    ph->sent = frames("sent") - sent;
+    ph->dropped = frames("dropped") - dropped;
+    return 0;
 }
 
 /* Times n clicks (after 10 warm-up ones): p50 and p90 in ms into out[0..1]. */
@@ -189,24 +206,24 @@ int main(int argc, char **argv)
     snprintf(tok, sizeof tok, "%.*s", (int)strcspn(p + 9, "\""), p + 9);
     close(fd);
 
-    double none[2], stuck[2], live[2];
+    struct phase none, stuck[3], live;
     fprintf(stderr, "view: %d clicks with no viewer\n", n);
-    if (clicks(n, none) < 0)
+    if (phase(n, &none) < 0)
         goto out;
-    long rss0 = rss_kb(worker);
+    long rss[4];
+    rss[0] = proc_rss_kb(worker);
     wsc *slow = viewer(tok);
     if (!slow)
         goto out;
-    fprintf(stderr, "view: %d clicks with a viewer that never reads\n", n);
-    if (clicks(n, stuck) < 0)
-        goto out;
-    long rss1 = rss_kb(worker);
-    if (clicks(n, stuck + 0) < 0) /* as many again: does memory keep growing? */
-        goto out;
-    double stuck2[2] = {stuck[0], stuck[1]};
-    if (clicks(n, stuck2) < 0)
-        goto out;
-    long rss2 = rss_kb(worker);
+    /* Three batches with the viewer that never reads: the first until the
+       buffers between it and the worker are full, the third reported. */
+    for (int i = 0; i < 3; i++) {
+        fprintf(stderr, "view: %d clicks with a viewer that never reads (%d of 3)\n", n, i + 1);
+        if (phase(n, &stuck[i]) < 0)
+            goto out;
+        rss[i + 1] = proc_rss_kb(worker);
+    }
+    double held = stack_metric(st.st, 1, "refgate_view_frame_bytes");
     wsc_close(slow);
     wsc *fast = viewer(NULL);
     if (!fast)
@@ -214,22 +231,29 @@ int main(int argc, char **argv)
     pthread_t th;
     pthread_create(&th, NULL, reader_main, fast);
     fprintf(stderr, "view: %d clicks with a viewer that reads every frame\n", n);
-    int ok = clicks(n, live);
+    int ok = phase(n, &live);
     reading = 0;
     pthread_join(th, NULL);
     wsc_close(fast);
     if (ok < 0)
         goto out;
-    printf("{\"page\":\"%s\",\"clicks\":%d,"
-           "\"click_ms\":{\"no_viewer\":{\"p50\":%.2f,\"p90\":%.2f},"
-           "\"viewer_not_reading\":{\"p50\":%.2f,\"p90\":%.2f},"
-           "\"viewer_reading\":{\"p50\":%.2f,\"p90\":%.2f,\"frames\":%ld}},"
-           "\"p50_ratio\":{\"not_reading\":%.3f,\"reading\":%.3f},"
-           "\"worker_rss_kb\":{\"before_viewer\":%ld,\"after_%d_clicks_not_reading\":%ld,"
-           "\"after_%d_clicks_not_reading\":%ld}}\n",
-           spin ? "live.html?spin=1" : "live.html", n, none[0], none[1], stuck2[0], stuck2[1],
-           live[0], live[1], frames_read, stuck2[0] / none[0], live[0] / none[0], rss0, n, rss1,
-           3 * n, rss2);
+    printf("{\"page\":\"%s\",\"clicks\":%d,\"sub_args\":\"",
+           spin ? "live.html?spin=1" : "live.html", n);
+    for (const char *q = getenv("VIEW_SUB_ARGS"); q && *q; q++)
+        printf("%s%c", *q == '"' || *q == '\\' ? "\\" : "", *q);
+    printf("\",\"click_ms\":{");
+    const char *names[] = {"no_viewer", "not_reading_1", "not_reading_2", "not_reading_3",
+                           "reading"};
+    struct phase *ps[] = {&none, &stuck[0], &stuck[1], &stuck[2], &live};
+    for (int i = 0; i < 5; i++)
+        printf("%s\"%s\":{\"p50\":%.2f,\"p90\":%.2f,\"s\":%.1f,\"frames_sent\":%.0f,"
+               "\"frames_dropped\":%.0f}",
+               i ? "," : "", names[i], ps[i]->p50, ps[i]->p90, ps[i]->s, ps[i]->sent,
+               ps[i]->dropped);
+    printf("},\"frames_read\":%ld,\"p50_ratio\":{\"not_reading\":%.3f,\"reading\":%.3f},"
+           "\"worker_rss_kb\":[%ld,%ld,%ld,%ld],\"frame_bytes_held\":%.0f}\n",
+           frames_read, stuck[2].p50 / none.p50, live.p50 / none.p50, rss[0], rss[1], rss[2],
+           rss[3], held);
     rc = 0;
 out:
     rg_buf_destroy(&b);

@@ -196,6 +196,10 @@ int gw_ws_cast_wanted(void *ud, const char *tid, const char *sid, sess_cast_opts
 #define GW_VIEW_TOKEN_MAX 200     /* a token's length at most */
 #define GW_VIEW_TTL_DEFAULT_S 600
 #define GW_VIEW_TTL_MAX_S 3600
+/* The screencast's frame-rate cap (subscribe's max_fps): the page is told a
+   frame is done no more often than this, so it captures no more often. */
+#define GW_CAST_FPS_DEFAULT 10
+#define GW_CAST_FPS_MAX 30
 
 /** What a view token says (gw_view_token_parse). */
 typedef struct gw_view_claims {

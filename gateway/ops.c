@@ -810,17 +810,21 @@ static int op_subscribe(gw_cmd *c)
     const char *fmt = gw_arg_str(c, "format");
     int quality = gw_arg_int(c, "quality", 60);
     int mw = gw_arg_int(c, "max_width", 1280), mh = gw_arg_int(c, "max_height", 800);
+    int fps = gw_arg_int(c, "max_fps", GW_CAST_FPS_DEFAULT);
     if ((fmt || gw_has_arg(c, "quality") || gw_has_arg(c, "max_width") ||
-         gw_has_arg(c, "max_height")) &&
+         gw_has_arg(c, "max_height") || gw_has_arg(c, "max_fps")) &&
         !cast)
         return gw_fail(c, RG_EBADREQ,
-                       "args.format, quality, max_width and max_height go with screencast");
+                       "args.format, quality, max_width, max_height and max_fps "
+                       "go with screencast");
     if (fmt && strcmp(fmt, "jpeg") && strcmp(fmt, "png"))
         return gw_fail(c, RG_EBADREQ, "args.format must be jpeg or png");
     if (quality < 1 || quality > 100)
         return gw_fail(c, RG_EBADREQ, "args.quality must be from 1 to 100");
     if (mw < 16 || mw > 4096 || mh < 16 || mh > 4096)
         return gw_fail(c, RG_EBADREQ, "args.max_width and max_height must be from 16 to 4096");
+    if (fps < 1 || fps > GW_CAST_FPS_MAX)
+        return gw_fail(c, RG_EBADREQ, "args.max_fps must be from 1 to %d", GW_CAST_FPS_MAX);
     /* The WebSocket side records the subscription from the reply. */
     c->result = cJSON_CreateObject();
     cJSON_AddItemToObject(c->result, "events", cJSON_Duplicate(ev, 1));
@@ -830,6 +834,7 @@ static int op_subscribe(gw_cmd *c)
         cJSON_AddNumberToObject(sc, "quality", quality);
         cJSON_AddNumberToObject(sc, "max_width", mw);
         cJSON_AddNumberToObject(sc, "max_height", mh);
+        cJSON_AddNumberToObject(sc, "max_fps", fps);
     }
     return 0;
 }

@@ -45,6 +45,9 @@
 #define CONNS_MAX 512
 #define STOP_WAIT_MS 30000
 #define CAST_SYNC_MS 10000 /* starting or stopping a screencast waits this long for the session */
+/* A running capture with a reader and no frame for this long is started
+   again (a no-op unless a pause raced past the start that should end it). */
+#define CAST_CHECK_US 2000000
 
 enum {
     EV_NAVIGATION = 1,
@@ -67,8 +70,15 @@ struct sframe {
 struct castsess {
     char tenant[SESS_TENANT_MAX];
     char sid[SESS_ID_MAX];
-    int ack_id;   /* the stream's id for Page.screencastFrameAck */
-    int unacked;  /* frames received and not yet acknowledged */
+    int ack_id;     /* the stream's id for Page.screencastFrameAck */
+    int unacked;    /* frames received, not yet written to a client nor replaced */
+    int held;       /* frames written whose acks wait: no subscriber has confirmed one */
+    int due;        /* frames done with whose acks are to be sent (cast_tick) */
+    int max_fps;    /* the frame-rate cap: the first subscriber's */
+    int paused;     /* the capture is stopped (sess_cast_pause) until cast_tick starts it */
+    int64_t win_us; /* the cap's current window began then (rg_now_us) */
+    int win_frames; /* frames captured in it */
+    int64_t last_us; /* the last frame came, or the capture was last started, then */
     struct castsess *next;
 };
 
@@ -93,9 +103,13 @@ struct wsconn {
     /* guarded by ws->mu */
     int cast;                 /* subscribed to the screencast */
     sess_cast_opts cast_opts;
-    struct sframe *slot;      /* the newest unsent frame */
-    int ending;               /* 1: the session closed, 2: the token expired: close once the
-                                 outbox is sent */
+    int max_fps;         /* the frame-rate cap it asked for */
+    int awaiting;        /* a frame was written and the ping behind it not answered */
+    int ping_due;        /* that ping is to be written next */
+    uint32_t ping_seq;   /* the last ping's payload */
+    struct sframe *slot; /* the newest unsent frame */
+    int ending;          /* 1: the session closed, 2: the token expired: close once the
+                            outbox is sent */
     struct frame *in_head, *in_tail;
     int n_in;
     struct frame *out_head, *out_tail;
@@ -135,6 +149,7 @@ struct gw_ws {
     pthread_cond_t idle;
     struct wsconn *conns;
     struct castsess *casts;
+    lws_sorted_usec_list_t tick; /* service thread: the next cast_tick */
     int n_conns, n_runners;
     int stop;
     int destroying; /* the context is going: nobody may wake it */
@@ -294,6 +309,8 @@ static void send_acks(gw *g, const char *tid, const char *sid, int ack_id, int n
         sess_cast_ack(g->sessions, tid, sid, ack_id);
 }
 
+static void cast_settle(struct gw_ws *ws, const char *tid, const char *sid);
+
 /* 1 when a connection other than except still wants the session's frames (ws->mu held). */
 static int cast_others(struct gw_ws *ws, const struct wsconn *except)
 {
@@ -318,16 +335,32 @@ static cJSON *cast_subscribe(struct gw_ws *ws, struct wsconn *c, const cJSON *sc
     o.quality = cJSON_GetObjectItemCaseSensitive(sc, "quality")->valueint;
     o.max_width = cJSON_GetObjectItemCaseSensitive(sc, "max_width")->valueint;
     o.max_height = cJSON_GetObjectItemCaseSensitive(sc, "max_height")->valueint;
+    const cJSON *fps = cJSON_GetObjectItemCaseSensitive(sc, "max_fps");
     pthread_mutex_lock(&ws->mu);
     if (!c->cast)
         ws->g->m.viewers++;
     c->cast = 1;
     c->cast_opts = o;
+    c->max_fps = cJSON_IsNumber(fps) && fps->valueint > 0 ? fps->valueint : GW_CAST_FPS_DEFAULT;
+    cast_settle(ws, c->tenant, c->sid); /* frames held for stuck subscribers: this one reads */
     pthread_mutex_unlock(&ws->mu);
+    wake(ws); /* the service thread sends the acks now due */
     char err[256] = "";
     int rc = sess_cast_sync(ws->g->sessions, c->tenant, c->sid, CAST_SYNC_MS, err, sizeof err);
-    if (rc == 0)
+    if (rc == 0) {
+        /* A new viewer gets a frame at once, also of a capture paused for
+           the others (the frame-rate cap's window starts again). */
+        pthread_mutex_lock(&ws->mu);
+        struct castsess *cs = castsess_find(ws, c->tenant, c->sid, 0);
+        if (cs) {
+            cs->paused = 0;
+            cs->win_us = cs->last_us = rg_now_us();
+            cs->win_frames = 0;
+        }
+        pthread_mutex_unlock(&ws->mu);
+        sess_cast_pause(ws->g->sessions, c->tenant, c->sid, 0);
         return reply;
+    }
     pthread_mutex_lock(&ws->mu);
     if (c->cast)
         ws->g->m.viewers--;
@@ -353,7 +386,7 @@ static void cast_leave(struct gw_ws *ws, struct wsconn *c)
                 if (!strcmp((*pp)->sid, c->sid) && !strcmp((*pp)->tenant, c->tenant)) {
                     struct castsess *cs = *pp;
                     *pp = cs->next;
-                    owed = cs->unacked;
+                    owed = cs->unacked + cs->held + cs->due;
                     ack_id = cs->ack_id;
                     free(cs);
                     break;
@@ -652,32 +685,161 @@ static void received(struct gw_ws *ws, struct wsconn *c, struct lws *wsi, const 
 }
 
 /*
- * Writes one frame: a reply or event first, else the screencast slot's
- * frame, after which the page hears that every frame it sent so far is done
- * with (this one, and those it replaced).
+ * The frame-rate cap. While a screencast runs, Chromium captures every frame
+ * the page paints, acknowledged or not, and that capture is what a viewer
+ * costs the page. So the capture is stopped (sess_cast_pause) for the rest
+ * of a window of 2/max_fps seconds once two frames came in it (a start
+ * captures one at once, even of a page that does not change: a still page
+ * keeps streaming and costs nothing), and whenever a frame comes while no
+ * subscriber can take one (all wait for the pong behind their last frame);
+ * cast_tick starts it again once the window is over and a subscriber can
+ * take a frame. (And every CAST_CHECK_US without a frame while a subscriber
+ * could take one, in case a pause decided on the reader thread reached the
+ * page after the start that was to end it: sess_cast_pause does nothing
+ * when the page already streams.)
+ */
+static int64_t cast_window_us(const struct castsess *cs)
+{
+    return 2000000 / (cs->max_fps > 0 ? cs->max_fps : GW_CAST_FPS_DEFAULT);
+}
+
+/* 1 when a subscriber of the session can take a frame now (ws->mu held). */
+static int cast_ready(struct gw_ws *ws, const char *tid, const char *sid)
+{
+    for (struct wsconn *o = ws->conns; o; o = o->next)
+        if (o->cast && !o->closed && !o->ending && !o->awaiting && !strcmp(o->sid, sid) &&
+            !strcmp(o->tenant, tid))
+            return 1;
+    return 0;
+}
+
+static void tick_cb(lws_sorted_usec_list_t *sul);
+
+/* Sends the acks due and starts the paused captures whose time came. Service thread. */
+static void cast_tick(struct gw_ws *ws)
+{
+    enum { BATCH = 16 };
+    struct {
+        char tenant[SESS_TENANT_MAX], sid[SESS_ID_MAX];
+        int ack_id, acks, resume;
+    } out[BATCH];
+    int n = 0;
+    int64_t now = rg_now_us(), wake = 0;
+    pthread_mutex_lock(&ws->mu);
+    int destroying = ws->destroying;
+    for (struct castsess *cs = ws->casts; cs; cs = cs->next) {
+        int ready = cast_ready(ws, cs->tenant, cs->sid);
+        int64_t at = cs->paused ? cs->win_us + cast_window_us(cs) : cs->last_us + CAST_CHECK_US;
+        int resume = ready;
+        if (resume && now < at) {
+            if (!wake || at < wake)
+                wake = at;
+            resume = 0;
+        }
+        if (!resume && cs->due <= 0)
+            continue;
+        if (n == BATCH) {
+            wake = now + 1000;
+            break;
+        }
+        snprintf(out[n].tenant, sizeof out[n].tenant, "%s", cs->tenant);
+        snprintf(out[n].sid, sizeof out[n].sid, "%s", cs->sid);
+        out[n].ack_id = cs->ack_id;
+        out[n].acks = cs->due;
+        out[n++].resume = resume;
+        cs->due = 0;
+        if (resume) {
+            if (cs->paused) {
+                cs->win_us = now;
+                cs->win_frames = 0;
+            }
+            cs->paused = 0;
+            cs->last_us = now;
+        }
+    }
+    pthread_mutex_unlock(&ws->mu);
+    for (int i = 0; i < n; i++) {
+        send_acks(ws->g, out[i].tenant, out[i].sid, out[i].ack_id, out[i].acks);
+        if (out[i].resume)
+            sess_cast_pause(ws->g->sessions, out[i].tenant, out[i].sid, 0);
+    }
+    if (wake && !destroying)
+        lws_sul_schedule(ws->ctx, 0, &ws->tick, tick_cb, (lws_usec_t)(wake - now));
+}
+
+static void tick_cb(lws_sorted_usec_list_t *sul)
+{
+    cast_tick(lws_container_of(sul, struct gw_ws, tick));
+}
+
+/*
+ * The session's held acks become due when one of its subscribers can take a
+ * frame (it answered the ping behind its last one, or has had none yet):
+ * Chromium stops capturing only when no subscriber reads, and a stuck one
+ * just has its frames replaced (ws->mu held).
+ */
+static void cast_settle(struct gw_ws *ws, const char *tid, const char *sid)
+{
+    struct castsess *cs = castsess_find(ws, tid, sid, 0);
+    if (!cs || !cs->held)
+        return;
+    for (struct wsconn *o = ws->conns; o; o = o->next)
+        if (o->cast && !o->closed && !o->awaiting && !strcmp(o->sid, sid) &&
+            !strcmp(o->tenant, tid)) {
+            cs->due += cs->held;
+            cs->held = 0;
+            return;
+        }
+}
+
+/* 1 when c has something to write now (ws->mu held). */
+static int has_output(const struct wsconn *c)
+{
+    return c->out_head || c->ping_due || (c->slot && !c->awaiting);
+}
+
+/*
+ * Writes one frame: the ping behind a screencast frame first, then a reply
+ * or event, else the slot's screencast frame, if the client answered the
+ * ping behind the previous one. So a client holds at most one frame it has
+ * not read, wherever the bytes sit (the worker's socket, nginx, its own),
+ * and a client that stops reading gets no more: its slot keeps the newest.
+ * The page hears that the frames written are done with (this one, and
+ * those it replaced) once the ping is answered, or at once when another
+ * subscriber of the session can take frames.
  */
 static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
 {
     pthread_mutex_lock(&ws->mu);
-    struct frame *f = pop(&c->out_head, &c->out_tail);
+    int ping = c->ping_due;
+    uint32_t seq = c->ping_seq;
+    struct frame *f = NULL;
     struct sframe *sf = NULL;
-    int owed = 0, ack_id = 0;
-    if (f) {
+    if (ping) {
+        c->ping_due = 0;
+    } else if ((f = pop(&c->out_head, &c->out_tail))) {
         c->out_bytes -= f->len;
-    } else if ((sf = slot_take(ws, c))) {
+    } else if (!c->awaiting && (sf = slot_take(ws, c))) {
         ws->g->m.frames_sent++;
         struct castsess *cs = castsess_find(ws, c->tenant, c->sid, 0);
         if (cs) {
-            owed = cs->unacked;
-            ack_id = cs->ack_id;
+            cs->held += cs->unacked;
             cs->unacked = 0;
         }
+        c->awaiting = 1;
+        c->ping_due = 1;
+        c->ping_seq = seq = c->ping_seq + 1;
     }
-    int more = c->out_head != NULL || c->slot != NULL;
+    int more = has_output(c);
     int refused = c->refused, ending = c->ending;
     pthread_mutex_unlock(&ws->mu);
     int n = 0;
-    if (f) {
+    if (ping) {
+        unsigned char pb[LWS_PRE + 4];
+        for (int i = 0; i < 4; i++)
+            pb[LWS_PRE + i] = (unsigned char)(seq >> (24 - 8 * i));
+        n = lws_write(wsi, pb + LWS_PRE, 4, LWS_WRITE_PING);
+    } else if (f) {
         n = lws_write(wsi, f->data + LWS_PRE, f->len, f->json ? LWS_WRITE_TEXT : LWS_WRITE_BINARY);
         free(f);
     } else if (sf) {
@@ -687,8 +849,9 @@ static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
                       sf->json ? LWS_WRITE_TEXT : LWS_WRITE_BINARY);
         pthread_mutex_lock(&ws->mu);
         sframe_unref(sf);
+        cast_settle(ws, c->tenant, c->sid); /* another subscriber may take frames */
         pthread_mutex_unlock(&ws->mu);
-        send_acks(ws->g, c->tenant, c->sid, ack_id, owed);
+        cast_tick(ws);
     }
     if (n < 0)
         return -1;
@@ -707,6 +870,27 @@ static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
     return 0;
 }
 
+/* A pong: when it answers the ping behind c's last frame, c may take the next one. */
+static void ponged(struct gw_ws *ws, struct wsconn *c, struct lws *wsi, const unsigned char *in,
+                   size_t len)
+{
+    uint32_t seq = 0;
+    for (size_t i = 0; i < len && i < 4; i++)
+        seq = seq << 8 | in[i];
+    pthread_mutex_lock(&ws->mu);
+    int mine = len == 4 && c->awaiting && !c->ping_due && seq == c->ping_seq;
+    if (mine) {
+        c->awaiting = 0;
+        cast_settle(ws, c->tenant, c->sid);
+    }
+    int more = has_output(c);
+    pthread_mutex_unlock(&ws->mu);
+    if (mine)
+        cast_tick(ws);
+    if (more)
+        lws_callback_on_writable(wsi);
+}
+
 static void closed(struct gw_ws *ws, struct wsconn *c)
 {
     pthread_mutex_lock(&ws->mu);
@@ -719,9 +903,11 @@ static void closed(struct gw_ws *ws, struct wsconn *c)
     c->closed = 1;
     c->wsi = NULL;
     sframe_unref(slot_take(ws, c));
+    cast_settle(ws, c->tenant, c->sid); /* nobody waits for a client that left */
     pthread_cond_signal(&c->cv);
     conn_unref(ws, c);
     pthread_mutex_unlock(&ws->mu);
+    cast_tick(ws);
 }
 
 static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *user, void *in,
@@ -752,14 +938,19 @@ static int callback(struct lws *wsi, enum lws_callback_reasons reason, void *use
         if (pss->c)
             received(ws, pss->c, wsi, in, len);
         return 0;
+    case LWS_CALLBACK_RECEIVE_PONG:
+        if (pss->c)
+            ponged(ws, pss->c, wsi, in, len);
+        return 0;
     case LWS_CALLBACK_SERVER_WRITEABLE:
         return pss->c ? writeable(ws, pss->c, wsi) : 0;
     case LWS_CALLBACK_EVENT_WAIT_CANCELLED:
         pthread_mutex_lock(&ws->mu);
         for (struct wsconn *c = ws->conns; c; c = c->next)
-            if ((c->out_head || c->slot || c->ending) && c->wsi)
+            if ((has_output(c) || c->ending) && c->wsi)
                 lws_callback_on_writable(c->wsi);
         pthread_mutex_unlock(&ws->mu);
+        cast_tick(ws); /* acks due, and a new subscriber may resume a paused capture */
         return 0;
     case LWS_CALLBACK_TIMER:
         if (pss->c) {
@@ -988,6 +1179,7 @@ static void cast_frame(gw *g, const char *tid, const char *sid, cJSON *data)
     if (!want_mp && !want_json) {
         cJSON_Delete(data);
         sess_cast_ack(g->sessions, tid, sid, ack_id); /* nobody to wait for */
+        sess_cast_pause(g->sessions, tid, sid, 1);    /* nor to capture for */
         return;
     }
     cJSON *ev = cJSON_CreateObject();
@@ -1018,18 +1210,33 @@ static void cast_frame(gw *g, const char *tid, const char *sid, cJSON *data)
         }
         f->refs++;
         c->slot = f;
+        cs->max_fps = c->max_fps; /* the list holds the newest first: the first subscriber's */
         g->m.frame_bytes += f->len;
         placed++;
     }
+    int pause = 0;
     if (placed) {
         cs->ack_id = ack_id;
         cs->unacked++;
+        int64_t now = rg_now_us();
+        cs->last_us = now;
+        if (now - cs->win_us >= cast_window_us(cs)) {
+            cs->win_us = now;
+            cs->win_frames = 0;
+        }
+        cs->win_frames++;
+        /* Over the cap, or nobody can take the next frame: stop capturing
+           (again, when the holder started the stream since). */
+        if (cs->paused || cs->win_frames >= 2 || !cast_ready(ws, tid, sid))
+            cs->paused = pause = 1;
     }
     if (mp && !mp->refs)
         free(mp);
     if (js && !js->refs)
         free(js);
     pthread_mutex_unlock(&ws->mu);
+    if (pause || !placed)
+        sess_cast_pause(g->sessions, tid, sid, 1);
     if (placed)
         wake(ws);
     else

@@ -1,8 +1,9 @@
 #!/bin/sh
 # nginx-conf.sh - renders nginx/nginx.conf.in, refgate's only nginx template,
 # into OUTDIR/nginx.conf plus OUTDIR/view.html (the live view's page, from
-# nginx/view.html) and OUTDIR/errors/, the bodies of the errors nginx
-# answers itself (docs/protocol.md reply maps, as JSON and as msgpack).
+# nginx/view.html; not with --docker: docker-compose.yml mounts
+# nginx/view.html there itself) and OUTDIR/errors/, the bodies of the errors
+# nginx answers itself (docs/protocol.md reply maps, as JSON and as msgpack).
 #
 #   scripts/nginx-conf.sh [options] OUTDIR            local: workers on loopback ports
 #   scripts/nginx-conf.sh --docker [options] OUTDIR   docker-compose.yml: workers by name
@@ -147,9 +148,11 @@ view_hash=sha256-$({
 } | openssl dgst -sha256 -binary | openssl base64 -A)
 
 mkdir -p "$out/errors"
-cp "$view" "$out/view.html.tmp.$$"
-chmod 644 "$out/view.html.tmp.$$"
-mv "$out/view.html.tmp.$$" "$out/view.html"
+if [ "$mode" != docker ]; then
+    cp "$view" "$out/view.html.tmp.$$"
+    chmod 644 "$out/view.html.tmp.$$"
+    mv "$out/view.html.tmp.$$" "$out/view.html"
+fi
 tmp=$out/nginx.conf.tmp.$$
 trap 'rm -f "$tmp"' EXIT
 HEADER=$header STATE_DIR=$state_dir CONFIG_DIR=$config_dir ERROR_LOG=$error_log \

@@ -5,9 +5,15 @@
  * it, its frames handed to cfg.on_event as "frame" events, and their acks
  * sent back to the page from whatever thread sent the frame.
  *
- * Chromium captures a frame only while fewer than two are unacknowledged,
- * so no queue grows in the browser: the gateway acks each frame once it was
- * written to a viewer or given up for a newer one.
+ * Chromium sends a frame only while fewer than two are unacknowledged, so
+ * no queue grows in the browser: the gateway acks each frame once it was
+ * written to a viewer or given up for a newer one. But a running screencast
+ * captures (reads back and encodes) every frame the page paints, acked or
+ * not: that is what watching costs the page. So the gateway also pauses the
+ * capture (sess_cast_pause: Page.stopScreencast, and Page.startScreencast
+ * with the same settings again) while no viewer can take a frame and beyond
+ * its frame-rate cap. sess_cast_apply leaves a paused stream paused unless
+ * its settings change.
  *
  * Tabs: the screencast follows the active tab (cast_page). sess_cast_apply
  * runs at the end of every command, so after a tab.select, a tab.new or
@@ -67,18 +73,23 @@ void sess_cast_apply(sess *s)
         if (!want)
             return;
     }
-    pthread_mutex_lock(&cast_lock);
-    s->cast_conn = pool_lease_conn(s->lease);
-    snprintf(s->cast_page, sizeof s->cast_page, "%s", page ? page : "");
-    pthread_mutex_unlock(&cast_lock);
-    /* Starting again restarts the stream: only for new settings. */
-    if (on && !memcmp(&o, &s->cast_opts, sizeof o))
-        return;
-    char q[160];
+    char q[sizeof s->cast_params];
     snprintf(q, sizeof q,
              "{\"format\":\"%s\",\"quality\":%d,\"maxWidth\":%d,\"maxHeight\":%d,"
              "\"everyNthFrame\":1}",
              !strcmp(o.format, "png") ? "png" : "jpeg", o.quality, o.max_width, o.max_height);
+    pthread_mutex_lock(&cast_lock);
+    s->cast_conn = pool_lease_conn(s->lease);
+    snprintf(s->cast_page, sizeof s->cast_page, "%s", page ? page : "");
+    snprintf(s->cast_params, sizeof s->cast_params, "%s", q);
+    /* Starting again restarts the stream: only for new settings (a stream
+       the gateway paused stays paused: sess_cast_pause starts it again). */
+    int same = on && !memcmp(&o, &s->cast_opts, sizeof o);
+    if (!same)
+        s->cast_paused = 0;
+    pthread_mutex_unlock(&cast_lock);
+    if (same)
+        return;
     sess_tab *cur = s->cur;
     s->cur = s->active ? s->active : cur; /* Page.enable on the page that streams */
     int erc = sess_enable_page(s);
@@ -132,6 +143,7 @@ void sess_cast_unbind(sess *s)
     pthread_mutex_lock(&cast_lock);
     s->cast_conn = NULL;
     s->cast_page[0] = '\0';
+    s->cast_paused = 0;
     pthread_mutex_unlock(&cast_lock);
     pthread_mutex_lock(&s->m->mu);
     s->cast_on = 0; /* the stream went with the page */
@@ -169,4 +181,28 @@ int sess_cast_sync(sess_mgr *m, const char *tenant, const char *sid, int timeout
         return rc;
     sess_done(s, -1); /* which applies it */
     return 0;
+}
+
+void sess_cast_pause(sess_mgr *m, const char *tenant, const char *sid, int pause)
+{
+    pthread_mutex_lock(&m->mu);
+    sess *s = m->table;
+    while (s && (strcmp(s->id, sid) || strcmp(s->tenant, tenant)))
+        s = s->next;
+    pthread_mutex_lock(&cast_lock);
+    cdp_conn *conn = NULL;
+    char page[sizeof s->cast_page], q[sizeof s->cast_params];
+    if (s && s->cast_on && s->cast_conn && s->cast_page[0] && s->cast_params[0] &&
+        s->cast_paused != pause) {
+        s->cast_paused = pause;
+        conn = s->cast_conn;
+        snprintf(page, sizeof page, "%s", s->cast_page);
+        snprintf(q, sizeof q, "%s", s->cast_params);
+    }
+    pthread_mutex_unlock(&m->mu);
+    /* conn stays valid while cast_lock is held: unbind waits for it. */
+    if (conn)
+        cdp_call_async(conn, page, pause ? "Page.stopScreencast" : "Page.startScreencast",
+                       pause ? NULL : q, 5000, NULL, NULL);
+    pthread_mutex_unlock(&cast_lock);
 }

@@ -143,6 +143,8 @@ struct sess {
     cdp_conn *cast_conn;           /* where acks go; guarded by cast.c's lock */
     char cast_page[64];            /* the page's DevTools session id, for acks */
     sess_cast_opts cast_opts;      /* what the stream was started with (the holder's) */
+    char cast_params[160];         /* its Page.startScreencast params; cast.c's lock */
+    int cast_paused;               /* stopped by sess_cast_pause; cast.c's lock */
 };
 
 struct sess_mgr {

@@ -443,6 +443,15 @@ int sess_cast_sync(sess_mgr *m, const char *tenant, const char *sid, int timeout
  * once the page is gone.
  */
 void sess_cast_ack(sess_mgr *m, const char *tenant, const char *sid, int ack);
+/**
+ * Stops (pause 1) or starts again (pause 0) the capture of a session's
+ * screencast without changing whether it should stream: the gateway's
+ * frame-rate cap, and a stop while no viewer can take a frame (Chromium
+ * captures every painted frame while a screencast runs, acked or not). Any
+ * thread; a no-op when the page does not stream, or already is as asked.
+ * A stream started with new settings (sess_cast_apply) is not paused.
+ */
+void sess_cast_pause(sess_mgr *m, const char *tenant, const char *sid, int pause);
 
 #define SESS_LIST_MAX 1000 /* sessions a listing returns at most */
 

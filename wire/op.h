@@ -124,7 +124,8 @@ typedef struct wire_arg {
     X(SUBSCRIBE, "subscribe",                                                                      \
       WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD | WIRE_F_SUBSCRIBES | WIRE_F_VIEW,        \
       subscribe, 0, {"events", WIRE_STRS | WIRE_REQ}, {"format", WIRE_STR},                        \
-      {"quality", WIRE_INT}, {"max_width", WIRE_INT}, {"max_height", WIRE_INT})                    \
+      {"quality", WIRE_INT}, {"max_width", WIRE_INT}, {"max_height", WIRE_INT},                    \
+      {"max_fps", WIRE_INT})                                                                       \
     X(VIEW_TOKEN, "session.view_token", WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD, view_token, 0,          \
       {"control", WIRE_BOOL}, {"ttl_s", WIRE_INT})                                                 \
     X(INPUT, "input", WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES | WIRE_F_VIEW, input, 0, \

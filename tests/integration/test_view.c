@@ -13,7 +13,8 @@
  *   a read-only token's input is refused and changes nothing;
  * - a viewer that never reads: its frames are dropped (the metric rises),
  *   the worker's memory stays bounded while a reading viewer goes on
- *   receiving frames;
+ *   receiving frames; alone, it is written one frame and the page stops
+ *   capturing for it while the agent's commands go on, until it reads again;
  * - the viewer page (tests/view/viewer.mjs, playwright-core on Debian's
  *   Chromium): frames on its canvas, a click on the canvas counts, typing
  *   reaches a field, a read-only link changes nothing, bad links are
@@ -176,20 +177,14 @@ static void read_text(const char *sid, const char *target, char *out, size_t len
     cJSON_Delete(r);
 }
 
+/* A sample's sum over both workers (-1 from a worker: none there). */
 static double metric(const char *name)
 {
-    /* Both workers' sum: nginx has no /metrics of all, ask each over FastCGI. */
     double sum = 0;
     for (int i = 1; i <= 2; i++) {
-        const char *params[] = {"REQUEST_METHOD=GET", "SCRIPT_NAME=/metrics",
-                                "DOCUMENT_URI=/metrics", "REQUEST_URI=/metrics", NULL};
-        http_resp r;
-        assert_int_equal(fcgi_request(stack_fcgi_port(gw.st, i), params, NULL, 0, &r), 0);
-        rg_buf_puts(&r.body, "");
-        double v = metric_value(r.body.data, name);
+        double v = stack_metric(gw.st, i, name);
         if (v > 0)
             sum += v;
-        rg_buf_destroy(&r.body);
     }
     return sum;
 }
@@ -428,21 +423,6 @@ static void test_frames_and_input(void **state)
 
 /* ---- a viewer that never reads ---- */
 
-/* The resident memory (kB) of worker i. */
-static long rss_kb(pid_t pid)
-{
-    char path[64], line[256];
-    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
-    FILE *f = fopen(path, "r");
-    long kb = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (!strncmp(line, "VmRSS:", 6))
-            kb = strtol(line + 6, NULL, 10);
-    if (f)
-        fclose(f);
-    return kb;
-}
-
 static void test_slow_viewer(void **state)
 {
     (void)state;
@@ -484,14 +464,14 @@ static void test_slow_viewer(void **state)
             next_msg(fast, 0, "never", 1000, &frames);
     }
     pid_t pid = stack_worker_pid(gw.st, wi);
-    long rss1 = rss_kb(pid);
+    long rss1 = proc_rss_kb(pid);
     double heap1 = metric("refgate_heap_in_use_bytes");
     double dropped1 = metric("refgate_view_frames_total{result=\"dropped\"}");
     int more = frames + 120;
     int64_t deadline = rg_now_ms() + 120000;
     while (frames < more && rg_now_ms() < deadline)
         next_msg(fast, 0, "never", 1000, &frames);
-    long rss2 = rss_kb(pid);
+    long rss2 = proc_rss_kb(pid);
     double heap2 = metric("refgate_heap_in_use_bytes");
     double held = metric("refgate_view_frame_bytes");
     double dropped2 = metric("refgate_view_frames_total{result=\"dropped\"}");
@@ -515,6 +495,63 @@ static void test_slow_viewer(void **state)
     assert_true(heap2 - heap1 < 16.0 * 1024 * 1024);
     wsc_close(slow);
     wsc_close(fast);
+    close_session(sid);
+}
+
+/*
+ * A viewer that subscribes and never reads again, alone on a page that
+ * never stops repainting: the worker writes it one frame (the one it has
+ * not read) and no more, the page stops capturing for it instead of
+ * capturing on and dropping, the agent's commands go on as before, and once
+ * the viewer reads again the frames flow again.
+ */
+static void test_stalled_viewer(void **state)
+{
+    (void)state;
+    char sid[64], tok[256], text[64];
+    create("/live.html?spin=1", sid);
+    token_for(sid, 0, 600, tok, sizeof tok, NULL, 0);
+    double sent0 = metric("refgate_view_frames_total{result=\"sent\"}");
+    int status;
+    wsc *w = open_view(0, sid, tok, &status);
+    assert_non_null(w);
+    /* Not even the reply is read. */
+    send_cmd(w, "{\"id\":1,\"op\":\"subscribe\",\"args\":{\"events\":[\"screencast\"]}}");
+    int64_t deadline = rg_now_ms() + 60000;
+    while (metric("refgate_view_frames_total{result=\"sent\"}") <= sent0 && rg_now_ms() < deadline)
+        rg_sleep_ms(50);
+    double sent1 = metric("refgate_view_frames_total{result=\"sent\"}");
+    double dropped1 = metric("refgate_view_frames_total{result=\"dropped\"}");
+    assert_true(sent1 > sent0); /* its first frame went */
+
+    /* The agent works on: 30 clicks, each one repaints the page too. */
+    for (int i = 0; i < 30; i++)
+        cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#count\"}}"));
+    read_text(sid, "css:#n", text, sizeof text);
+    assert_string_equal(text, "30");
+    double sent2 = metric("refgate_view_frames_total{result=\"sent\"}");
+    double dropped2 = metric("refgate_view_frames_total{result=\"dropped\"}");
+    if (getenv("RG_DEBUG"))
+        fprintf(stderr, "stalled viewer: sent %.0f -> %.0f -> %.0f, dropped %.0f -> %.0f\n",
+                sent0, sent1, sent2, dropped1, dropped2);
+    /* One unread frame is all it was written: the ping behind it is not
+       answered. And the page stopped capturing for it: the frames that came
+       after are the few already captured when it stopped, not one for each
+       of the page's paints. */
+    assert_true(sent2 - sent0 <= 1);
+    assert_true(dropped2 - dropped1 <= 3);
+
+    /* It reads again: the frame it had not read, then new ones. */
+    int frames = 0;
+    cJSON *r = next_msg(w, 1, NULL, 15000, &frames);
+    assert_non_null(r);
+    assert_true(reply_ok(r));
+    cJSON_Delete(r);
+    while (frames < 5 && next_msg(w, 0, "never", 15000, &frames) == NULL && frames < 5) {
+    }
+    assert_true(frames >= 5);
+    assert_true(metric("refgate_view_frames_total{result=\"sent\"}") >= sent2 + 4);
+    wsc_close(w);
     close_session(sid);
 }
 
@@ -568,9 +605,10 @@ int main(void)
         cmocka_unit_test(test_token_refusals),
         cmocka_unit_test(test_frames_and_input),
         cmocka_unit_test(test_slow_viewer),
+        cmocka_unit_test(test_stalled_viewer),
         cmocka_unit_test(test_viewer_page),
     };
-    rc = cmocka_run_group_tests(tests, NULL, NULL);
+    rc = FX_RUN("test_view", tests, NULL, NULL);
     fx_stack_stop(&gw);
     return rc;
 }

@@ -429,11 +429,12 @@ wsc *wsc_open(int port, const char *path, const char *headers, int *status)
     return w;
 }
 
-int wsc_send(wsc *w, const void *data, size_t len, int text)
+/* One masked frame of opcode op. */
+static int wsc_frame(wsc *w, int op, const void *data, size_t len)
 {
     unsigned char h[14];
     size_t n = 0;
-    h[n++] = (unsigned char)(0x80 | (text ? 1 : 2));
+    h[n++] = (unsigned char)(0x80 | op);
     if (len < 126) {
         h[n++] = (unsigned char)(0x80 | len);
     } else if (len < 65536) {
@@ -460,6 +461,11 @@ int wsc_send(wsc *w, const void *data, size_t len, int text)
     return rc;
 }
 
+int wsc_send(wsc *w, const void *data, size_t len, int text)
+{
+    return wsc_frame(w, text ? 1 : 2, data, len);
+}
+
 int wsc_recv(wsc *w, rg_buf *out, int timeout_ms)
 {
     int64_t deadline = rg_now_ms() + timeout_ms;
@@ -483,11 +489,13 @@ int wsc_recv(wsc *w, rg_buf *out, int timeout_ms)
                     int op = p[0] & 0x0f;
                     if (op == 1 || op == 2)
                         rg_buf_append(out, p + need, len);
+                    if (op == 9) /* a pong, as clients do (the server may have closed) */
+                        (void)wsc_frame(w, 10, p + need, len);
                     memmove(w->in.data, w->in.data + need + len, w->in.len - need - len);
                     w->in.len -= need + len;
                     if (op == 1 || op == 2 || op == 8)
                         return op;
-                    continue; /* ping, pong, continuation: not used by the gateway */
+                    continue; /* ping (answered), pong, continuation */
                 }
             }
         }

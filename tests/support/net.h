@@ -86,6 +86,9 @@ int wsc_send(wsc *w, const void *data, size_t len, int text);
 /**
  * Receives one data frame within timeout_ms into out (appended). Returns the
  * opcode (1 text, 2 binary), 8 when the server closed, -1 on timeout/error.
+ * Pings met on the way are answered, as every WebSocket client does (the
+ * gateway sends the next screencast frame only once the ping behind the
+ * last one is answered).
  */
 int wsc_recv(wsc *w, rg_buf *out, int timeout_ms);
 void wsc_close(wsc *w);

@@ -373,3 +373,30 @@ pid_t stack_nginx_pid(const stack *s)
 {
     return s->nginx;
 }
+
+double stack_metric(const stack *s, int i, const char *name)
+{
+    const char *params[] = {"REQUEST_METHOD=GET", "SCRIPT_NAME=/metrics", "DOCUMENT_URI=/metrics",
+                            "REQUEST_URI=/metrics", NULL};
+    http_resp r;
+    if (fcgi_request(stack_fcgi_port(s, i), params, NULL, 0, &r) < 0)
+        return -1;
+    rg_buf_puts(&r.body, "");
+    double v = r.body.data ? metric_value(r.body.data, name) : -1;
+    rg_buf_destroy(&r.body);
+    return v;
+}
+
+long proc_rss_kb(pid_t pid)
+{
+    char path[64], line[256];
+    snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
+    FILE *f = fopen(path, "r");
+    long kb = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (!strncmp(line, "VmRSS:", 6))
+            kb = strtol(line + 6, NULL, 10);
+    if (f)
+        fclose(f);
+    return kb;
+}

@@ -44,6 +44,14 @@ const char *stack_dir(const stack *s);
 struct redissrv *stack_redis(stack *s);
 /** nginx's master process (SIGHUP reloads its configuration). */
 pid_t stack_nginx_pid(const stack *s);
+/**
+ * A sample's value in worker i's /metrics (asked over FastCGI: nginx has no
+ * /metrics of all workers), e.g. "refgate_view_frames_total{result=\"sent\"}";
+ * -1 when the worker did not answer or has no such sample.
+ */
+double stack_metric(const stack *s, int i, const char *name);
+/** A process's resident memory (VmRSS) in kB, or -1. */
+long proc_rss_kb(pid_t pid);
 
 /**
  * Creates tenant t (its id is its name) in the Redis at redis_url, with one
