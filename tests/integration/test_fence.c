@@ -261,21 +261,6 @@ static void create_and_park(stack *st, const char *page, char *sid)
     rg_buf_destroy(&r.body);
 }
 
-/* The sum of a metric over a stack's one worker. */
-static double stack_metric(stack *st, const char *name)
-{
-    const char *params[] = {"REQUEST_METHOD=GET", "SCRIPT_NAME=/metrics", "DOCUMENT_URI=/metrics",
-                            "REQUEST_URI=/metrics", NULL};
-    http_resp r;
-    double v = -1;
-    if (fcgi_request(stack_fcgi_port(st, 1), params, NULL, 0, &r) == 0) {
-        rg_buf_puts(&r.body, "");
-        v = metric_value(r.body.data, name);
-    }
-    rg_buf_destroy(&r.body);
-    return v;
-}
-
 /*
  * With REFGATE_PARK_WAIT_REPLICAS=1 a park is acknowledged by the replica
  * before it returns: on the replica at once, and none counted as
@@ -304,12 +289,12 @@ static void test_park_waits_for_a_replica(void **state)
     rep = redisCommand(rc, "EXISTS %s", key); /* on the replica, right away */
     assert_int_equal(rep->integer, 1);
     freeReplyObject(rep);
-    assert_int_equal(stack_metric(st, "refgate_parks_unreplicated_total"), 0);
+    assert_int_equal(stack_metric(st, 1, "refgate_parks_unreplicated_total"), 0);
 
     redissrv_freeze(replica, 1);
     create_and_park(st, "two", sid);
     redissrv_freeze(replica, 0);
-    assert_int_equal(stack_metric(st, "refgate_parks_unreplicated_total"), 1);
+    assert_int_equal(stack_metric(st, 1, "refgate_parks_unreplicated_total"), 1);
 
     redisFree(rc);
     stack_stop(st);
