@@ -43,6 +43,7 @@
 #define POOL_CLOSE_GRACE_MS 2000     /* Browser.close before SIGKILL */
 #define POOL_RECYCLE_AFTER 200       /* contexts created before a browser is recycled */
 #define POOL_RETRY_AFTER_MS 1000     /* hint given with pool_exhausted */
+#define POOL_WORK_PER_BROWSER 2      /* parks and restores a browser runs at once */
 #define POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
 #define POOL_DISPOSE_TIMEOUT_MS 5000
 #define POOL_MEMORY_SAMPLE_MS 1000   /* how often the browsers' PSS is read */
@@ -78,6 +79,8 @@ typedef struct pool_config {
                                   the variable, else pool_memory_default() */
     int memory_sample_ms;      /* REFGATE_MEMORY_SAMPLE_MS [1000]: how often the PSS is read
                                   (by the manager thread, never on a lease's path) */
+    int work_per_browser;      /* REFGATE_RESTORES_PER_BROWSER [2]: parks and restores one
+                                  browser runs at once (pool_work_begin); 0: no bound */
 } pool_config;
 
 /** Fills cfg with the defaults of common/rg.h. */
@@ -138,6 +141,21 @@ typedef struct pool_lease_opts {
        NULL for none. */
     const char *proxy_server;
     const char *proxy_bypass;
+    /* Who asks (the tenant), for fair queueing: when the pool is full,
+       waiting requests are served by turns among owners, each owner's in
+       arrival order, so one owner's burst does not keep another's single
+       request waiting behind all of it. NULL: one anonymous owner. */
+    const char *owner;
+    /* In and out: the request's place in the queue (0: a new one). A caller
+       that asks again after a timeout passes back what it got, and keeps
+       its place; 0 again once it is served. NULL: none kept. */
+    uint64_t *ticket;
+    /* 1: the lease is made holding a work slot of its browser (pool_work_begin),
+       taken before its context is made, for a restore; it waits for the slot
+       up to work_timeout_ms (<= 0: the request's own timeout) after it got a
+       context slot. */
+    int work;
+    int work_timeout_ms;
 } pool_lease_opts;
 
 /** pool_acquire, with the context created as o says (NULL: as pool_acquire). */
@@ -171,6 +189,12 @@ const char *pool_lease_context(pool_lease *l);
 pid_t pool_lease_guard(pool_lease *l);
 /** 1 once the lease's browser has died or been replaced; its calls fail then. */
 int pool_lease_lost(pool_lease *l);
+/**
+ * Where the lease's request spent its time: waiting for a slot (the queue,
+ * the memory budget), and making the context and its page
+ * (Target.createBrowserContext, createTarget, attachToTarget).
+ */
+void pool_lease_times(const pool_lease *l, int *wait_ms, int *create_ms);
 
 /**
  * New pages of a browser start paused: each is attached with a flattened
@@ -216,6 +240,10 @@ typedef struct pool_stats {
     uint64_t waits_queue;        /* others were queued before it */
     uint64_t waits_browsers;     /* no browser was ready */
     const char *last_wait;       /* "memory", "contexts", "queue", "browsers" or "" (static) */
+    int work_busy;               /* work slots held (parks and restores running) */
+    int work_queued;             /* parks and restores waiting for one */
+    uint64_t work_waits;         /* parks and restores that had to wait for one */
+    uint64_t work_timeouts;      /* ... and got none in time */
     int64_t last_wait_age_ms;    /* -1: no request waited yet */
 } pool_stats;
 
@@ -229,6 +257,20 @@ void pool_get_stats(pool *p, pool_stats *st);
  * Borrowed until pool_free; any thread.
  */
 const char *pool_files_dir(const pool *p);
+
+/**
+ * Parks and restores are the heavy work of a browser (a renderer started, a
+ * page loaded and read, a context disposed of); each takes one of its
+ * browser's work slots (work_per_browser), so that a burst of them does not
+ * slow every one of them down together. Takes one for l's browser, waiting
+ * up to timeout_ms behind earlier requests (first come, first served).
+ * 0; RG_EPOOL when none came in time (nothing taken); RG_ECRASHED when the
+ * browser is gone. A lease holds at most one (0 at once if it holds one);
+ * pool_work_end or pool_release gives it back. Any thread.
+ */
+int pool_work_begin(pool_lease *l, int timeout_ms);
+/** Gives back l's work slot, if it holds one. Accepts NULL. */
+void pool_work_end(pool_lease *l);
 
 /** Guard processes of the live browsers; returns how many (at most max). */
 int pool_guards(pool *p, pid_t *out, int max);

@@ -466,12 +466,15 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
 {
     int rc = 0;
     char script[64] = "";
+    int64_t t = rg_now_ms();
     if (parked && parked->cookies && (rc = set_cookies(s, parked->cookies)) < 0)
         goto fail;
     if (parked && (parked->ls || parked->ss) && parked->origin && strcmp(parked->origin, "null") &&
         ((rc = sess_enable_page(s)) < 0 ||
          (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
         goto fail;
+    ri->ms[SESS_RS_STATE] += (int)(rg_now_ms() - t);
+    t = rg_now_ms();
     if (url && *url && strcmp(url, "about:blank")) {
         sess_nav nav;
         char nerr[256];
@@ -495,11 +498,15 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &ignored);
         cJSON_Delete(ignored);
     }
+    ri->ms[SESS_RS_NAV] += (int)(rg_now_ms() - t);
+    t = rg_now_ms();
     /* One observation re-binds every registered ref by identity. */
     reg_observation o;
     reg_observe_opts opts = {0};
     if ((rc = reg_observe(sess_registry(s), sess_handle(s), &opts, &o)) < 0)
         goto fail;
+    ri->ms[SESS_RS_OBSERVE] += (int)(rg_now_ms() - t);
+    t = rg_now_ms();
     ri->refs_kept = o.n_stable + o.n_moved;
     ri->refs_lost = o.n_unmatched;
     reg_observation_free(&o);
@@ -511,6 +518,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         ri->fields_restored = (size_t)put;
         ri->fields_lost = (size_t)lost;
     }
+    ri->ms[SESS_RS_FIELDS] += (int)(rg_now_ms() - t);
     return 0;
 fail:
     snprintf(err, errlen, "could not restore the session (%s)", rg_err_code(rc));

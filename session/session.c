@@ -439,7 +439,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     s->last_used_ms = rg_now_ms();
     s->busy = 1;
     s->refs = 1;
-    int rc = sess_lease_context(s, timeout_ms, err, errlen);
+    int rc = sess_lease_context(s, timeout_ms, NULL, err, errlen);
     if (rc == 0 && (rc = sess_bind_lease(s, NULL)) < 0)
         snprintf(err, errlen, "out of memory");
     if (rc == 0 && (rc = sess_apply_options(s)) < 0)

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,89 @@ static void test_restored_session_stays_live_while_another_can_go(void **state)
     sess_mgr_free(m);
 }
 
+/* ---- nothing to park: wait, then pool_exhausted ---- */
+
+struct open_job {
+    sess_mgr *m;
+    const char *sid;
+    int timeout, rc;
+    sess_restore_info ri;
+    char err[256];
+};
+
+static void *open_job_main(void *arg)
+{
+    struct open_job *j = arg;
+    sess *s = NULL;
+    j->rc = sess_open(j->m, TENANT, j->sid, j->timeout, &s, &j->ri, j->err, sizeof j->err);
+    if (j->rc == 0)
+        sess_done(s, -1);
+    return NULL;
+}
+
+/*
+ * One context, held by a command on a: a command on the parked b finds
+ * nothing idle to park. It is not refused at once: it waits, and is served
+ * (b restored, a parked) once a's command ends; and a command that waits
+ * past its timeout gets pool_exhausted with a hint when to retry. Every
+ * restore's time is told by phase.
+ */
+static void test_full_worker_waits_for_room_then_pool_exhausted(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    char run_dir[64];
+    fx_pool_config(&cfg, "test-capacity-wait", run_dir, sizeof run_dir);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    sess_mgr *m = new_mgr_on(p, "wait", 1, 0);
+    char a[64], b[64], buf[16];
+    sess *s = create(m, "/plain.html", b);
+    sess_done(s, 0);
+    s = create(m, "/plain.html", a); /* parks b */
+    assert_string_equal(state_of(m, b, buf), "parked");
+
+    /* a is held: b's command waits for room, past its own timeout. */
+    struct open_job late = {.m = m, .sid = b, .timeout = 300};
+    open_job_main(&late);
+    assert_int_equal(late.rc, RG_EPOOL);
+    assert_string_equal(rg_err_code(late.rc), "pool_exhausted");
+    assert_non_null(strstr(late.err, "retry in"));
+    assert_string_equal(state_of(m, a, buf), "live");
+
+    /* Again with time to spare: it waits until a's command ends. */
+    sess_stats ss;
+    sess_get_stats(m, &ss);
+    uint64_t waits = ss.room_waits;
+    struct open_job j = {.m = m, .sid = b, .timeout = 60000};
+    pthread_t t;
+    pthread_create(&t, NULL, open_job_main, &j);
+    do {
+        usleep(10000);
+        sess_get_stats(m, &ss);
+    } while (ss.room_waits == waits);
+    sess_done(s, -1);
+    pthread_join(t, NULL);
+    assert_int_equal(j.rc, 0);
+    assert_true(j.ri.restored);
+    assert_string_equal(state_of(m, a, buf), "parked");
+    assert_string_equal(state_of(m, b, buf), "live");
+    assert_int_equal(j.ri.parks, 1); /* a, once its command ended */
+    int sum = 0;
+    for (int i = 0; i < SESS_RS_PHASES; i++)
+        sum += j.ri.ms[i];
+    assert_true(sum > 0);
+    assert_string_equal(sess_restore_phase(SESS_RS_NAV), "nav");
+
+    close_s(m, a);
+    close_s(m, b);
+    sess_mgr_free(m);
+    pool_free(p);
+    rmdir(run_dir);
+}
+
 /* ---- through the gateway ---- */
 
 /* The whole stack, one worker, a budget of 1 MiB: /metrics and session.info tell why. */
@@ -387,6 +471,7 @@ int main(void)
         cmocka_unit_test(test_untouched_page_goes_before_edited_form),
         cmocka_unit_test(test_beforeunload_page_goes_after_untouched),
         cmocka_unit_test(test_restored_session_stays_live_while_another_can_go),
+        cmocka_unit_test(test_full_worker_waits_for_room_then_pool_exhausted),
         cmocka_unit_test(test_budget_figures_through_the_gateway),
     };
     int r = FX_RUN("capacity_chromium", tests, NULL, NULL);
