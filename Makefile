@@ -113,9 +113,12 @@ soak: deps
 	@$(BUILD)/bench/load --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
 		$(if $(SOAK_CONTEXTS),--contexts $(SOAK_CONTEXTS)) $(SOAK_ARGS)
 
-# 12 sessions on 2 workers of one browser with 2 contexts each: 4 live.
+# 12 sessions on 2 workers of one browser with 2 contexts each: 4 live; each
+# client thinks about a second before each command, as agents do (with none,
+# every session is busy all the time and none can be parked for another).
 soak-oversub:
-	@$(MAKE) --no-print-directory soak SOAK_SESSIONS=12 SOAK_CONTEXTS=2
+	@$(MAKE) --no-print-directory soak SOAK_SESSIONS=12 SOAK_CONTEXTS=2 \
+		SOAK_ARGS="--think-ms 1000 $(SOAK_ARGS)"
 
 # The whole stack on this machine: Redis, REFGATE_WORKERS workers, nginx on
 # 127.0.0.1:$${REFGATE_HTTP_PORT:-8080}; Ctrl-C stops everything it started.

@@ -95,6 +95,7 @@ struct load_shared {
     atomic_int warming;   /* 1 while the drivers are to keep warming up */
     atomic_int warm_done; /* drivers that ran their fixed warm-up loops */
     int close_one_in;     /* a loop closes its session with this odds */
+    int think_ms;         /* a pause before each command, as an agent thinks (--think-ms) */
     atomic_llong stop_ms; /* drivers end at the first loop boundary after it */
     pthread_barrier_t warm, go;
     /* Quiet points: the main thread sets pause; each driver, at its next loop

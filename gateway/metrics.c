@@ -209,9 +209,19 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   "# HELP refgate_sessions_park_deferred_total Parks not done because their "
                   "browser's slots stayed busy.\n"
                   "# TYPE refgate_sessions_park_deferred_total counter\n"
-                  "refgate_sessions_park_deferred_total %llu\n",
+                  "refgate_sessions_park_deferred_total %llu\n"
+                  "# HELP refgate_pool_warm_contexts Contexts made ahead (REFGATE_WARM_CONTEXTS), "
+                  "not yet leased.\n"
+                  "# TYPE refgate_pool_warm_contexts gauge\n"
+                  "refgate_pool_warm_contexts %d\n"
+                  "# HELP refgate_pool_warm_total Contexts made ahead, and leased.\n"
+                  "# TYPE refgate_pool_warm_total counter\n"
+                  "refgate_pool_warm_total{event=\"made\"} %llu\n"
+                  "refgate_pool_warm_total{event=\"leased\"} %llu\n",
                   ps.work_busy, ps.work_queued, (unsigned long long)ps.work_waits,
-                  (unsigned long long)ps.work_timeouts, (unsigned long long)ss.park_deferred);
+                  (unsigned long long)ps.work_timeouts, (unsigned long long)ss.park_deferred,
+                  ps.warm_ready, (unsigned long long)ps.warm_made,
+                  (unsigned long long)ps.warm_used);
     rg_buf_puts(out, "# HELP refgate_session_restore_seconds_total Restores' time, by phase "
                      "(docs/scaling.md).\n"
                      "# TYPE refgate_session_restore_seconds_total counter\n");

@@ -59,6 +59,9 @@ struct browser {
     char why[160];
     pool_lease *leases;
     int work;                          /* work slots held: parks and restores running */
+    pool_lease *spares;                /* warm contexts made ahead (pool_set_warm), by ->next */
+    int n_spares;
+    int warming;                       /* the warmer is making one for it */
     struct work_waiter *wq_head, *wq_tail; /* waiting for one, first come first served */
 };
 
@@ -80,6 +83,8 @@ struct pool_lease {
     int wait_ms;   /* how long its request waited for a slot */
     int create_ms; /* how long making its context and page took */
     int working;   /* holds a work slot of its browser (pool_work_begin) */
+    void *token;   /* a warm context's token (pool_set_warm), until taken */
+    int warm;      /* was made ahead */
     void (*on_lost)(void *ud, pool_lease *l);
     void *ud;
 };
@@ -126,6 +131,15 @@ struct pool {
     uint64_t vtime;           /* the tag of the last waiter served (fair queueing) */
     int work_queued;
     uint64_t work_waits, work_timeouts;
+    /* Warm contexts: the warmer thread makes them (pool_set_warm). */
+    pthread_t warmer;
+    int warmer_started;
+    pthread_cond_t warm_cond; /* wakes the warmer, and pool_set_warm waiting for it */
+    void *(*warm_prepare)(void *ud, pool_warm_opts *o);
+    void (*warm_discard)(void *ud, void *token);
+    void *warm_ud;
+    int warm_busy; /* the warmer is in prepare or making a context */
+    uint64_t warm_made, warm_used;
     const char *last_wait;
     int64_t last_wait_ms;
 };
@@ -154,6 +168,7 @@ void pool_config_default(pool_config *cfg)
     cfg->memory_max = 0;
     cfg->memory_sample_ms = POOL_MEMORY_SAMPLE_MS;
     cfg->work_per_browser = POOL_WORK_PER_BROWSER;
+    cfg->warm_per_browser = POOL_WARM_PER_BROWSER;
 }
 
 int64_t pool_memory_default(int workers)
@@ -193,6 +208,8 @@ void pool_config_from_env(pool_config *cfg)
                                              100, 600000);
     cfg->work_per_browser = (int)rg_env_long("REFGATE_RESTORES_PER_BROWSER",
                                              cfg->work_per_browser, 0, 1000);
+    cfg->warm_per_browser = (int)rg_env_long("REFGATE_WARM_CONTEXTS", cfg->warm_per_browser, 0,
+                                             16);
     const char *mm = getenv("REFGATE_MEMORY_MAX");
     int64_t mem;
     if (mm && *mm && pool_parse_size(mm, &mem) == 0) {
@@ -244,8 +261,9 @@ static int64_t memory_estimate(pool *p)
     for (struct browser *b = p->browsers; b; b = b->next) {
         if (b->state == B_DEAD)
             continue;
-        int64_t v = b->sampled ? b->pss + (int64_t)(b->in_use - b->pss_in_use) * p->mem_per_ctx
-                               : (int64_t)b->in_use * p->mem_per_ctx;
+        int ctxs = b->in_use + b->n_spares;
+        int64_t v = b->sampled ? b->pss + (int64_t)(ctxs - b->pss_in_use) * p->mem_per_ctx
+                               : (int64_t)ctxs * p->mem_per_ctx;
         est += v > 0 ? v : 0;
     }
     return est;
@@ -332,6 +350,29 @@ static void grant_waiters(pool *p)
     }
 }
 
+/*
+ * Drops b's warm contexts (mu held): disposed of while the browser lives,
+ * their tokens given back to whoever made them.
+ */
+static void drop_spares(pool *p, struct browser *b)
+{
+    while (b->spares) {
+        pool_lease *l = b->spares;
+        b->spares = l->next;
+        b->n_spares--;
+        b->refs--;
+        if (b->state != B_DEAD && b->conn) {
+            char q[128];
+            snprintf(q, sizeof q, "{\"browserContextId\":\"%s\"}", l->ctx);
+            cdp_call_async(b->conn, NULL, "Target.disposeBrowserContext", q,
+                           POOL_DISPOSE_TIMEOUT_MS, NULL, NULL);
+        }
+        if (l->token && p->warm_discard)
+            p->warm_discard(p->warm_ud, l->token);
+        free(l);
+    }
+}
+
 static void browser_die(struct browser *b, const char *why, int crashed)
 {
     if (b->state == B_DEAD)
@@ -346,6 +387,7 @@ static void browser_die(struct browser *b, const char *why, int crashed)
     rg_strlcpy(b->why, why, sizeof b->why);
     for (struct work_waiter *w = b->wq_head; w; w = w->next)
         pthread_cond_signal(&w->cond); /* they find it dead */
+    drop_spares(p, b);
     wake_manager(p);
     pthread_cond_broadcast(&p->state_cond);
 }
@@ -738,7 +780,7 @@ static void sample_memory(pool *p)
         if ((b->state == B_READY || b->state == B_DRAINING) && b->guard > 0) {
             seq[n] = b->seq;
             guard[n] = b->guard;
-            in_use[n++] = b->in_use;
+            in_use[n++] = b->in_use + b->n_spares;
         }
     pthread_mutex_unlock(&p->mu);
     /* The cost is this thread's CPU time: on a busy machine the wall time
@@ -819,6 +861,7 @@ static void pool_destroy(pool *p)
     }
     pthread_cond_destroy(&p->mgr_cond);
     pthread_cond_destroy(&p->state_cond);
+    pthread_cond_destroy(&p->warm_cond);
     pthread_condattr_destroy(&p->ca);
     pthread_mutex_destroy(&p->mu);
     if (p->extra)
@@ -852,6 +895,7 @@ int pool_new(const pool_config *cfg, pool **out)
     pthread_condattr_setclock(&p->ca, CLOCK_MONOTONIC);
     pthread_cond_init(&p->mgr_cond, &p->ca);
     pthread_cond_init(&p->state_cond, &p->ca);
+    pthread_cond_init(&p->warm_cond, &p->ca);
     p->chromium = strdup(p->cfg.chromium_path ? p->cfg.chromium_path
                                               : "/usr/lib/chromium/chromium");
     p->run_dir = strdup(p->cfg.run_dir ? p->cfg.run_dir : "/tmp/refgate");
@@ -941,7 +985,12 @@ void pool_free(pool *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
+    while (p->warm_busy)
+        pthread_cond_wait(&p->warm_cond, &p->mu);
     p->stopping = 1;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        drop_spares(p, b);
+    pthread_cond_broadcast(&p->warm_cond);
     for (struct waiter *w = p->qhead; w; w = w->next)
         pthread_cond_signal(&w->cond);
     for (struct browser *b = p->browsers; b; b = b->next)
@@ -950,6 +999,8 @@ void pool_free(pool *p)
     wake_manager(p);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->mgr, NULL);
+    if (p->warmer_started)
+        pthread_join(p->warmer, NULL);
     pool_destroy(p);
 }
 
@@ -1120,6 +1171,118 @@ out:
     return rc;
 }
 
+/* ---- warm contexts (pool_set_warm) ---- */
+
+/* A ready browser short of warm contexts, with memory for one more (mu held); NULL. */
+static struct browser *needs_spare(pool *p)
+{
+    if (!p->warm_prepare || p->cfg.warm_per_browser <= 0 || p->stopping || !memory_room(p))
+        return NULL;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        if (b->state == B_READY && !b->warming && b->n_spares < p->cfg.warm_per_browser)
+            return b;
+    return NULL;
+}
+
+/* The warmer thread: makes a warm context whenever a browser is short of one. */
+static void *warmer_main(void *arg)
+{
+    pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        struct browser *b = needs_spare(p);
+        if (!b) {
+            struct timespec ts;
+            rg_deadline(&ts, 1000);
+            pthread_cond_timedwait(&p->warm_cond, &p->mu, &ts);
+            continue;
+        }
+        b->warming = 1;
+        b->refs++;
+        p->warm_busy = 1;
+        void *(*prepare)(void *, pool_warm_opts *) = p->warm_prepare;
+        void (*discard)(void *, void *) = p->warm_discard;
+        void *ud = p->warm_ud;
+        pthread_mutex_unlock(&p->mu);
+
+        pool_warm_opts wo;
+        memset(&wo, 0, sizeof wo);
+        pool_lease *l = calloc(1, sizeof *l);
+        void *token = l ? prepare(ud, &wo) : NULL;
+        pool_lease_opts o = {.proxy_server = wo.proxy_server[0] ? wo.proxy_server : NULL,
+                             .proxy_bypass = wo.proxy_bypass[0] ? wo.proxy_bypass : NULL};
+        int rc = token ? create_context(b, l, &o) : RG_ENOMEM;
+
+        pthread_mutex_lock(&p->mu);
+        b->warming = 0;
+        b->refs--;
+        p->warm_busy = 0;
+        if (rc == 0 && b->state == B_READY && !p->stopping && p->warm_prepare == prepare &&
+            p->warm_ud == ud) {
+            l->p = p;
+            l->b = b;
+            l->token = token;
+            l->warm = 1;
+            l->next = b->spares;
+            b->spares = l;
+            b->n_spares++;
+            b->refs++;
+            b->created++;
+            p->contexts_created++;
+            p->warm_made++;
+            l = NULL;
+            token = NULL;
+        } else if (rc == 0 && b->state != B_DEAD) {
+            char q[128];
+            snprintf(q, sizeof q, "{\"browserContextId\":\"%s\"}", l->ctx);
+            cdp_call_async(b->conn, NULL, "Target.disposeBrowserContext", q,
+                           POOL_DISPOSE_TIMEOUT_MS, NULL, NULL);
+        }
+        pthread_cond_broadcast(&p->warm_cond); /* pool_set_warm may wait for warm_busy */
+        pthread_mutex_unlock(&p->mu);
+        if (token && discard)
+            discard(ud, token);
+        free(l);
+        pthread_mutex_lock(&p->mu);
+        if (rc < 0 && !p->stopping) {
+            /* A browser that fails to make one: not again at once. */
+            struct timespec ts;
+            rg_deadline(&ts, 1000);
+            pthread_cond_timedwait(&p->warm_cond, &p->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void pool_set_warm(pool *p, void *(*prepare)(void *ud, pool_warm_opts *o),
+                   void (*discard)(void *ud, void *token), void *ud)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->warm_busy)
+        pthread_cond_wait(&p->warm_cond, &p->mu);
+    for (struct browser *b = p->browsers; b; b = b->next)
+        drop_spares(p, b);
+    p->warm_prepare = prepare;
+    p->warm_discard = discard;
+    p->warm_ud = ud;
+    if (prepare && !p->warmer_started && !p->stopping && p->cfg.warm_per_browser > 0)
+        p->warmer_started = pthread_create(&p->warmer, NULL, warmer_main, p) == 0;
+    pthread_cond_broadcast(&p->warm_cond);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void *pool_lease_take_token(pool_lease *l)
+{
+    if (!l)
+        return NULL;
+    pthread_mutex_lock(&l->p->mu);
+    void *t = l->token;
+    l->token = NULL;
+    pthread_mutex_unlock(&l->p->mu);
+    return t;
+}
+
 /* Counts a lease request about to wait, by what is full (mu held). */
 static void note_wait(pool *p)
 {
@@ -1242,11 +1405,25 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             }
             working = 1;
         }
+        /* A warm context, made ahead: no context to make, no renderer to start. */
+        pool_lease *l = NULL;
+        if (o && o->warm && b->spares) {
+            l = b->spares;
+            b->spares = l->next;
+            b->n_spares--;
+            b->refs--; /* the lease holds the ref taken with in_use */
+            l->next = NULL;
+            p->warm_used++;
+            pthread_cond_signal(&p->warm_cond); /* make the next one */
+        }
         pthread_mutex_unlock(&p->mu);
 
-        pool_lease *l = calloc(1, sizeof *l);
         int64_t t_made = rg_now_ms();
-        int rc = l ? create_context(b, l, o) : RG_ENOMEM;
+        int warm = l != NULL, rc = 0;
+        if (!warm) {
+            l = calloc(1, sizeof *l);
+            rc = l ? create_context(b, l, o) : RG_ENOMEM;
+        }
 
         pthread_mutex_lock(&p->mu);
         if (rc == 0 && b->state == B_DEAD)
@@ -1258,14 +1435,18 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             l->create_ms = (int)(rg_now_ms() - t_made);
             l->working = working;
             l->next = b->leases;
+            l->prev = NULL;
             if (b->leases)
                 b->leases->prev = l;
             b->leases = l;
-            b->created++;
-            p->contexts_created++;
+            if (!warm) { /* a warm one was counted when it was made */
+                b->created++;
+                p->contexts_created++;
+            }
             if (p->cfg.recycle_after > 0 && b->created >= p->cfg.recycle_after &&
                 b->state == B_READY) {
                 b->state = B_DRAINING;
+                drop_spares(p, b); /* nothing new on a browser to be recycled */
                 p->recycles++;
                 rg_log(RG_LOG_INFO, MOD, "browser %lu made %d contexts: recycling it", b->seq,
                        b->created);
@@ -1277,6 +1458,8 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
         }
         if (working)
             give_work(p, b);
+        if (l && l->token && p->warm_discard)
+            p->warm_discard(p->warm_ud, l->token);
         b->in_use--;
         b->refs--;
         grant_waiters(p);
@@ -1321,10 +1504,14 @@ void pool_release(pool_lease *l)
         l->working = 0;
         give_work(p, b);
     }
+    if (l->token && p->warm_discard)
+        p->warm_discard(p->warm_ud, l->token);
+    l->token = NULL;
     b->in_use--;
     b->refs--;
     if (b->state == B_READY)
         grant_waiters(p);
+    pthread_cond_signal(&p->warm_cond); /* memory for a warm context, maybe */
     if (b->in_use == 0 || b->state == B_DEAD)
         wake_manager(p);
     if (l->pins)
@@ -1443,6 +1630,10 @@ void pool_get_stats(pool *p, pool_stats *st)
     st->work_queued = p->work_queued;
     st->work_waits = p->work_waits;
     st->work_timeouts = p->work_timeouts;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        st->warm_ready += b->n_spares;
+    st->warm_made = p->warm_made;
+    st->warm_used = p->warm_used;
     st->restarts = p->restarts;
     st->pings_missed = p->pings_missed;
     st->recycles = p->recycles;

@@ -44,6 +44,7 @@
 #define POOL_RECYCLE_AFTER 200       /* contexts created before a browser is recycled */
 #define POOL_RETRY_AFTER_MS 1000     /* hint given with pool_exhausted */
 #define POOL_WORK_PER_BROWSER 2      /* parks and restores a browser runs at once */
+#define POOL_WARM_PER_BROWSER 1      /* contexts a browser keeps made ahead (pool_set_warm) */
 #define POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
 #define POOL_DISPOSE_TIMEOUT_MS 5000
 #define POOL_MEMORY_SAMPLE_MS 1000   /* how often the browsers' PSS is read */
@@ -81,6 +82,9 @@ typedef struct pool_config {
                                   (by the manager thread, never on a lease's path) */
     int work_per_browser;      /* REFGATE_RESTORES_PER_BROWSER [2]: parks and restores one
                                   browser runs at once (pool_work_begin); 0: no bound */
+    int warm_per_browser;      /* REFGATE_WARM_CONTEXTS [1]: contexts each browser keeps made
+                                  ahead, with their page, once pool_set_warm is called;
+                                  0: none */
 } pool_config;
 
 /** Fills cfg with the defaults of common/rg.h. */
@@ -156,7 +160,43 @@ typedef struct pool_lease_opts {
        context slot. */
     int work;
     int work_timeout_ms;
+    /* 1: a warm context (pool_set_warm) may serve the lease, made ahead with
+       the proxy its prepare callback gave it; take its token with
+       pool_lease_take_token. Its own proxy_server above is then not used. */
+    int warm;
 } pool_lease_opts;
+
+/** What a warm context is made with: filled by the prepare callback. */
+typedef struct pool_warm_opts {
+    char proxy_server[64]; /* "" for none */
+    char proxy_bypass[32];
+} pool_warm_opts;
+
+/**
+ * Keeps warm_per_browser contexts per ready browser made ahead (a context
+ * with its page, its renderer started) by a thread of the pool, so that a
+ * lease with opts.warm skips Target.createBrowserContext, createTarget and
+ * the renderer's start. A warm context is never used twice: it is fresh,
+ * made for no one, and goes to one lease (then another is made). Before
+ * each, prepare(ud, o) fills o and returns a token the pool keeps with the
+ * context (the caller's, e.g. the proxy slot the context was pointed at;
+ * NULL: make none now); discard(ud, token) is called for a token whose
+ * context is dropped unused (its browser died, recycled, or this is called
+ * again). A warm context counts against the memory budget but not against
+ * contexts_per_browser, and is made only while the budget has room.
+ * pool_set_warm(p, NULL, NULL, NULL) stops making them and drops every one,
+ * and returns once prepare is not running: call it before what the tokens
+ * point at goes away.
+ */
+void pool_set_warm(pool *p, void *(*prepare)(void *ud, pool_warm_opts *o),
+                   void (*discard)(void *ud, void *token), void *ud);
+
+/**
+ * The token a warm context came with (pool_set_warm's prepare), now the
+ * caller's; NULL when the lease's context was not a warm one or the token
+ * was taken already.
+ */
+void *pool_lease_take_token(pool_lease *l);
 
 /** pool_acquire, with the context created as o says (NULL: as pool_acquire). */
 int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_lease **out,
@@ -244,6 +284,8 @@ typedef struct pool_stats {
     int work_queued;             /* parks and restores waiting for one */
     uint64_t work_waits;         /* parks and restores that had to wait for one */
     uint64_t work_timeouts;      /* ... and got none in time */
+    int warm_ready;              /* warm contexts made ahead, not yet leased */
+    uint64_t warm_made, warm_used; /* made ahead, and leased */
     int64_t last_wait_age_ms;    /* -1: no request waited yet */
 } pool_stats;
 

@@ -177,7 +177,7 @@ int sess_lease_context(sess *s, int timeout_ms, sess_restore_info *ri, char *err
        parks and restores at once. */
     uint64_t ticket = 0;
     pool_lease_opts o = {.proxy_server = NULL, .owner = s->tenant, .ticket = &ticket,
-                         .work = ri != NULL};
+                         .work = ri != NULL, .warm = m->cfg.warm};
     if (m->egress) {
         int erc = egress_slot_open(m->egress, &s->egress);
         if (erc < 0) {
@@ -226,6 +226,15 @@ int sess_lease_context(sess *s, int timeout_ms, sess_restore_info *ri, char *err
         ri->ms[SESS_RS_CONTEXT] += create_ms;
         ri->ms[SESS_RS_QUEUE] += (int)(rg_now_ms() - t_begin - room_ms - create_ms);
     }
+    if (rc == 0) {
+        /* A warm context came pointed at a slot of its own: that one is the session's. */
+        void *token = pool_lease_take_token(s->lease);
+        if (token && token != (void *)m) {
+            egress_slot_close(s->egress);
+            s->egress = token;
+            egress_slot_bind(s->egress, s->tenant);
+        }
+    }
     if (rc < 0) {
         egress_slot_close(s->egress);
         s->egress = NULL;
@@ -236,6 +245,32 @@ int sess_lease_context(sess *s, int timeout_ms, sess_restore_info *ri, char *err
     else if (rc < 0)
         snprintf(err, errlen, "could not get a browser context (%s)", rg_err_code(rc));
     return rc;
+}
+
+/*
+ * A warm context (pool_set_warm) is made for no one yet: with the egress
+ * proxy on, it gets a slot of its own, bound to nobody (it refuses every
+ * connection) until a session leases the context and binds it to its
+ * tenant. Without the proxy the token is m itself (no slot).
+ */
+void *sess_warm_prepare(void *ud, pool_warm_opts *o)
+{
+    sess_mgr *m = ud;
+    if (!m->egress)
+        return m;
+    egress_slot *slot = NULL;
+    if (egress_slot_open(m->egress, &slot) < 0)
+        return NULL;
+    snprintf(o->proxy_server, sizeof o->proxy_server, "socks5://127.0.0.1:%d",
+             egress_slot_port(slot));
+    snprintf(o->proxy_bypass, sizeof o->proxy_bypass, "<-loopback>");
+    return slot;
+}
+
+void sess_warm_discard(void *ud, void *token)
+{
+    if (token && token != ud)
+        egress_slot_close(token);
 }
 
 /* Registers the lost-browser callback, the first tab and its registry page on a fresh lease. */

@@ -363,6 +363,9 @@ void sess_index_key(char *out, size_t len, const char *tenant);
 const char *sess_hash_str(const struct redisReply *h, const char *name);
 double sess_hash_num(const struct redisReply *h, const char *name);
 
+/** The pool's callbacks for a warm context (pool_set_warm): its egress slot, if any. */
+void *sess_warm_prepare(void *ud, pool_warm_opts *o);
+void sess_warm_discard(void *ud, void *token);
 /**
  * Leases a context for s (parking an idle session first when the pool is
  * full). ri (or NULL) gets the parks it made and the time of the room,

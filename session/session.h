@@ -87,6 +87,12 @@ typedef struct sess_config {
     size_t park_max_bytes;       /* REFGATE_PARK_MAX_BYTES [8 MiB]: storage beyond it is
                                     not kept (cookies, URL and scroll always are) */
     int capacity;                /* live sessions this worker holds at most [pool size] */
+    int warm;                    /* lease warm contexts: the pool makes contexts ahead
+                                    (pool_set_warm), each pointed at an egress slot of
+                                    this manager, so that a restore or a create skips
+                                    making one. Only for the one manager of a pool.
+                                    sess_config_default: 0; sess_config_from_env: 1 unless
+                                    REFGATE_WARM_CONTEXTS=0 */
     size_t upload_file_max;      /* REFGATE_UPLOAD_FILE_MAX [10 MiB]: bytes of one uploaded file */
     size_t upload_session_max;   /* REFGATE_UPLOAD_SESSION_MAX [50 MiB]: uploaded bytes a live
                                     session holds at once */

@@ -404,6 +404,94 @@ static void test_full_worker_waits_for_room_then_pool_exhausted(void **state)
     rmdir(run_dir);
 }
 
+/* ---- warm contexts ---- */
+
+/* Waits (up to 20 s) until p has n warm contexts ready; 1 when it has. */
+static int wait_warm(pool *p, int n)
+{
+    pool_stats ps;
+    for (int i = 0; i < 400; i++, usleep(50000)) {
+        pool_get_stats(p, &ps);
+        if (ps.warm_ready >= n)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Room for one session, and a warm context made ahead. Sessions a and b
+ * take turns on it, each parked for the other, each lease a warm context:
+ * b never sees a's cookie or localStorage, and a, restored, has its own
+ * back and none of b's.
+ */
+static void test_warm_context_serves_restores_and_leaks_nothing(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    char run_dir[64];
+    fx_pool_config(&cfg, "test-capacity-warm", run_dir, sizeof run_dir);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 1;
+    cfg.warm_per_browser = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    sess_config sc;
+    sess_config_default(&sc);
+    sc.worker_id = "warm";
+    sc.lease_ms = 1500;
+    sc.heartbeat_ms = 100;
+    sc.capacity = 1;
+    sc.freeze_idle_ms = 0;
+    sc.idle_park_ms = 0;
+    sc.min_live_ms = 0;
+    sc.warm = 1;
+    sess_mgr *m;
+    assert_int_equal(sess_mgr_new(&sc, p, fx.db.conn, fx.store, &m), 0);
+    char a[64], b[64], buf[16], out[256];
+
+    assert_true(wait_warm(p, 1));
+    sess *s = create(m, "/form.html", a);
+    eval_in(s, "document.cookie='who=a; max-age=3600'; localStorage.setItem('who','a'); 'ok'", out,
+            sizeof out);
+    sess_done(s, 1);
+
+    assert_true(wait_warm(p, 1));
+    s = create(m, "/form.html", b); /* parks a */
+    assert_string_equal(state_of(m, a, buf), "parked");
+    eval_in(s, "document.cookie", out, sizeof out);
+    assert_null(strstr(out, "who="));
+    eval_in(s, "String(localStorage.getItem('who'))", out, sizeof out);
+    assert_string_equal(out, "null");
+    eval_in(s, "document.cookie='who=b; max-age=3600'; localStorage.setItem('who','b'); 'ok'", out,
+            sizeof out);
+    sess_done(s, 1);
+
+    assert_true(wait_warm(p, 1));
+    sess_restore_info ri;
+    s = open_s(m, a, &ri); /* parks b, restores a */
+    assert_true(ri.restored);
+    assert_string_equal(state_of(m, b, buf), "parked");
+    eval_in(s, "document.cookie", out, sizeof out);
+    assert_non_null(strstr(out, "who=a"));
+    assert_null(strstr(out, "who=b"));
+    eval_in(s, "String(localStorage.getItem('who'))", out, sizeof out);
+    assert_string_equal(out, "a");
+    sess_done(s, -1);
+
+    pool_stats ps;
+    pool_get_stats(p, &ps);
+    assert_int_equal(ps.warm_used, 3); /* a's create, b's create, a's restore */
+    assert_int_equal(ps.contexts_in_use, 1);
+
+    close_s(m, a);
+    close_s(m, b);
+    sess_mgr_free(m);
+    pool_get_stats(p, &ps);
+    assert_int_equal(ps.warm_ready, 0); /* dropped with the manager */
+    pool_free(p);
+    rmdir(run_dir);
+}
+
 /* ---- through the gateway ---- */
 
 /* The whole stack, one worker, a budget of 1 MiB: /metrics and session.info tell why. */
@@ -455,6 +543,9 @@ static void test_budget_figures_through_the_gateway(void **state)
     assert_true(metric_value(h.body.data, "refgate_pool_memory_sample_age_seconds") >= 0);
     assert_non_null(strstr(h.body.data, "refgate_sessions_evicted_total{loses=\""));
     assert_non_null(strstr(h.body.data, "refgate_pool_waits_total{reason=\"memory\"}"));
+    assert_non_null(strstr(h.body.data, "refgate_session_restore_seconds_total{phase=\"nav\"}"));
+    assert_non_null(strstr(h.body.data, "refgate_pool_work{state=\"busy\"}"));
+    assert_true(metric_value(h.body.data, "refgate_pool_warm_total{event=\"leased\"}") >= 1);
     rg_buf_destroy(&h.body);
     fx_stack_stop(&gw);
 }
@@ -472,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_beforeunload_page_goes_after_untouched),
         cmocka_unit_test(test_restored_session_stays_live_while_another_can_go),
         cmocka_unit_test(test_full_worker_waits_for_room_then_pool_exhausted),
+        cmocka_unit_test(test_warm_context_serves_restores_and_leaks_nothing),
         cmocka_unit_test(test_budget_figures_through_the_gateway),
     };
     int r = FX_RUN("capacity_chromium", tests, NULL, NULL);
