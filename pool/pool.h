@@ -6,8 +6,9 @@
  * a pipe, see cdp/cdp.h) and hands out leases: a fresh browser context with
  * one page target, attached as a flattened session. More pages of the
  * context (popups, tabs) are the lease owner's (pool_lease_adopt). Capacity is N browsers
- * times M contexts; when all are taken a lease request waits in a bounded FIFO
- * queue up to a timeout, then fails with RG_EPOOL and a retry hint.
+ * times M contexts; when all are taken a lease request waits in a bounded
+ * queue, served by turns among its owners (tenants) and in arrival order
+ * within each, up to a timeout, then fails with RG_EPOOL and a retry hint.
  *
  * A manager thread owns the processes: it starts browsers, pings them, replaces
  * any that crash or stop answering (telling every lease on it), recycles a
@@ -130,10 +131,11 @@ void pool_free(pool *p);
 /**
  * Leases a new browser context with one page (about:blank), attached with a
  * flattened session. Waits up to timeout_ms (<= 0: the configured default) in
- * the FIFO queue when the pool is full. Errors: RG_EPOOL when no capacity
- * came in time or the queue is full (*retry_after_ms, when not NULL, gets a
- * hint), RG_ECRASHED / RG_ETIMEOUT when the browser failed while creating the
- * context and no other one could serve within the time. The caller owns *out
+ * the queue (by turns among owners, pool_lease_opts.owner) when the pool is
+ * full. Errors: RG_EPOOL when no capacity came in time or the queue is full
+ * (*retry_after_ms, when not NULL, gets a hint), RG_ECRASHED / RG_ETIMEOUT
+ * when the browser failed while creating the context and no other one could
+ * serve within the time. The caller owns *out
  * and gives it back with pool_release.
  */
 int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms);
