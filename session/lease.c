@@ -1065,8 +1065,8 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
     int64_t t_setup = rg_now_ms();
     if (rc == 0 && (rc = sess_bind_lease(s, have_parked ? parked.tab : NULL)) < 0)
         snprintf(err, errlen, "out of memory");
-    if (rc == 0)
-        rc = sess_apply_options(s);
+    if (rc == 0 && (rc = sess_apply_options(s)) < 0)
+        snprintf(err, errlen, "the browser refused the session's options (%s)", rg_err_code(rc));
     ri->ms[SESS_RS_SETUP] = (int)(rg_now_ms() - t_setup);
     if (rc == 0) {
         pthread_mutex_lock(&m->mu);
