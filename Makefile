@@ -69,7 +69,7 @@ BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BU
 # The benches that talk msgpack to a stack through nginx share its client.
 BENCH_CLIENT := $(BUILD)/bench/client.o
 
-.PHONY: all test unit integration asan bench soak run deps clean format fmt-check fuzz
+.PHONY: all test unit integration asan bench soak soak-oversub run deps clean format fmt-check fuzz
 .DEFAULT_GOAL := all
 
 all: $(LIBS_REFGATE) $(SERVER) $(CLI) $(UNIT_TESTS) $(INTEG_TESTS) $(BENCHES)
@@ -102,11 +102,23 @@ bench: deps
 # `make soak SOAK_SECONDS=60` for a short one: bench/load on a stack of its
 # own, PASS or FAIL (exit 1) on errors, RSS, fds and leftover Chromium
 # (docs/soak.md). SOAK_ARGS="--trace soak.tsv" keeps every sample.
+# `make soak-oversub` (or SOAK_CONTEXTS=N): oversubscribed, more sessions than
+# live contexts, so that sessions are parked for room and restored all along;
+# pool_exhausted then fails the run.
 SOAK_SECONDS  ?= 600
 SOAK_SESSIONS ?= 8
+SOAK_CONTEXTS ?=
 soak: deps
 	@$(MAKE) --no-print-directory $(SERVER) $(BUILD)/bench/load
-	@$(BUILD)/bench/load --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) $(SOAK_ARGS)
+	@$(BUILD)/bench/load --sessions $(SOAK_SESSIONS) --duration $(SOAK_SECONDS) \
+		$(if $(SOAK_CONTEXTS),--contexts $(SOAK_CONTEXTS)) $(SOAK_ARGS)
+
+# 12 sessions on 2 workers of one browser with 2 contexts each: 4 live; each
+# client thinks about a second before each command, as agents do (with none,
+# every session is busy all the time and none can be parked for another).
+soak-oversub:
+	@$(MAKE) --no-print-directory soak SOAK_SESSIONS=12 SOAK_CONTEXTS=2 \
+		SOAK_ARGS="--think-ms 1000 $(SOAK_ARGS)"
 
 # The whole stack on this machine: Redis, REFGATE_WORKERS workers, nginx on
 # 127.0.0.1:$${REFGATE_HTTP_PORT:-8080}; Ctrl-C stops everything it started.

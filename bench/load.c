@@ -55,7 +55,7 @@ static void usage(void)
             "usage: load [--sessions N] [--duration S] [--workers N] [--interval S]\n"
             "            [--warmup-loops N] [--settle S] [--warmup-max S]\n"
             "            [--close-one-in N] [--quiet-every S] [--quiet-wait S] [--trace FILE]\n"
-            "            [--port P [--key K] [--run-dir DIR]]\n"
+            "            [--contexts N] [--think-ms MS] [--port P [--key K] [--run-dir DIR]]\n"
             "  --sessions N      sessions driven at once [8]\n"
             "  --duration S      seconds of measured load after the warm-up [60]\n"
             "  --workers N       workers of the stack started here [2]\n"
@@ -67,6 +67,11 @@ static void usage(void)
             "  --quiet-every S   pause the load for a quiet sample every S s [120; 0: never]\n"
             "  --quiet-wait S    how long a quiet point waits before its sample [12]\n"
             "  --trace FILE      write every sample of /proc to FILE (tab-separated)\n"
+            "  --contexts N      oversubscribed: the stack started here gets N contexts a\n"
+            "                    browser (one browser a worker), fewer than the sessions;\n"
+            "                    pool_exhausted then fails the run, as does no park for room\n"
+            "  --think-ms MS     pause 0.5 to 1.5 times MS before each command, as an agent\n"
+            "                    thinks between commands [0]\n"
             "  --port P          drive the stack on 127.0.0.1:P instead of starting one\n"
             "  --key K           its API key [$REFGATE_KEY, or DIR/dev-key]\n"
             "  --run-dir DIR     its run directory, for worker-w*.pid and dev-key [.run]\n");
@@ -142,6 +147,10 @@ static int parse_args(int argc, char **argv, struct run *r)
             rc = int_arg(a, v, 0, 24 * 3600, &r->quiet_every);
         else if (!strcmp(a, "--quiet-wait"))
             rc = int_arg(a, v, 0, 600, &r->quiet_wait);
+        else if (!strcmp(a, "--think-ms"))
+            rc = int_arg(a, v, 0, 600000, &g.think_ms);
+        else if (!strcmp(a, "--contexts"))
+            rc = int_arg(a, v, 1, 1000, &r->contexts);
         else if (!strcmp(a, "--port"))
             rc = int_arg(a, v, 1, 65535, &r->port);
         else if (!strcmp(a, "--key") && v)
@@ -164,7 +173,14 @@ static int parse_args(int argc, char **argv, struct run *r)
 /* Our own stack: Redis, the workers and nginx, with its workers to sample. 0 or -1. */
 static int own_stack(struct run *r, rg_redis_config *rc)
 {
-    const char *env[] = {"REFGATE_LOG_LEVEL=warn", NULL};
+    static char contexts[64];
+    const char *env[] = {"REFGATE_LOG_LEVEL=warn", NULL, NULL};
+    if (r->contexts > 0) {
+        snprintf(contexts, sizeof contexts, "REFGATE_CONTEXTS_PER_BROWSER=%d", r->contexts);
+        env[1] = contexts;
+        fprintf(stderr, "load: oversubscribed: %d sessions on %d live contexts\n", r->sessions,
+                r->contexts * r->nworkers);
+    }
     fprintf(stderr, "load: starting Redis, %d workers and nginx...\n", r->nworkers);
     r->st = stack_start(r->nworkers, env);
     if (!r->st) {

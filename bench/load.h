@@ -95,6 +95,7 @@ struct load_shared {
     atomic_int warming;   /* 1 while the drivers are to keep warming up */
     atomic_int warm_done; /* drivers that ran their fixed warm-up loops */
     int close_one_in;     /* a loop closes its session with this odds */
+    int think_ms;         /* a pause before each command, as an agent thinks (--think-ms) */
     atomic_llong stop_ms; /* drivers end at the first loop boundary after it */
     pthread_barrier_t warm, go;
     /* Quiet points: the main thread sets pause; each driver, at its next loop
@@ -167,6 +168,10 @@ struct sample {
     struct fdscan fd[WORKERS_MAX + 1];
     int chromium, zombies;
     int quiet; /* taken with no command in flight, after the workers' heap trim */
+    /* From each worker's /metrics where worker_heap asked: sessions parked to
+       make room (refgate_sessions_evicted_total, all reasons) and restored;
+       -1: not asked. */
+    double room_parks[WORKERS_MAX + 1], restores[WORKERS_MAX + 1];
 };
 
 /* The workers sampled, from 1 (load.c fills it in). */
@@ -208,6 +213,7 @@ void redis_info(rg_redis *r, struct redis_info *out);
 struct run {
     /* the options */
     int sessions, duration, nworkers, interval, port, quiet_every, quiet_wait;
+    int contexts; /* --contexts: REFGATE_CONTEXTS_PER_BROWSER of our stack; 0: its default */
     const char *key, *run_dir, *trace;
     /* the stack: our own (st), or the one on --port */
     stack *st;

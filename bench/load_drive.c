@@ -174,6 +174,9 @@ static int send_cmd(struct driver *d, int op, const char *path, const cJSON *cmd
     }
     if (reply)
         *reply = NULL;
+    /* An agent thinks between commands (--think-ms): half to one and a half times it. */
+    if (g.think_ms > 0)
+        rg_sleep_ms(g.think_ms / 2 + (int)(next_rand(d) % (unsigned)(g.think_ms + 1)));
     d->commands[op]++;
     int fd = conn(d);
     http_resp r;

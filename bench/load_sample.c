@@ -405,6 +405,8 @@ void take_sample(struct sample *s)
  */
 void worker_heap(struct sample *s)
 {
+    for (int i = 0; i <= WORKERS_MAX; i++)
+        s->room_parks[i] = s->restores[i] = -1;
     for (int i = 1; i <= workers.n; i++) {
         if (workers.ports[i][0] <= 0 || s->mem[i][MEM_ALL] < 0)
             continue;
@@ -416,6 +418,16 @@ void worker_heap(struct sample *s)
             double spare = metric_value(r.body.data, "refgate_heap_free_bytes");
             s->mem[i][MEM_IN_USE] = used >= 0 ? (long)(used / 1024) : -1;
             s->mem[i][MEM_FREE] = spare >= 0 ? (long)(spare / 1024) : -1;
+            static const char *const why[] = {"nothing", "edits", "fresh"};
+            s->room_parks[i] = 0;
+            for (int k = 0; k < 3; k++) {
+                char name[96];
+                snprintf(name, sizeof name, "refgate_sessions_evicted_total{loses=\"%s\"}",
+                         why[k]);
+                double v = metric_value(r.body.data, name);
+                s->room_parks[i] = v >= 0 && s->room_parks[i] >= 0 ? s->room_parks[i] + v : -1;
+            }
+            s->restores[i] = metric_value(r.body.data, "refgate_sessions_restored_total");
         }
         rg_buf_destroy(&r.body);
     }

@@ -429,12 +429,48 @@ static void print_json(const struct run *r, const struct totals *t, const struct
     printf("}}\n");
 }
 
+/*
+ * Oversubscribed (--contexts): a worker that is full parks a session to make
+ * room for the next, so no command may be refused with pool_exhausted; and
+ * the run must have parked sessions for room, or it did not test that.
+ */
+static void judge_oversub(const struct run *r, const struct totals *t)
+{
+    if (r->contexts <= 0)
+        return;
+    long exhausted = 0;
+    for (int k = 0; k < t->errs.n; k++)
+        if (!strcmp(t->errs.row[k].code, "pool_exhausted"))
+            exhausted += t->errs.row[k].count;
+    double parks = 0, restores = 0;
+    int known = 1;
+    for (int w = 1; w <= workers.n; w++) {
+        if (r->last.room_parks[w] < 0 || r->last.restores[w] < 0)
+            known = 0;
+        else
+            parks += r->last.room_parks[w], restores += r->last.restores[w];
+    }
+    printf("oversubscribed: %d sessions on %d live contexts; parked for room %.0f, restored "
+           "%.0f%s\n",
+           r->sessions, r->contexts * r->nworkers, parks, restores,
+           known ? "" : " (some worker's /metrics did not answer)");
+    if (exhausted)
+        fail_reason("%ld pool_exhausted with more sessions than contexts (a full worker parks "
+                    "a session for room instead)",
+                    exhausted);
+    if (known && parks <= 0)
+        fail_reason("no session was parked for room: the run was not oversubscribed");
+    if (!known)
+        fail_reason("the parks for room could not be read from every worker's /metrics");
+}
+
 int verdict(struct run *r)
 {
     struct totals t;
     struct rss m;
     merge(r, &t);
     judge_errors(r, &t);
+    judge_oversub(r, &t);
     m.by_quiet = r->quiet_every > 0;
     for (int w = 1; w <= workers.n; w++)
         judge_worker(r, w, &m);

@@ -201,6 +201,39 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   (unsigned long long)ss.evicted_fresh, (unsigned long long)ss.judged,
                   (unsigned long long)ss.room_waits);
     rg_buf_printf(out,
+                  "# HELP refgate_pool_work Parks and restores running (busy) and waiting for "
+                  "one of their browser's REFGATE_RESTORES_PER_BROWSER slots (queued).\n"
+                  "# TYPE refgate_pool_work gauge\n"
+                  "refgate_pool_work{state=\"busy\"} %d\n"
+                  "refgate_pool_work{state=\"queued\"} %d\n"
+                  "# HELP refgate_pool_work_waits_total Parks and restores that waited for a "
+                  "slot, and that got none in time.\n"
+                  "# TYPE refgate_pool_work_waits_total counter\n"
+                  "refgate_pool_work_waits_total{result=\"waited\"} %llu\n"
+                  "refgate_pool_work_waits_total{result=\"timeout\"} %llu\n"
+                  "# HELP refgate_sessions_park_deferred_total Parks not done because their "
+                  "browser's slots stayed busy.\n"
+                  "# TYPE refgate_sessions_park_deferred_total counter\n"
+                  "refgate_sessions_park_deferred_total %llu\n"
+                  "# HELP refgate_pool_warm_contexts Contexts made ahead (REFGATE_WARM_CONTEXTS), "
+                  "not yet leased.\n"
+                  "# TYPE refgate_pool_warm_contexts gauge\n"
+                  "refgate_pool_warm_contexts %d\n"
+                  "# HELP refgate_pool_warm_total Contexts made ahead, and leased.\n"
+                  "# TYPE refgate_pool_warm_total counter\n"
+                  "refgate_pool_warm_total{event=\"made\"} %llu\n"
+                  "refgate_pool_warm_total{event=\"leased\"} %llu\n",
+                  ps.work_busy, ps.work_queued, (unsigned long long)ps.work_waits,
+                  (unsigned long long)ps.work_timeouts, (unsigned long long)ss.park_deferred,
+                  ps.warm_ready, (unsigned long long)ps.warm_made,
+                  (unsigned long long)ps.warm_used);
+    rg_buf_puts(out, "# HELP refgate_session_restore_seconds_total Restores' time, by phase "
+                     "(docs/scaling.md).\n"
+                     "# TYPE refgate_session_restore_seconds_total counter\n");
+    for (int i = 0; i < SESS_RS_PHASES; i++)
+        rg_buf_printf(out, "refgate_session_restore_seconds_total{phase=\"%s\"} %.3f\n",
+                      sess_restore_phase(i), ss.restore_ms[i] / 1000.0);
+    rg_buf_printf(out,
                   "# HELP refgate_view_frames_total Live view frames written to WebSocket clients, "
                   "and frames a newer one replaced before a slow client took them.\n"
                   "# TYPE refgate_view_frames_total counter\n"

@@ -58,6 +58,17 @@ struct browser {
     int base_known;
     char why[160];
     pool_lease *leases;
+    int work;                          /* work slots held: parks and restores running */
+    pool_lease *spares;                /* warm contexts made ahead (pool_set_warm), by ->next */
+    int n_spares;
+    int warming;                       /* the warmer is making one for it */
+    struct work_waiter *wq_head, *wq_tail; /* waiting for one, first come first served */
+};
+
+struct work_waiter {
+    pthread_cond_t cond;
+    int granted;
+    struct work_waiter *next;
 };
 
 struct pool_lease {
@@ -69,6 +80,11 @@ struct pool_lease {
     int pins;     /* the manager is calling on_lost */
     int released; /* pool_release ran while pinned: the manager frees it */
     int adopts;   /* its owner takes the new pages of its context (pool_lease_adopt) */
+    int wait_ms;   /* how long its request waited for a slot */
+    int create_ms; /* how long making its context and page took */
+    int working;   /* holds a work slot of its browser (pool_work_begin) */
+    void *token;   /* a warm context's token (pool_set_warm), until taken */
+    int warm;      /* was made ahead */
     void (*on_lost)(void *ud, pool_lease *l);
     void *ud;
 };
@@ -77,6 +93,8 @@ struct waiter {
     pthread_cond_t cond;
     struct browser *granted;
     struct waiter *next;
+    char owner[64]; /* who asks (pool_lease_opts.owner): fair queueing by owner */
+    uint64_t tag;   /* its turn: the queue serves the smallest first */
 };
 
 struct pool {
@@ -110,6 +128,18 @@ struct pool {
     int mem_procs;
     uint64_t mem_samples;
     uint64_t waits_memory, waits_contexts, waits_queue, waits_browsers;
+    uint64_t vtime;           /* the tag of the last waiter served (fair queueing) */
+    int work_queued;
+    uint64_t work_waits, work_timeouts;
+    /* Warm contexts: the warmer thread makes them (pool_set_warm). */
+    pthread_t warmer;
+    int warmer_started;
+    pthread_cond_t warm_cond; /* wakes the warmer, and pool_set_warm waiting for it */
+    void *(*warm_prepare)(void *ud, pool_warm_opts *o);
+    void (*warm_discard)(void *ud, void *token);
+    void *warm_ud;
+    int warm_busy; /* the warmer is in prepare or making a context */
+    uint64_t warm_made, warm_used;
     const char *last_wait;
     int64_t last_wait_ms;
 };
@@ -137,6 +167,8 @@ void pool_config_default(pool_config *cfg)
     cfg->js_heap_mb = 1024;
     cfg->memory_max = 0;
     cfg->memory_sample_ms = POOL_MEMORY_SAMPLE_MS;
+    cfg->work_per_browser = POOL_WORK_PER_BROWSER;
+    cfg->warm_per_browser = POOL_WARM_PER_BROWSER;
 }
 
 int64_t pool_memory_default(int workers)
@@ -174,6 +206,10 @@ void pool_config_from_env(pool_config *cfg)
                                                  1L << 31);
     cfg->memory_sample_ms = (int)rg_env_long("REFGATE_MEMORY_SAMPLE_MS", cfg->memory_sample_ms,
                                              100, 600000);
+    cfg->work_per_browser = (int)rg_env_long("REFGATE_RESTORES_PER_BROWSER",
+                                             cfg->work_per_browser, 0, 1000);
+    cfg->warm_per_browser = (int)rg_env_long("REFGATE_WARM_CONTEXTS", cfg->warm_per_browser, 0,
+                                             16);
     const char *mm = getenv("REFGATE_MEMORY_MAX");
     int64_t mem;
     if (mm && *mm && pool_parse_size(mm, &mem) == 0) {
@@ -225,8 +261,9 @@ static int64_t memory_estimate(pool *p)
     for (struct browser *b = p->browsers; b; b = b->next) {
         if (b->state == B_DEAD)
             continue;
-        int64_t v = b->sampled ? b->pss + (int64_t)(b->in_use - b->pss_in_use) * p->mem_per_ctx
-                               : (int64_t)b->in_use * p->mem_per_ctx;
+        int ctxs = b->in_use + b->n_spares;
+        int64_t v = b->sampled ? b->pss + (int64_t)(ctxs - b->pss_in_use) * p->mem_per_ctx
+                               : (int64_t)ctxs * p->mem_per_ctx;
         est += v > 0 ? v : 0;
     }
     return est;
@@ -258,7 +295,40 @@ static struct browser *pick_browser(pool *p)
     return best;
 }
 
-/* Hands free slots to waiting lease requests, oldest first. */
+/* Takes w out of the queue (mu held); 0 when it was not in it. */
+static int unqueue(pool *p, struct waiter *w)
+{
+    struct waiter **wp = &p->qhead, *prev = NULL;
+    while (*wp && *wp != w) {
+        prev = *wp;
+        wp = &(*wp)->next;
+    }
+    if (!*wp)
+        return 0;
+    *wp = w->next;
+    if (p->qtail == w)
+        p->qtail = prev;
+    p->qlen--;
+    return 1;
+}
+
+/*
+ * Start-time fair queueing by owner: a new request's tag is one past the
+ * later of the last tag served and the last tag of its owner still queued,
+ * and the queue serves the smallest tag (the oldest of equal ones). Each
+ * owner's requests keep their order, and an owner with one request waits
+ * behind at most one request of each other owner, whatever their bursts.
+ */
+static uint64_t fair_tag(pool *p, const char *owner)
+{
+    uint64_t t = p->vtime;
+    for (struct waiter *w = p->qhead; w; w = w->next)
+        if (w->tag > t && !strcmp(w->owner, owner))
+            t = w->tag;
+    return t + 1;
+}
+
+/* Hands free slots to waiting lease requests, by turns among owners (fair_tag). */
 static void grant_waiters(pool *p)
 {
     while (p->qhead) {
@@ -266,15 +336,40 @@ static void grant_waiters(pool *p)
         if (!b)
             return;
         struct waiter *w = p->qhead;
-        p->qhead = w->next;
-        if (!p->qhead)
-            p->qtail = NULL;
-        p->qlen--;
+        for (struct waiter *o = p->qhead->next; o; o = o->next)
+            if (o->tag < w->tag)
+                w = o;
+        unqueue(p, w);
+        if (w->tag > p->vtime)
+            p->vtime = w->tag;
         b->in_use++;
         b->refs++;
         w->granted = b;
         w->next = NULL;
         pthread_cond_signal(&w->cond);
+    }
+}
+
+/*
+ * Drops b's warm contexts (mu held): disposed of while the browser lives,
+ * their tokens given back to whoever made them.
+ */
+static void drop_spares(pool *p, struct browser *b)
+{
+    while (b->spares) {
+        pool_lease *l = b->spares;
+        b->spares = l->next;
+        b->n_spares--;
+        b->refs--;
+        if (b->state != B_DEAD && b->conn) {
+            char q[128];
+            snprintf(q, sizeof q, "{\"browserContextId\":\"%s\"}", l->ctx);
+            cdp_call_async(b->conn, NULL, "Target.disposeBrowserContext", q,
+                           POOL_DISPOSE_TIMEOUT_MS, NULL, NULL);
+        }
+        if (l->token && p->warm_discard)
+            p->warm_discard(p->warm_ud, l->token);
+        free(l);
     }
 }
 
@@ -290,6 +385,9 @@ static void browser_die(struct browser *b, const char *why, int crashed)
     b->crashed = crashed;
     b->state = B_DEAD;
     rg_strlcpy(b->why, why, sizeof b->why);
+    for (struct work_waiter *w = b->wq_head; w; w = w->next)
+        pthread_cond_signal(&w->cond); /* they find it dead */
+    drop_spares(p, b);
     wake_manager(p);
     pthread_cond_broadcast(&p->state_cond);
 }
@@ -682,7 +780,7 @@ static void sample_memory(pool *p)
         if ((b->state == B_READY || b->state == B_DRAINING) && b->guard > 0) {
             seq[n] = b->seq;
             guard[n] = b->guard;
-            in_use[n++] = b->in_use;
+            in_use[n++] = b->in_use + b->n_spares;
         }
     pthread_mutex_unlock(&p->mu);
     /* The cost is this thread's CPU time: on a busy machine the wall time
@@ -763,6 +861,7 @@ static void pool_destroy(pool *p)
     }
     pthread_cond_destroy(&p->mgr_cond);
     pthread_cond_destroy(&p->state_cond);
+    pthread_cond_destroy(&p->warm_cond);
     pthread_condattr_destroy(&p->ca);
     pthread_mutex_destroy(&p->mu);
     if (p->extra)
@@ -796,6 +895,7 @@ int pool_new(const pool_config *cfg, pool **out)
     pthread_condattr_setclock(&p->ca, CLOCK_MONOTONIC);
     pthread_cond_init(&p->mgr_cond, &p->ca);
     pthread_cond_init(&p->state_cond, &p->ca);
+    pthread_cond_init(&p->warm_cond, &p->ca);
     p->chromium = strdup(p->cfg.chromium_path ? p->cfg.chromium_path
                                               : "/usr/lib/chromium/chromium");
     p->run_dir = strdup(p->cfg.run_dir ? p->cfg.run_dir : "/tmp/refgate");
@@ -885,13 +985,121 @@ void pool_free(pool *p)
     if (!p)
         return;
     pthread_mutex_lock(&p->mu);
+    while (p->warm_busy)
+        pthread_cond_wait(&p->warm_cond, &p->mu);
     p->stopping = 1;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        drop_spares(p, b);
+    pthread_cond_broadcast(&p->warm_cond);
     for (struct waiter *w = p->qhead; w; w = w->next)
         pthread_cond_signal(&w->cond);
+    for (struct browser *b = p->browsers; b; b = b->next)
+        for (struct work_waiter *w = b->wq_head; w; w = w->next)
+            pthread_cond_signal(&w->cond);
     wake_manager(p);
     pthread_mutex_unlock(&p->mu);
     pthread_join(p->mgr, NULL);
+    if (p->warmer_started)
+        pthread_join(p->warmer, NULL);
     pool_destroy(p);
+}
+
+/* ---- work slots: parks and restores a browser runs at once ---- */
+
+/* Hands b's free work slots to its waiters, oldest first (mu held). */
+static void grant_work(pool *p, struct browser *b)
+{
+    while (b->wq_head && (p->cfg.work_per_browser <= 0 || b->work < p->cfg.work_per_browser)) {
+        struct work_waiter *w = b->wq_head;
+        b->wq_head = w->next;
+        if (!b->wq_head)
+            b->wq_tail = NULL;
+        p->work_queued--;
+        b->work++;
+        w->granted = 1;
+        pthread_cond_signal(&w->cond);
+    }
+}
+
+/* Takes a work slot of b, waiting until dl (mu held): 0, RG_EPOOL, RG_ECRASHED or RG_EUNAVAIL. */
+static int take_work(pool *p, struct browser *b, const struct timespec *dl)
+{
+    if (b->state == B_DEAD)
+        return RG_ECRASHED;
+    if (!b->wq_head && (p->cfg.work_per_browser <= 0 || b->work < p->cfg.work_per_browser)) {
+        b->work++;
+        return 0;
+    }
+    p->work_waits++;
+    struct work_waiter w = {.granted = 0, .next = NULL};
+    pthread_cond_init(&w.cond, &p->ca);
+    if (b->wq_tail)
+        b->wq_tail->next = &w;
+    else
+        b->wq_head = &w;
+    b->wq_tail = &w;
+    p->work_queued++;
+    while (!w.granted && b->state != B_DEAD && !p->stopping)
+        if (pthread_cond_timedwait(&w.cond, &p->mu, dl) == ETIMEDOUT)
+            break;
+    if (!w.granted) {
+        struct work_waiter **wp = &b->wq_head, *prev = NULL;
+        while (*wp && *wp != &w) {
+            prev = *wp;
+            wp = &(*wp)->next;
+        }
+        if (*wp) {
+            *wp = w.next;
+            if (b->wq_tail == &w)
+                b->wq_tail = prev;
+            p->work_queued--;
+        }
+    }
+    pthread_cond_destroy(&w.cond);
+    if (w.granted)
+        return 0;
+    if (p->stopping)
+        return RG_EUNAVAIL;
+    if (b->state == B_DEAD)
+        return RG_ECRASHED;
+    p->work_timeouts++;
+    return RG_EPOOL;
+}
+
+static void give_work(pool *p, struct browser *b)
+{
+    b->work--;
+    grant_work(p, b);
+}
+
+int pool_work_begin(pool_lease *l, int timeout_ms)
+{
+    if (!l)
+        return RG_ECRASHED;
+    pool *p = l->p;
+    struct timespec dl;
+    rg_deadline(&dl, timeout_ms > 0 ? timeout_ms : 1);
+    pthread_mutex_lock(&p->mu);
+    int rc = 0;
+    if (!l->working) {
+        rc = l->lost ? RG_ECRASHED : take_work(p, l->b, &dl);
+        l->working = rc == 0;
+    }
+    pthread_mutex_unlock(&p->mu);
+    return rc;
+}
+
+void pool_work_end(pool_lease *l)
+{
+    if (!l)
+        return;
+    pool *p = l->p;
+    pthread_mutex_lock(&p->mu);
+    if (l->working) {
+        l->working = 0;
+        give_work(p, l->b);
+    }
+    pthread_mutex_unlock(&p->mu);
 }
 
 static int create_context(struct browser *b, pool_lease *l, const pool_lease_opts *o)
@@ -963,6 +1171,118 @@ out:
     return rc;
 }
 
+/* ---- warm contexts (pool_set_warm) ---- */
+
+/* A ready browser short of warm contexts, with memory for one more (mu held); NULL. */
+static struct browser *needs_spare(pool *p)
+{
+    if (!p->warm_prepare || p->cfg.warm_per_browser <= 0 || p->stopping || !memory_room(p))
+        return NULL;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        if (b->state == B_READY && !b->warming && b->n_spares < p->cfg.warm_per_browser)
+            return b;
+    return NULL;
+}
+
+/* The warmer thread: makes a warm context whenever a browser is short of one. */
+static void *warmer_main(void *arg)
+{
+    pool *p = arg;
+    pthread_mutex_lock(&p->mu);
+    while (!p->stopping) {
+        struct browser *b = needs_spare(p);
+        if (!b) {
+            struct timespec ts;
+            rg_deadline(&ts, 1000);
+            pthread_cond_timedwait(&p->warm_cond, &p->mu, &ts);
+            continue;
+        }
+        b->warming = 1;
+        b->refs++;
+        p->warm_busy = 1;
+        void *(*prepare)(void *, pool_warm_opts *) = p->warm_prepare;
+        void (*discard)(void *, void *) = p->warm_discard;
+        void *ud = p->warm_ud;
+        pthread_mutex_unlock(&p->mu);
+
+        pool_warm_opts wo;
+        memset(&wo, 0, sizeof wo);
+        pool_lease *l = calloc(1, sizeof *l);
+        void *token = l ? prepare(ud, &wo) : NULL;
+        pool_lease_opts o = {.proxy_server = wo.proxy_server[0] ? wo.proxy_server : NULL,
+                             .proxy_bypass = wo.proxy_bypass[0] ? wo.proxy_bypass : NULL};
+        int rc = token ? create_context(b, l, &o) : RG_ENOMEM;
+
+        pthread_mutex_lock(&p->mu);
+        b->warming = 0;
+        b->refs--;
+        p->warm_busy = 0;
+        if (rc == 0 && b->state == B_READY && !p->stopping && p->warm_prepare == prepare &&
+            p->warm_ud == ud) {
+            l->p = p;
+            l->b = b;
+            l->token = token;
+            l->warm = 1;
+            l->next = b->spares;
+            b->spares = l;
+            b->n_spares++;
+            b->refs++;
+            b->created++;
+            p->contexts_created++;
+            p->warm_made++;
+            l = NULL;
+            token = NULL;
+        } else if (rc == 0 && b->state != B_DEAD) {
+            char q[128];
+            snprintf(q, sizeof q, "{\"browserContextId\":\"%s\"}", l->ctx);
+            cdp_call_async(b->conn, NULL, "Target.disposeBrowserContext", q,
+                           POOL_DISPOSE_TIMEOUT_MS, NULL, NULL);
+        }
+        pthread_cond_broadcast(&p->warm_cond); /* pool_set_warm may wait for warm_busy */
+        pthread_mutex_unlock(&p->mu);
+        if (token && discard)
+            discard(ud, token);
+        free(l);
+        pthread_mutex_lock(&p->mu);
+        if (rc < 0 && !p->stopping) {
+            /* A browser that fails to make one: not again at once. */
+            struct timespec ts;
+            rg_deadline(&ts, 1000);
+            pthread_cond_timedwait(&p->warm_cond, &p->mu, &ts);
+        }
+    }
+    pthread_mutex_unlock(&p->mu);
+    return NULL;
+}
+
+void pool_set_warm(pool *p, void *(*prepare)(void *ud, pool_warm_opts *o),
+                   void (*discard)(void *ud, void *token), void *ud)
+{
+    pthread_mutex_lock(&p->mu);
+    while (p->warm_busy)
+        pthread_cond_wait(&p->warm_cond, &p->mu);
+    for (struct browser *b = p->browsers; b; b = b->next)
+        drop_spares(p, b);
+    p->warm_prepare = prepare;
+    p->warm_discard = discard;
+    p->warm_ud = ud;
+    if (prepare && !p->warmer_started && !p->stopping && p->cfg.warm_per_browser > 0)
+        p->warmer_started = pthread_create(&p->warmer, NULL, warmer_main, p) == 0;
+    pthread_cond_broadcast(&p->warm_cond);
+    pthread_mutex_unlock(&p->mu);
+}
+
+void *pool_lease_take_token(pool_lease *l)
+{
+    if (!l)
+        return NULL;
+    pthread_mutex_lock(&l->p->mu);
+    void *t = l->token;
+    l->token = NULL;
+    pthread_mutex_unlock(&l->p->mu);
+    return t;
+}
+
 /* Counts a lease request about to wait, by what is full (mu held). */
 static void note_wait(pool *p)
 {
@@ -1011,7 +1331,7 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
         timeout_ms = p->cfg.lease_timeout_ms;
     struct timespec dl;
     rg_deadline(&dl, timeout_ms);
-    int64_t deadline_ms = rg_now_ms() + timeout_ms;
+    int64_t deadline_ms = rg_now_ms() + timeout_ms, t_asked = rg_now_ms();
     int last_rc = RG_EPOOL;
 
     for (;;) {
@@ -1033,6 +1353,10 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             }
             note_wait(p);
             struct waiter w = {.granted = NULL, .next = NULL};
+            rg_strlcpy(w.owner, o && o->owner ? o->owner : "", sizeof w.owner);
+            w.tag = o && o->ticket && *o->ticket ? *o->ticket : fair_tag(p, w.owner);
+            if (o && o->ticket)
+                *o->ticket = w.tag; /* its place, should it ask again */
             pthread_cond_init(&w.cond, &p->ca);
             if (p->qtail)
                 p->qtail->next = &w;
@@ -1044,20 +1368,8 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
                 if (pthread_cond_timedwait(&w.cond, &p->mu, &dl) == ETIMEDOUT)
                     break;
             }
-            if (!w.granted) {
-                /* Still queued: take ourselves out. */
-                struct waiter **wp = &p->qhead, *prev = NULL;
-                while (*wp && *wp != &w) {
-                    prev = *wp;
-                    wp = &(*wp)->next;
-                }
-                if (*wp) {
-                    *wp = w.next;
-                    if (p->qtail == &w)
-                        p->qtail = prev;
-                    p->qlen--;
-                }
-            }
+            if (!w.granted)
+                unqueue(p, &w); /* still queued: take ourselves out */
             pthread_cond_destroy(&w.cond);
             b = w.granted;
             if (!b) {
@@ -1068,10 +1380,50 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
                 return stopping ? RG_EUNAVAIL : last_rc;
             }
         }
+        if (o && o->ticket)
+            *o->ticket = 0; /* served */
+        /* A restore: its context is made within its browser's bound on parks and restores. */
+        int working = 0;
+        if (o && o->work) {
+            struct timespec wdl = dl;
+            if (o->work_timeout_ms > 0)
+                rg_deadline(&wdl, o->work_timeout_ms);
+            int wrc = take_work(p, b, &wdl);
+            if (wrc < 0) {
+                b->in_use--;
+                b->refs--;
+                grant_waiters(p);
+                wake_manager(p);
+                pthread_mutex_unlock(&p->mu);
+                if (wrc == RG_ECRASHED && rg_now_ms() < deadline_ms) {
+                    last_rc = wrc;
+                    continue;
+                }
+                if (retry_after_ms && wrc == RG_EPOOL)
+                    *retry_after_ms = POOL_RETRY_AFTER_MS;
+                return wrc;
+            }
+            working = 1;
+        }
+        /* A warm context, made ahead: no context to make, no renderer to start. */
+        pool_lease *l = NULL;
+        if (o && o->warm && b->spares) {
+            l = b->spares;
+            b->spares = l->next;
+            b->n_spares--;
+            b->refs--; /* the lease holds the ref taken with in_use */
+            l->next = NULL;
+            p->warm_used++;
+            pthread_cond_signal(&p->warm_cond); /* make the next one */
+        }
         pthread_mutex_unlock(&p->mu);
 
-        pool_lease *l = calloc(1, sizeof *l);
-        int rc = l ? create_context(b, l, o) : RG_ENOMEM;
+        int64_t t_made = rg_now_ms();
+        int warm = l != NULL, rc = 0;
+        if (!warm) {
+            l = calloc(1, sizeof *l);
+            rc = l ? create_context(b, l, o) : RG_ENOMEM;
+        }
 
         pthread_mutex_lock(&p->mu);
         if (rc == 0 && b->state == B_DEAD)
@@ -1079,15 +1431,22 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
         if (rc == 0) {
             l->p = p;
             l->b = b;
+            l->wait_ms = (int)(t_made - t_asked);
+            l->create_ms = (int)(rg_now_ms() - t_made);
+            l->working = working;
             l->next = b->leases;
+            l->prev = NULL;
             if (b->leases)
                 b->leases->prev = l;
             b->leases = l;
-            b->created++;
-            p->contexts_created++;
+            if (!warm) { /* a warm one was counted when it was made */
+                b->created++;
+                p->contexts_created++;
+            }
             if (p->cfg.recycle_after > 0 && b->created >= p->cfg.recycle_after &&
                 b->state == B_READY) {
                 b->state = B_DRAINING;
+                drop_spares(p, b); /* nothing new on a browser to be recycled */
                 p->recycles++;
                 rg_log(RG_LOG_INFO, MOD, "browser %lu made %d contexts: recycling it", b->seq,
                        b->created);
@@ -1097,6 +1456,10 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             *out = l;
             return 0;
         }
+        if (working)
+            give_work(p, b);
+        if (l && l->token && p->warm_discard)
+            p->warm_discard(p->warm_ud, l->token);
         b->in_use--;
         b->refs--;
         grant_waiters(p);
@@ -1137,10 +1500,18 @@ void pool_release(pool_lease *l)
         b->leases = l->next;
     if (l->next)
         l->next->prev = l->prev;
+    if (l->working) {
+        l->working = 0;
+        give_work(p, b);
+    }
+    if (l->token && p->warm_discard)
+        p->warm_discard(p->warm_ud, l->token);
+    l->token = NULL;
     b->in_use--;
     b->refs--;
     if (b->state == B_READY)
         grant_waiters(p);
+    pthread_cond_signal(&p->warm_cond); /* memory for a warm context, maybe */
     if (b->in_use == 0 || b->state == B_DEAD)
         wake_manager(p);
     if (l->pins)
@@ -1176,6 +1547,12 @@ pid_t pool_lease_guard(pool_lease *l)
     pid_t pg = l->b->guard;
     pthread_mutex_unlock(&l->p->mu);
     return pg;
+}
+
+void pool_lease_times(const pool_lease *l, int *wait_ms, int *create_ms)
+{
+    *wait_ms = l ? l->wait_ms : 0;
+    *create_ms = l ? l->create_ms : 0;
 }
 
 int pool_lease_lost(pool_lease *l)
@@ -1248,6 +1625,15 @@ void pool_get_stats(pool *p, pool_stats *st)
     st->last_wait = p->last_wait;
     st->last_wait_age_ms = p->last_wait_ms ? now - p->last_wait_ms : -1;
     st->queue_depth = p->qlen;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        st->work_busy += b->work;
+    st->work_queued = p->work_queued;
+    st->work_waits = p->work_waits;
+    st->work_timeouts = p->work_timeouts;
+    for (struct browser *b = p->browsers; b; b = b->next)
+        st->warm_ready += b->n_spares;
+    st->warm_made = p->warm_made;
+    st->warm_used = p->warm_used;
     st->restarts = p->restarts;
     st->pings_missed = p->pings_missed;
     st->recycles = p->recycles;

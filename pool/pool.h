@@ -6,8 +6,9 @@
  * a pipe, see cdp/cdp.h) and hands out leases: a fresh browser context with
  * one page target, attached as a flattened session. More pages of the
  * context (popups, tabs) are the lease owner's (pool_lease_adopt). Capacity is N browsers
- * times M contexts; when all are taken a lease request waits in a bounded FIFO
- * queue up to a timeout, then fails with RG_EPOOL and a retry hint.
+ * times M contexts; when all are taken a lease request waits in a bounded
+ * queue, served by turns among its owners (tenants) and in arrival order
+ * within each, up to a timeout, then fails with RG_EPOOL and a retry hint.
  *
  * A manager thread owns the processes: it starts browsers, pings them, replaces
  * any that crash or stop answering (telling every lease on it), recycles a
@@ -43,6 +44,8 @@
 #define POOL_CLOSE_GRACE_MS 2000     /* Browser.close before SIGKILL */
 #define POOL_RECYCLE_AFTER 200       /* contexts created before a browser is recycled */
 #define POOL_RETRY_AFTER_MS 1000     /* hint given with pool_exhausted */
+#define POOL_WORK_PER_BROWSER 2      /* parks and restores a browser runs at once */
+#define POOL_WARM_PER_BROWSER 1      /* contexts a browser keeps made ahead (pool_set_warm) */
 #define POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
 #define POOL_DISPOSE_TIMEOUT_MS 5000
 #define POOL_MEMORY_SAMPLE_MS 1000   /* how often the browsers' PSS is read */
@@ -78,6 +81,11 @@ typedef struct pool_config {
                                   the variable, else pool_memory_default() */
     int memory_sample_ms;      /* REFGATE_MEMORY_SAMPLE_MS [1000]: how often the PSS is read
                                   (by the manager thread, never on a lease's path) */
+    int work_per_browser;      /* REFGATE_RESTORES_PER_BROWSER [2]: parks and restores one
+                                  browser runs at once (pool_work_begin); 0: no bound */
+    int warm_per_browser;      /* REFGATE_WARM_CONTEXTS [1]: contexts each browser keeps made
+                                  ahead, with their page, once pool_set_warm is called;
+                                  0: none */
 } pool_config;
 
 /** Fills cfg with the defaults of common/rg.h. */
@@ -123,10 +131,11 @@ void pool_free(pool *p);
 /**
  * Leases a new browser context with one page (about:blank), attached with a
  * flattened session. Waits up to timeout_ms (<= 0: the configured default) in
- * the FIFO queue when the pool is full. Errors: RG_EPOOL when no capacity
- * came in time or the queue is full (*retry_after_ms, when not NULL, gets a
- * hint), RG_ECRASHED / RG_ETIMEOUT when the browser failed while creating the
- * context and no other one could serve within the time. The caller owns *out
+ * the queue (by turns among owners, pool_lease_opts.owner) when the pool is
+ * full. Errors: RG_EPOOL when no capacity came in time or the queue is full
+ * (*retry_after_ms, when not NULL, gets a hint), RG_ECRASHED / RG_ETIMEOUT
+ * when the browser failed while creating the context and no other one could
+ * serve within the time. The caller owns *out
  * and gives it back with pool_release.
  */
 int pool_acquire(pool *p, int timeout_ms, pool_lease **out, int *retry_after_ms);
@@ -138,7 +147,58 @@ typedef struct pool_lease_opts {
        NULL for none. */
     const char *proxy_server;
     const char *proxy_bypass;
+    /* Who asks (the tenant), for fair queueing: when the pool is full,
+       waiting requests are served by turns among owners, each owner's in
+       arrival order, so one owner's burst does not keep another's single
+       request waiting behind all of it. NULL: one anonymous owner. */
+    const char *owner;
+    /* In and out: the request's place in the queue (0: a new one). A caller
+       that asks again after a timeout passes back what it got, and keeps
+       its place; 0 again once it is served. NULL: none kept. */
+    uint64_t *ticket;
+    /* 1: the lease is made holding a work slot of its browser (pool_work_begin),
+       taken before its context is made, for a restore; it waits for the slot
+       up to work_timeout_ms (<= 0: the request's own timeout) after it got a
+       context slot. */
+    int work;
+    int work_timeout_ms;
+    /* 1: a warm context (pool_set_warm) may serve the lease, made ahead with
+       the proxy its prepare callback gave it; take its token with
+       pool_lease_take_token. Its own proxy_server above is then not used. */
+    int warm;
 } pool_lease_opts;
+
+/** What a warm context is made with: filled by the prepare callback. */
+typedef struct pool_warm_opts {
+    char proxy_server[64]; /* "" for none */
+    char proxy_bypass[32];
+} pool_warm_opts;
+
+/**
+ * Keeps warm_per_browser contexts per ready browser made ahead (a context
+ * with its page, its renderer started) by a thread of the pool, so that a
+ * lease with opts.warm skips Target.createBrowserContext, createTarget and
+ * the renderer's start. A warm context is never used twice: it is fresh,
+ * made for no one, and goes to one lease (then another is made). Before
+ * each, prepare(ud, o) fills o and returns a token the pool keeps with the
+ * context (the caller's, e.g. the proxy slot the context was pointed at;
+ * NULL: make none now); discard(ud, token) is called for a token whose
+ * context is dropped unused (its browser died, recycled, or this is called
+ * again). A warm context counts against the memory budget but not against
+ * contexts_per_browser, and is made only while the budget has room.
+ * pool_set_warm(p, NULL, NULL, NULL) stops making them and drops every one,
+ * and returns once prepare is not running: call it before what the tokens
+ * point at goes away.
+ */
+void pool_set_warm(pool *p, void *(*prepare)(void *ud, pool_warm_opts *o),
+                   void (*discard)(void *ud, void *token), void *ud);
+
+/**
+ * The token a warm context came with (pool_set_warm's prepare), now the
+ * caller's; NULL when the lease's context was not a warm one or the token
+ * was taken already.
+ */
+void *pool_lease_take_token(pool_lease *l);
 
 /** pool_acquire, with the context created as o says (NULL: as pool_acquire). */
 int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_lease **out,
@@ -171,6 +231,12 @@ const char *pool_lease_context(pool_lease *l);
 pid_t pool_lease_guard(pool_lease *l);
 /** 1 once the lease's browser has died or been replaced; its calls fail then. */
 int pool_lease_lost(pool_lease *l);
+/**
+ * Where the lease's request spent its time: waiting for a slot (the queue,
+ * the memory budget), and making the context and its page
+ * (Target.createBrowserContext, createTarget, attachToTarget).
+ */
+void pool_lease_times(const pool_lease *l, int *wait_ms, int *create_ms);
 
 /**
  * New pages of a browser start paused: each is attached with a flattened
@@ -216,6 +282,12 @@ typedef struct pool_stats {
     uint64_t waits_queue;        /* others were queued before it */
     uint64_t waits_browsers;     /* no browser was ready */
     const char *last_wait;       /* "memory", "contexts", "queue", "browsers" or "" (static) */
+    int work_busy;               /* work slots held (parks and restores running) */
+    int work_queued;             /* parks and restores waiting for one */
+    uint64_t work_waits;         /* parks and restores that had to wait for one */
+    uint64_t work_timeouts;      /* ... and got none in time */
+    int warm_ready;              /* warm contexts made ahead, not yet leased */
+    uint64_t warm_made, warm_used; /* made ahead, and leased */
     int64_t last_wait_age_ms;    /* -1: no request waited yet */
 } pool_stats;
 
@@ -229,6 +301,20 @@ void pool_get_stats(pool *p, pool_stats *st);
  * Borrowed until pool_free; any thread.
  */
 const char *pool_files_dir(const pool *p);
+
+/**
+ * Parks and restores are the heavy work of a browser (a renderer started, a
+ * page loaded and read, a context disposed of); each takes one of its
+ * browser's work slots (work_per_browser), so that a burst of them does not
+ * slow every one of them down together. Takes one for l's browser, waiting
+ * up to timeout_ms behind earlier requests (first come, first served).
+ * 0; RG_EPOOL when none came in time (nothing taken); RG_ECRASHED when the
+ * browser is gone. A lease holds at most one (0 at once if it holds one);
+ * pool_work_end or pool_release gives it back. Any thread.
+ */
+int pool_work_begin(pool_lease *l, int timeout_ms);
+/** Gives back l's work slot, if it holds one. Accepts NULL. */
+void pool_work_end(pool_lease *l);
 
 /** Guard processes of the live browsers; returns how many (at most max). */
 int pool_guards(pool *p, pid_t *out, int max);

@@ -211,16 +211,23 @@ static int no_room(sess_mgr *m)
    to park (one may have gone idle, or left its minimum time live, meanwhile). */
 #define LEASE_SLICE_MS 500
 
-int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
+int sess_lease_context(sess *s, int timeout_ms, sess_restore_info *ri, char *err, size_t errlen)
 {
     sess_mgr *m = s->m;
+    int64_t t_begin = rg_now_ms(), room_ms = 0;
+    int parks = 0;
     if (timeout_ms <= 0)
         timeout_ms = POOL_LEASE_TIMEOUT_MS;
     int64_t deadline = rg_now_ms() + timeout_ms;
     /* The context's own proxy port, bound to the tenant: its pages reach
        nothing the tenant's rules do not allow, loopback included. */
     char proxy[64];
-    pool_lease_opts o = {.proxy_server = NULL};
+    /* Fair turns among tenants when the pool is full, one place kept across
+       the slices below; a restore is made within its browser's bound on
+       parks and restores at once. */
+    uint64_t ticket = 0;
+    pool_lease_opts o = {.proxy_server = NULL, .owner = s->tenant, .ticket = &ticket,
+                         .work = ri != NULL, .warm = m->cfg.warm};
     if (m->egress) {
         int erc = egress_slot_open(m->egress, &s->egress);
         if (erc < 0) {
@@ -240,18 +247,43 @@ int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
      */
     int retry = 0, rc;
     for (int waited = 0;;) {
-        if (m->cfg.park_lru && no_room(m) && sess_park_lru(m, s) < 0 && !waited) {
-            waited = 1;
-            pthread_mutex_lock(&m->mu);
-            m->stats.room_waits++;
-            pthread_mutex_unlock(&m->mu);
+        if (m->cfg.park_lru && no_room(m)) {
+            int64_t t_park = rg_now_ms();
+            int prc = sess_park_lru(m, s, (int)(deadline - t_park));
+            room_ms += rg_now_ms() - t_park;
+            if (prc == 0)
+                parks++;
+            else if (prc < 0 && !waited) {
+                waited = 1;
+                pthread_mutex_lock(&m->mu);
+                m->stats.room_waits++;
+                pthread_mutex_unlock(&m->mu);
+            }
         }
         int64_t t0 = rg_now_ms(), left = deadline - t0;
         int slice = m->cfg.park_lru && left > LEASE_SLICE_MS ? LEASE_SLICE_MS : (int)left;
+        o.work_timeout_ms = left > 0 ? (int)left : 1; /* a work slot is waited for to the end */
         rc = pool_acquire_with(m->pool, &o, slice > 0 ? slice : 1, &s->lease, &retry);
         /* Done, failed otherwise, out of time, or refused at once (the queue is full). */
         if (rc != RG_EPOOL || rg_now_ms() >= deadline || rg_now_ms() - t0 < slice / 2)
             break;
+    }
+    if (ri) {
+        int wait_ms, create_ms;
+        pool_lease_times(s->lease, &wait_ms, &create_ms);
+        ri->parks += parks;
+        ri->ms[SESS_RS_ROOM] += (int)room_ms;
+        ri->ms[SESS_RS_CONTEXT] += create_ms;
+        ri->ms[SESS_RS_QUEUE] += (int)(rg_now_ms() - t_begin - room_ms - create_ms);
+    }
+    if (rc == 0) {
+        /* A warm context came pointed at a slot of its own: that one is the session's. */
+        void *token = pool_lease_take_token(s->lease);
+        if (token && token != (void *)m) {
+            egress_slot_close(s->egress);
+            s->egress = token;
+            egress_slot_bind(s->egress, s->tenant);
+        }
     }
     if (rc < 0) {
         egress_slot_close(s->egress);
@@ -263,6 +295,32 @@ int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen)
     else if (rc < 0)
         snprintf(err, errlen, "could not get a browser context (%s)", rg_err_code(rc));
     return rc;
+}
+
+/*
+ * A warm context (pool_set_warm) is made for no one yet: with the egress
+ * proxy on, it gets a slot of its own, bound to nobody (it refuses every
+ * connection) until a session leases the context and binds it to its
+ * tenant. Without the proxy the token is m itself (no slot).
+ */
+void *sess_warm_prepare(void *ud, pool_warm_opts *o)
+{
+    sess_mgr *m = ud;
+    if (!m->egress)
+        return m;
+    egress_slot *slot = NULL;
+    if (egress_slot_open(m->egress, &slot) < 0)
+        return NULL;
+    snprintf(o->proxy_server, sizeof o->proxy_server, "socks5://127.0.0.1:%d",
+             egress_slot_port(slot));
+    snprintf(o->proxy_bypass, sizeof o->proxy_bypass, "<-loopback>");
+    return slot;
+}
+
+void sess_warm_discard(void *ud, void *token)
+{
+    if (token && token != ud)
+        egress_slot_close(token);
 }
 
 /* Registers the lost-browser callback, the first tab and its registry page on a fresh lease. */
@@ -561,13 +619,33 @@ void sess_checkpoint(sess *s, int full)
 
 /* ---- park ---- */
 
-static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
+const char *sess_restore_phase(int phase)
+{
+    static const char *const names[SESS_RS_PHASES] = {
+        "claim", "room", "queue", "context", "setup", "state", "nav", "observe", "fields", "tabs"};
+    return phase >= 0 && phase < SESS_RS_PHASES ? names[phase] : "?";
+}
+
+/*
+ * Parks s (held). A park is heavy work for its browser: it waits up to
+ * work_ms for one of the browser's work slots (pool_work_begin), and parks
+ * nothing when none comes (RG_EPOOL).
+ */
+static int park_held(sess *s, int work_ms, size_t *bytes, char *err, size_t errlen)
 {
     sess_mgr *m = s->m;
     if (!s->live) {
         if (bytes)
             *bytes = 0;
         return 0;
+    }
+    if (!__atomic_load_n(&s->lost, __ATOMIC_SEQ_CST) &&
+        pool_work_begin(s->lease, work_ms) == RG_EPOOL) {
+        pthread_mutex_lock(&m->mu);
+        m->stats.park_deferred++;
+        pthread_mutex_unlock(&m->mu);
+        snprintf(err, errlen, "its browser is busy with other parks and restores; try again");
+        return RG_EPOOL;
     }
     sess_capture c = {0};
     sess_tabs_reap(s);
@@ -617,6 +695,7 @@ static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
         return RG_ECRASHED;
     }
     if (rc < 0) {
+        pool_work_end(s->lease); /* NULL once dropped */
         pthread_mutex_lock(&m->mu);
         m->stats.park_failures++;
         pthread_mutex_unlock(&m->mu);
@@ -641,11 +720,11 @@ static int park_held(sess *s, size_t *bytes, char *err, size_t errlen)
 
 int sess_park(sess *s, size_t *bytes, char *err, size_t errlen)
 {
-    return park_held(s, bytes, err, errlen);
+    return park_held(s, POOL_LEASE_TIMEOUT_MS, bytes, err, errlen);
 }
 
 /* Parks the idle live session of m that loses least (victim.c) to free a context. */
-int sess_park_lru(sess_mgr *m, const sess *except)
+int sess_park_lru(sess_mgr *m, const sess *except, int timeout_ms)
 {
     static const char *const why[] = {"loses nothing", "loses edits or not judged",
                                       "restored recently, nothing else idle"};
@@ -657,7 +736,7 @@ int sess_park_lru(sess_mgr *m, const sess *except)
     if (!ok)
         return RG_EPOOL;
     char err[128];
-    int rc = park_held(best, NULL, err, sizeof err);
+    int rc = park_held(best, timeout_ms > 0 ? timeout_ms : 1, NULL, err, sizeof err);
     rg_log(RG_LOG_INFO, "session", "parked %s (%s, least recently used) to free a context: %s",
            best->id, why[tier], rc == 0 ? "ok" : err);
     pthread_mutex_lock(&m->mu);
@@ -690,7 +769,7 @@ int sess_park_all(sess_mgr *m)
         pthread_mutex_unlock(&m->mu);
         if (rc == 0) {
             char err[128];
-            if (park_held(s, NULL, err, sizeof err) < 0) {
+            if (park_held(s, 30000, NULL, err, sizeof err) < 0) {
                 failed++;
                 rg_log(RG_LOG_WARN, "session", "%s not parked at shutdown: %s", s->id, err);
                 release_lease(s);
@@ -981,7 +1060,8 @@ static void beat(sess_mgr *m)
             if (res && res[i] < 0) {
                 fenced_off(s, "the lease's renewal");
             } else {
-                int rc = park_held(s, NULL, err, sizeof err);
+                /* The heartbeat does not wait for a work slot: the next beat tries again. */
+                int rc = park_held(s, 1, NULL, err, sizeof err);
                 rg_log(rc == 0 ? RG_LOG_INFO : RG_LOG_WARN, "session", "%s parked (%s): %s",
                        s->id, res && res[i] > 0 ? "another worker asked" : "idle",
                        rc == 0 ? "ok" : err);
@@ -1098,9 +1178,10 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
                    size_t errlen)
 {
     sess_mgr *m = s->m;
-    int64_t deadline = rg_now_ms() + timeout_ms;
+    int64_t deadline = rg_now_ms() + timeout_ms, t0 = rg_now_ms();
     redisReply *rep = NULL;
     int rc = claim(s, deadline, &rep, err, errlen);
+    ri->ms[SESS_RS_CLAIM] = (int)(rg_now_ms() - t0);
     if (rc < 0)
         return rc;
     if (!rebuild) {
@@ -1122,11 +1203,13 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
     rc = url ? 0 : RG_ENOMEM;
     int64_t left = deadline - rg_now_ms();
     if (rc == 0)
-        rc = sess_lease_context(s, left > 1000 ? (int)left : 1000, err, errlen);
+        rc = sess_lease_context(s, left > 1000 ? (int)left : 1000, ri, err, errlen);
+    int64_t t_setup = rg_now_ms();
     if (rc == 0 && (rc = sess_bind_lease(s, have_parked ? parked.tab : NULL)) < 0)
         snprintf(err, errlen, "out of memory");
-    if (rc == 0)
-        rc = sess_apply_options(s);
+    if (rc == 0 && (rc = sess_apply_options(s)) < 0)
+        snprintf(err, errlen, "the browser refused the session's options (%s)", rg_err_code(rc));
+    ri->ms[SESS_RS_SETUP] = (int)(rg_now_ms() - t_setup);
     if (rc == 0) {
         pthread_mutex_lock(&m->mu);
         s->live = 1;
@@ -1135,8 +1218,10 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
         rc = sess_rebuild(s, url, sx, sy, have_parked ? &parked : NULL, ri, err, errlen);
     }
     /* Then the other tabs, each on its URL and scroll, its refs re-bound. */
+    int64_t t_tabs = rg_now_ms();
     if (rc == 0 && have_parked && parked.tabs)
         rc = sess_rebuild_tabs(s, &parked, ri);
+    ri->ms[SESS_RS_TABS] = (int)(rg_now_ms() - t_tabs);
     free(url);
     sess_capture_free(&parked);
     if (rc < 0) {
@@ -1144,12 +1229,22 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
         sess_drop_local(s);
         return rc;
     }
+    pool_work_end(s->lease); /* the restore's work is done: its browser may run another */
     ri->restored = 1;
     s->last_full_ms = rg_now_ms();
     pthread_mutex_lock(&m->mu);
     s->restored_ms = rg_now_ms();
     sess_unjudge_locked(s); /* a reloaded page, its fields put back */
     m->stats.restored++;
+    for (int i = 0; i < SESS_RS_PHASES; i++)
+        m->stats.restore_ms[i] += (uint64_t)ri->ms[i];
     pthread_mutex_unlock(&m->mu);
+    char where[512];
+    int n = snprintf(where, sizeof where, "%s restored in %lld ms (%d parked for room):", s->id,
+                     (long long)(rg_now_ms() - t0), ri->parks);
+    for (int i = 0; i < SESS_RS_PHASES && n > 0 && (size_t)n < sizeof where; i++)
+        n += snprintf(where + n, sizeof where - (size_t)n, " %s %d", sess_restore_phase(i),
+                      ri->ms[i]);
+    rg_log(RG_LOG_INFO, "session", "%s", where);
     return 0;
 }

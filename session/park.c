@@ -95,10 +95,14 @@ void sess_set_options(sess *s, int width, int height, const char *user_agent, co
 
 int sess_apply_options(sess *s)
 {
+    int64_t tp[7];
+    tp[0] = rg_now_ms();
     /* Page events (dialogs, navigations) and console messages from the start. */
     int rc0 = sess_enable_page(s);
+    tp[1] = rg_now_ms();
     if (rc0 == 0)
         rc0 = call(s, "Runtime.enable", NULL, NULL);
+    tp[2] = rg_now_ms();
     /* The observer, installed once for the page in its own world. */
     if (rc0 == 0) {
         reg_world_free(s->cur->world);
@@ -106,14 +110,25 @@ int sess_apply_options(sess *s)
         reg_page_handle h = sess_handle(s);
         rc0 = reg_world_new(h.conn, h.session, SESS_CALL_TIMEOUT_MS, &s->cur->world);
     }
+    tp[3] = rg_now_ms();
     if (rc0 == 0)
         rc0 = sess_intercept(s);
+    tp[4] = rg_now_ms();
     if (rc0 == 0)
         rc0 = lock_down(s);
+    tp[5] = rg_now_ms();
     /* Target events for the whole browser, so tabs are seen to close (idempotent). */
     if (rc0 == 0)
         rc0 = sess_browser_call(s, "Target.setDiscoverTargets", "{\"discover\":true}",
                                 SESS_CALL_TIMEOUT_MS, NULL);
+    tp[6] = rg_now_ms();
+    /* Where the setup's time goes (docs/scaling.md): Page.enable waits for the renderer. */
+    rg_log(RG_LOG_DEBUG, "session",
+           "%s options in ms: page %lld runtime %lld world %lld intercept %lld lockdown %lld "
+           "discover %lld",
+           s->id, (long long)(tp[1] - tp[0]), (long long)(tp[2] - tp[1]),
+           (long long)(tp[3] - tp[2]), (long long)(tp[4] - tp[3]), (long long)(tp[5] - tp[4]),
+           (long long)(tp[6] - tp[5]));
     if (rc0 < 0)
         return rc0;
     rg_buf q;
@@ -466,12 +481,15 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
 {
     int rc = 0;
     char script[64] = "";
+    int64_t t = rg_now_ms();
     if (parked && parked->cookies && (rc = set_cookies(s, parked->cookies)) < 0)
         goto fail;
     if (parked && (parked->ls || parked->ss) && parked->origin && strcmp(parked->origin, "null") &&
         ((rc = sess_enable_page(s)) < 0 ||
          (rc = add_storage_script(s, parked, script, sizeof script)) < 0))
         goto fail;
+    ri->ms[SESS_RS_STATE] += (int)(rg_now_ms() - t);
+    t = rg_now_ms();
     if (url && *url && strcmp(url, "about:blank")) {
         sess_nav nav;
         char nerr[256];
@@ -495,11 +513,15 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &ignored);
         cJSON_Delete(ignored);
     }
+    ri->ms[SESS_RS_NAV] += (int)(rg_now_ms() - t);
+    t = rg_now_ms();
     /* One observation re-binds every registered ref by identity. */
     reg_observation o;
     reg_observe_opts opts = {0};
     if ((rc = reg_observe(sess_registry(s), sess_handle(s), &opts, &o)) < 0)
         goto fail;
+    ri->ms[SESS_RS_OBSERVE] += (int)(rg_now_ms() - t);
+    t = rg_now_ms();
     ri->refs_kept = o.n_stable + o.n_moved;
     ri->refs_lost = o.n_unmatched;
     reg_observation_free(&o);
@@ -511,6 +533,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         ri->fields_restored = (size_t)put;
         ri->fields_lost = (size_t)lost;
     }
+    ri->ms[SESS_RS_FIELDS] += (int)(rg_now_ms() - t);
     return 0;
 fail:
     snprintf(err, errlen, "could not restore the session (%s)", rg_err_code(rc));

@@ -386,8 +386,15 @@ void sess_index_key(char *out, size_t len, const char *tenant);
 const char *sess_hash_str(const struct redisReply *h, const char *name);
 double sess_hash_num(const struct redisReply *h, const char *name);
 
-/** Leases a context for s (parking an idle session first when the pool is full). */
-int sess_lease_context(sess *s, int timeout_ms, char *err, size_t errlen);
+/** The pool's callbacks for a warm context (pool_set_warm): its egress slot, if any. */
+void *sess_warm_prepare(void *ud, pool_warm_opts *o);
+void sess_warm_discard(void *ud, void *token);
+/**
+ * Leases a context for s (parking an idle session first when the pool is
+ * full). ri (or NULL) gets the parks it made and the time of the room,
+ * queue and context phases.
+ */
+int sess_lease_context(sess *s, int timeout_ms, sess_restore_info *ri, char *err, size_t errlen);
 /** Watches s's fresh lease (events.c), makes its page tab first_tab (NULL: "t1") with its registry. */
 int sess_bind_lease(sess *s, const char *first_tab);
 /** Lets go of s's context: subscriptions, URL checks, tabs, pool lease, egress slot. */
@@ -400,8 +407,9 @@ void sess_forget_ckpt(sess *s);
 int sess_write_new(sess *s, int reserved);
 /** The checkpoint sess_done writes: none when full < 0 or the session is not live here. */
 void sess_checkpoint(sess *s, int full);
-/** Parks the least recently used idle live session other than except (takes it itself). */
-int sess_park_lru(sess_mgr *m, const sess *except);
+/** Parks the least recently used idle live session other than except (takes it itself),
+    waiting up to timeout_ms for a work slot of its browser (RG_EPOOL without one). */
+int sess_park_lru(sess_mgr *m, const sess *except, int timeout_ms);
 /** Makes s (held, not live) live here: claims it, then rebuilds it unless rebuild is 0. */
 int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, char *err,
                    size_t errlen);

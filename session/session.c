@@ -63,6 +63,7 @@ void sess_config_from_env(sess_config *cfg)
     cfg->idle_park_ms =
         rg_env_long("REFGATE_IDLE_PARK_S", cfg->idle_park_ms / 1000, 0, 30L * 86400) * 1000;
     cfg->park_lru = (int)rg_env_long("REFGATE_PARK_LRU", cfg->park_lru, 0, 1);
+    cfg->warm = rg_env_long("REFGATE_WARM_CONTEXTS", 1, 0, 16) > 0;
     cfg->min_live_ms = rg_env_long("REFGATE_PARK_MIN_LIVE_MS", cfg->min_live_ms, 0, 3600000);
     cfg->full_checkpoint_ms =
         rg_env_long("REFGATE_CHECKPOINT_FULL_MS", cfg->full_checkpoint_ms, 0, 3600000);
@@ -285,6 +286,8 @@ int sess_mgr_new(const sess_config *cfg, pool *p, rg_redis *redis, reg_store *st
         free(m);
         return RG_ENOMEM;
     }
+    if (m->cfg.warm)
+        pool_set_warm(m->pool, sess_warm_prepare, sess_warm_discard, m);
     *out = m;
     return 0;
 }
@@ -293,6 +296,8 @@ void sess_mgr_free(sess_mgr *m)
 {
     if (!m)
         return;
+    if (m->cfg.warm)
+        pool_set_warm(m->pool, NULL, NULL, NULL); /* its egress slots go with m */
     pthread_mutex_lock(&m->mu);
     m->stopping = 1;
     pthread_cond_broadcast(&m->hb_cv);
@@ -449,7 +454,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     s->last_used_ms = rg_now_ms();
     s->busy = 1;
     s->refs = 1;
-    int rc = sess_lease_context(s, timeout_ms, err, errlen);
+    int rc = sess_lease_context(s, timeout_ms, NULL, err, errlen);
     if (rc == 0 && (rc = sess_bind_lease(s, NULL)) < 0)
         snprintf(err, errlen, "out of memory");
     if (rc == 0 && (rc = sess_apply_options(s)) < 0)

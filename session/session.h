@@ -91,6 +91,12 @@ typedef struct sess_config {
     int park_wait_timeout_ms;    /* REFGATE_PARK_WAIT_TIMEOUT_MS [200]: how long; a park not
                                     acknowledged in time stands, counted and logged */
     int capacity;                /* live sessions this worker holds at most [pool size] */
+    int warm;                    /* lease warm contexts: the pool makes contexts ahead
+                                    (pool_set_warm), each pointed at an egress slot of
+                                    this manager, so that a restore or a create skips
+                                    making one. Only for the one manager of a pool.
+                                    sess_config_default: 0; sess_config_from_env: 1 unless
+                                    REFGATE_WARM_CONTEXTS=0 */
     size_t upload_file_max;      /* REFGATE_UPLOAD_FILE_MAX [10 MiB]: bytes of one uploaded file */
     size_t upload_session_max;   /* REFGATE_UPLOAD_SESSION_MAX [50 MiB]: uploaded bytes a live
                                     session holds at once */
@@ -203,12 +209,33 @@ typedef struct sess_options {
 int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int timeout_ms,
                 sess **out, char *err, size_t errlen);
 
+/* Where a restore's time goes (sess_restore_info.ms, sess_stats.restore_ms), in order. */
+enum {
+    SESS_RS_CLAIM,   /* the Redis claim, with any wait for another worker to let go */
+    SESS_RS_ROOM,    /* parking other sessions to make room for it */
+    SESS_RS_QUEUE,   /* waiting for a context (the pool's queue, the memory budget) and
+                        for a work slot of its browser (REFGATE_RESTORES_PER_BROWSER) */
+    SESS_RS_CONTEXT, /* making the context and its page (or taking a warm one) */
+    SESS_RS_SETUP,   /* events, tabs, options, the observer's world, the lock-down */
+    SESS_RS_STATE,   /* cookies and the storage script */
+    SESS_RS_NAV,     /* loading the page, and its scroll */
+    SESS_RS_OBSERVE, /* the observation that re-binds the refs */
+    SESS_RS_FIELDS,  /* typed fields, focus, scrolled boxes put back */
+    SESS_RS_TABS,    /* the other tabs */
+    SESS_RS_PHASES
+};
+
 typedef struct sess_restore_info {
     int restored;        /* the command found the session parked (or orphaned) and rebuilt it */
     int reloaded;        /* the page was loaded again (its JavaScript state is new) */
     size_t refs_kept, refs_lost;
     size_t fields_restored, fields_lost; /* typed fields put back, or whose ref is gone */
+    int parks;                /* sessions parked to make room for it */
+    int ms[SESS_RS_PHASES];   /* milliseconds in each phase (SESS_RS_*) */
 } sess_restore_info;
+
+/** The name of a restore phase (SESS_RS_*), for logs and /metrics. */
+const char *sess_restore_phase(int phase);
 
 /**
  * Takes the session for one command, in arrival order, waiting up to
@@ -478,6 +505,8 @@ typedef struct sess_stats {
     uint64_t evicted_fresh;  /* restored less than min_live_ms before: nothing else could go */
     uint64_t judged;         /* pages judged (sess_judge) */
     uint64_t room_waits;     /* leases that found no room and no session to park at once */
+    uint64_t restore_ms[SESS_RS_PHASES]; /* restores' time, summed by phase */
+    uint64_t park_deferred;  /* parks not done: their browser's work slots stayed busy */
 } sess_stats;
 
 void sess_get_stats(sess_mgr *m, sess_stats *st);

@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -320,6 +321,177 @@ static void test_restored_session_stays_live_while_another_can_go(void **state)
     sess_mgr_free(m);
 }
 
+/* ---- nothing to park: wait, then pool_exhausted ---- */
+
+struct open_job {
+    sess_mgr *m;
+    const char *sid;
+    int timeout, rc;
+    sess_restore_info ri;
+    char err[256];
+};
+
+static void *open_job_main(void *arg)
+{
+    struct open_job *j = arg;
+    sess *s = NULL;
+    j->rc = sess_open(j->m, TENANT, j->sid, j->timeout, &s, &j->ri, j->err, sizeof j->err);
+    if (j->rc == 0)
+        sess_done(s, -1);
+    return NULL;
+}
+
+/*
+ * One context, held by a command on a: a command on the parked b finds
+ * nothing idle to park. It is not refused at once: it waits, and is served
+ * (b restored, a parked) once a's command ends; and a command that waits
+ * past its timeout gets pool_exhausted with a hint when to retry. Every
+ * restore's time is told by phase.
+ */
+static void test_full_worker_waits_for_room_then_pool_exhausted(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    char run_dir[64];
+    fx_pool_config(&cfg, "test-capacity-wait", run_dir, sizeof run_dir);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    sess_mgr *m = new_mgr_on(p, "wait", 1, 0);
+    char a[64], b[64], buf[16];
+    sess *s = create(m, "/plain.html", b);
+    sess_done(s, 0);
+    s = create(m, "/plain.html", a); /* parks b */
+    assert_string_equal(state_of(m, b, buf), "parked");
+
+    /* a is held: b's command waits for room, past its own timeout. */
+    struct open_job late = {.m = m, .sid = b, .timeout = 300};
+    open_job_main(&late);
+    assert_int_equal(late.rc, RG_EPOOL);
+    assert_string_equal(rg_err_code(late.rc), "pool_exhausted");
+    assert_non_null(strstr(late.err, "retry in"));
+    assert_string_equal(state_of(m, a, buf), "live");
+
+    /* Again with time to spare: it waits until a's command ends. */
+    sess_stats ss;
+    sess_get_stats(m, &ss);
+    uint64_t waits = ss.room_waits;
+    struct open_job j = {.m = m, .sid = b, .timeout = 60000};
+    pthread_t t;
+    pthread_create(&t, NULL, open_job_main, &j);
+    do {
+        usleep(10000);
+        sess_get_stats(m, &ss);
+    } while (ss.room_waits == waits);
+    sess_done(s, -1);
+    pthread_join(t, NULL);
+    assert_int_equal(j.rc, 0);
+    assert_true(j.ri.restored);
+    assert_string_equal(state_of(m, a, buf), "parked");
+    assert_string_equal(state_of(m, b, buf), "live");
+    assert_int_equal(j.ri.parks, 1); /* a, once its command ended */
+    int sum = 0;
+    for (int i = 0; i < SESS_RS_PHASES; i++)
+        sum += j.ri.ms[i];
+    assert_true(sum > 0);
+    assert_string_equal(sess_restore_phase(SESS_RS_NAV), "nav");
+
+    close_s(m, a);
+    close_s(m, b);
+    sess_mgr_free(m);
+    pool_free(p);
+    rmdir(run_dir);
+}
+
+/* ---- warm contexts ---- */
+
+/* Waits (up to 20 s) until p has n warm contexts ready; 1 when it has. */
+static int wait_warm(pool *p, int n)
+{
+    pool_stats ps;
+    for (int i = 0; i < 400; i++, usleep(50000)) {
+        pool_get_stats(p, &ps);
+        if (ps.warm_ready >= n)
+            return 1;
+    }
+    return 0;
+}
+
+/*
+ * Room for one session, and a warm context made ahead. Sessions a and b
+ * take turns on it, each parked for the other, each lease a warm context:
+ * b never sees a's cookie or localStorage, and a, restored, has its own
+ * back and none of b's.
+ */
+static void test_warm_context_serves_restores_and_leaks_nothing(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    char run_dir[64];
+    fx_pool_config(&cfg, "test-capacity-warm", run_dir, sizeof run_dir);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 1;
+    cfg.warm_per_browser = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    sess_config sc;
+    sess_config_default(&sc);
+    sc.worker_id = "warm";
+    sc.lease_ms = 1500;
+    sc.heartbeat_ms = 100;
+    sc.capacity = 1;
+    sc.freeze_idle_ms = 0;
+    sc.idle_park_ms = 0;
+    sc.min_live_ms = 0;
+    sc.warm = 1;
+    sess_mgr *m;
+    assert_int_equal(sess_mgr_new(&sc, p, fx.db.conn, fx.store, &m), 0);
+    char a[64], b[64], buf[16], out[256];
+
+    assert_true(wait_warm(p, 1));
+    sess *s = create(m, "/form.html", a);
+    eval_in(s, "document.cookie='who=a; max-age=3600'; localStorage.setItem('who','a'); 'ok'", out,
+            sizeof out);
+    sess_done(s, 1);
+
+    assert_true(wait_warm(p, 1));
+    s = create(m, "/form.html", b); /* parks a */
+    assert_string_equal(state_of(m, a, buf), "parked");
+    eval_in(s, "document.cookie", out, sizeof out);
+    assert_null(strstr(out, "who="));
+    eval_in(s, "String(localStorage.getItem('who'))", out, sizeof out);
+    assert_string_equal(out, "null");
+    eval_in(s, "document.cookie='who=b; max-age=3600'; localStorage.setItem('who','b'); 'ok'", out,
+            sizeof out);
+    sess_done(s, 1);
+
+    assert_true(wait_warm(p, 1));
+    sess_restore_info ri;
+    s = open_s(m, a, &ri); /* parks b, restores a */
+    assert_true(ri.restored);
+    assert_string_equal(state_of(m, b, buf), "parked");
+    eval_in(s, "document.cookie", out, sizeof out);
+    assert_non_null(strstr(out, "who=a"));
+    assert_null(strstr(out, "who=b"));
+    eval_in(s, "String(localStorage.getItem('who'))", out, sizeof out);
+    assert_string_equal(out, "a");
+    sess_done(s, -1);
+
+    pool_stats ps;
+    pool_get_stats(p, &ps);
+    assert_int_equal(ps.warm_used, 3); /* a's create, b's create, a's restore */
+    assert_int_equal(ps.contexts_in_use, 1);
+
+    close_s(m, a);
+    close_s(m, b);
+    sess_mgr_free(m);
+    pool_get_stats(p, &ps);
+    assert_int_equal(ps.warm_ready, 0); /* dropped with the manager */
+    pool_free(p);
+    rmdir(run_dir);
+}
+
 /* ---- through the gateway ---- */
 
 /* The whole stack, one worker, a budget of 1 MiB: /metrics and session.info tell why. */
@@ -371,6 +543,9 @@ static void test_budget_figures_through_the_gateway(void **state)
     assert_true(metric_value(h.body.data, "refgate_pool_memory_sample_age_seconds") >= 0);
     assert_non_null(strstr(h.body.data, "refgate_sessions_evicted_total{loses=\""));
     assert_non_null(strstr(h.body.data, "refgate_pool_waits_total{reason=\"memory\"}"));
+    assert_non_null(strstr(h.body.data, "refgate_session_restore_seconds_total{phase=\"nav\"}"));
+    assert_non_null(strstr(h.body.data, "refgate_pool_work{state=\"busy\"}"));
+    assert_true(metric_value(h.body.data, "refgate_pool_warm_total{event=\"leased\"}") >= 1);
     rg_buf_destroy(&h.body);
     fx_stack_stop(&gw);
 }
@@ -387,6 +562,8 @@ int main(void)
         cmocka_unit_test(test_untouched_page_goes_before_edited_form),
         cmocka_unit_test(test_beforeunload_page_goes_after_untouched),
         cmocka_unit_test(test_restored_session_stays_live_while_another_can_go),
+        cmocka_unit_test(test_full_worker_waits_for_room_then_pool_exhausted),
+        cmocka_unit_test(test_warm_context_serves_restores_and_leaks_nothing),
         cmocka_unit_test(test_budget_figures_through_the_gateway),
     };
     int r = FX_RUN("capacity_chromium", tests, NULL, NULL);

@@ -291,6 +291,165 @@ static void test_queue_is_bounded_fifo_and_times_out(void **state)
     pool_done(p);
 }
 
+/* ---- fair turns among owners ---- */
+
+struct owned_acq {
+    pool *p;
+    const char *owner, *name;
+    char (*order)[8];
+    int *n_order;
+    pthread_mutex_t *mu;
+    int rc;
+};
+
+/* Leases as owner, notes its name in the order served, and gives the lease back. */
+static void *owned_acq_main(void *arg)
+{
+    struct owned_acq *a = arg;
+    pool_lease_opts o = {.owner = a->owner};
+    pool_lease *l = NULL;
+    a->rc = pool_acquire_with(a->p, &o, 60000, &l, NULL);
+    if (a->rc == 0) {
+        pthread_mutex_lock(a->mu);
+        snprintf(a->order[(*a->n_order)++], 8, "%s", a->name);
+        pthread_mutex_unlock(a->mu);
+        pool_release(l);
+    }
+    return NULL;
+}
+
+static void wait_queued(pool *p, int n)
+{
+    pool_stats st;
+    do {
+        rg_sleep_ms(5);
+        pool_get_stats(p, &st);
+    } while (st.queue_depth < n);
+}
+
+/*
+ * One context, held. Tenant a queues a burst of four requests, then tenant b
+ * one: when the context comes free, b's request is served second, after a's
+ * first, not after all of a's burst; a's own requests keep their order.
+ */
+static void test_queue_serves_owners_by_turns(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
+    pool_lease *held;
+    assert_int_equal(pool_acquire(p, 5000, &held, NULL), 0);
+
+    static const char *const names[] = {"a1", "a2", "a3", "a4", "b1"};
+    char order[5][8];
+    int n_order = 0;
+    pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    struct owned_acq j[5];
+    pthread_t t[5];
+    for (int i = 0; i < 5; i++) {
+        j[i] = (struct owned_acq){.p = p, .owner = i < 4 ? "a" : "b", .name = names[i],
+                                  .order = order, .n_order = &n_order, .mu = &mu};
+        pthread_create(&t[i], NULL, owned_acq_main, &j[i]);
+        wait_queued(p, i + 1); /* queued in this order */
+    }
+    pool_release(held);
+    for (int i = 0; i < 5; i++) {
+        pthread_join(t[i], NULL);
+        assert_int_equal(j[i].rc, 0);
+    }
+    assert_int_equal(n_order, 5);
+    static const char *const want[] = {"a1", "b1", "a2", "a3", "a4"};
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(order[i], want[i]);
+    pool_done(p);
+}
+
+/* ---- the bound on parks and restores a browser runs at once ---- */
+
+struct work_job {
+    pool_lease *l;
+    int timeout, rc;
+};
+
+static void *work_main(void *arg)
+{
+    struct work_job *j = arg;
+    j->rc = pool_work_begin(j->l, j->timeout);
+    return NULL;
+}
+
+/*
+ * One work slot a browser: a second park or restore on it waits for the
+ * first, gets none if the first outlasts its timeout, and gets it once the
+ * first is done; a lease made for a restore (opts.work) holds the slot from
+ * before its context is made, and releasing a lease gives its slot back.
+ */
+static void test_browser_runs_a_bounded_number_of_parks_and_restores(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    base_config(&cfg);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 4;
+    cfg.work_per_browser = 1;
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    owned = p;
+    pool_lease *a, *b;
+    assert_int_equal(pool_acquire(p, 5000, &a, NULL), 0);
+    assert_int_equal(pool_acquire(p, 5000, &b, NULL), 0);
+    assert_int_equal(pool_work_begin(a, 5000), 0);
+    assert_int_equal(pool_work_begin(a, 5000), 0); /* held already */
+
+    /* b's turn does not come while a works: it times out, holding nothing. */
+    assert_int_equal(pool_work_begin(b, 200), RG_EPOOL);
+    pool_stats st;
+    pool_get_stats(p, &st);
+    assert_int_equal(st.work_busy, 1);
+    assert_int_equal(st.work_timeouts, 1);
+
+    /* b waits; a is done; b goes. */
+    struct work_job j = {.l = b, .timeout = 60000};
+    pthread_t t;
+    pthread_create(&t, NULL, work_main, &j);
+    do {
+        rg_sleep_ms(5);
+        pool_get_stats(p, &st);
+    } while (st.work_queued < 1);
+    pool_work_end(a);
+    pthread_join(t, NULL);
+    assert_int_equal(j.rc, 0);
+
+    /* A restore's lease cannot be made while b works; once b's lease is
+       released (its slot with it), it can, and it holds the slot. */
+    pool_lease_opts o = {.work = 1};
+    pool_lease *c = NULL;
+    int retry = 0;
+    assert_int_equal(pool_acquire_with(p, &o, 300, &c, &retry), RG_EPOOL);
+    assert_null(c);
+    assert_true(retry > 0);
+    pool_get_stats(p, &st);
+    assert_int_equal(st.contexts_in_use, 2); /* the slot it waited in was given back */
+    pool_release(b);
+    assert_int_equal(pool_acquire_with(p, &o, 5000, &c, NULL), 0);
+    char url[128], title[64];
+    assert_int_equal(navigate(c, httpd_url(srv, "/page-1", url, sizeof url)), 0);
+    assert_int_equal(eval_str(c, "document.title", title, sizeof title), 0);
+    assert_int_equal(pool_work_begin(a, 200), RG_EPOOL);
+    pool_work_end(c);
+    assert_int_equal(pool_work_begin(a, 5000), 0);
+    pool_release(a); /* with its slot */
+    pool_get_stats(p, &st);
+    assert_int_equal(st.work_busy, 0);
+    pool_release(c);
+    pool_done(p);
+}
+
 /* ---- a browser killed or frozen under its leases ---- */
 
 struct lost_flag {
@@ -641,6 +800,9 @@ int main(int argc, char **argv)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(test_twenty_leases_navigate_evaluate_isolated, free_owned),
         cmocka_unit_test_teardown(test_queue_is_bounded_fifo_and_times_out, free_owned),
+        cmocka_unit_test_teardown(test_queue_serves_owners_by_turns, free_owned),
+        cmocka_unit_test_teardown(test_browser_runs_a_bounded_number_of_parks_and_restores,
+                                  free_owned),
         cmocka_unit_test_teardown(test_killed_browser_fails_its_leases_and_is_replaced, free_owned),
         cmocka_unit_test_teardown(test_frozen_browser_fails_health_check_and_is_replaced,
                                   free_owned),
