@@ -194,6 +194,9 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
         if (have_e && e.reused)
             fprintf(stderr, "observe: %s: the observe after the added item was answered as unchanged\n",
                     url);
+        if (have_e && !e.delta)
+            fprintf(stderr, "observe: %s: the observe after the added item came as a whole reply\n",
+                    url);
     }
     reg_observe_opts iopts = opts;
     iopts.mode = REG_MODE_INTERACTIVE;

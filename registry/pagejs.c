@@ -157,7 +157,15 @@ static int context_gone(int rc, const cdp_reply *r)
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen)
 {
+    return reg_js_sized(h, call, await_promise, timeout_ms, out, NULL, err, errlen);
+}
+
+int reg_js_sized(reg_page_handle h, const char *call, int await_promise, int timeout_ms,
+                 cJSON **out, size_t *len, char *err, size_t errlen)
+{
     *out = NULL;
+    if (len)
+        *len = 0;
     const char *tag = script_tag();
     rg_buf expr;
     rg_buf_init(&expr);
@@ -211,6 +219,8 @@ int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_m
         cdp_reply_free(&r);
         return rc;
     }
+    if (len)
+        *len = strlen(val);
     cJSON *root = cJSON_Parse(val);
     cdp_reply_free(&r);
     if (!root) {
