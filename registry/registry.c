@@ -688,7 +688,6 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
         reg_node *nd = &o->nodes[i];
         if (!wants_ref(nd))
             continue;
-        reg_ref_base(&nd->ident, bases[i]);
         /* "same": the page handed back its unchanged last answer, so every
            node sits at the index it had. */
         int prev = same ? nd->index : p->prev[i];
@@ -709,6 +708,8 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
         pos++;
         if (match[i])
             continue;
+        /* the base ref, only for what pass 0 did not match (the new ones use it too) */
+        reg_ref_base(&nd->ident, bases[i]);
         reg_entry *e = match_base(&m, nd, bases[i], pos);
         if (!e)
             e = match_loose(&m, pg, nd, pos);
@@ -719,13 +720,26 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     }
     for (i = 0; i < m.n; i++)
         o->n_unmatched += !m.claimed[i];
-    /* Matched refs are taken first, so new elements never get them. */
+    /* Matched refs are taken first, so new elements never get them: all of
+       them, then sorted once (a new ref is then inserted in order). */
+    size_t n_match = 0;
+    for (i = 0; i < n; i++)
+        n_match += match[i] != NULL;
+    if (n_match) {
+        m.taken = malloc(n_match * 2 * sizeof *m.taken);
+        if (!m.taken)
+            goto out;
+        m.cap_taken = n_match * 2;
+    }
     for (i = 0; i < n; i++) {
         if (match[i]) {
-            if (!(p->refs[i] = strdup(match[i]->ref)) || take(&m, p->refs[i]) < 0)
+            if (!(p->refs[i] = strdup(match[i]->ref)))
                 goto out;
+            m.taken[m.n_taken++] = p->refs[i];
         }
     }
+    if (m.n_taken > 1)
+        qsort(m.taken, m.n_taken, sizeof *m.taken, str_cmp);
     int64_t now = rg_wall_ms();
     pos = 0;
     for (i = 0; i < n; i++) {
