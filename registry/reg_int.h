@@ -71,6 +71,16 @@ struct reg_page {
  */
 int reg_observation_check(const reg_observation *o, const cJSON *reply, char *why, size_t whylen);
 
+/**
+ * For the fuzzer: decodes whole (a page's whole observe reply), keeps it as a
+ * base under the id "b", then applies delta (a reply against base "b") to it
+ * as reg_observe would. 0 with the spliced node count in *n_nodes, or
+ * RG_EINTERNAL for a reply that does not decode or fit (reg_observe asks again
+ * then), RG_ENOMEM. Leaves nothing allocated.
+ */
+int reg_delta_try(const char *whole, size_t wlen, const char *delta, size_t dlen,
+                  size_t *n_nodes);
+
 /** Reloads pg->entries from the store. */
 int reg_page_load(reg_page *pg);
 /** Remembers that page-side index holds ref (for the cached-node path). */

@@ -1090,3 +1090,65 @@ out:
     free(wp.chunk_of);
     return rc;
 }
+
+/* ---- the splice alone (the fuzzer) ---- */
+
+/* Decodes one reply text into o as reg_observe does; base: the base it is a delta against. */
+static int decode_text(const char *text, size_t len, const struct reg_base *base,
+                       reg_observation *o)
+{
+    memset(o, 0, sizeof *o);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root)
+        return RG_EINTERNAL;
+    struct obs_priv *p = calloc(1, sizeof *p);
+    struct chunk *ch = calloc(1, sizeof *ch);
+    if (!p || !ch) {
+        free(p);
+        free(ch);
+        cJSON_Delete(root);
+        return RG_ENOMEM;
+    }
+    *ch = (struct chunk){1, root, len};
+    o->priv = p;
+    const char *bid = jstr(root, "base");
+    int rc;
+    if (bid && (!base || strcmp(bid, base->id))) {
+        p->chunks[p->n_chunks++] = ch;
+        rc = RG_EINTERNAL;
+    } else if (bid) {
+        for (size_t c = 0; c < base->n_chunks; c++)
+            p->chunks[p->n_chunks++] = chunk_ref(base->chunks[c]);
+        p->chunks[p->n_chunks++] = ch;
+        rc = decode_delta(cJSON_GetObjectItemCaseSensitive(root, "ops"),
+                          whole(cJSON_GetObjectItemCaseSensitive(root, "count"), 0, 1L << 30),
+                          base, o, p);
+    } else {
+        p->chunks[p->n_chunks++] = ch;
+        rc = decode_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), o, p);
+    }
+    if (rc < 0)
+        reg_observation_free(o);
+    return rc;
+}
+
+int reg_delta_try(const char *whole_text, size_t wlen, const char *delta, size_t dlen,
+                  size_t *n_nodes)
+{
+    *n_nodes = 0;
+    reg_page pg = {0};
+    reg_config_default(&pg.cfg);
+    reg_observation a, b;
+    int rc = decode_text(whole_text, wlen, NULL, &a);
+    if (rc < 0)
+        return rc;
+    keep_base(&pg, &a, a.priv, "b");
+    reg_observation_free(&a);
+    rc = pg.base ? decode_text(delta, dlen, pg.base, &b) : RG_EINTERNAL;
+    if (rc == 0) {
+        *n_nodes = b.n_nodes;
+        reg_observation_free(&b);
+    }
+    base_free(pg.base);
+    return rc;
+}
