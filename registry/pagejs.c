@@ -29,7 +29,10 @@ const char *jstr(const cJSON *o, const char *k)
 int jint(const cJSON *o, const char *k, int def)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? (int)v->valuedouble : def;
+    /* out of int's range (or not a number at all): as if absent */
+    return cJSON_IsNumber(v) && v->valuedouble > -2147483648.0 && v->valuedouble < 2147483648.0
+               ? (int)v->valuedouble
+               : def;
 }
 
 /* A marker for the installed script, a hash of its source, and the installer. */

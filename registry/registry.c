@@ -235,7 +235,10 @@ static void decode_one(const cJSON *it, reg_node *nd, const char **alts, size_t 
     const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "b");
     for (int k = 0; k < 4 && cJSON_IsArray(b); k++) {
         const cJSON *bv = cJSON_GetArrayItem(b, k);
-        nd->bounds[k] = cJSON_IsNumber(bv) ? (int)bv->valuedouble : 0;
+        nd->bounds[k] = cJSON_IsNumber(bv) && bv->valuedouble > -2147483648.0 &&
+                                bv->valuedouble < 2147483648.0
+                            ? (int)bv->valuedouble
+                            : 0;
     }
     const cJSON *sel = cJSON_GetObjectItemCaseSensitive(it, "sel");
     const cJSON *sv;
@@ -424,7 +427,8 @@ static void keep_base(reg_page *pg, const reg_observation *o, const struct obs_p
         nd->ref = "";
         nd->previous_ref = NULL;
         nd->stability = 0;
-        memcpy(&b->alts[a], o->nodes[i].alt, nd->n_alt * sizeof *b->alts);
+        if (nd->n_alt)
+            memcpy(&b->alts[a], o->nodes[i].alt, nd->n_alt * sizeof *b->alts);
         nd->alt = &b->alts[a];
         nd->selector = nd->n_alt ? nd->alt[0] : NULL;
         a += nd->n_alt;
