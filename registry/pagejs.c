@@ -29,7 +29,10 @@ const char *jstr(const cJSON *o, const char *k)
 int jint(const cJSON *o, const char *k, int def)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsNumber(v) ? (int)v->valuedouble : def;
+    /* out of int's range (or not a number at all): as if absent */
+    return cJSON_IsNumber(v) && v->valuedouble > -2147483648.0 && v->valuedouble < 2147483648.0
+               ? (int)v->valuedouble
+               : def;
 }
 
 /* A marker for the installed script, a hash of its source, and the installer. */
@@ -157,7 +160,15 @@ static int context_gone(int rc, const cdp_reply *r)
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen)
 {
+    return reg_js_sized(h, call, await_promise, timeout_ms, out, NULL, err, errlen);
+}
+
+int reg_js_sized(reg_page_handle h, const char *call, int await_promise, int timeout_ms,
+                 cJSON **out, size_t *len, char *err, size_t errlen)
+{
     *out = NULL;
+    if (len)
+        *len = 0;
     const char *tag = script_tag();
     rg_buf expr;
     rg_buf_init(&expr);
@@ -211,6 +222,8 @@ int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_m
         cdp_reply_free(&r);
         return rc;
     }
+    if (len)
+        *len = strlen(val);
     cJSON *root = cJSON_Parse(val);
     cdp_reply_free(&r);
     if (!root) {

@@ -19,6 +19,10 @@
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen);
 
+/** reg_js, and the length of the reply's JSON text into *len (NULL: not wanted). */
+int reg_js_sized(reg_page_handle h, const char *call, int await_promise, int timeout_ms,
+                 cJSON **out, size_t *len, char *err, size_t errlen);
+
 /**
  * A DevTools handle on element index of the page-side script's list (the
  * element a resolve found), in refgate's world: its objectId into *object_id
@@ -56,7 +60,27 @@ struct reg_page {
     char *prev_text[2]; /* the last outline of each mode (REG_MODE_*), for diffs */
     uint64_t seq;
     unsigned obs_gen;   /* 1 + reg_world_gen at the last observation (its document); 0: unknown */
+    struct reg_base *base; /* the page's last reply as decoded, for its next delta, or NULL */
 };
+
+
+/**
+ * For tests: whether o's nodes are what the whole reply `reply` (a page-side
+ * walk's JSON, parsed) decodes to, field by field, with the index each node
+ * had in the previous observe as the registry uses it; 0 if so, else -1 with
+ * the first difference in why.
+ */
+int reg_observation_check(const reg_observation *o, const cJSON *reply, char *why, size_t whylen);
+
+/**
+ * For the fuzzer: decodes whole (a page's whole observe reply), keeps it as a
+ * base under the id "b", then applies delta (a reply against base "b") to it
+ * as reg_observe would. 0 with the spliced node count in *n_nodes, or
+ * RG_EINTERNAL for a reply that does not decode or fit (reg_observe asks again
+ * then), RG_ENOMEM. Leaves nothing allocated.
+ */
+int reg_delta_try(const char *whole, size_t wlen, const char *delta, size_t dlen,
+                  size_t *n_nodes);
 
 /** Reloads pg->entries from the store. */
 int reg_page_load(reg_page *pg);

@@ -27,24 +27,86 @@
 #include <string.h>
 
 #define OBSERVE_TIMEOUT_MS 10000
+/* Replies a kept base may borrow from: past it the next observe asks for a whole reply. */
+#define BASE_CHUNKS_MAX 16
 
+/*
+ * A parsed page reply (a whole one or a delta) that nodes borrow their
+ * strings from, shared by the observations made from it and the page's base;
+ * the last reference frees it. Observations may be freed on another thread
+ * than the page's: the count is atomic.
+ */
+struct chunk {
+    int refs;
+    cJSON *root;
+    size_t bytes; /* its JSON text, what the cap counts */
+};
+
+static struct chunk *chunk_ref(struct chunk *c)
+{
+    __atomic_add_fetch(&c->refs, 1, __ATOMIC_RELAXED);
+    return c;
+}
+
+static void chunk_unref(struct chunk *c)
+{
+    if (c && __atomic_sub_fetch(&c->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        cJSON_Delete(c->root);
+        free(c);
+    }
+}
+
+/*
+ * The page's last reply as decoded (before refs were handed out), kept so
+ * the next observe can ask the page for what changed only: the page-side
+ * script keeps the same reply under the id it gave it (its "rid"). Only
+ * used in the document (world generation) it came from.
+ */
+struct reg_base {
+    char id[64];
+    unsigned gen;            /* pg->obs_gen of the observation it came from */
+    reg_node *nodes;         /* ref "", stability 0; strings in chunks[] */
+    size_t n;
+    const char **alts;       /* the nodes' alternative selectors, borrowed strings */
+    unsigned char *chunk_of; /* by node: which of chunks[] holds its strings */
+    struct chunk *chunks[BASE_CHUNKS_MAX];
+    size_t n_chunks;
+};
 
 struct obs_priv {
-    cJSON *root;        /* the parsed page reply; nodes borrow its strings */
+    struct chunk *chunks[BASE_CHUNKS_MAX + 1]; /* replies the nodes borrow from, referenced */
+    size_t n_chunks;
+    unsigned char *chunk_of; /* by node: its chunk */
+    int *prev;          /* by node: its page-side index in the previous observe, or -1 */
     char **refs;        /* refs handed out, owned */
     const char **alts;  /* alternative selectors of all nodes, borrowed strings */
 };
+
+static void base_free(struct reg_base *b)
+{
+    if (!b)
+        return;
+    for (size_t i = 0; i < b->n_chunks; i++)
+        chunk_unref(b->chunks[i]);
+    free(b->nodes);
+    free(b->alts);
+    free(b->chunk_of);
+    free(b);
+}
 
 void reg_config_default(reg_config *cfg)
 {
     cfg->stale_ms = 60000;
     cfg->max = 2000;
+    cfg->keep_max = 8u << 20;
 }
 
 void reg_config_from_env(reg_config *cfg)
 {
     cfg->stale_ms = rg_env_long("REFGATE_REGISTRY_STALE_MS", (long)cfg->stale_ms, 1, 86400000L);
     cfg->max = (size_t)rg_env_long("REFGATE_REGISTRY_MAX", (long)cfg->max, 1, 1000000L);
+    cfg->keep_max = (size_t)rg_env_long("REFGATE_OBSERVE_KEEP_MAX", (long)cfg->keep_max, 0,
+                                        1L << 30);
 }
 
 int reg_page_new(reg_store *store, const char *page_key, const reg_config *cfg, reg_page **out)
@@ -84,6 +146,7 @@ void reg_page_free(reg_page *pg)
         return;
     reg_entries_free(pg->entries, pg->n_entries);
     free_prev(pg);
+    base_free(pg->base);
     free(pg->prev_text[0]);
     free(pg->prev_text[1]);
     free(pg->key);
@@ -96,11 +159,14 @@ void reg_observation_free(reg_observation *o)
         return;
     struct obs_priv *p = o->priv;
     if (p) {
-        for (size_t i = 0; i < o->n_nodes; i++)
+        for (size_t i = 0; p->refs && i < o->n_nodes; i++)
             free(p->refs[i]);
         free(p->refs);
         free(p->alts);
-        cJSON_Delete(p->root);
+        free(p->prev);
+        free(p->chunk_of);
+        for (size_t i = 0; i < p->n_chunks; i++)
+            chunk_unref(p->chunks[i]);
         free(p);
     }
     free(o->nodes);
@@ -129,6 +195,90 @@ static unsigned state_bits(const cJSON *arr)
     return bits;
 }
 
+/* The alternative selectors a node of the reply carries. */
+static size_t n_sel(const cJSON *it)
+{
+    return (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(it, "sel"));
+}
+
+/*
+ * One node of the reply into *nd, its selectors appended at alts (room for
+ * n_sel(it)), how many into *n_alt, its "p" into *prev (-1 when none).
+ */
+static void decode_one(const cJSON *it, reg_node *nd, const char **alts, size_t *n_alt,
+                       int *prev, reg_observation *o)
+{
+    memset(nd, 0, sizeof *nd);
+    *n_alt = 0;
+    nd->depth = jint(it, "d", 0);
+    nd->ref = "";
+    *prev = -1;
+    const char *x = jstr(it, "x");
+    if (x) {
+        /* a line of text: nothing but its place and its words */
+        nd->is_text = 1;
+        nd->text = x;
+        nd->role = "text"; /* never NULL: callers compare roles and names */
+        nd->name = nd->tag = "";
+        nd->index = -1;
+        o->n_text++;
+        return;
+    }
+    nd->text = jstr(it, "tx");
+    nd->placeholder = jstr(it, "ph");
+    nd->role = jstr(it, "role");
+    nd->name = jstr(it, "name");
+    nd->tag = jstr(it, "tag");
+    nd->value = jstr(it, "value");
+    nd->level = jint(it, "level", 0);
+    nd->states = state_bits(cJSON_GetObjectItemCaseSensitive(it, "states"));
+    nd->interactive = jint(it, "ia", 0) != 0;
+    nd->no_ref = jint(it, "nr", 0) != 0;
+    nd->frame = jstr(it, "frame");
+    nd->index = jint(it, "i", -1); /* only nodes that may get a ref have one */
+    *prev = jint(it, "p", -1);
+    const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "b");
+    for (int k = 0; k < 4 && cJSON_IsArray(b); k++) {
+        const cJSON *bv = cJSON_GetArrayItem(b, k);
+        nd->bounds[k] = cJSON_IsNumber(bv) && bv->valuedouble > -2147483648.0 &&
+                                bv->valuedouble < 2147483648.0
+                            ? (int)bv->valuedouble
+                            : 0;
+    }
+    const cJSON *sel = cJSON_GetObjectItemCaseSensitive(it, "sel");
+    const cJSON *sv;
+    size_t a = 0;
+    cJSON_ArrayForEach(sv, sel)
+    {
+        if (cJSON_IsString(sv))
+            alts[a++] = sv->valuestring;
+    }
+    nd->alt = alts;
+    nd->n_alt = a;
+    *n_alt = a;
+    nd->selector = a ? alts[0] : NULL;
+    nd->ident.testid = (char *)jstr(it, "testid");
+    nd->ident.id = (char *)jstr(it, "id");
+    nd->ident.aria_label = (char *)jstr(it, "aria");
+    nd->ident.role = (char *)nd->role;
+    nd->ident.name = (char *)nd->name;
+    nd->ident.tag = (char *)nd->tag;
+    nd->ident.parent_role = (char *)jstr(it, "prole");
+    nd->ident.sibling_index = jint(it, "sib", 0);
+    nd->name_attr = jstr(it, "nattr");
+}
+
+static int alloc_nodes(reg_observation *o, struct obs_priv *p, size_t n, size_t n_alt)
+{
+    o->nodes = calloc(n ? n : 1, sizeof *o->nodes);
+    p->refs = calloc(n ? n : 1, sizeof *p->refs);
+    p->alts = calloc(n_alt ? n_alt : 1, sizeof *p->alts);
+    p->prev = calloc(n ? n : 1, sizeof *p->prev);
+    p->chunk_of = calloc(n ? n : 1, 1);
+    return o->nodes && p->refs && p->alts && p->prev && p->chunk_of ? 0 : RG_ENOMEM;
+}
+
+/* A whole reply's "nodes", from chunk 0. */
 static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p)
 {
     size_t n = (size_t)cJSON_GetArraySize(arr);
@@ -136,71 +286,164 @@ static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p
     const cJSON *it;
     cJSON_ArrayForEach(it, arr)
     {
-        n_alt += (size_t)cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(it, "sel"));
+        n_alt += n_sel(it);
     }
-    o->nodes = calloc(n ? n : 1, sizeof *o->nodes);
-    p->refs = calloc(n ? n : 1, sizeof *p->refs);
-    p->alts = calloc(n_alt ? n_alt : 1, sizeof *p->alts);
-    if (!o->nodes || !p->refs || !p->alts)
+    if (alloc_nodes(o, p, n, n_alt) < 0)
         return RG_ENOMEM;
-    size_t i = 0, a = 0;
+    size_t i = 0, a = 0, used;
     cJSON_ArrayForEach(it, arr)
     {
-        reg_node *nd = &o->nodes[i];
-        nd->depth = jint(it, "d", 0);
-        nd->ref = "";
-        const char *x = jstr(it, "x");
-        if (x) {
-            /* a line of text: nothing but its place and its words */
-            nd->is_text = 1;
-            nd->text = x;
-            nd->role = "text"; /* never NULL: callers compare roles and names */
-            nd->name = nd->tag = "";
-            nd->index = -1;
-            o->n_text++;
-            i++;
-            continue;
-        }
-        nd->text = jstr(it, "tx");
-        nd->placeholder = jstr(it, "ph");
-        nd->role = jstr(it, "role");
-        nd->name = jstr(it, "name");
-        nd->tag = jstr(it, "tag");
-        nd->value = jstr(it, "value");
-        nd->level = jint(it, "level", 0);
-        nd->states = state_bits(cJSON_GetObjectItemCaseSensitive(it, "states"));
-        nd->interactive = jint(it, "ia", 0) != 0;
-        nd->no_ref = jint(it, "nr", 0) != 0;
-        nd->frame = jstr(it, "frame");
-        nd->index = jint(it, "i", -1); /* only nodes that may get a ref have one */
-        const cJSON *b = cJSON_GetObjectItemCaseSensitive(it, "b");
-        for (int k = 0; k < 4 && cJSON_IsArray(b); k++) {
-            const cJSON *bv = cJSON_GetArrayItem(b, k);
-            nd->bounds[k] = cJSON_IsNumber(bv) ? (int)bv->valuedouble : 0;
-        }
-        const cJSON *sel = cJSON_GetObjectItemCaseSensitive(it, "sel");
-        nd->alt = &p->alts[a];
-        const cJSON *sv;
-        cJSON_ArrayForEach(sv, sel)
-        {
-            if (cJSON_IsString(sv))
-                p->alts[a++] = sv->valuestring;
-        }
-        nd->n_alt = (size_t)(&p->alts[a] - nd->alt);
-        nd->selector = nd->n_alt ? nd->alt[0] : NULL;
-        nd->ident.testid = (char *)jstr(it, "testid");
-        nd->ident.id = (char *)jstr(it, "id");
-        nd->ident.aria_label = (char *)jstr(it, "aria");
-        nd->ident.role = (char *)nd->role;
-        nd->ident.name = (char *)nd->name;
-        nd->ident.tag = (char *)nd->tag;
-        nd->ident.parent_role = (char *)jstr(it, "prole");
-        nd->ident.sibling_index = jint(it, "sib", 0);
-        nd->name_attr = jstr(it, "nattr");
+        decode_one(it, &o->nodes[i], &p->alts[a], &used, &p->prev[i], o);
+        a += used;
         i++;
     }
     o->n_nodes = i;
     return 0;
+}
+
+/* A whole number in [lo, hi], or -1. */
+static long whole(const cJSON *v, long lo, long hi)
+{
+    if (!cJSON_IsNumber(v) || v->valuedouble < (double)lo || v->valuedouble > (double)hi ||
+        v->valuedouble != (double)(long)v->valuedouble)
+        return -1;
+    return (long)v->valuedouble;
+}
+
+/*
+ * A delta's "ops" against the base b (whose chunks are p's first ones, the
+ * delta's own the last): a run [q, n] is the base's nodes q..q+n-1 as they
+ * were, an object a node written out. A node from the base that has an index
+ * gets its place among the indexed nodes as its index and its base index as
+ * its previous one, which is what the page's walk gave it (50-observe.js,
+ * deltaReply); a written-out node must already have that index. Anything
+ * else is RG_EINTERNAL: the caller asks again for a whole reply.
+ */
+static int decode_delta(const cJSON *ops, long count, const struct reg_base *b,
+                        reg_observation *o, struct obs_priv *p)
+{
+    if (!cJSON_IsArray(ops) || count < 0)
+        return RG_EINTERNAL;
+    size_t n = 0, n_alt = 0;
+    const cJSON *op;
+    cJSON_ArrayForEach(op, ops)
+    {
+        if (cJSON_IsObject(op)) {
+            n_alt += n_sel(op);
+            n++;
+            continue;
+        }
+        long q = cJSON_IsArray(op) ? whole(op->child, 0, (long)b->n) : -1;
+        long k = q >= 0 ? whole(op->child->next, 1, (long)b->n - q) : -1;
+        if (k < 0 || op->child->next->next)
+            return RG_EINTERNAL;
+        for (long j = q; j < q + k; j++)
+            n_alt += b->nodes[j].n_alt;
+        n += (size_t)k;
+    }
+    if (n != (size_t)count)
+        return RG_EINTERNAL;
+    if (alloc_nodes(o, p, n, n_alt) < 0)
+        return RG_ENOMEM;
+    size_t i = 0, a = 0, used;
+    int ordinal = 0;
+    unsigned char own = (unsigned char)(p->n_chunks - 1);
+    cJSON_ArrayForEach(op, ops)
+    {
+        if (cJSON_IsObject(op)) {
+            reg_node *nd = &o->nodes[i];
+            decode_one(op, nd, &p->alts[a], &used, &p->prev[i], o);
+            a += used;
+            if (nd->index >= 0 && nd->index != ordinal++)
+                return RG_EINTERNAL;
+            p->chunk_of[i++] = own;
+            continue;
+        }
+        size_t q = (size_t)op->child->valuedouble, k = (size_t)op->child->next->valuedouble;
+        for (size_t j = q; j < q + k; j++, i++) {
+            reg_node *nd = &o->nodes[i];
+            const reg_node *bn = &b->nodes[j];
+            *nd = *bn;
+            nd->alt = &p->alts[a];
+            for (size_t m = 0; m < bn->n_alt; m++)
+                p->alts[a++] = bn->alt[m];
+            nd->selector = nd->n_alt ? nd->alt[0] : NULL;
+            p->prev[i] = -1;
+            if (bn->index >= 0) {
+                p->prev[i] = bn->index;
+                nd->index = ordinal++;
+            }
+            o->n_text += nd->is_text != 0;
+            p->chunk_of[i] = b->chunk_of[j];
+        }
+    }
+    o->n_nodes = n;
+    return 0;
+}
+
+/*
+ * Keeps what the observation o decoded (before its refs) as the page's base
+ * for the next delta, under the page's id for it; only the replies its nodes
+ * still borrow from stay referenced. Nothing is kept when the page gave no id,
+ * over the cap (REFGATE_OBSERVE_KEEP_MAX, bytes of reply text) or out of
+ * memory: the next observe then asks for a whole reply.
+ */
+static void keep_base(reg_page *pg, const reg_observation *o, const struct obs_priv *p,
+                      const char *rid)
+{
+    base_free(pg->base);
+    pg->base = NULL;
+    if (!rid || strlen(rid) >= sizeof pg->base->id || !pg->cfg.keep_max)
+        return;
+    int map[BASE_CHUNKS_MAX + 1];
+    for (size_t c = 0; c < p->n_chunks; c++)
+        map[c] = -1;
+    for (size_t i = 0; i < o->n_nodes; i++)
+        map[p->chunk_of[i]] = 0;
+    size_t n_ch = 0, bytes = 0, n_alt = 0;
+    for (size_t c = 0; c < p->n_chunks; c++) {
+        if (map[c] < 0)
+            continue;
+        map[c] = (int)n_ch++;
+        bytes += p->chunks[c]->bytes;
+    }
+    if (n_ch > BASE_CHUNKS_MAX || bytes > pg->cfg.keep_max)
+        return;
+    for (size_t i = 0; i < o->n_nodes; i++)
+        n_alt += o->nodes[i].n_alt;
+    struct reg_base *b = calloc(1, sizeof *b);
+    if (!b)
+        return;
+    size_t n = o->n_nodes;
+    b->nodes = malloc((n ? n : 1) * sizeof *b->nodes);
+    b->alts = malloc((n_alt ? n_alt : 1) * sizeof *b->alts);
+    b->chunk_of = malloc(n ? n : 1);
+    if (!b->nodes || !b->alts || !b->chunk_of) {
+        base_free(b);
+        return;
+    }
+    snprintf(b->id, sizeof b->id, "%s", rid);
+    b->gen = pg->obs_gen;
+    b->n = n;
+    size_t a = 0;
+    for (size_t i = 0; i < n; i++) {
+        reg_node *nd = &b->nodes[i];
+        *nd = o->nodes[i];
+        nd->ref = "";
+        nd->previous_ref = NULL;
+        nd->stability = 0;
+        if (nd->n_alt)
+            memcpy(&b->alts[a], o->nodes[i].alt, nd->n_alt * sizeof *b->alts);
+        nd->alt = &b->alts[a];
+        nd->selector = nd->n_alt ? nd->alt[0] : NULL;
+        a += nd->n_alt;
+        b->chunk_of[i] = (unsigned char)map[p->chunk_of[i]];
+    }
+    for (size_t c = 0; c < p->n_chunks; c++)
+        if (map[c] >= 0)
+            b->chunks[map[c]] = chunk_ref(p->chunks[c]);
+    b->n_chunks = n_ch;
+    pg->base = b;
 }
 
 /* ---- matching ---- */
@@ -432,8 +675,8 @@ int reg_page_load(reg_page *pg)
     return 0;
 }
 
-static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
-                       const cJSON *nodes_json, int same, reg_entry **upserts, size_t *n_up)
+static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int same,
+                       reg_entry **upserts, size_t *n_up)
 {
     struct matcher m = {0};
     int rc = RG_ENOMEM;
@@ -454,15 +697,13 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
 
     /* Pass 0: the same DOM node as last time on this worker. */
     size_t i = 0;
-    const cJSON *it = nodes_json ? nodes_json->child : NULL;
-    for (; i < n; i++, it = it ? it->next : NULL) {
+    for (; i < n; i++) {
         reg_node *nd = &o->nodes[i];
         if (!wants_ref(nd))
             continue;
-        reg_ref_base(&nd->ident, bases[i]);
         /* "same": the page handed back its unchanged last answer, so every
            node sits at the index it had. */
-        int prev = same ? nd->index : jint(it, "p", -1);
+        int prev = same ? nd->index : p->prev[i];
         if (prev >= 0 && (size_t)prev < pg->n_prev && pg->prev_refs[prev]) {
             reg_entry *e = find_ref(&m, pg->prev_refs[prev]);
             if (claimable(&m, e)) {
@@ -480,6 +721,8 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
         pos++;
         if (match[i])
             continue;
+        /* the base ref, only for what pass 0 did not match (the new ones use it too) */
+        reg_ref_base(&nd->ident, bases[i]);
         reg_entry *e = match_base(&m, nd, bases[i], pos);
         if (!e)
             e = match_loose(&m, pg, nd, pos);
@@ -490,13 +733,26 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p,
     }
     for (i = 0; i < m.n; i++)
         o->n_unmatched += !m.claimed[i];
-    /* Matched refs are taken first, so new elements never get them. */
+    /* Matched refs are taken first, so new elements never get them: all of
+       them, then sorted once (a new ref is then inserted in order). */
+    size_t n_match = 0;
+    for (i = 0; i < n; i++)
+        n_match += match[i] != NULL;
+    if (n_match) {
+        m.taken = malloc(n_match * 2 * sizeof *m.taken);
+        if (!m.taken)
+            goto out;
+        m.cap_taken = n_match * 2;
+    }
     for (i = 0; i < n; i++) {
         if (match[i]) {
-            if (!(p->refs[i] = strdup(match[i]->ref)) || take(&m, p->refs[i]) < 0)
+            if (!(p->refs[i] = strdup(match[i]->ref)))
                 goto out;
+            m.taken[m.n_taken++] = p->refs[i];
         }
     }
+    if (m.n_taken > 1)
+        qsort(m.taken, m.n_taken, sizeof *m.taken, str_cmp);
     int64_t now = rg_wall_ms();
     pos = 0;
     for (i = 0; i < n; i++) {
@@ -586,55 +842,103 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         rg_buf_destroy(&oj);
         return RG_ENOMEM;
     }
-    char err[256] = "";
+    /* The base this page's registry holds, if it is of the current document. */
+    unsigned gen = h.world ? reg_world_gen(h.world) + 1 : 0;
+    const struct reg_base *base = pg->base && pg->base->gen == gen ? pg->base : NULL;
+    int timeout = opts->timeout_ms > 0 ? opts->timeout_ms : OBSERVE_TIMEOUT_MS;
+    reg_entry *up = NULL;
+    size_t n_up = 0;
     cJSON *root = NULL;
-    rg_buf call;
-    rg_buf_init(&call);
-    rg_buf_printf(&call,
-                  "(function(o){if(o.scope){var s;try{s=document.querySelector(o.scope)}"
-                  "catch(e){return JSON.stringify({error:\"scope is not a valid CSS selector\"})}"
-                  "if(!s)return JSON.stringify({error:\"scope matches no element\"})}"
-                  "return g.observe(JSON.stringify(o))})(%s)",
-                  oj.data);
-    int rc = call.failed ? RG_ENOMEM
-                         : reg_js(h, call.data, 0,
-                                  opts->timeout_ms > 0 ? opts->timeout_ms : OBSERVE_TIMEOUT_MS,
-                                  &root, err, sizeof err);
-    rg_buf_destroy(&call);
+    int rc = 0;
+    /* At most twice: a delta that does not fit the base is asked for again whole. */
+    for (int attempt = 0; attempt < 2; attempt++, base = NULL) {
+        char err[256] = "";
+        size_t len = 0;
+        rg_buf call;
+        rg_buf_init(&call);
+        rg_buf_printf(&call,
+                      "(function(o,b){if(o.scope){var s;try{s=document.querySelector(o.scope)}"
+                      "catch(e){return JSON.stringify({error:\"scope is not a valid CSS selector\"})}"
+                      "if(!s)return JSON.stringify({error:\"scope matches no element\"})}"
+                      "return g.observe(JSON.stringify(o),b)})(%s,",
+                      oj.data);
+        if (base)
+            rg_buf_json_str(&call, base->id, strlen(base->id));
+        else
+            rg_buf_puts(&call, "null");
+        rg_buf_puts(&call, ")");
+        rc = call.failed ? RG_ENOMEM
+                         : reg_js_sized(h, call.data, 0, timeout, &root, &len, err, sizeof err);
+        rg_buf_destroy(&call);
+        if (rc < 0) {
+            rg_log(RG_LOG_DEBUG, "registry", "observe failed: %s", err);
+            break;
+        }
+        struct obs_priv *p = calloc(1, sizeof *p);
+        struct chunk *ch = calloc(1, sizeof *ch);
+        if (!p || !ch) {
+            free(p);
+            free(ch);
+            cJSON_Delete(root);
+            rc = RG_ENOMEM;
+            break;
+        }
+        *ch = (struct chunk){1, root, len};
+        out->priv = p;
+        const char *bid = jstr(root, "base");
+        if (bid && (!base || strcmp(bid, base->id))) {
+            p->chunks[p->n_chunks++] = ch;
+            rc = RG_EINTERNAL; /* a delta against a reply this registry does not hold */
+        } else if (bid) {
+            for (size_t c = 0; c < base->n_chunks; c++)
+                p->chunks[p->n_chunks++] = chunk_ref(base->chunks[c]);
+            p->chunks[p->n_chunks++] = ch;
+            rc = decode_delta(cJSON_GetObjectItemCaseSensitive(root, "ops"),
+                              whole(cJSON_GetObjectItemCaseSensitive(root, "count"), 0, 1L << 30),
+                              base, out, p);
+            out->delta = 1;
+        } else {
+            p->chunks[p->n_chunks++] = ch;
+            rc = decode_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), out, p);
+        }
+        if (rc == RG_EINTERNAL && bid && attempt == 0) {
+            rg_log(RG_LOG_DEBUG, "registry", "observe: the page's delta does not fit: asked again");
+            reg_observation_free(out);
+            continue;
+        }
+        break;
+    }
     rg_buf_destroy(&oj);
     if (rc < 0) {
-        rg_log(RG_LOG_DEBUG, "registry", "observe failed: %s", err);
+        base_free(pg->base);
+        pg->base = NULL;
+        reg_observation_free(out);
         return rc;
     }
-    struct obs_priv *p = calloc(1, sizeof *p);
-    if (!p) {
-        cJSON_Delete(root);
-        return RG_ENOMEM;
-    }
-    p->root = root;
-    out->priv = p;
+    struct obs_priv *p = out->priv;
+    root = p->chunks[p->n_chunks - 1]->root;
     const char *u = jstr(root, "url"), *t = jstr(root, "title");
     out->url = strdup(u ? u : "");
     out->title = strdup(t ? t : "");
     const cJSON *tr = cJSON_GetObjectItemCaseSensitive(root, "truncated");
     out->truncated = cJSON_IsTrue(tr);
-    const cJSON *nodes = cJSON_GetObjectItemCaseSensitive(root, "nodes");
-    reg_entry *up = NULL;
-    size_t n_up = 0;
-    if (!out->url || !out->title || (rc = decode_nodes(nodes, out, p)) < 0)
+    if (!out->url || !out->title) {
+        rc = RG_ENOMEM;
         goto fail;
+    }
     if (!pg->loaded && (rc = reg_page_load(pg)) < 0)
         goto fail;
     int same = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "same"));
     out->reused = same;
-    if ((rc = assign_refs(pg, out, p, nodes, same, &up, &n_up)) < 0)
+    if ((rc = assign_refs(pg, out, p, same, &up, &n_up)) < 0)
         goto fail;
     rc = commit_and_cache(pg, up, n_up, &out->n_removed);
     up = NULL; /* taken over by the cache */
     if (rc < 0)
         goto fail;
     remember(pg, out);
-    pg->obs_gen = h.world ? reg_world_gen(h.world) + 1 : 0;
+    pg->obs_gen = gen;
+    keep_base(pg, out, p, jstr(root, "rid"));
     out->snapshot_id = ++pg->seq;
     out->mode = opts->mode == REG_MODE_INTERACTIVE ? REG_MODE_INTERACTIVE : REG_MODE_FULL;
     out->depth = opts->depth > 0 ? opts->depth : 0;
@@ -659,6 +963,8 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
     *prev = full;
     return out->text ? 0 : RG_ENOMEM;
 fail:
+    base_free(pg->base);
+    pg->base = NULL;
     reg_entries_free(up, n_up);
     reg_observation_free(out);
     return rc;
@@ -722,5 +1028,140 @@ int reg_page_register(reg_page *pg, const reg_node *nd, char ref[REG_REF_MAX])
     rc = commit_and_cache(pg, e, 1, NULL);
     if (rc == 0)
         rc = reg_page_bind(pg, nd->index, ref);
+    return rc;
+}
+
+/* ---- checking a delta against a whole reply (tests) ---- */
+
+static int str_differ(const char *a, const char *b)
+{
+    return (a == NULL) != (b == NULL) || (a && strcmp(a, b));
+}
+
+int reg_observation_check(const reg_observation *o, const cJSON *reply, char *why, size_t whylen)
+{
+    reg_observation w = {0};
+    struct obs_priv wp = {0};
+    int rc = -1;
+    const char *u = jstr(reply, "url"), *t = jstr(reply, "title");
+    const struct obs_priv *op = o->priv;
+    if (decode_nodes(cJSON_GetObjectItemCaseSensitive(reply, "nodes"), &w, &wp) < 0) {
+        snprintf(why, whylen, "the whole reply does not decode");
+        goto out;
+    }
+    if (str_differ(o->url, u ? u : "") || str_differ(o->title, t ? t : "") ||
+        o->truncated != cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(reply, "truncated"))) {
+        snprintf(why, whylen, "url, title or truncated differ");
+        goto out;
+    }
+    if (o->n_nodes != w.n_nodes || o->n_text != w.n_text) {
+        snprintf(why, whylen, "%zu nodes (%zu text) against %zu (%zu)", o->n_nodes, o->n_text,
+                 w.n_nodes, w.n_text);
+        goto out;
+    }
+    for (size_t i = 0; i < o->n_nodes; i++) {
+        const reg_node *a = &o->nodes[i], *b = &w.nodes[i];
+        /* an unchanged-page answer: every node at the index it had */
+        int pa = o->reused ? a->index : op->prev[i], pb = o->reused ? b->index : wp.prev[i];
+        const char *what = NULL;
+        if (a->depth != b->depth || a->is_text != b->is_text || a->level != b->level ||
+            a->states != b->states || a->interactive != b->interactive || a->no_ref != b->no_ref)
+            what = "depth, kind, level, states or flags";
+        else if (str_differ(a->text, b->text) || str_differ(a->placeholder, b->placeholder) ||
+                 str_differ(a->role, b->role) || str_differ(a->name, b->name) ||
+                 str_differ(a->tag, b->tag) || str_differ(a->value, b->value) ||
+                 str_differ(a->frame, b->frame) || str_differ(a->name_attr, b->name_attr))
+            what = "text, role, name, tag, value, frame or name attribute";
+        else if (a->index != b->index || pa != pb)
+            what = "index or previous index";
+        else if (memcmp(a->bounds, b->bounds, sizeof a->bounds))
+            what = "bounds";
+        else if (str_differ(a->ident.testid, b->ident.testid) ||
+                 str_differ(a->ident.id, b->ident.id) ||
+                 str_differ(a->ident.aria_label, b->ident.aria_label) ||
+                 str_differ(a->ident.parent_role, b->ident.parent_role) ||
+                 a->ident.sibling_index != b->ident.sibling_index)
+            what = "identity";
+        else if (a->n_alt != b->n_alt || str_differ(a->selector, b->selector))
+            what = "selectors";
+        for (size_t k = 0; !what && k < a->n_alt; k++)
+            if (str_differ(a->alt[k], b->alt[k]))
+                what = "selectors";
+        if (what) {
+            snprintf(why, whylen, "node %zu (%s \"%.60s\"): %s differ (index %d/%d, previous %d/%d)",
+                     i, b->role ? b->role : "?", b->name ? b->name : (b->text ? b->text : ""),
+                     what, a->index, b->index, pa, pb);
+            goto out;
+        }
+    }
+    rc = 0;
+out:
+    free(w.nodes);
+    free(wp.refs);
+    free(wp.alts);
+    free(wp.prev);
+    free(wp.chunk_of);
+    return rc;
+}
+
+/* ---- the splice alone (the fuzzer) ---- */
+
+/* Decodes one reply text into o as reg_observe does; base: the base it is a delta against. */
+static int decode_text(const char *text, size_t len, const struct reg_base *base,
+                       reg_observation *o)
+{
+    memset(o, 0, sizeof *o);
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    if (!root)
+        return RG_EINTERNAL;
+    struct obs_priv *p = calloc(1, sizeof *p);
+    struct chunk *ch = calloc(1, sizeof *ch);
+    if (!p || !ch) {
+        free(p);
+        free(ch);
+        cJSON_Delete(root);
+        return RG_ENOMEM;
+    }
+    *ch = (struct chunk){1, root, len};
+    o->priv = p;
+    const char *bid = jstr(root, "base");
+    int rc;
+    if (bid && (!base || strcmp(bid, base->id))) {
+        p->chunks[p->n_chunks++] = ch;
+        rc = RG_EINTERNAL;
+    } else if (bid) {
+        for (size_t c = 0; c < base->n_chunks; c++)
+            p->chunks[p->n_chunks++] = chunk_ref(base->chunks[c]);
+        p->chunks[p->n_chunks++] = ch;
+        rc = decode_delta(cJSON_GetObjectItemCaseSensitive(root, "ops"),
+                          whole(cJSON_GetObjectItemCaseSensitive(root, "count"), 0, 1L << 30),
+                          base, o, p);
+    } else {
+        p->chunks[p->n_chunks++] = ch;
+        rc = decode_nodes(cJSON_GetObjectItemCaseSensitive(root, "nodes"), o, p);
+    }
+    if (rc < 0)
+        reg_observation_free(o);
+    return rc;
+}
+
+int reg_delta_try(const char *whole_text, size_t wlen, const char *delta, size_t dlen,
+                  size_t *n_nodes)
+{
+    *n_nodes = 0;
+    reg_page pg = {0};
+    reg_config_default(&pg.cfg);
+    reg_observation a, b;
+    int rc = decode_text(whole_text, wlen, NULL, &a);
+    if (rc < 0)
+        return rc;
+    keep_base(&pg, &a, a.priv, "b");
+    reg_observation_free(&a);
+    rc = pg.base ? decode_text(delta, dlen, pg.base, &b) : RG_EINTERNAL;
+    if (rc == 0) {
+        *n_nodes = b.n_nodes;
+        reg_observation_free(&b);
+    }
+    base_free(pg.base);
     return rc;
 }

@@ -215,6 +215,7 @@ void reg_store_free(reg_store *s);
 typedef struct reg_config {
     int64_t stale_ms; /* REFGATE_REGISTRY_STALE_MS [60000] */
     size_t max;       /* REFGATE_REGISTRY_MAX [2000] */
+    size_t keep_max;  /* REFGATE_OBSERVE_KEEP_MAX [8 MiB]: bytes of reply kept for deltas, 0: none */
 } reg_config;
 
 void reg_config_default(reg_config *cfg);
@@ -339,6 +340,8 @@ typedef struct reg_observation {
     size_t n_unmatched;    /* registered entries this observation found no element for
                               (after a restore: the refs lost; n_stable + n_moved kept) */
     int reused;            /* the page answered from its unchanged-page cache */
+    int delta;             /* the page sent only what changed since the reply the page's
+                              registry kept (registry.c); the result is the same either way */
     int mode;              /* the outline's REG_MODE_* */
     int depth;             /* the outline's folding depth, 0 for none */
     size_t n_text;         /* text lines (they are nodes too, with is_text) */

@@ -12,8 +12,12 @@
  *                                   again only what changed since its last walk
  *                                   (50-observe.js); for tests, _full: a full walk that
  *                                   changes no state, _noage: no 30 s age limit
- *   __refgate.stats()            -> JSON {full, incr, same, reused, warm}: observes by kind,
- *                                   warm 1 once the idle warm-up ran (95-warm.js)
+ *   __refgate.observe(optsJson, base) -> the same with the reply's id (rid), or, when
+ *                                   base is the id of the page's last reply, a delta
+ *                                   against it: {url, title, truncated, count, rid,
+ *                                   base, ops} (deltaReply)
+ *   __refgate.stats()            -> JSON {full, incr, same, reused, delta, warm}: observes by
+ *                                   kind; warm 1 once the idle warm-up ran (95-warm.js)
  *   __refgate.last               -> the elements of the last observe, by "i"
  *
  * For actions (registry/act.c), every one returning a JSON string, never

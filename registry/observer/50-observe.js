@@ -144,17 +144,31 @@
   }
 
   /* The sheets' shape is taken once per observe: the cache and the pseudo memo compare it. */
-  function observe(optsJson) {
+  /*
+   * base: undefined for the plain reply; else the registry's caller speaks
+   * deltas (null when it holds no earlier reply, or the "rid" of the one it
+   * holds): see deltaReply.
+   */
+  function observe(optsJson, base) {
     sheetsNow = sheetsKey(document);
-    try { return observeOnce(optsJson); } finally { sheetsNow = null; }
+    try { return observeOnce(optsJson, base); } finally { sheetsNow = null; }
   }
 
-  function observeOnce(optsJson) {
+  function observeOnce(optsJson, base) {
     var opts = parseOpts(optsJson);
     /* _full: a full walk that changes no state, to compare with (tests) */
     var pure = !!opts._full;
     var plan = pure ? null : planObserve(optsJson, opts);
-    if (plan && plan.same) return plan.same;
+    if (plan && plan.same) {
+      if (base === undefined || !inc.base) return plan.same;
+      var kb = inc.base;
+      if (base === kb.id) {
+        inc.stats.delta++;
+        return '{"same":true,' + kb.head + ',"rid":"' + kb.id + '","base":"' + kb.id +
+          '","ops":[[0,' + kb.cores.length + ']]}';
+      }
+      return '{"same":true,"rid":"' + kb.id + '",' + plan.same.slice(13);
+    }
     /* reuse: fragments of the last walk may stand in for clean subtrees;
        keep: this walk's fragments are kept for the next one */
     var reuse = !!(plan && !plan.full);
@@ -581,10 +595,13 @@
         if (prof) t0 = performance.now();
         if (opts.sel !== false) t += ',"sel":' + JSON.stringify(selectorsOf(e, n.role, name, testid, id));
         if (prof) tsel += performance.now() - t0;
-        t += ',"i":' + last.length;
+        /* the index and the previous one apart: a delta leaves them to the registry */
+        var ip = ',"i":' + last.length;
         var pv = prevIdx.get(e);
-        if (pv !== undefined) t += ',"p":' + pv;
+        if (pv !== undefined) ip += ',"p":' + pv;
         line.t = t;
+        line.ip = ip;
+        line.el = e;
         last.push(e);
       }
       out.push(line);
@@ -599,22 +616,79 @@
       return JSON.stringify({ walk_rects_rest: ph, names: Math.round(tn), sel: Math.round(tsel), count: out.length });
     }
     /* the reply, written out line by line: JSON.stringify's own text */
-    var parts = new Array(out.length);
+    var parts = new Array(out.length), cores = pure ? null : new Array(out.length);
     for (var w = 0; w < out.length; w++) {
       var o = out[w];
-      parts[w] = o.x !== undefined ? '{"d":' + o.d + ',"x":' + JSON.stringify(o.x) + '}' :
-        '{"d":' + o.d + ',' + o.m + o.t + (o.tx !== undefined ? ',"tx":' + JSON.stringify(o.tx) : '') + '}';
+      if (o.x !== undefined) {
+        parts[w] = '{"d":' + o.d + ',"x":' + JSON.stringify(o.x) + '}';
+        if (cores) cores[w] = parts[w];
+        continue;
+      }
+      var head = '{"d":' + o.d + ',' + o.m + o.t, tail = (o.tx !== undefined ? ',"tx":' + JSON.stringify(o.tx) : '') + '}';
+      parts[w] = o.ip ? head + o.ip + tail : head + tail;
+      if (cores) cores[w] = o.ip ? head + tail : parts[w];
     }
-    var json = '{"url":' + JSON.stringify(location.href) + ',"title":' + JSON.stringify(document.title) +
-      ',"truncated":' + (truncated || textCut) + ',"count":' + out.length + ',"nodes":[' +
-      parts.join(',') + ']}';
+    var hd = '"url":' + JSON.stringify(location.href) + ',"title":' + JSON.stringify(document.title) +
+      ',"truncated":' + (truncated || textCut) + ',"count":' + out.length;
+    var json = '{' + hd + ',"nodes":[' + parts.join(',') + ']}';
     if (pure) return json;
     inc.prevLast = api.last;
     api.last = last;
     if (reuse) inc.stats.incr++; else inc.stats.full++;
     inc.stats.reused = nReused;
     remember(optsJson, json, keep, nodes, !reuse);
-    return json;
+    var was = inc.base;
+    inc.base = null;
+    /* Kept for the next delta only with this walk's own state (not a scope's). */
+    if (keep && json.length <= BASE_MAX) {
+      var els = new Array(out.length), pos = new Map();
+      for (var u = 0; u < out.length; u++) {
+        els[u] = out[u].el || null;
+        if (els[u]) pos.set(els[u], u);
+      }
+      inc.base = { id: BASE_TAG + (++inc.baseSeq), head: hd, cores: cores, els: els, pos: pos };
+    }
+    if (base === undefined) return json;
+    if (was && inc.base && base === was.id) {
+      inc.stats.delta++;
+      return deltaReply(was, inc.base, parts, hd);
+    }
+    return inc.base ? '{"rid":"' + inc.base.id + '",' + json.slice(1) : json;
+  }
+
+  /*
+   * The reply as what changed since the one the registry holds (its "rid"
+   * was passed as base): "ops" lists the new reply's nodes in order, each
+   * run [q, n] the base's nodes q..q+n-1 as they were, each object a node
+   * written out. A node is taken from the base when its line is the same
+   * apart from "i" and "p", and, for a node with an index, when it is the
+   * same element: its "i" is then its place among the indexed nodes and its
+   * "p" the base's "i" of it, which the registry works out (registry.c).
+   * The registry falls back to a plain reply on any doubt.
+   */
+  var BASE_MAX = 16 * 1024 * 1024; /* characters of reply kept for a delta */
+  var BASE_TAG = Math.random().toString(36).slice(2, 10) + Date.now().toString(36) + '.';
+  function deltaReply(was, now, parts, hd) {
+    var ops = [], bc = was.cores, be = was.els, nb = bc.length;
+    var runQ = -1, runN = 0, expect = 0;
+    for (var j = 0; j < parts.length; j++) {
+      var el = now.els[j];
+      var q = el ? was.pos.get(el) : expect;
+      if (q !== undefined && q < nb && bc[q] === now.cores[j] && (el ? be[q] === el : be[q] === null)) {
+        if (runN && q === runQ + runN) runN++;
+        else {
+          if (runN) ops.push('[' + runQ + ',' + runN + ']');
+          runQ = q; runN = 1;
+        }
+        expect = q + 1;
+        continue;
+      }
+      if (runN) ops.push('[' + runQ + ',' + runN + ']');
+      runN = 0;
+      ops.push(parts[j]);
+    }
+    if (runN) ops.push('[' + runQ + ',' + runN + ']');
+    return '{' + hd + ',"rid":"' + now.id + '","base":"' + was.id + '","ops":[' + ops.join(',') + ']}';
   }
 
   /*
@@ -654,7 +728,8 @@
     labels: null,
     sheets: '', media: '', hash: '', sx: 0, sy: 0, hover: null, press: null, focus: null,
     forms: [], srcOwners: new Map(), idWatch: new Map(), risk: { key: null },
-    stats: { full: 0, incr: 0, same: 0, reused: 0, warm: 0 }
+    base: null, baseSeq: 0,
+    stats: { full: 0, incr: 0, same: 0, reused: 0, delta: 0, warm: 0 }
   };
   var mo = null, watched = new WeakSet();
   var DIRTY_EVENTS = ['input', 'change', 'focusin', 'focusout', 'scroll', 'resize', 'load',

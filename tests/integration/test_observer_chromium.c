@@ -41,6 +41,7 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "registry/reg_int.h"
 #include "tests/support/fixture.h"
 #include "tests/support/page.h"
 #include "tests/support/stats.h"
@@ -69,7 +70,14 @@ static int spit(const char *path, const char *data, size_t len)
  * Runtime.evaluate; a string result is returned malloc'd (NULL on an error,
  * an exception, or a non-string value).
  */
+static char *eval_on(pool_lease *l, const char *expr, int timeout_ms);
+
 static char *eval_str(const char *expr, int timeout_ms)
+{
+    return eval_on(L, expr, timeout_ms);
+}
+
+static char *eval_on(pool_lease *l, const char *expr, int timeout_ms)
 {
     rg_buf q;
     rg_buf_init(&q);
@@ -77,7 +85,7 @@ static char *eval_str(const char *expr, int timeout_ms)
     rg_buf_json_str(&q, expr, strlen(expr));
     rg_buf_puts(&q, "}");
     cdp_reply r;
-    int rc = cdp_call(pool_lease_conn(L), pool_lease_session(L), "Runtime.evaluate", q.data,
+    int rc = cdp_call(pool_lease_conn(l), pool_lease_session(l), "Runtime.evaluate", q.data,
                       timeout_ms, &r);
     rg_buf_destroy(&q);
     char *out = NULL;
@@ -162,7 +170,7 @@ static cJSON *describe(const char *target)
     return j;
 }
 
-static const char *jstr(const cJSON *o, const char *k)
+static const char *tjstr(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItem(o, k);
     return cJSON_IsString(v) ? v->valuestring : NULL;
@@ -177,7 +185,7 @@ struct tally {
 /* Loads the case's html into the page through the loopback server. */
 static int load_case(const cJSON *c, int n)
 {
-    const char *html = jstr(c, "html"), *kind = jstr(c, "html_kind");
+    const char *html = tjstr(c, "html"), *kind = tjstr(c, "html_kind");
     if (!html)
         return -1;
     char name[64], path[512], url[256];
@@ -205,15 +213,15 @@ static int load_case(const cJSON *c, int n)
 static int check_case(const cJSON *c, int with_role)
 {
     const cJSON *ch = cJSON_GetObjectItem(c, "chromium");
-    const char *want_name = jstr(ch, "name"), *want_role = jstr(ch, "role");
-    const char *target = jstr(c, "target");
+    const char *want_name = tjstr(ch, "name"), *want_role = tjstr(ch, "role");
+    const char *target = tjstr(c, "target");
     cJSON *got = describe(target);
     int ok = 0;
     char gn[4096] = "", wn[4096] = "";
     const char *gr = "<no element>";
     if (got) {
-        snprintf(gn, sizeof gn, "%s", jstr(got, "name") ? jstr(got, "name") : "");
-        gr = jstr(got, "role") ? jstr(got, "role") : "";
+        snprintf(gn, sizeof gn, "%s", tjstr(got, "name") ? tjstr(got, "name") : "");
+        gr = tjstr(got, "role") ? tjstr(got, "role") : "";
         snprintf(wn, sizeof wn, "%s", want_name ? want_name : "");
         fold(gn);
         fold(wn);
@@ -223,7 +231,7 @@ static int check_case(const cJSON *c, int with_role)
     }
     if (!ok && verbose)
         printf("  MISMATCH %s %s\n    want role=%s name=\"%s\"\n    got  role=%s name=\"%s\"\n",
-               jstr(c, "id"), target, want_role ? want_role : "?", wn, gr, gn);
+               tjstr(c, "id"), target, want_role ? want_role : "?", wn, gr, gn);
     cJSON_Delete(got);
     return ok;
 }
@@ -269,13 +277,13 @@ static void test_accname_cases(void **state)
     struct tally must = {0}, other = {0};
     for (int i = 0; i < n; i++) {
         const cJSON *c = cs[i];
-        if (only && !strstr(jstr(c, "id"), only))
+        if (only && !strstr(tjstr(c, "id"), only))
             continue;
         int agrees = cJSON_IsTrue(cJSON_GetObjectItem(c, "agrees_with_chromium"));
         struct tally *t = agrees ? &must : &other;
         t->total++;
         if (load_case(c, i) < 0) {
-            printf("  LOAD FAILED %s\n", jstr(c, "id"));
+            printf("  LOAD FAILED %s\n", tjstr(c, "id"));
             continue;
         }
         /* the suites' cases carry no role: the name is what they test */
@@ -299,7 +307,7 @@ static void test_roles(void **state)
     const char *loaded = NULL;
     for (int i = 0; i < n; i++) {
         const cJSON *c = cs[i];
-        const char *html = jstr(c, "html");
+        const char *html = tjstr(c, "html");
         /* every case shares one document: load it once */
         if (!loaded || strcmp(loaded, html)) {
             assert_int_equal(load_case(c, i), 0);
@@ -462,9 +470,9 @@ static void test_pages_against_chromium_ax(void **state)
         const cJSON *nd;
         cJSON_ArrayForEach(nd, cJSON_GetObjectItem(ax, "nodes"))
         {
-            const char *r = jstr(nd, "role");
+            const char *r = tjstr(nd, "role");
             if (r && interactive(r))
-                bag_add(&theirs, r, jstr(nd, "name"));
+                bag_add(&theirs, r, tjstr(nd, "name"));
         }
         cJSON_Delete(ax);
 
@@ -483,9 +491,9 @@ static void test_pages_against_chromium_ax(void **state)
         assert_non_null(o);
         cJSON_ArrayForEach(nd, cJSON_GetObjectItem(o, "nodes"))
         {
-            const char *r = jstr(nd, "role");
+            const char *r = tjstr(nd, "role");
             if (r && interactive(r))
-                bag_add(&ours, r, jstr(nd, "name"));
+                bag_add(&ours, r, tjstr(nd, "name"));
         }
         cJSON_Delete(o);
         int common = bag_common(&ours, &theirs);
@@ -634,7 +642,7 @@ static void test_pages_text_coverage(void **state)
         const cJSON *nd;
         cJSON_ArrayForEach(nd, cJSON_GetObjectItem(ax, "nodes"))
         {
-            const char *r = jstr(nd, "role"), *nm = jstr(nd, "name");
+            const char *r = tjstr(nd, "role"), *nm = tjstr(nd, "name");
             if (r && nm && !strcmp(r, "StaticText"))
                 words_add_text(&theirs, nm);
         }
@@ -853,6 +861,139 @@ static void test_observe_incremental(void **state)
     assert_int_equal(incr_run("", 90, seed + 2, 200), 0);
 }
 
+/*
+ * The delta path against whole replies, through the registry as a session
+ * uses it, on incr_run's page and random changes: registry A keeps its last
+ * reply and gets deltas from the page (reg_observe's own calls, in
+ * refgate's world); registry B keeps none (REFGATE_OBSERVE_KEEP_MAX 0) and
+ * gets whole replies, on a second tab with the same page and the same seeded
+ * changes. After every batch: A's nodes must be, field by field, what a full
+ * walk that changes no state gives on A's tab (reg_observation_check), and
+ * A's outline (a diff every other batch) the same bytes as B's, refs and all.
+ * Halfway both tabs load the page again, so A's base belongs to a document
+ * that is gone and the page must answer whole; most of A's observes must
+ * still have come as deltas, so the comparison means something.
+ */
+static int delta_run(const char *query, int max, unsigned seed, int batches)
+{
+    char url[512], path[64];
+    snprintf(path, sizeof path, "/page.html%s", query);
+    httpd_url(incr_srv, path, url, sizeof url);
+    char *mut = support_slurp("tests/fixtures/incr/mutate.js", NULL);
+    if (!mut)
+        return -1;
+    reg_store *store = reg_store_mem_new();
+    reg_config ca, cb;
+    reg_config_default(&ca);
+    ca.max = (size_t)max;
+    cb = ca;
+    cb.keep_max = 0;
+    reg_page *pa = NULL, *pb = NULL;
+    int rc = store && reg_page_new(store, "t:delta:a", &ca, &pa) == 0 &&
+                     reg_page_new(store, "t:delta:b", &cb, &pb) == 0
+                 ? 0
+                 : -1;
+    pool_lease *l2 = NULL;
+    if (rc == 0 && (pool_acquire(P, 30000, &l2, NULL) < 0 ||
+                    cdp_call(pool_lease_conn(l2), pool_lease_session(l2), "Page.enable", NULL,
+                             10000, NULL) < 0 ||
+                    cdp_call(pool_lease_conn(l2), pool_lease_session(l2),
+                             "Emulation.setDeviceMetricsOverride",
+                             "{\"width\":1280,\"height\":800,\"deviceScaleFactor\":1,"
+                             "\"mobile\":false}",
+                             10000, NULL) < 0))
+        rc = -1;
+    reg_page_handle h = {pool_lease_conn(L), pool_lease_session(L), NULL};
+    reg_page_handle h2 = {l2 ? pool_lease_conn(l2) : NULL, l2 ? pool_lease_session(l2) : NULL,
+                          NULL};
+    char pure[256];
+    snprintf(pure, sizeof pure,
+             "g.observe(JSON.stringify({viewport_only:false,max_elements:%d,sel:true,text:true,"
+             "scope:null,_full:true}))",
+             max);
+    int deltas = 0, observes = 0;
+    for (int i = 0; rc == 0 && i < batches; i++) {
+        char *log = NULL, why[1024] = "";
+        if (i == 0 || i == batches / 2) {
+            int load_rc;
+            char *v = NULL, *v2 = NULL;
+            if (navigate(url, 15000) < 0 ||
+                page_goto(h2.conn, h2.session, url, 15000, &load_rc) < 0 ||
+                !(v = eval_str(mut, 10000)) || strcmp(v, "true") ||
+                !(v2 = eval_on(l2, mut, 10000)) || strcmp(v2, "true"))
+                rc = -1;
+            free(v);
+            free(v2);
+            log = strdup("(loaded)");
+        } else {
+            char call[128];
+            snprintf(call, sizeof call, "__mutate(%u, %d)", seed * 1000u + (unsigned)i, 1 + i % 5);
+            log = eval_str(call, 10000);
+            char *log2 = eval_on(l2, call, 10000);
+            if (!log || !log2 || strcmp(log, log2)) {
+                snprintf(why, sizeof why, "the two tabs changed differently: %s", log2 ? log2 : "?");
+                rc = -1;
+            }
+            free(log2);
+        }
+        reg_observe_opts opts = {.max_elements = (size_t)max, .diff = i % 2, .timeout_ms = 30000};
+        reg_observation a = {0}, b = {0};
+        int ha = 0, hb = 0;
+        cJSON *full = NULL;
+        char err[256] = "";
+        if (rc == 0 && (rc = reg_observe(pa, h, &opts, &a)) == 0)
+            ha = 1;
+        if (rc == 0 && (rc = reg_js(h, pure, 0, 30000, &full, err, sizeof err)) < 0)
+            snprintf(why, sizeof why, "the full walk failed: %s", err);
+        if (rc == 0 && (rc = reg_observation_check(&a, full, why, sizeof why)) == 0 &&
+            (rc = reg_observe(pb, h2, &opts, &b)) == 0) {
+            hb = 1;
+            if (strcmp(a.text, b.text)) {
+                size_t k = 0;
+                while (a.text[k] && a.text[k] == b.text[k])
+                    k++;
+                size_t from = k > 200 ? k - 200 : 0;
+                snprintf(why, sizeof why, "outlines differ at %zu:\n  delta %.400s\n  whole %.400s",
+                         k, a.text + from, b.text + from);
+                rc = -1;
+            }
+        }
+        if (rc < 0)
+            printf("delta observe: page%s, cap %d, seed %u, batch %d (%s): %s\n", query, max, seed,
+                   i, log ? log : "?", why[0] ? why : rg_err_code(rc));
+        observes++;
+        deltas += ha && a.delta;
+        cJSON_Delete(full);
+        if (ha)
+            reg_observation_free(&a);
+        if (hb)
+            reg_observation_free(&b);
+        free(log);
+    }
+    printf("delta observe: page%s, cap %d: %d observes, %d as deltas\n", query, max, observes,
+           deltas);
+    reg_page_free(pa);
+    reg_page_free(pb);
+    if (l2)
+        pool_release(l2);
+    if (store)
+        reg_store_free(store);
+    free(mut);
+    return rc == 0 && deltas * 2 > observes ? 0 : -1;
+}
+
+static void test_observe_delta(void **state)
+{
+    (void)state;
+    unsigned seed = (unsigned)time(NULL) % 100000u;
+    if (getenv("RG_INCR_SEED"))
+        seed = (unsigned)strtoul(getenv("RG_INCR_SEED"), NULL, 10);
+    printf("delta observe: seed %u (RG_INCR_SEED=%u repeats it)\n", seed, seed);
+    assert_int_equal(delta_run("", 20000, seed, 120), 0);
+    assert_int_equal(delta_run("?sib", 20000, seed + 1, 80), 0);
+    assert_int_equal(delta_run("", 90, seed + 2, 80), 0);
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -912,6 +1053,7 @@ int main(void)
         cmocka_unit_test(test_pages_text_coverage),
         cmocka_unit_test(test_observe_speed),
         cmocka_unit_test(test_observe_incremental),
+        cmocka_unit_test(test_observe_delta),
     };
     int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
     httpd_stop(cases_srv);
