@@ -47,6 +47,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "session/session.h"
 #include "tests/support/net.h"
 #include "tests/support/support.h"
 
@@ -173,6 +174,10 @@ static void check_routes(const char *conf, const char *const fcgi[], const char 
         if (sscanf(route, "w%d_w%d", &o, &k) != 2 && (n != 1 || sscanf(route, "w%d", &o) != 1))
             fail_msg("split_clients: a route \"%s\" that names no owner and backup", route);
         assert_true(o >= 1 && (size_t)o <= n && k >= 0 && (size_t)k <= n && o != k);
+        /* The workers mint session ids for this very owner (session/route.c). */
+        if (sess_route_owner(buckets, (int)n) + 1 != o)
+            fail_msg("bucket %d: nginx sends it to w%d, session/route.c says w%d", buckets, o,
+                     sess_route_owner(buckets, (int)n) + 1);
         owns[o]++;
         if (!strcmp(pct, "*"))
             rest++;
