@@ -53,8 +53,7 @@
 static const char *const pages[TEMPLATES] = {"form.html", "controls.html", "click.html",
                                              "floor.html"};
 /* A session's keys after a park (docs/architecture.md, "Redis keys"). */
-static const char *const suffixes[] = {"meta",     "park",      "regz:main",
-                                       "reg:main", "seen:main", NULL};
+static const char *const suffixes[] = {"meta", "park", "regz:main", "reg:main", "seen:main", NULL};
 
 static struct {
     int cluster, sessions, restores, live;

@@ -137,9 +137,8 @@ static void probe(route *r)
         probe_id(k, sid, sizeof sid);
         snprintf(path, sizeof path, "/v1/sessions/%s", sid);
         http_resp h;
-        assert_int_equal(http_request(port, "POST", path, "Content-Type: application/json\r\n",
-                                      "{}", 2, &h),
-                         0);
+        assert_int_equal(
+            http_request(port, "POST", path, "Content-Type: application/json\r\n", "{}", 2, &h), 0);
         assert_int_equal(h.status, 401);
         rg_buf_destroy(&h.body);
         snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
@@ -172,8 +171,8 @@ static int count_on(const route *r, int w)
 /* The worker that answered a session.info reply: result.capacity.worker ("w3" -> 3), or 0. */
 static int answered_by(const cJSON *v)
 {
-    const cJSON *cap = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(v, "result"), "capacity");
+    const cJSON *cap =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(v, "result"), "capacity");
     const cJSON *w = cJSON_GetObjectItemCaseSensitive(cap, "worker");
     return cJSON_IsString(w) && w->valuestring[0] == 'w' ? atoi(w->valuestring + 1) : 0;
 }
@@ -312,8 +311,8 @@ static void test_removing_a_worker_moves_only_its_sessions(void **state)
     for (int k = 0; k < PROBES; k++) {
         if (added.http[k] != 2) {
             if (removed.http[k] != added.http[k])
-                fail_msg("probe %d moved from w%d to w%d, though w2 was removed", k,
-                         added.http[k], removed.http[k]);
+                fail_msg("probe %d moved from w%d to w%d, though w2 was removed", k, added.http[k],
+                         removed.http[k]);
             continue;
         }
         assert_int_not_equal(removed.http[k], 2);

@@ -286,8 +286,7 @@ int stack_add_worker(stack *s)
         return -1;
     s->n = i;
     if ((s->workers[i] = start_worker(s, i)) <= 0 || wait_until(s, i, 60000) < 0) {
-        fprintf(stderr, "stack: worker w%d did not start (see %s/worker-w%d.log)\n", i, s->dir,
-                i);
+        fprintf(stderr, "stack: worker w%d did not start (see %s/worker-w%d.log)\n", i, s->dir, i);
         return -1;
     }
     s->in_nginx[i] = 1;
