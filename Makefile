@@ -65,7 +65,8 @@ TEST_SUPPORT := tests/support/httpd.c tests/support/procs.c tests/support/page.c
 TEST_EXPECT := tests/support/expect.c
 LOAD_SRC := bench/load.c bench/load_drive.c bench/load_sample.c bench/load_verdict.c
 BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BUILD)/bench/park $(BUILD)/bench/gateway \
-           $(BUILD)/bench/load $(BUILD)/bench/loop $(BUILD)/bench/oversub $(BUILD)/bench/view
+           $(BUILD)/bench/load $(BUILD)/bench/loop $(BUILD)/bench/oversub $(BUILD)/bench/view \
+           $(BUILD)/bench/capacity
 # The benches that talk msgpack to a stack through nginx share its client.
 BENCH_CLIENT := $(BUILD)/bench/client.o
 
@@ -205,7 +206,7 @@ $(BUILD)/tests/test_%: $(BUILD)/tests/test_%.o $(call obj,$(TEST_SUPPORT) $(TEST
 
 $(BUILD)/bench/%: $(BUILD)/bench/%.o $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS_ALL) -lm
-$(BUILD)/bench/gateway $(BUILD)/bench/loop $(BUILD)/bench/oversub: $(BENCH_CLIENT)
+$(BUILD)/bench/gateway $(BUILD)/bench/loop $(BUILD)/bench/oversub $(BUILD)/bench/capacity: $(BENCH_CLIENT)
 # The soak tool is several files (bench/load.h).
 $(BUILD)/bench/load: $(call obj,$(LOAD_SRC)) $(call obj,$(TEST_SUPPORT)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $(filter %.o,$^) $(filter %.a,$^) $(LDLIBS_ALL) -lm

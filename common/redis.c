@@ -169,6 +169,7 @@ static const struct keyspec {
     {"LPUSH", 1, 1, 1},     {"RPUSH", 1, 1, 1},         {"LRANGE", 1, 1, 1},
     {"LPOP", 1, 1, 1},      {"RPOP", 1, 1, 1},          {"LLEN", 1, 1, 1},
     {"LREM", 1, 1, 1},      {"MEMORY", 2, 2, 1},        {"OBJECT", 2, 2, 1},
+    {"DUMP", 1, 1, 1},      {"RESTORE", 1, 1, 1}, /* bench/capacity's clones */
 };
 
 /* Keyless commands any node answers. */

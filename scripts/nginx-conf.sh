@@ -9,7 +9,9 @@
 #   scripts/nginx-conf.sh --docker [options] OUTDIR   docker-compose.yml: workers by name
 #
 # Options (defaults: local / docker):
-#   --workers N          gateway workers                          [2 / 3]
+#   --workers N          gateway workers w1..wN                   [2 / 3]
+#   --worker-ids LIST    the workers present, by number (1,2,4): instead of
+#                        --workers, to take one out of the middle
 #   --listen ADDR:PORT   where nginx listens            [127.0.0.1:8080 / 8080]
 #   --fcgi-base PORT     local: worker i's FastCGI is 127.0.0.1:PORT+i   [9100]
 #   --ws-base PORT       local: worker i's WebSocket is 127.0.0.1:PORT+i [9200]
@@ -43,6 +45,7 @@ template=$here/../nginx/nginx.conf.in
 
 mode=local
 workers=""
+worker_ids=""
 listen=""
 fcgi_base=9100
 ws_base=9200
@@ -60,6 +63,7 @@ while [ $# -gt 0 ]; do
     case $1 in
     --docker) mode=docker ;;
     --workers) workers=${2-}; shift ;;
+    --worker-ids) worker_ids=${2-}; shift ;;
     --listen) listen=${2-}; shift ;;
     --fcgi-base) fcgi_base=${2-}; shift ;;
     --ws-base) ws_base=${2-}; shift ;;
@@ -88,11 +92,29 @@ else
     access_log=$state_dir/access.log
     error_log=$state_dir/error.log
 fi
+nl='
+'
 uint --workers "$workers"
 uint --fcgi-base "$fcgi_base"
 uint --ws-base "$ws_base"
 uint --max-body "$max_body"
-if [ $((fcgi_base + workers)) -gt 65535 ] || [ $((ws_base + workers)) -gt 65535 ]; then
+# The workers present: 1..N, or the list of --worker-ids (each once, in any
+# order). $ids is split on purpose below: it holds checked numbers only.
+# shellcheck disable=SC2086
+if [ -n "$worker_ids" ]; then
+    ids=$(printf '%s\n' "$worker_ids" | tr ',' ' ')
+    for i in $ids; do uint --worker-ids "$i"; done
+    dup=$(printf '%s\n' $ids | sort -n | uniq -d)
+    [ -z "$dup" ] || die "--worker-ids names worker $dup twice"
+    ids=$(printf '%s\n' $ids | sort -n | tr '\n' ' ')
+else
+    ids=$(seq 1 "$workers" | tr '\n' ' ')
+fi
+# shellcheck disable=SC2086
+workers=$(printf '%s\n' $ids | wc -l)
+# shellcheck disable=SC2086
+last=$(printf '%s\n' $ids | tail -n 1)
+if [ $((fcgi_base + last)) -gt 65535 ] || [ $((ws_base + last)) -gt 65535 ]; then
     die "worker ports past 65535"
 fi
 for v in "$listen" "$host_format" "$state_dir" "$config_dir"; do
@@ -101,33 +123,86 @@ for v in "$listen" "$host_format" "$state_dir" "$config_dir"; do
     esac
 done
 
-# Upstream server lines: the same workers in the same order in both
-# upstreams (the hash picks by position). max_fails=0: a worker is never
-# marked down. A dead worker refuses at once and the request goes on to the
-# next one (fastcgi_next_upstream); marking it down instead would keep a
-# restarted worker out for fail_timeout, and could mark different workers
-# down in the two upstreams, splitting a session's HTTP and WebSocket.
-fcgi_servers=""
-ws_servers=""
-nl='
-'
-i=1
-while [ "$i" -le "$workers" ]; do
+# ---- routing: buckets, owners, upstream groups ------------------------------
+# A session id hashes (split_clients, MurmurHash2) to one of 200 fixed
+# buckets of 0.5%. Each bucket is owned by the worker that scores highest for
+# it (rendezvous hashing); the runner-up is its backup. A worker's scores
+# are a SHAKE-256 stream of its name ("w3"), 4 bytes big-endian a bucket:
+# they depend on that worker alone, so adding a worker moves only the
+# buckets it now wins (about 1/(N+1) of them), and removing one moves only
+# the buckets it owned, each to its runner-up. session/route.c computes the
+# same table, so a worker mints session ids that land on itself.
+#
+# Each (owner, backup) pair is an upstream group with the owner first and
+# the backup as `backup`, once for FastCGI and once for WebSocket, so a
+# session's HTTP and WebSocket reach the same worker by construction, and
+# when its owner is down both go to the same backup (nginx tries backup
+# servers round-robin, so a group has exactly one: with two, successive
+# requests of a session would alternate between them).
+command -v openssl >/dev/null || die "openssl is needed to hash the workers' names"
+scores=""
+for i in $ids; do
+    s=$(printf 'refgate-route|w%d' "$i" | openssl dgst -shake256 -xoflen 800 -binary |
+        od -An -v -tu1 | tr -s ' \n' '  ')
+    scores="$scores$i$s$nl"
+done
+routes=$(printf '%s' "$scores" | awk '
+    { id[NR] = $1; for (k = 2; k <= NF; k++) byte[NR, k - 2] = $k; n = NR }
+    END {
+        for (b = 0; b < 200; b++) {
+            first = 0; second = 0
+            for (w = 1; w <= n; w++) {
+                o = 4 * b
+                s = byte[w, o] * 16777216 + byte[w, o + 1] * 65536 + byte[w, o + 2] * 256 + byte[w, o + 3]
+                if (!first || s > fs) { second = first; ss = fs; first = w; fs = s }
+                else if (!second || s > ss) { second = w; ss = s }
+            }
+            printf "%d w%s%s\n", b, id[first], second ? "_w" id[second] : ""
+        }
+    }')
+[ "$(printf '%s\n' "$routes" | wc -l)" -eq 200 ] || die "could not compute the bucket owners"
+
+addr() { # KIND I: worker I's FastCGI (fcgi) or WebSocket (ws) address
     if [ "$mode" = docker ]; then
         # shellcheck disable=SC2059
-        h=$(printf "$host_format" "$i")
-        f=$h:9000
-        w=$h:9001
+        h=$(printf "$host_format" "$2")
+        if [ "$1" = fcgi ]; then echo "$h:9000"; else echo "$h:9001"; fi
+    elif [ "$1" = fcgi ]; then
+        echo "127.0.0.1:$((fcgi_base + $2))"
     else
-        f=127.0.0.1:$((fcgi_base + i))
-        w=127.0.0.1:$((ws_base + i))
+        echo "127.0.0.1:$((ws_base + $2))"
     fi
-    fcgi_servers="$fcgi_servers        server $f max_fails=0;$nl"
-    ws_servers="$ws_servers        server $w max_fails=0;$nl"
-    i=$((i + 1))
+}
+
+# split_clients lines: 199 of 0.5% and the last bucket takes the rest.
+split=$(printf '%s\n' "$routes" | awk '{ printf "        %s %s;\n", ($1 < 199 ? "0.5%" : "*"), $2 }')
+# One idle FastCGI connection holds a gateway thread (REFGATE_GATEWAY_THREADS,
+# 16). A worker is in the N-1 groups it owns and in the N-1 it backs up, each
+# with its own keepalive cache: 4 / (N-1) a group keeps a worker's idle
+# connections at 8 or fewer up to 5 workers (at least 1 a group: 2(N-1) past that).
+keepalive=$((workers > 1 ? 4 / (workers - 1) : 8))
+[ "$keepalive" -ge 1 ] || keepalive=1
+# max_fails=0: a worker is never marked down. A dead one refuses at once and
+# the request goes on to the backup (fastcgi_next_upstream); marking it down
+# instead would keep a restarted worker out for fail_timeout.
+fcgi_groups=""
+ws_groups=""
+for g in $(printf '%s\n' "$routes" | awk '{ print $2 }' | sort -u); do
+    o=${g%%_*}
+    o=${o#w}
+    b=""
+    case $g in *_w*) b=${g#*_w} ;; esac
+    fcgi_groups="$fcgi_groups    upstream rg_fcgi_$g {$nl        server $(addr fcgi "$o") max_fails=0;$nl"
+    ws_groups="$ws_groups    upstream rg_ws_$g {$nl        server $(addr ws "$o") max_fails=0;$nl"
+    if [ -n "$b" ]; then
+        fcgi_groups="$fcgi_groups        server $(addr fcgi "$b") max_fails=0 backup;$nl"
+        ws_groups="$ws_groups        server $(addr ws "$b") max_fails=0 backup;$nl"
+    fi
+    fcgi_groups="$fcgi_groups        keepalive $keepalive;$nl        keepalive_timeout 30s;$nl    }$nl"
+    ws_groups="$ws_groups    }$nl"
 done
-tries=$workers
-[ "$tries" -le 3 ] || tries=3
+tries=2
+[ "$workers" -gt 1 ] || tries=1
 body_buffer=$max_body
 [ "$body_buffer" -le 1048576 ] || body_buffer=1048576
 
@@ -157,7 +232,7 @@ tmp=$out/nginx.conf.tmp.$$
 trap 'rm -f "$tmp"' EXIT
 HEADER=$header STATE_DIR=$state_dir CONFIG_DIR=$config_dir ERROR_LOG=$error_log \
 VIEW_SCRIPT_HASH=$view_hash ACCESS_LOG=$access_log LISTEN=$listen MAX_BODY=$max_body BODY_BUFFER=$body_buffer TRIES=$tries \
-FCGI_SERVERS=${fcgi_servers%"$nl"} WS_SERVERS=${ws_servers%"$nl"} \
+ROUTES=${split%"$nl"} FCGI_GROUPS=${fcgi_groups%"$nl"} WS_GROUPS=${ws_groups%"$nl"} \
     awk '
     {
         line = $0

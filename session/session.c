@@ -354,29 +354,6 @@ reg_page *sess_registry(sess *s)
 
 /* ---- create ---- */
 
-/* CRC-32 (IEEE 802.3), the checksum nginx's upstream hash is built on. */
-static uint32_t crc32_of(const char *p, size_t n)
-{
-    uint32_t c = 0xffffffffu;
-    for (size_t i = 0; i < n; i++) {
-        c ^= (unsigned char)p[i];
-        for (int k = 0; k < 8; k++)
-            c = c & 1 ? (c >> 1) ^ 0xedb88320u : c >> 1;
-    }
-    return c ^ 0xffffffffu;
-}
-
-/*
- * The worker (0-based) nginx's `hash $rg_session` sends a session id to when
- * all n workers are up: ((crc32(key) >> 16) & 0x7fff) % n, as nginx computes
- * its first pick (compatible with Cache::Memcached).
- */
-int sess_id_worker(const char *sid, int n)
-{
-    uint32_t h = (crc32_of(sid, strlen(sid)) >> 16) & 0x7fff;
-    return n > 0 ? (int)(h % (uint32_t)n) : 0;
-}
-
 /* "s" and 27 characters of [a-z2-7]: 135 random bits, unguessable. */
 static void random_id(char out[SESS_ID_MAX])
 {

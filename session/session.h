@@ -162,8 +162,15 @@ typedef struct sess_config {
 } sess_config;
 
 void sess_config_default(sess_config *cfg);
-/** The worker (0-based of n) nginx's upstream hash picks for sid when all are up. */
+/**
+ * The worker (0-based of w1..wn) nginx's routing sends sid to when all are
+ * up (route.c, the layout scripts/nginx-conf.sh renders).
+ */
 int sess_id_worker(const char *sid, int n);
+/** The bucket (0..199) of nginx's split_clients that key falls in. */
+int sess_route_bucket(const char *key);
+/** The owner (0-based of w1..wn) of a bucket: the highest rendezvous score. */
+int sess_route_owner(int bucket, int n);
 void sess_config_from_env(sess_config *cfg);
 
 typedef struct sess_mgr sess_mgr;

@@ -2,8 +2,9 @@
  * test_nginx_conf.c - the nginx front, rendered from nginx/nginx.conf.in:
  *
  * - the local configuration exactly as `make run` renders it
- *   (scripts/run.sh --config-only) passes `nginx -t`, hashes both upstreams
- *   on the session id, and takes its body limit from REFGATE_MAX_BODY_BYTES;
+ *   (scripts/run.sh --config-only) passes `nginx -t`, routes the session id
+ *   through 200 buckets to (owner, backup) groups that the FastCGI and
+ *   WebSocket sides share, and takes its body limit from REFGATE_MAX_BODY_BYTES;
  * - the docker configuration in nginx/docker/ is what the generator renders
  *   today (no hand edits, no drift) and passes `nginx -t` with the compose
  *   service names resolving (a private mount namespace with its own
@@ -47,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "session/session.h"
 #include "tests/support/net.h"
 #include "tests/support/support.h"
 
@@ -70,9 +72,9 @@ static const char *make_tmpdir(void)
 
 static void remove_tree(const char *dir)
 {
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
+    if (getenv("RG_KEEP_STACK"))
+        fprintf(stderr, "test_nginx_conf: kept %s\n", dir);
+    else if (rg_rmtree(dir) != 0)
         fprintf(stderr, "test_nginx_conf: could not remove %s\n", dir);
 }
 
@@ -153,25 +155,63 @@ static void assert_contains(const char *hay, const char *needle)
         fail_msg("expected \"%s\" in:\n%s", needle, hay);
 }
 
-/* The upstream lists these servers, in this order, and hashes on the session. */
-static void check_upstream(const char *conf, const char *name, const char *const servers[],
-                           size_t n)
+/*
+ * The routing: split_clients sends the session key to one of 200 buckets of
+ * 0.5%, each naming a route "wA_wB" (owner, backup); for every route there
+ * is a FastCGI and a WebSocket group with worker A first and worker B as its
+ * one backup, fcgi[i-1] and ws[i-1] being worker i's addresses. Every
+ * worker owns some buckets.
+ */
+static void check_routes(const char *conf, const char *const fcgi[], const char *const ws[],
+                         size_t n)
 {
-    char head[64];
-    snprintf(head, sizeof head, "upstream %s {", name);
-    char *b = block(conf, head);
-    assert_contains(b, "hash $rg_session;");
-    assert_null(strstr(b, "consistent")); /* see the template: it would split sessions */
-    const char *at = b;
-    for (size_t i = 0; i < n; i++) {
-        char line[128];
-        snprintf(line, sizeof line, "server %s ", servers[i]);
-        const char *p = strstr(at, line);
-        if (!p)
-            fail_msg("upstream %s: no \"%s\" (or out of order) in:\n%s", name, line, b);
-        at = p + strlen(line);
+    char *b = block(conf, "split_clients \"$rg_session\" $rg_route {");
+    int buckets = 0, rest = 0, owns[16] = {0};
+    for (char *line = strchr(b, '\n'); line; line = strchr(line + 1, '\n')) {
+        char pct[16], route[32];
+        if (sscanf(line + 1, " %15s %31[^;];", pct, route) != 2)
+            continue;
+        int o = 0, k = 0;
+        if (sscanf(route, "w%d_w%d", &o, &k) != 2 && (n != 1 || sscanf(route, "w%d", &o) != 1))
+            fail_msg("split_clients: a route \"%s\" that names no owner and backup", route);
+        assert_true(o >= 1 && (size_t)o <= n && k >= 0 && (size_t)k <= n && o != k);
+        /* The workers mint session ids for this very owner (session/route.c). */
+        if (sess_route_owner(buckets, (int)n) + 1 != o)
+            fail_msg("bucket %d: nginx sends it to w%d, session/route.c says w%d", buckets, o,
+                     sess_route_owner(buckets, (int)n) + 1);
+        owns[o]++;
+        if (!strcmp(pct, "*"))
+            rest++;
+        else
+            assert_string_equal(pct, "0.5%");
+        buckets++;
+        for (int proto = 0; proto < 2; proto++) {
+            char head[64], line1[128], line2[128];
+            const char *const *addr = proto ? ws : fcgi;
+            snprintf(head, sizeof head, "upstream rg_%s_%s {", proto ? "ws" : "fcgi", route);
+            char *g = block(conf, head);
+            snprintf(line1, sizeof line1, "server %s max_fails=0;", addr[o - 1]);
+            const char *p1 = strstr(g, line1);
+            if (!p1)
+                fail_msg("no \"%s\" in:\n%s", line1, g);
+            if (k) {
+                snprintf(line2, sizeof line2, "server %s max_fails=0 backup;", addr[k - 1]);
+                const char *p2 = strstr(g, line2);
+                if (!p2 || p2 < p1)
+                    fail_msg("no \"%s\" after the owner in:\n%s", line2, g);
+                assert_null(strstr(p2 + 1, "server "));
+            }
+            if (!proto)
+                assert_contains(g, "keepalive ");
+            assert_null(strstr(g, "hash"));
+            free(g);
+        }
     }
-    assert_null(strstr(at, "server "));
+    assert_int_equal(buckets, 200);
+    assert_int_equal(rest, 1);
+    for (size_t i = 1; i <= n; i++)
+        assert_true(owns[i] > 0);
+    assert_null(strstr(conf, " consistent;")); /* see the template: it would split sessions */
     free(b);
 }
 
@@ -185,11 +225,11 @@ static void check_common(const char *conf)
     assert_contains(conf, "\"~^/v1/mcp\\|([A-Za-z0-9_-]{1,64})$\" $1;");
     assert_contains(conf, "fastcgi_param HTTP_MCP_SESSION_ID $http_mcp_session_id if_not_empty;");
     char *mcp = block(conf, "location = /v1/mcp {");
-    assert_contains(mcp, "fastcgi_pass refgate_fcgi;");
+    assert_contains(mcp, "fastcgi_pass rg_fcgi_$rg_route;");
     free(mcp);
     assert_contains(conf, "\"\" $request_id;");
     char *ws = block(conf, "location ~ ^/v1/sessions/[^/]+/ws$ {");
-    assert_contains(ws, "proxy_pass http://refgate_ws;");
+    assert_contains(ws, "proxy_pass http://rg_ws_$rg_route;");
     assert_contains(ws, "proxy_http_version 1.1;");
     assert_contains(ws, "proxy_set_header Upgrade $http_upgrade;");
     assert_contains(ws, "proxy_set_header Connection $rg_connection;");
@@ -249,8 +289,7 @@ static void test_local_config(void **state)
     check_common(conf);
     const char *fcgi[] = {"127.0.0.1:19101", "127.0.0.1:19102", "127.0.0.1:19103"};
     const char *ws[] = {"127.0.0.1:19201", "127.0.0.1:19202", "127.0.0.1:19203"};
-    check_upstream(conf, "refgate_fcgi", fcgi, 3);
-    check_upstream(conf, "refgate_ws", ws, 3);
+    check_routes(conf, fcgi, ws, 3);
     assert_contains(conf, "listen 127.0.0.1:18181;");
     assert_contains(conf, "client_max_body_size 2097152;");
     /* Everything of nginx's lives under the run directory. */
@@ -269,7 +308,8 @@ static void test_local_config(void **state)
     conf = render_local(dir, env_default, conf_path, sizeof conf_path);
     assert_contains(conf, "client_max_body_size 1048576;");
     const char *fcgi2[] = {"127.0.0.1:9101", "127.0.0.1:9102"};
-    check_upstream(conf, "refgate_fcgi", fcgi2, 2);
+    const char *ws2[] = {"127.0.0.1:9201", "127.0.0.1:9202"};
+    check_routes(conf, fcgi2, ws2, 2);
     free(conf);
 }
 
@@ -326,8 +366,7 @@ static void test_docker_config(void **state)
     check_common(conf);
     const char *fcgi[] = {"worker1:9000", "worker2:9000", "worker3:9000"};
     const char *ws[] = {"worker1:9001", "worker2:9001", "worker3:9001"};
-    check_upstream(conf, "refgate_fcgi", fcgi, 3);
-    check_upstream(conf, "refgate_ws", ws, 3);
+    check_routes(conf, fcgi, ws, 3);
     assert_contains(conf, "listen 8080;");
     assert_contains(conf, "client_max_body_size 1048576;");
     assert_contains(conf, "alias /etc/refgate-nginx/errors/$rg_error.$rg_ext;");
@@ -468,18 +507,30 @@ static void test_error_bodies(void **state)
 /* ---- a live nginx in front of fake workers ------------------------------------------- */
 
 /*
- * A fake worker: FastCGI through libfcgi (one thread, the connection kept as
- * nginx asks) answering "worker=<id>" and the parameters it got; and a
- * WebSocket port that answers an upgrade with 101 and X-Worker: <id>.
+ * A fake worker: FastCGI through libfcgi (a few threads on the one socket,
+ * as the gateway's, each holding the connection nginx keeps alive: nginx
+ * keeps some per upstream group, and a worker is in the groups it owns and
+ * in those it backs up) answering "worker=<id>" and the parameters it got;
+ * and a WebSocket port that answers an upgrade with 101 and X-Worker: <id>.
  * fake_stop() closes both, as a worker that died.
  */
-typedef struct fake {
+#define FAKE_THREADS 4
+
+typedef struct fake fake;
+
+typedef struct fake_thread {
+    fake *f;
+    FCGX_Request req;
+    pthread_t t;
+} fake_thread;
+
+struct fake {
     char id[8];
     int fcgi_fd, ws_fd;
-    FCGX_Request req;
-    pthread_t fcgi_thread, ws_thread;
+    fake_thread fcgi[FAKE_THREADS];
+    pthread_t ws_thread;
     int running;
-} fake;
+};
 
 static int listen_on(int port)
 {
@@ -527,32 +578,33 @@ static int listen_range(int n, int fds[])
     return -1;
 }
 
-static const char *param(fake *f, const char *name)
+static const char *param(fake_thread *t, const char *name)
 {
-    const char *v = FCGX_GetParam(name, f->req.envp);
+    const char *v = FCGX_GetParam(name, t->req.envp);
     return v ? v : "";
 }
 
 static void *fcgi_main(void *arg)
 {
-    fake *f = arg;
-    while (FCGX_Accept_r(&f->req) == 0) {
+    fake_thread *t = arg;
+    fake *f = t->f;
+    while (FCGX_Accept_r(&t->req) == 0) {
         char buf[4096];
         long got = 0;
         int k;
-        while ((k = FCGX_GetStr(buf, sizeof buf, f->req.in)) > 0)
+        while ((k = FCGX_GetStr(buf, sizeof buf, t->req.in)) > 0)
             got += k;
         char out[2048];
         int n = snprintf(out, sizeof out,
                          "Status: 200 OK\r\nContent-Type: text/plain\r\n\r\n"
                          "worker=%s\nmethod=%s\nuri=%s\ndocument_uri=%s\nauth=%s\nrid=%s\n"
                          "accept=%s\ncontent_type=%s\nbytes=%ld\n",
-                         f->id, param(f, "REQUEST_METHOD"), param(f, "REQUEST_URI"),
-                         param(f, "DOCUMENT_URI"), param(f, "HTTP_AUTHORIZATION"),
-                         param(f, "HTTP_X_REQUEST_ID"), param(f, "HTTP_ACCEPT"),
-                         param(f, "CONTENT_TYPE"), got);
-        FCGX_PutStr(out, n, f->req.out);
-        FCGX_Finish_r(&f->req);
+                         f->id, param(t, "REQUEST_METHOD"), param(t, "REQUEST_URI"),
+                         param(t, "DOCUMENT_URI"), param(t, "HTTP_AUTHORIZATION"),
+                         param(t, "HTTP_X_REQUEST_ID"), param(t, "HTTP_ACCEPT"),
+                         param(t, "CONTENT_TYPE"), got);
+        FCGX_PutStr(out, n, t->req.out);
+        FCGX_Finish_r(&t->req);
     }
     return NULL;
 }
@@ -629,13 +681,16 @@ static void fake_start(fake *f, const char *id, int fcgi_fd, int ws_fd)
     snprintf(f->id, sizeof f->id, "%s", id);
     f->fcgi_fd = fcgi_fd;
     f->ws_fd = ws_fd;
-    assert_int_equal(FCGX_InitRequest(&f->req, fcgi_fd, 0), 0);
-    assert_int_equal(pthread_create(&f->fcgi_thread, NULL, fcgi_main, f), 0);
+    for (int i = 0; i < FAKE_THREADS; i++) {
+        f->fcgi[i].f = f;
+        assert_int_equal(FCGX_InitRequest(&f->fcgi[i].req, fcgi_fd, 0), 0);
+        assert_int_equal(pthread_create(&f->fcgi[i].t, NULL, fcgi_main, &f->fcgi[i]), 0);
+    }
     assert_int_equal(pthread_create(&f->ws_thread, NULL, ws_main, f), 0);
     f->running = 1;
 }
 
-/* Closes both ports and the kept FastCGI connection: the worker is gone. */
+/* Closes both ports and the kept FastCGI connections: the worker is gone. */
 static void fake_stop(fake *f)
 {
     if (!f->running)
@@ -643,12 +698,16 @@ static void fake_stop(fake *f)
     f->running = 0;
     shutdown(f->fcgi_fd, SHUT_RDWR);
     shutdown(f->ws_fd, SHUT_RDWR);
-    int c = f->req.ipcFd;
-    if (c >= 0)
-        shutdown(c, SHUT_RDWR);
-    pthread_join(f->fcgi_thread, NULL);
+    for (int i = 0; i < FAKE_THREADS; i++) {
+        int c = f->fcgi[i].req.ipcFd;
+        if (c >= 0)
+            shutdown(c, SHUT_RDWR);
+    }
+    for (int i = 0; i < FAKE_THREADS; i++)
+        pthread_join(f->fcgi[i].t, NULL);
     pthread_join(f->ws_thread, NULL);
-    FCGX_Free(&f->req, 1);
+    for (int i = 0; i < FAKE_THREADS; i++)
+        FCGX_Free(&f->fcgi[i].req, 1);
     close(f->fcgi_fd);
     close(f->ws_fd);
 }

@@ -6,6 +6,8 @@
 #define _GNU_SOURCE
 #include "support.h"
 
+#include "common/rg.h"
+
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
 #include <signal.h>
@@ -27,6 +29,25 @@ struct rediscluster {
     char dir[128];
     char url[NODES_MAX * 24 + 32];
 };
+
+/*
+ * The one way down for a cluster and for a sentinel setup: every process
+ * still running stopped (SIGTERM, by PID, last started first) and waited
+ * for, then the directory removed unless RG_KEEP_STACK keeps it for a look.
+ */
+static void stop_all(pid_t *pid, int n, const char *dir, const char *what)
+{
+    for (int i = n - 1; i >= 0; i--)
+        if (pid[i] > 0) {
+            kill(pid[i], SIGTERM);
+            waitpid(pid[i], NULL, 0);
+            pid[i] = 0;
+        }
+    if (getenv("RG_KEEP_STACK"))
+        fprintf(stderr, "%s: kept %s\n", what, dir);
+    else if (dir[0] && rg_rmtree(dir) != 0)
+        fprintf(stderr, "%s: could not remove %s\n", what, dir);
+}
 
 static pid_t spawn_node(const rediscluster *c, int i)
 {
@@ -266,17 +287,7 @@ void rediscluster_free(rediscluster *c)
 {
     if (!c)
         return;
-    for (int i = 0; i < c->n; i++)
-        if (c->pid[i] > 0) {
-            kill(c->pid[i], SIGTERM);
-            waitpid(c->pid[i], NULL, 0);
-        }
-    if (!getenv("RG_KEEP_STACK")) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", c->dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "cluster: could not remove %s\n", c->dir);
-    }
+    stop_all(c->pid, c->n, c->dir, "cluster");
     free(c);
 }
 
@@ -429,16 +440,6 @@ void redissentinel_free(redissentinel *s)
 {
     if (!s)
         return;
-    for (int i = 4; i >= 0; i--)
-        if (s->pid[i] > 0) {
-            kill(s->pid[i], SIGTERM);
-            waitpid(s->pid[i], NULL, 0);
-        }
-    if (!getenv("RG_KEEP_STACK")) {
-        char cmd[256];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "sentinel: could not remove %s\n", s->dir);
-    }
+    stop_all(s->pid, 5, s->dir, "sentinel");
     free(s);
 }

@@ -32,6 +32,7 @@ struct stack {
     char redis_url[512];
     int n;
     pid_t workers[WORKERS_MAX + 1];
+    int in_nginx[WORKERS_MAX + 1]; /* worker i is in nginx's configuration */
     int fcgi_base, ws_base;
     pid_t nginx;
     int port;
@@ -203,26 +204,39 @@ static int make_tenants(stack *s)
     return rc;
 }
 
-static int start_nginx(stack *s)
+/* Renders nginx's configuration for the workers in it (scripts/nginx-conf.sh). */
+static int render_nginx(stack *s)
 {
-    char conf_dir[192], listen[64], fb[16], wb[16], n[8], cmd[600], conf[256], err[256];
+    char conf_dir[192], listen[64], fb[16], wb[16], ids[64] = "", cmd[700];
     snprintf(conf_dir, sizeof conf_dir, "%s/nginx", s->dir);
     snprintf(listen, sizeof listen, "127.0.0.1:%d", s->port);
     snprintf(fb, sizeof fb, "%d", s->fcgi_base);
     snprintf(wb, sizeof wb, "%d", s->ws_base);
-    snprintf(n, sizeof n, "%d", s->n);
+    size_t at = 0;
+    for (int i = 1; i <= s->n; i++)
+        if (s->in_nginx[i])
+            at += (size_t)snprintf(ids + at, sizeof ids - at, "%s%d", at ? "," : "", i);
     const char *max_body = getenv("REFGATE_MAX_BODY_BYTES");
     for (int i = 0; s->env && s->env[i]; i++)
         if (!strncmp(s->env[i], "REFGATE_MAX_BODY_BYTES=", 23))
             max_body = s->env[i] + 23;
     snprintf(cmd, sizeof cmd,
-             "sh scripts/nginx-conf.sh --workers %s --listen %s --fcgi-base %s --ws-base %s "
+             "sh scripts/nginx-conf.sh --worker-ids %s --listen %s --fcgi-base %s --ws-base %s "
              "--max-body %s '%s' >>'%s/nginx-conf.log' 2>&1",
-             n, listen, fb, wb, max_body ? max_body : "1048576", conf_dir, s->dir);
+             ids, listen, fb, wb, max_body ? max_body : "1048576", conf_dir, s->dir);
     if (system(cmd) != 0) {
         fprintf(stderr, "stack: %s failed\n", cmd);
         return -1;
     }
+    return 0;
+}
+
+static int start_nginx(stack *s)
+{
+    char conf_dir[192], conf[256], err[256];
+    if (render_nginx(s) < 0)
+        return -1;
+    snprintf(conf_dir, sizeof conf_dir, "%s/nginx", s->dir);
     snprintf(conf, sizeof conf, "%s/nginx.conf", conf_dir);
     snprintf(err, sizeof err, "%s/error.log", conf_dir);
     char log[192];
@@ -230,6 +244,63 @@ static int start_nginx(stack *s)
     const char *argv[] = {"nginx", "-p", conf_dir, "-c", conf, "-e", err, NULL};
     s->nginx = spawn(argv, NULL, log);
     return s->nginx > 0 ? 0 : -1;
+}
+
+/*
+ * Renders the configuration again and reloads nginx (SIGHUP to its master,
+ * by PID); 0 once the master runs new worker processes and the old ones
+ * (which may still hold connections under the old configuration) are gone.
+ */
+static int reload_nginx(stack *s)
+{
+    if (s->nginx <= 0 || render_nginx(s) < 0)
+        return -1;
+    pid_t before[32], now[32];
+    int nb = procs_descendants(s->nginx, before, 32);
+    if (kill(s->nginx, SIGHUP) != 0)
+        return -1;
+    for (int64_t end = rg_now_ms() + 30000; rg_now_ms() < end; rg_sleep_ms(50)) {
+        int nn = procs_descendants(s->nginx, now, 32), old = 0, fresh = 0;
+        for (int i = 0; i < nn; i++) {
+            int was = 0;
+            for (int j = 0; j < nb && !was; j++)
+                was = now[i] == before[j];
+            if (!procs_running(now[i]))
+                continue;
+            if (was)
+                old++;
+            else
+                fresh++;
+        }
+        if (!old && fresh)
+            return 0;
+    }
+    fprintf(stderr, "stack: nginx did not reload (see %s/nginx/error.log)\n", s->dir);
+    return -1;
+}
+
+int stack_add_worker(stack *s)
+{
+    int i = s->n + 1;
+    if (i > WORKERS_MAX)
+        return -1;
+    s->n = i;
+    if ((s->workers[i] = start_worker(s, i)) <= 0 || wait_until(s, i, 60000) < 0) {
+        fprintf(stderr, "stack: worker w%d did not start (see %s/worker-w%d.log)\n", i, s->dir, i);
+        return -1;
+    }
+    s->in_nginx[i] = 1;
+    return reload_nginx(s) == 0 ? i : -1;
+}
+
+int stack_remove_worker(stack *s, int i)
+{
+    if (i < 1 || i > s->n || !s->in_nginx[i])
+        return -1;
+    s->in_nginx[i] = 0;
+    if (reload_nginx(s) < 0)
+        return -1;
+    return stack_kill_worker(s, i, SIGTERM) < 0 ? -1 : 0;
 }
 
 stack *stack_start(int workers, const char *const *env)
@@ -253,8 +324,9 @@ stack *stack_start_on(int workers, const char *const *env, const char *redis_url
     s->n = workers;
     s->env = env;
     s->port = support_free_port();
-    s->fcgi_base = free_range(workers);
-    s->ws_base = free_range(workers + 10) + 10;
+    /* Room for workers added later (stack_add_worker). */
+    s->fcgi_base = free_range(WORKERS_MAX);
+    s->ws_base = free_range(WORKERS_MAX + 10) + 10;
     if (redis_url)
         snprintf(s->redis_url, sizeof s->redis_url, "%s", redis_url);
     else if ((s->redis = redissrv_start(NULL)))
@@ -263,9 +335,11 @@ stack *stack_start_on(int workers, const char *const *env, const char *redis_url
         goto fail;
     if (make_tenants(s) < 0)
         goto fail;
-    for (int i = 1; i <= workers; i++)
+    for (int i = 1; i <= workers; i++) {
+        s->in_nginx[i] = 1;
         if ((s->workers[i] = start_worker(s, i)) <= 0)
             goto fail;
+    }
     for (int i = 1; i <= workers; i++)
         if (wait_until(s, i, 60000) < 0) {
             fprintf(stderr, "stack: worker w%d did not start (see %s/worker-w%d.log)\n", i,
@@ -320,12 +394,8 @@ void stack_stop(stack *s)
             waitpid(s->workers[i], NULL, 0);
         }
     redissrv_free(s->redis);
-    if (!getenv("RG_KEEP_STACK")) {
-        char cmd[200];
-        snprintf(cmd, sizeof cmd, "rm -rf '%s'", s->dir);
-        if (system(cmd) != 0)
-            fprintf(stderr, "stack: could not remove %s\n", s->dir);
-    }
+    if (!getenv("RG_KEEP_STACK") && rg_rmtree(s->dir) != 0)
+        fprintf(stderr, "stack: could not remove %s\n", s->dir);
     free(s);
 }
 

@@ -42,6 +42,18 @@ int stack_ws_port(const stack *s, int i);
 const char *stack_dir(const stack *s);
 /** The stack's redis-server: stop, restart or freeze it with redissrv_*. */
 struct redissrv *stack_redis(stack *s);
+/**
+ * Starts worker n+1 (n the workers so far), adds it to nginx's upstreams
+ * (the configuration rendered again) and reloads nginx by its PID, waiting
+ * until the old nginx worker processes are gone. Its number, or -1.
+ */
+int stack_add_worker(stack *s);
+/**
+ * Takes worker i out of nginx's configuration (rendered again, nginx
+ * reloaded as above), then stops it with SIGTERM (it parks its sessions).
+ * 0 or -1.
+ */
+int stack_remove_worker(stack *s, int i);
 /** nginx's master process (SIGHUP reloads its configuration). */
 pid_t stack_nginx_pid(const stack *s);
 /**
