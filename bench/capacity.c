@@ -135,30 +135,16 @@ static void clone_id(unsigned long long seed, char out[64])
     out[28] = '\0';
 }
 
-/* One JSON command through nginx on *fd; the reply (caller frees) or NULL; *ok, *ms. */
+/* One JSON command through nginx on *fd (gwc_call_json), saying what was not 200. */
 static cJSON *call(int *fd, const char *sid, const char *body, int *ok, double *ms)
 {
-    char path[96], h[320];
-    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", gwc_auth);
-    http_resp r;
-    int64_t t0 = rg_now_us();
-    int rc = http_request_on(*fd, "POST", path, h, body, strlen(body), &r);
-    if (ms)
-        *ms = (double)(rg_now_us() - t0) / 1000.0;
-    if (rc < 0 || r.closed) {
-        close(*fd);
-        *fd = http_connect(stack_port(gwc_st));
+    int status = 0;
+    cJSON *v = gwc_call_json(fd, sid, body, ok, &status, ms);
+    if (status && status != 200) {
+        char *txt = v ? cJSON_PrintUnformatted(v) : NULL;
+        fprintf(stderr, "capacity: %s on %s: HTTP %d %.200s\n", body, sid, status, txt ? txt : "");
+        free(txt);
     }
-    cJSON *v = NULL;
-    char err[64];
-    if (rc == 0 && wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) < 0)
-        v = NULL;
-    if (rc == 0 && r.status != 200)
-        fprintf(stderr, "capacity: %s on %s: HTTP %d %.200s\n", body, sid, r.status,
-                r.body.data ? r.body.data : "");
-    rg_buf_destroy(&r.body);
-    *ok = rc == 0 && r.status == 200 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"));
     return v;
 }
 

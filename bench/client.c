@@ -201,3 +201,29 @@ int gwc_observe(int *fd, const char *sid, int diff, char **text, size_t *bytes, 
     cJSON_Delete(rep);
     return rc;
 }
+
+cJSON *gwc_call_json(int *fd, const char *sid, const char *body, int *ok, int *status,
+                     double *ms)
+{
+    char path[96], h[320];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", gwc_auth);
+    http_resp r;
+    int64_t t0 = rg_now_us();
+    int rc = http_request_on(*fd, "POST", path, h, body, strlen(body), &r);
+    if (ms)
+        *ms = (double)(rg_now_us() - t0) / 1000.0;
+    if (rc < 0 || r.closed) {
+        close(*fd);
+        *fd = http_connect(stack_port(gwc_st));
+    }
+    cJSON *v = NULL;
+    char err[64];
+    if (rc == 0 && wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) < 0)
+        v = NULL;
+    rg_buf_destroy(&r.body);
+    if (status)
+        *status = rc == 0 ? r.status : 0;
+    *ok = rc == 0 && r.status == 200 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"));
+    return v;
+}

@@ -40,6 +40,14 @@ void gwc_print_mmm(const char *key, double *v, int n);
 int gwc_call(const char *who, int *fd, const char *sid, const cJSON *cmd, cJSON **reply,
              size_t *bytes, double *ms);
 /**
+ * One JSON command (body) as the stack's first tenant on the kept-alive *fd,
+ * reconnecting when it was closed under us: the decoded reply (caller frees)
+ * or NULL when there was none. *ok: 200 with ok:true; status (may be NULL)
+ * the HTTP status, 0 without a reply; ms (may be NULL) the client-side time.
+ */
+cJSON *gwc_call_json(int *fd, const char *sid, const char *body, int *ok, int *status,
+                     double *ms);
+/**
  * Before the i-th request on *fd: every CONN_REQUESTS requests, a new
  * connection, so that nginx's keepalive_requests never closes one under a
  * timed request (a client would retry that request; a bench would count it).

@@ -73,33 +73,6 @@ static void count_error(const char *code)
     pthread_mutex_unlock(&mu);
 }
 
-/*
- * One JSON command on the kept-alive *fd; the decoded reply (caller frees)
- * or NULL when there was none. *ok: 200 with ok:true.
- */
-static cJSON *call(int *fd, const char *sid, const char *body, int *ok, double *ms)
-{
-    char path[96], h[320];
-    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    snprintf(h, sizeof h, "%sContent-Type: application/json\r\n", gwc_auth);
-    http_resp r;
-    int64_t t0 = rg_now_us();
-    int rc = http_request_on(*fd, "POST", path, h, body, strlen(body), &r);
-    if (ms)
-        *ms = (double)(rg_now_us() - t0) / 1000.0;
-    if (rc < 0 || r.closed) {
-        close(*fd);
-        *fd = http_connect(stack_port(gwc_st));
-    }
-    cJSON *v = NULL;
-    char err[64];
-    if (rc == 0 && wire_json_decode(r.body.data, r.body.len, &v, err, sizeof err) < 0)
-        v = NULL;
-    rg_buf_destroy(&r.body);
-    *ok = rc == 0 && r.status == 200 && cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(v, "ok"));
-    return v;
-}
-
 static const char *code_of(const cJSON *v)
 {
     const cJSON *c =
@@ -124,11 +97,11 @@ static void *creator(void *arg)
         /* As an agent does: read the page, then type a value and not submit
            it (a park keeps the fields of the last observation). */
         int ok;
-        cJSON_Delete(call(&fd, sids[i], "{\"op\":\"observe\"}", &ok, NULL));
+        cJSON_Delete(gwc_call_json(&fd, sids[i], "{\"op\":\"observe\"}", &ok, NULL, NULL));
         char body[200];
         snprintf(body, sizeof body,
                  "{\"op\":\"fill\",\"args\":{\"target\":\"css:#q\",\"value\":\"note-%d\"}}", i);
-        cJSON_Delete(call(&fd, sids[i], body, &ok, NULL));
+        cJSON_Delete(gwc_call_json(&fd, sids[i], body, &ok, NULL, NULL));
         if (!ok)
             atomic_fetch_add(&create_failures, 1);
     }
@@ -159,7 +132,7 @@ static void *client_main(void *arg)
                                  : "{\"op\":\"observe\"}";
         int ok;
         double ms;
-        cJSON *v = call(&fd, sids[i], body, &ok, &ms);
+        cJSON *v = gwc_call_json(&fd, sids[i], body, &ok, NULL, &ms);
         if (c->n == c->cap) {
             c->cap = c->cap ? c->cap * 2 : 1024;
             c->lat = realloc(c->lat, c->cap * sizeof *c->lat);
@@ -189,7 +162,7 @@ static int read_text(int *fd, const char *sid, const char *css, const char *what
     snprintf(body, sizeof body,
              "{\"op\":\"read\",\"args\":{\"target\":\"css:%s\",\"what\":\"%s\"}}", css, what);
     int ok;
-    cJSON *v = call(fd, sid, body, &ok, NULL);
+    cJSON *v = gwc_call_json(fd, sid, body, &ok, NULL, NULL);
     const char *s = ok ? gwc_result_str(v, "value") : NULL;
     snprintf(out, len, "%s", s ? s : "");
     cJSON_Delete(v);
