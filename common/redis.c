@@ -1136,6 +1136,38 @@ redisReply *rg_redis_argv(rg_redis *r, int argc, const char **argv, const size_t
     return rep;
 }
 
+/*
+ * The argument vector of EVALSHA sha, or of EVAL with s's source when sha
+ * is "", then the key count (its digits into nk), the keys and the
+ * arguments. 0 with *argv and *argl the caller frees, or -1 without memory.
+ */
+static int script_argv(const rg_redis_script *s, const char *sha, int nkeys, int nargs,
+                       const char *const *args, const size_t *lens, char nk[16],
+                       const char ***argv, size_t **argl)
+{
+    int argc = 3 + nkeys + nargs;
+    const char **v = calloc((size_t)argc, sizeof *v);
+    size_t *l = calloc((size_t)argc, sizeof *l);
+    if (!v || !l) {
+        free(v);
+        free(l);
+        return -1;
+    }
+    snprintf(nk, 16, "%d", nkeys);
+    v[0] = sha[0] ? "EVALSHA" : "EVAL";
+    v[1] = sha[0] ? sha : s->src;
+    v[2] = nk;
+    for (int i = 0; i < nkeys + nargs; i++) {
+        v[3 + i] = args[i];
+        l[3 + i] = lens ? lens[i] : strlen(args[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        l[i] = strlen(v[i]);
+    *argv = v;
+    *argl = l;
+    return 0;
+}
+
 redisReply *rg_redis_eval(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
                           const char *const *args, const size_t *lens)
 {
@@ -1168,25 +1200,12 @@ redisReply *rg_redis_eval(rg_redis *r, rg_redis_script *s, int nkeys, int nargs,
         freeReplyObject(rep);
     }
     int argc = 3 + nkeys + nargs;
-    const char **argv = calloc((size_t)argc, sizeof *argv);
-    size_t *argl = calloc((size_t)argc, sizeof *argl);
-    redisReply *rep = NULL;
-    if (!argv || !argl) {
-        free(argv);
-        free(argl);
-        return NULL;
-    }
+    const char **argv;
+    size_t *argl;
     char nk[16];
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    argv[0] = "EVALSHA";
-    argv[1] = sha;
-    argv[2] = nk;
-    for (int i = 0; i < nkeys + nargs; i++) {
-        argv[3 + i] = args[i];
-        argl[3 + i] = lens ? lens[i] : strlen(args[i]);
-    }
-    for (int i = 0; i < 3; i++)
-        argl[i] = strlen(argv[i]);
+    redisReply *rep = NULL;
+    if (script_argv(s, sha, nkeys, nargs, args, lens, nk, &argv, &argl) < 0)
+        return NULL;
     if (sha[0])
         rep = rg_redis_argv(r, argc, argv, argl);
     /* No sha yet, or the node that holds the keys never saw the script (a
@@ -1212,24 +1231,11 @@ static int eval_wait_on(redisContext *c, rg_redis_script *s, const char *sha, in
 {
     *rep = *waited = NULL;
     int argc = 3 + nkeys + nargs;
-    const char **argv = calloc((size_t)argc, sizeof *argv);
-    size_t *argl = calloc((size_t)argc, sizeof *argl);
-    if (!argv || !argl) {
-        free(argv);
-        free(argl);
-        return -1;
-    }
+    const char **argv;
+    size_t *argl;
     char nk[16];
-    snprintf(nk, sizeof nk, "%d", nkeys);
-    argv[0] = sha ? "EVALSHA" : "EVAL";
-    argv[1] = sha ? sha : s->src;
-    argv[2] = nk;
-    for (int i = 0; i < nkeys + nargs; i++) {
-        argv[3 + i] = args[i];
-        argl[3 + i] = lens ? lens[i] : strlen(args[i]);
-    }
-    for (int i = 0; i < 3; i++)
-        argl[i] = strlen(argv[i]);
+    if (script_argv(s, sha ? sha : "", nkeys, nargs, args, lens, nk, &argv, &argl) < 0)
+        return -1;
     redisAppendCommandArgv(c, argc, argv, argl);
     redisAppendCommand(c, "WAIT %d %d", replicas, timeout_ms);
     free(argv);
