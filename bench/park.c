@@ -136,23 +136,6 @@ static long parked_bytes(redissrv *rs, const char *sid)
  */
 static rg_redis_script put_script = {"redis.call('SET', KEYS[1], ARGV[1]) return 1", ""};
 
-static int replica_online(redissrv *master)
-{
-    for (int i = 0; i < 500; i++) {
-        redisContext *c = redissrv_connect(master);
-        redisReply *r = c ? redisCommand(c, "INFO replication") : NULL;
-        int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "connected_slaves:1") &&
-                 strstr(r->str, "state=online");
-        freeReplyObject(r);
-        if (c)
-            redisFree(c);
-        if (ok)
-            return 0;
-        usleep(20000);
-    }
-    return -1;
-}
-
 static int replica_main(int rounds)
 {
     char docs[64], url[256], err[256] = "";
@@ -169,7 +152,7 @@ static int replica_main(int rounds)
     freeReplyObject(rep);
     if (rc)
         redisFree(rc);
-    if (!rep || replica_online(db.srv) < 0) {
+    if (!rep || redissrv_replica_online(db.srv) < 0) {
         fprintf(stderr, "park: the replica did not come online\n");
         return 1;
     }

@@ -215,23 +215,6 @@ static void test_stale_worker_cannot_write(void **state)
 
 /* ---- waiting for a replica at park (REFGATE_PARK_WAIT_REPLICAS) ---- */
 
-static int replica_online(redissrv *master)
-{
-    for (int i = 0; i < 500; i++) {
-        redisContext *c = redissrv_connect(master);
-        redisReply *r = c ? redisCommand(c, "INFO replication") : NULL;
-        int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "connected_slaves:1") &&
-                 strstr(r->str, "state=online");
-        freeReplyObject(r);
-        if (c)
-            redisFree(c);
-        if (ok)
-            return 0;
-        rg_sleep_ms(20);
-    }
-    return -1;
-}
-
 /* A park through nginx of a new session on st; its sid into sid. */
 static void create_and_park(stack *st, const char *page, char *sid)
 {
@@ -277,7 +260,7 @@ static void test_park_waits_for_a_replica(void **state)
     assert_non_null(rc);
     redisReply *rep = redisCommand(rc, "REPLICAOF 127.0.0.1 %d", redissrv_port(master));
     freeReplyObject(rep);
-    assert_int_equal(replica_online(master), 0);
+    assert_int_equal(redissrv_replica_online(master), 0);
     static const char *const env[] = {"REFGATE_PARK_WAIT_REPLICAS=1",
                                       "REFGATE_PARK_WAIT_TIMEOUT_MS=300", NULL};
     stack *st = stack_start_on(1, env, redissrv_url(master));

@@ -186,3 +186,20 @@ void redissrv_free(redissrv *r)
         fprintf(stderr, "redissrv: could not remove %s\n", r->dir);
     free(r);
 }
+
+int redissrv_replica_online(const redissrv *master)
+{
+    for (int i = 0; i < 500; i++) {
+        redisContext *c = redissrv_connect(master);
+        redisReply *r = c ? redisCommand(c, "INFO replication") : NULL;
+        int ok = r && r->type == REDIS_REPLY_STRING && strstr(r->str, "connected_slaves:1") &&
+                 strstr(r->str, "state=online");
+        freeReplyObject(r);
+        if (c)
+            redisFree(c);
+        if (ok)
+            return 0;
+        usleep(20000);
+    }
+    return -1;
+}

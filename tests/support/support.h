@@ -89,6 +89,8 @@ void redissrv_freeze(redissrv *r, int frozen);
 void redissrv_free(redissrv *r);
 /** A direct hiredis connection (authenticated), or NULL. Test code frees it. */
 struct redisContext *redissrv_connect(const redissrv *r);
+/** Waits (up to 10 s) until master reports one replica online: 0, or -1. */
+int redissrv_replica_online(const redissrv *master);
 
 /* ---- a private Redis Cluster (cluster.c) ---- */
 
