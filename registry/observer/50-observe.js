@@ -1010,6 +1010,9 @@
       var x = todo[r];
       if (!x.isConnected || x.ownerDocument !== document) continue;
       var only = shallow.has(x);
+      /* a th's role looks at the other cells of its row: a row whose
+         cells changed is walked again whole, in a table or not */
+      if (only && lower(x) === 'tr') only = false;
       if (sib && !only) x = parentEl(x) || x;
       /* inside a label, which control it names (its first labelable
          descendant) may have moved: the whole label */
