@@ -572,8 +572,16 @@ static void keep_ckpt(sess *s, unsigned gen, const sess_capture *c)
  * The checkpoint at the end of a command (sess_done): URL, title and scroll,
  * with cookies and storage when full or due; nothing when full < 0, when the
  * session is not live here or its page is gone.
+ *
+ * With defer, a light checkpoint whose URL and title are known (no event
+ * since the last capture) but whose scroll is not (the command did not see
+ * it: a key press, an eval) asks the page nothing: the heartbeat asks once
+ * the session sits idle (beat, SESS_OWED_IDLE_MS), so the call into the page
+ * does not hold up the session's next command. Until then a worker's death
+ * loses that command's scroll at most; a later command that saw the scroll
+ * pays the debt.
  */
-void sess_checkpoint(sess *s, int full)
+static void checkpoint(sess *s, int full, int defer)
 {
     sess_mgr *m = s->m;
     if (full < 0 || !s->live || sess_lost(s))
@@ -589,6 +597,11 @@ void sess_checkpoint(sess *s, int full)
     size_t len = 0;
     unsigned gen = __atomic_load_n(&s->page_gen, __ATOMIC_SEQ_CST);
     int known = !full && known_capture(s, gen, &c);
+    if (!known && !full && defer && s->ckpt_valid && gen == s->ckpt_gen) {
+        __atomic_store_n(&s->scroll_owed, 1, __ATOMIC_SEQ_CST);
+        return;
+    }
+    __atomic_store_n(&s->scroll_owed, 0, __ATOMIC_SEQ_CST);
     int rc = known ? 0 : sess_capture_page(s, full, &c);
     if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&
         len > m->cfg.park_max_bytes) {
@@ -615,6 +628,11 @@ void sess_checkpoint(sess *s, int full)
         fenced_off(s, "the checkpoint");
     free(blob);
     sess_capture_free(&c);
+}
+
+void sess_checkpoint(sess *s, int full)
+{
+    checkpoint(s, full, 1);
 }
 
 /* ---- park ---- */
@@ -1043,9 +1061,14 @@ static void beat(sess_mgr *m)
         int judge = !act && m->cfg.park_lru && !s->judged && !s->frozen &&
                     (cold || (judgements < SESS_JUDGE_PER_BEAT &&
                               now - s->last_used_ms >= 2 * m->cfg.heartbeat_ms));
-        int held = (act || cold || judge) && sess_hold_idle_locked(s);
+        /* A checkpoint left the scroll to now (checkpoint): before a freeze too. */
+        int owed = !act && !s->frozen && __atomic_load_n(&s->scroll_owed, __ATOMIC_SEQ_CST) &&
+                   now - s->last_used_ms >= SESS_OWED_IDLE_MS;
+        int held = (act || cold || judge || owed) && sess_hold_idle_locked(s);
         pthread_mutex_unlock(&m->mu);
         if (held && !act) {
+            if (owed)
+                checkpoint(s, 0, 0);
             if (judge) {
                 sess_judge(s);
                 judgements++;

@@ -126,6 +126,7 @@ struct sess {
     char *ckpt_url, *ckpt_title, *ckpt_origin;
     double ckpt_sx, ckpt_sy;
     int has_hint;                  /* the command reported the scroll (sess_note_scroll) */
+    int scroll_owed;               /* atomic: a checkpoint left the scroll to the heartbeat */
     double hint_sx, hint_sy;
     int info_sub;                  /* Target.targetInfoChanged: the title or URL changed */
     int lost;                      /* atomic: the browser died under the lease */
@@ -311,6 +312,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
 
 #define SESS_LOSES_FIELDS 1       /* a field edited since load (reg_state_edited) */
 #define SESS_LOSES_BEFOREUNLOAD 2 /* the page has a beforeunload handler */
+#define SESS_OWED_IDLE_MS 100     /* idle before the heartbeat takes an owed scroll (lease.c) */
 #define SESS_JUDGE_PER_BEAT 4     /* judgements a heartbeat makes at most, freezes aside */
 
 /**

@@ -335,6 +335,20 @@ static void test_light_checkpoint_follows_the_page(void **state)
     meta_field(sid, "sy", v, sizeof v);
     assert_string_equal(v, y);
 
+    /* A command that scrolls without seeing it (as a key press or an eval
+       does): once the session sits idle, the checkpoint has that scroll too. */
+    s = open_s(mgr, sid, NULL);
+    eval_in(s, "window.scrollTo(0, 777); String(Math.round(scrollY))", y, sizeof y);
+    assert_string_equal(y, "777");
+    sess_done(s, 0);
+    for (int i = 0; i < 100; i++) {
+        meta_field(sid, "sy", v, sizeof v);
+        if (!strcmp(v, "777"))
+            break;
+        usleep(50 * 1000);
+    }
+    assert_string_equal(v, "777");
+
     s = open_s(mgr, sid, NULL);
     sess_close(s);
     sess_done(s, 0);
