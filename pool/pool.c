@@ -514,6 +514,9 @@ static void on_targets(void *ud, int rc, cdp_reply *r)
                    (int)b->guard, (long long)(rg_now_ms() - b->started_ms));
             grant_waiters(p);
             pthread_cond_broadcast(&p->state_cond);
+            /* Its idle size now, before a warm context comes (needs_spare). */
+            p->next_sample_ms = 0;
+            wake_manager(p);
         }
     }
     pthread_mutex_unlock(&p->mu);
@@ -826,6 +829,7 @@ static void sample_memory(pool *p)
     int64_t wait = cost * POOL_MEMORY_SAMPLE_COST / 1000;
     p->next_sample_ms = now + (wait > p->cfg.memory_sample_ms ? wait : p->cfg.memory_sample_ms);
     grant_waiters(p); /* the browsers may have shrunk */
+    pthread_cond_broadcast(&p->warm_cond); /* a browser measured idle may take a spare now */
 }
 
 static void *manager_main(void *arg)
@@ -1178,8 +1182,12 @@ static struct browser *needs_spare(pool *p)
 {
     if (!p->warm_prepare || p->cfg.warm_per_browser <= 0 || p->stopping || !memory_room(p))
         return NULL;
+    /* Not before the browser's first memory sample: a warm context kept
+       from the start would leave it never measured without contexts, and
+       what a context costs (sample_memory) never learnt. */
     for (struct browser *b = p->browsers; b; b = b->next)
-        if (b->state == B_READY && !b->warming && b->n_spares < p->cfg.warm_per_browser)
+        if (b->state == B_READY && !b->warming && b->n_spares < p->cfg.warm_per_browser &&
+            (b->sampled || p->cfg.memory_sample_ms <= 0))
             return b;
     return NULL;
 }

@@ -492,6 +492,57 @@ static void test_warm_context_serves_restores_and_leaks_nothing(void **state)
     rmdir(run_dir);
 }
 
+/*
+ * What a context costs is learnt from the browsers' PSS over their size
+ * without contexts, even when a warm context is made ahead from the start
+ * (as the gateway sets it up: the session manager right after the pool,
+ * before its browser is ready): session.info and /metrics report a
+ * measurement, not the pool's starting guess.
+ */
+static void test_context_cost_learnt_with_warm_contexts(void **state)
+{
+    (void)state;
+    pool_config cfg;
+    char run_dir[64];
+    fx_pool_config(&cfg, "test-capacity-cost", run_dir, sizeof run_dir);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = 4;
+    cfg.warm_per_browser = 1;
+    cfg.memory_sample_ms = POOL_MEMORY_SAMPLE_MS; /* the default: a sample a second */
+    pool *p;
+    assert_int_equal(pool_new(&cfg, &p), 0);
+    sess_config sc;
+    sess_config_default(&sc);
+    sc.worker_id = "cost";
+    sc.freeze_idle_ms = 0;
+    sc.idle_park_ms = 0;
+    sc.warm = 1;
+    sess_mgr *m;
+    assert_int_equal(sess_mgr_new(&sc, p, fx.db.conn, fx.store, &m), 0);
+    char a[64];
+    assert_true(wait_warm(p, 1));
+    sess *s = create(m, "/form.html", a);
+    sess_done(s, 1);
+    assert_true(wait_warm(p, 1));
+    /* Samples with the session and the new warm context in. */
+    pool_stats ps;
+    int learnt = 0;
+    for (int i = 0; i < 100 && !learnt; i++, usleep(200000)) {
+        pool_get_stats(p, &ps);
+        learnt = ps.memory_samples >= 3 && ps.memory_per_context != POOL_MEMORY_CONTEXT_GUESS;
+    }
+    printf("a context costs %.1f MiB (the browser's PSS %.1f MiB, %llu samples)\n",
+           (double)ps.memory_per_context / 1048576.0, (double)ps.memory_measured / 1048576.0,
+           (unsigned long long)ps.memory_samples);
+    assert_true(learnt);
+    assert_true(ps.memory_per_context >= POOL_MEMORY_CONTEXT_MIN);
+    assert_true(ps.memory_per_context < ps.memory_measured);
+    close_s(m, a);
+    sess_mgr_free(m);
+    pool_free(p);
+    rmdir(run_dir);
+}
+
 /* ---- through the gateway ---- */
 
 /* The whole stack, one worker, a budget of 1 MiB: /metrics and session.info tell why. */
@@ -564,6 +615,7 @@ int main(void)
         cmocka_unit_test(test_restored_session_stays_live_while_another_can_go),
         cmocka_unit_test(test_full_worker_waits_for_room_then_pool_exhausted),
         cmocka_unit_test(test_warm_context_serves_restores_and_leaks_nothing),
+        cmocka_unit_test(test_context_cost_learnt_with_warm_contexts),
         cmocka_unit_test(test_budget_figures_through_the_gateway),
     };
     int r = FX_RUN("capacity_chromium", tests, NULL, NULL);
