@@ -13,6 +13,8 @@
  *   oversub [--sessions 48] [--clients 16] [--duration 60] [--workers 2]
  *           [--create-parallel 8] [--env NAME=VALUE]...
  *
+ * Also the whole machine's busy CPU time over the random load (/proc/stat),
+ * per command and per restore: what bounds the rate on a saturated machine.
  * Prints the figures as text and one JSON line. Tenant acme's rate limit is
  * out of the way (100,000 a second). Measures; asserts nothing.
  */
@@ -45,6 +47,22 @@ static struct {
     const char *env[ENV_MAX + 4];
     int n_env;
 } opt = {48, 16, 60, 2, 8, {NULL}, 0};
+
+/* Busy clock ticks of the whole machine (/proc/stat's cpu line less idle and
+   iowait), or -1. */
+static long long machine_busy_ticks(void)
+{
+    FILE *f = fopen("/proc/stat", "r");
+    long long v[10] = {0};
+    int n = f ? fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2],
+                       &v[3], &v[4], &v[5], &v[6], &v[7])
+              : 0;
+    if (f)
+        fclose(f);
+    if (n < 8)
+        return -1;
+    return v[0] + v[1] + v[2] + v[5] + v[6] + v[7];
+}
 
 static char sids[SESSIONS_MAX][64];
 static atomic_long clicks[SESSIONS_MAX]; /* clicks that succeeded, per session */
@@ -230,6 +248,8 @@ int main(int argc, char **argv)
         pthread_join(cr[i], NULL);
     double create_s = (double)(rg_now_ms() - t0) / 1000.0;
 
+    long long busy0 = machine_busy_ticks();
+    int64_t load_t0 = rg_now_ms();
     stop_ms = rg_now_ms() + opt.duration * 1000LL;
     struct client *cl = calloc((size_t)opt.clients, sizeof *cl);
     for (int i = 0; i < opt.clients; i++) {
@@ -249,6 +269,13 @@ int main(int argc, char **argv)
         free(cl[i].lat);
     }
     double p50 = gwc_pct(all, (int)total, 0.5), p99 = gwc_pct(all, (int)total, 0.99);
+    /* The whole machine's CPU over the random load: what a command costs
+       (workers, browsers, nginx, Redis and this client), whatever the cores. */
+    long long busy1 = machine_busy_ticks();
+    double load_s = (double)(rg_now_ms() - load_t0) / 1000.0;
+    double cpu_s = busy0 >= 0 && busy1 >= busy0 ? (double)(busy1 - busy0) / (double)sysconf(_SC_CLK_TCK)
+                                                : -1;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
 
     /* Read back: counters and fields (these reads restore what is parked). */
     int fd = http_connect(stack_port(gwc_st));
@@ -284,14 +311,22 @@ int main(int argc, char **argv)
             exhausted = errs[i].n;
     }
     printf("  replies that said restored: %ld\n", restored_replies);
+    if (cpu_s >= 0 && total)
+        printf("  machine CPU over the load: %.1f of %.1f core-seconds (%.0f%% of %ld cores), "
+               "%.0f ms a command, %.0f ms a restore\n",
+               cpu_s, load_s * (double)cores, 100.0 * cpu_s / (load_s * (double)cores), cores,
+               1000.0 * cpu_s / (double)total,
+               restored_replies ? 1000.0 * cpu_s / (double)restored_replies : 0.0);
     printf("  pages whose counter was reset (JavaScript state lost): %d of %d\n", lost_js,
            opt.sessions - unread);
     printf("  pages whose typed field was lost: %d; not read back: %d\n", lost_field, unread);
     printf("{\"sessions\":%d,\"clients\":%d,\"duration_s\":%d,\"create_s\":%.2f,\"commands\":%zu,"
            "\"per_s\":%.2f,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"errors\":%ld,\"pool_exhausted\":%ld,"
-           "\"restored_replies\":%ld,\"lost_js\":%d,\"lost_field\":%d,\"unread\":%d}\n",
+           "\"restored_replies\":%ld,\"lost_js\":%d,\"lost_field\":%d,\"unread\":%d,"
+           "\"cpu_s\":%.1f,\"cores\":%ld}\n",
            opt.sessions, opt.clients, opt.duration, create_s, total, (double)total / opt.duration,
-           p50, p99, errors, exhausted, restored_replies, lost_js, lost_field, unread);
+           p50, p99, errors, exhausted, restored_replies, lost_js, lost_field, unread, cpu_s,
+           cores);
     /* The capacity figures of the worker nginx sends /metrics to. */
     http_resp h;
     if (http_request(stack_port(gwc_st), "GET", "/metrics", NULL, NULL, 0, &h) == 0 &&
