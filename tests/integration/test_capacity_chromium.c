@@ -419,6 +419,38 @@ static int wait_warm(pool *p, int n)
 }
 
 /*
+ * One browser with room for contexts sessions and a warm context made
+ * ahead, sampled for memory as a worker's is (once a second), and a
+ * session manager on it made at once, as the gateway makes them: before
+ * the browser is ready.
+ */
+static sess_mgr *warm_setup(const char *name, int contexts, pool **p, char *run_dir, size_t len)
+{
+    pool_config cfg;
+    char tag[64];
+    snprintf(tag, sizeof tag, "test-capacity-%s", name);
+    fx_pool_config(&cfg, tag, run_dir, len);
+    cfg.browsers = 1;
+    cfg.contexts_per_browser = contexts;
+    cfg.warm_per_browser = 1;
+    cfg.memory_sample_ms = POOL_MEMORY_SAMPLE_MS;
+    assert_int_equal(pool_new(&cfg, p), 0);
+    sess_config sc;
+    sess_config_default(&sc);
+    sc.worker_id = name;
+    sc.lease_ms = 1500;
+    sc.heartbeat_ms = 100;
+    sc.capacity = contexts;
+    sc.freeze_idle_ms = 0;
+    sc.idle_park_ms = 0;
+    sc.min_live_ms = 0;
+    sc.warm = 1;
+    sess_mgr *m;
+    assert_int_equal(sess_mgr_new(&sc, *p, fx.db.conn, fx.store, &m), 0);
+    return m;
+}
+
+/*
  * Room for one session, and a warm context made ahead. Sessions a and b
  * take turns on it, each parked for the other, each lease a warm context:
  * b never sees a's cookie or localStorage, and a, restored, has its own
@@ -427,26 +459,9 @@ static int wait_warm(pool *p, int n)
 static void test_warm_context_serves_restores_and_leaks_nothing(void **state)
 {
     (void)state;
-    pool_config cfg;
     char run_dir[64];
-    fx_pool_config(&cfg, "test-capacity-warm", run_dir, sizeof run_dir);
-    cfg.browsers = 1;
-    cfg.contexts_per_browser = 1;
-    cfg.warm_per_browser = 1;
     pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    sess_config sc;
-    sess_config_default(&sc);
-    sc.worker_id = "warm";
-    sc.lease_ms = 1500;
-    sc.heartbeat_ms = 100;
-    sc.capacity = 1;
-    sc.freeze_idle_ms = 0;
-    sc.idle_park_ms = 0;
-    sc.min_live_ms = 0;
-    sc.warm = 1;
-    sess_mgr *m;
-    assert_int_equal(sess_mgr_new(&sc, p, fx.db.conn, fx.store, &m), 0);
+    sess_mgr *m = warm_setup("warm", 1, &p, run_dir, sizeof run_dir);
     char a[64], b[64], buf[16], out[256];
 
     assert_true(wait_warm(p, 1));
@@ -502,23 +517,9 @@ static void test_warm_context_serves_restores_and_leaks_nothing(void **state)
 static void test_context_cost_learnt_with_warm_contexts(void **state)
 {
     (void)state;
-    pool_config cfg;
     char run_dir[64];
-    fx_pool_config(&cfg, "test-capacity-cost", run_dir, sizeof run_dir);
-    cfg.browsers = 1;
-    cfg.contexts_per_browser = 4;
-    cfg.warm_per_browser = 1;
-    cfg.memory_sample_ms = POOL_MEMORY_SAMPLE_MS; /* the default: a sample a second */
     pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    sess_config sc;
-    sess_config_default(&sc);
-    sc.worker_id = "cost";
-    sc.freeze_idle_ms = 0;
-    sc.idle_park_ms = 0;
-    sc.warm = 1;
-    sess_mgr *m;
-    assert_int_equal(sess_mgr_new(&sc, p, fx.db.conn, fx.store, &m), 0);
+    sess_mgr *m = warm_setup("cost", 4, &p, run_dir, sizeof run_dir);
     char a[64];
     assert_true(wait_warm(p, 1));
     sess *s = create(m, "/form.html", a);
