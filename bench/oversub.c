@@ -14,7 +14,8 @@
  *           [--create-parallel 8] [--env NAME=VALUE]...
  *
  * Also the whole machine's busy CPU time over the random load (/proc/stat),
- * per command and per restore: what bounds the rate on a saturated machine.
+ * per command and over the commands that restored: what bounds the rate on
+ * a saturated machine.
  * Prints the figures as text and one JSON line. Tenant acme's rate limit is
  * out of the way (100,000 a second). Measures; asserts nothing.
  */
@@ -53,7 +54,7 @@ static struct {
 static long long machine_busy_ticks(void)
 {
     FILE *f = fopen("/proc/stat", "r");
-    long long v[10] = {0};
+    long long v[8] = {0};
     int n = f ? fscanf(f, "cpu %lld %lld %lld %lld %lld %lld %lld %lld", &v[0], &v[1], &v[2],
                        &v[3], &v[4], &v[5], &v[6], &v[7])
               : 0;
@@ -313,7 +314,7 @@ int main(int argc, char **argv)
     printf("  replies that said restored: %ld\n", restored_replies);
     if (cpu_s >= 0 && total)
         printf("  machine CPU over the load: %.1f of %.1f core-seconds (%.0f%% of %ld cores), "
-               "%.0f ms a command, %.0f ms a restore\n",
+               "%.0f ms a command, %.0f ms a command that restored (all of it over those)\n",
                cpu_s, load_s * (double)cores, 100.0 * cpu_s / (load_s * (double)cores), cores,
                1000.0 * cpu_s / (double)total,
                restored_replies ? 1000.0 * cpu_s / (double)restored_replies : 0.0);

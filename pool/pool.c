@@ -54,6 +54,7 @@ struct browser {
     int64_t pss;      /* PSS of its process tree at the last sample (bytes) */
     int pss_in_use;   /* in_use when that sample began */
     int sampled;      /* pss is a measurement */
+    int sample_tried; /* a sample has read (or failed to read) its PSS: spares may come */
     int64_t base;     /* its PSS when it last had no context */
     int base_known;
     char why[160];
@@ -802,7 +803,10 @@ static void sample_memory(pool *p)
     int ctxs = 0;
     for (struct browser *b = p->browsers; b; b = b->next) {
         for (int i = 0; i < n; i++) {
-            if (b->seq != seq[i] || pss[i] < 0 || b->state == B_DEAD)
+            if (b->seq != seq[i] || b->state == B_DEAD)
+                continue;
+            b->sample_tried = 1; /* an unreadable /proc must not keep its spares away */
+            if (pss[i] < 0)
                 continue;
             b->pss = pss[i];
             b->pss_in_use = in_use[i];
@@ -1187,7 +1191,7 @@ static struct browser *needs_spare(pool *p)
        what a context costs (sample_memory) never learnt. */
     for (struct browser *b = p->browsers; b; b = b->next)
         if (b->state == B_READY && !b->warming && b->n_spares < p->cfg.warm_per_browser &&
-            (b->sampled || p->cfg.memory_sample_ms <= 0))
+            (b->sample_tried || p->cfg.memory_sample_ms <= 0))
             return b;
     return NULL;
 }
