@@ -455,7 +455,9 @@
         lastSib = idx >= 0 ? sib : -1;
         lastMark = mark1;
         lastText = text1;
-        return 2;
+        /* display: contents counts its children among its parent's, so
+           their sibling indexes depend on what comes before it: not kept */
+        return contents ? 0 : 2;
       }
       return 0;
     }

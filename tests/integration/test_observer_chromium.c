@@ -793,6 +793,24 @@ static void test_observe_speed(void **state)
  * that the comparison means something, and the 30 s age limit (CACHE_MS, a
  * safety net) is off ("_noage"), so no answer here is right because of it.
  */
+/* JavaScript that observes, then walks in full, and says "ok" or where
+   the two replies part */
+static void incr_cmp(char *cmp, size_t size, int max)
+{
+    char opts[256];
+    snprintf(opts, sizeof opts,
+             "{\"viewport_only\":false,\"max_elements\":%d,\"sel\":true,\"text\":true,\"scope\":null,"
+             "\"_noage\":true}",
+             max);
+    snprintf(cmp, size,
+             "(function(){var o=%s;var a=__refgate.observe(JSON.stringify(o));o._full=true;"
+             "var f=__refgate.observe(JSON.stringify(o));a=a.replace('{\"same\":true,','{');"
+             "if(a===f)return 'ok';var k=0;while(a[k]===f[k])k++;"
+             "return 'differ at '+k+':\\n  incremental '+a.slice(Math.max(0,k-200),k+200)+"
+             "'\\n  full        '+f.slice(Math.max(0,k-200),k+200)})()",
+             opts);
+}
+
 static int incr_run(const char *query, int max, unsigned seed, int batches)
 {
     char url[512], path[64];
@@ -808,18 +826,8 @@ static int incr_run(const char *query, int max, unsigned seed, int batches)
     free(v);
     if (!ok)
         return -1;
-    char opts[256], cmp[1024];
-    snprintf(opts, sizeof opts,
-             "{\"viewport_only\":false,\"max_elements\":%d,\"sel\":true,\"text\":true,\"scope\":null,"
-             "\"_noage\":true}",
-             max);
-    snprintf(cmp, sizeof cmp,
-             "(function(){var o=%s;var a=__refgate.observe(JSON.stringify(o));o._full=true;"
-             "var f=__refgate.observe(JSON.stringify(o));a=a.replace('{\"same\":true,','{');"
-             "if(a===f)return 'ok';var k=0;while(a[k]===f[k])k++;"
-             "return 'differ at '+k+':\\n  incremental '+a.slice(Math.max(0,k-200),k+200)+"
-             "'\\n  full        '+f.slice(Math.max(0,k-200),k+200)})()",
-             opts);
+    char cmp[1024];
+    incr_cmp(cmp, sizeof cmp, max);
     free(eval_str(cmp, 30000));
     for (int i = 0; i < batches; i++) {
         char call[128];
@@ -849,6 +857,52 @@ static int incr_run(const char *query, int max, unsigned seed, int batches)
     return incr * 2 > batches ? 0 : -1;
 }
 
+/*
+ * A display: contents element counts its children among its parent's, so
+ * an element added before it moves their sibling indexes: what the last
+ * walk kept for it must not stand in for it. (A random run, seed 75654,
+ * found this: a button inside a contents form kept "sib" 0 after a div
+ * came in before the form.)
+ */
+static int incr_contents(void)
+{
+    char url[512], cmp[1024];
+    if (navigate(httpd_url(incr_srv, "/page.html", url, sizeof url), 15000) < 0 ||
+        install_observer() < 0)
+        return -1;
+    char *v = eval_str("(function(){var s=document.createElement('section');"
+                       "s.id='contents-case';s.innerHTML='<p>Before</p><form aria-label=\"Inline\" "
+                       "style=\"display:contents\"><div role=button tabindex=0>Inside</div></form>';"
+                       "document.querySelector('main').appendChild(s);return 'ok'})()",
+                       10000);
+    int ok = v && !strcmp(v, "ok");
+    free(v);
+    incr_cmp(cmp, sizeof cmp, 20000);
+    char *r0 = ok ? eval_str(cmp, 30000) : NULL;
+    ok = r0 && !strcmp(r0, "ok");
+    free(r0);
+    v = ok ? eval_str("(function(){var s=document.getElementById('contents-case');"
+                      "var d=document.createElement('div');d.textContent='Added';"
+                      "s.insertBefore(d,s.querySelector('form'));return 'ok'})()",
+                      10000)
+           : NULL;
+    ok = v && !strcmp(v, "ok");
+    free(v);
+    char *r = ok ? eval_str(cmp, 30000) : NULL;
+    if (!r || strcmp(r, "ok")) {
+        printf("incremental observe, a div before a contents form:\n%s\n", r ? r : "(no reply)");
+        free(r);
+        return -1;
+    }
+    free(r);
+    /* the second observe reused the first's walk, or this tested nothing */
+    char *st = eval_str("__refgate.stats()", 10000);
+    int full = 0, incr = 0;
+    ok = st && sscanf(st, "{\"full\":%d,\"incr\":%d", &full, &incr) == 2 && incr >= 1;
+    free(st);
+    return ok ? 0 : -1;
+}
+
 static void test_observe_incremental(void **state)
 {
     (void)state;
@@ -856,6 +910,7 @@ static void test_observe_incremental(void **state)
     if (getenv("RG_INCR_SEED"))
         seed = (unsigned)strtoul(getenv("RG_INCR_SEED"), NULL, 10);
     printf("incremental observe: seed %u (RG_INCR_SEED=%u repeats it)\n", seed, seed);
+    assert_int_equal(incr_contents(), 0);
     assert_int_equal(incr_run("", 20000, seed, 250), 0);
     assert_int_equal(incr_run("?sib", 20000, seed + 1, 200), 0);
     assert_int_equal(incr_run("", 90, seed + 2, 200), 0);
