@@ -60,7 +60,9 @@
     return s;
   }
 
-  var FOLD_RE = /[ \t\n\r\f\u00a0]+/g;
+  /* the runs of white space that are not one space already: a string
+     without any is returned as it is, not copied */
+  var FOLD_RE = /[\t\n\r\f\u00a0][ \t\n\r\f\u00a0]*| [ \t\n\r\f\u00a0]+/g;
   function fold(s) {
     var r = s.replace(FOLD_RE, ' ');
     var a = 0, b = r.length;

@@ -19,9 +19,14 @@
     'aria-errormessage', 'aria-flowto', 'aria-haspopup', 'aria-busy', 'aria-relevant',
     'aria-atomic', 'aria-dropeffect', 'aria-grabbed', 'aria-invalid', 'aria-disabled'];
 
+  var GLOBAL_ARIA_SET = {};
+  for (var gi = 0; gi < GLOBAL_ARIA.length; gi++) GLOBAL_ARIA_SET[GLOBAL_ARIA[gi]] = 1;
+
+  /* one look at the attributes el has, not one call per ARIA attribute */
   function hasGlobalAria(el) {
-    for (var i = 0; i < GLOBAL_ARIA.length; i++)
-      if (hasAttr(el, GLOBAL_ARIA[i])) return true;
+    var names = el.getAttributeNames();
+    for (var i = 0; i < names.length; i++)
+      if (GLOBAL_ARIA_SET[names[i]] === 1) return true;
     return false;
   }
 
