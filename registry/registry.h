@@ -111,8 +111,11 @@ typedef struct reg_entry {
     char *frame;        /* "" for the main document, else the frame path */
     char *name_attr;    /* the element's name attribute (self-healing), or NULL */
     int bounds[4];      /* x, y, w, h in CSS px at the last observation */
-    int64_t last_seen_ms;
+    int64_t last_seen_ms; /* as the store has it */
     int order;          /* position among the refs of its last observation */
+    int64_t seen_ms;    /* when this worker's observations last saw it (its cached copy
+                           only, never stored): last_seen_ms lags it while an unchanged
+                           entry is not written again (registry.c, assign_refs) */
 } reg_entry;
 
 void reg_entry_destroy(reg_entry *e);
@@ -258,6 +261,13 @@ typedef struct reg_page reg_page;
 int reg_page_new(reg_store *store, const char *page_key, const reg_config *cfg, reg_page **out);
 void reg_page_free(reg_page *pg);
 /**
+ * Writes the entries whose last-seen time in the store lags what this
+ * worker saw (an observe leaves an unchanged entry unwritten for a while),
+ * so that whoever reads the store next (a park, another worker) has every
+ * entry's true last-seen time. 0, or the store's error.
+ */
+int reg_page_flush(reg_page *pg);
+/**
  * Fences pg's writes (its observations' commits) with f, borrowed until pg
  * is freed; NULL unfences. A commit the fence refuses fails with RG_ECONFLICT.
  */
@@ -339,6 +349,8 @@ typedef struct reg_observation {
     size_t n_removed;      /* entries the store dropped (stale or over the cap) */
     size_t n_unmatched;    /* registered entries this observation found no element for
                               (after a restore: the refs lost; n_stable + n_moved kept) */
+    size_t n_unwritten;    /* refs whose entries the commit left as they were: unchanged
+                              and written less than a quarter of the stale time ago */
     int reused;            /* the page answered from its unchanged-page cache */
     int delta;             /* the page sent only what changed since the reply the page's
                               registry kept (registry.c); the result is the same either way */

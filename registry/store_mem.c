@@ -51,6 +51,7 @@ int reg_entry_copy(reg_entry *dst, const reg_entry *src)
     memcpy(dst->ref, src->ref, sizeof dst->ref);
     memcpy(dst->bounds, src->bounds, sizeof dst->bounds);
     dst->last_seen_ms = src->last_seen_ms;
+    dst->seen_ms = src->seen_ms;
     dst->order = src->order;
     if (reg_identity_copy(&dst->ident, &src->ident) < 0)
         goto fail;

@@ -687,7 +687,11 @@ static int park_held(sess *s, int work_ms, size_t *bytes, char *err, size_t errl
         rc = sess_pack(s, &c, &blob, &len);
     }
     /* The registry takes its compact form first (for as long as the session
-       lives), so a failure after it leaves a live session that reloads it. */
+       lives), so a failure after it leaves a live session that reloads it;
+       what the worker saw and the store has not yet been told goes first. */
+    for (int i = 0; rc == 0 && i < s->n_tabs; i++)
+        if (s->tabs[i]->reg)
+            rc = reg_page_flush(s->tabs[i]->reg);
     for (int i = 0; rc == 0 && i < s->n_tabs; i++)
         rc = m->store->ops->park_fenced
                  ? m->store->ops->park_fenced(m->store, s->tabs[i]->page_key,

@@ -698,6 +698,145 @@ static void test_cap_and_stale_threshold(void **state)
     fx_close(&f);
 }
 
+/* The store's entries of the page "t:s:p", sorted by ref. */
+static int ref_order(const void *a, const void *b)
+{
+    return strcmp(((const reg_entry *)a)->ref, ((const reg_entry *)b)->ref);
+}
+
+static size_t stored(struct fx *f, reg_entry **v)
+{
+    size_t n = 0;
+    assert_int_equal(f->store->ops->load(f->store, "t:s:p", v, &n), 0);
+    qsort(*v, n, sizeof **v, ref_order);
+    return n;
+}
+
+/*
+ * An observe writes to the store what changed, not the whole page: an
+ * entry that would be written as it stands, and was written less than a
+ * quarter of the stale time ago, is left alone. What changed is written,
+ * and an element the page keeps showing never goes stale, however often
+ * or seldom it is observed.
+ */
+static void test_unchanged_entries_are_not_written_again(void **state)
+{
+    (void)state;
+    reg_config cfg = {.stale_ms = 400, .max = 100};
+    struct fx f;
+    fx_open(&f, "/many.html#20", &cfg);
+    reg_observation a, b, c;
+    observe(&f, &a, 0);
+    assert_int_equal(a.n_refs, 20);
+    assert_int_equal(a.n_unwritten, 0);
+    reg_entry *v0, *v1;
+    assert_int_equal(stored(&f, &v0), 20);
+
+    /* At once, unchanged: nothing is written, the store is as it was. */
+    observe(&f, &b, 0);
+    assert_int_equal(b.n_unwritten, 20);
+    assert_int_equal(stored(&f, &v1), 20);
+    for (size_t i = 0; i < 20; i++) {
+        assert_string_equal(v1[i].ref, v0[i].ref);
+        assert_true(v1[i].last_seen_ms == v0[i].last_seen_ms);
+    }
+    reg_entries_free(v1, 20);
+
+    /* The last button renamed (nothing after it moves): its entry alone is
+       written, with the new name, under its ref. */
+    js(&f, "document.querySelectorAll('#c button')[19].textContent = 'Renamed'");
+    observe(&f, &c, 0);
+    const reg_node *rn = by_name(&c, "button", "Renamed");
+    assert_non_null(rn);
+    assert_string_equal(rn->ref, by_name(&a, "button", "Button 19")->ref);
+    assert_int_equal(c.n_unwritten, 19);
+    assert_int_equal(stored(&f, &v1), 20);
+    int seen_renamed = 0;
+    for (size_t i = 0; i < 20; i++)
+        if (!strcmp(v1[i].ref, rn->ref)) {
+            assert_string_equal(v1[i].ident.name, "Renamed");
+            seen_renamed = 1;
+        }
+    assert_true(seen_renamed);
+    reg_entries_free(v1, 20);
+
+    /* Observed every 60 ms for three times the stale time: some observes
+       write nothing, some write the entries again, none loses one. */
+    int quiet = 0, rewrites = 0;
+    for (int k = 0; k < 20; k++) {
+        rg_sleep_ms(60);
+        reg_observation d;
+        observe(&f, &d, 0);
+        assert_int_equal(d.n_removed, 0);
+        assert_int_equal(d.n_refs, 20);
+        assert_int_equal(d.n_new, 0);
+        quiet += d.n_unwritten == 20;
+        rewrites += d.n_unwritten == 0;
+        reg_observation_free(&d);
+        assert_int_equal(stored(&f, &v1), 20);
+        for (size_t i = 0; i < 20; i++)
+            assert_string_equal(v1[i].ref, v0[i].ref);
+        reg_entries_free(v1, 20);
+    }
+    printf("unchanged observes: %d wrote nothing, %d wrote every entry again\n", quiet, rewrites);
+    assert_true(quiet > 0 && rewrites > 0);
+    reg_entries_free(v0, 20);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    reg_observation_free(&c);
+    fx_close(&f);
+}
+
+static void sleep_until(int64_t when_ms)
+{
+    int64_t now = rg_wall_ms();
+    if (when_ms > now)
+        rg_sleep_ms((int)(when_ms - now));
+}
+
+/*
+ * An entry left unwritten still goes stale when no observation has seen it
+ * for the stale time, not when its last write is that old: seen at 600 ms
+ * without a write, gone from the page at once, it is kept by an observation
+ * at 3,300 ms (3,000 after its last write) and removed by one at 3,900.
+ */
+static void test_unwritten_entries_go_stale_on_time(void **state)
+{
+    (void)state;
+    reg_config cfg = {.stale_ms = 3000, .max = 100};
+    struct fx f;
+    fx_open(&f, "/many.html#20", &cfg);
+    reg_observation a, b, c, d;
+    int64_t t0 = rg_wall_ms();
+    observe(&f, &a, 0);
+    assert_int_equal(a.n_unwritten, 0);
+    sleep_until(t0 + 600);
+    observe(&f, &b, 0);
+    assert_int_equal(b.n_unwritten, 20);
+    const char *gone = by_name(&b, "button", "Button 19")->ref;
+    js(&f, "document.querySelectorAll('#c button')[19].remove()");
+    sleep_until(t0 + 3300);
+    observe(&f, &c, 0);
+    assert_int_equal(c.n_removed, 0);
+    reg_entry *v;
+    size_t n = stored(&f, &v);
+    assert_int_equal(n, 20);
+    reg_entries_free(v, n);
+    sleep_until(t0 + 3900);
+    observe(&f, &d, 0);
+    assert_int_equal(d.n_removed, 1);
+    n = stored(&f, &v);
+    assert_int_equal(n, 19);
+    for (size_t i = 0; i < n; i++)
+        assert_string_not_equal(v[i].ref, gone);
+    reg_entries_free(v, n);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    reg_observation_free(&c);
+    reg_observation_free(&d);
+    fx_close(&f);
+}
+
 int main(void)
 {
     if (fx_browser_start(&chrome, "test_registry_chromium", "test-reg", "tests/fixtures") < 0)
@@ -711,6 +850,8 @@ int main(void)
         cmocka_unit_test(test_unchanged_page_cache_sees_every_change),
         cmocka_unit_test(test_scope_and_viewport_only),
         cmocka_unit_test(test_cap_and_stale_threshold),
+        cmocka_unit_test(test_unchanged_entries_are_not_written_again),
+        cmocka_unit_test(test_unwritten_entries_go_stale_on_time),
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
