@@ -554,11 +554,13 @@
          only with the element, which is then walked again; focus is checked
          here). */
       var mj = n.mj, tag, testid = null, id = null;
-      if (n.rf) {
+      var remake = mj === undefined || recomputed || n.mjf || e === activeEl;
+      /* read only for what uses them: a kept line and no selectors need neither */
+      if (n.rf && (remake || opts.sel !== false)) {
         testid = attr(e, 'data-testid');
         id = e.id || null;
       }
-      if (mj === undefined || recomputed || n.mjf || e === activeEl) {
+      if (remake) {
         var node = { role: n.role, name: name };
         if (n.rf) {
           tag = lower(e);
