@@ -716,13 +716,14 @@ static size_t stored(struct fx *f, reg_entry **v)
  * An observe writes to the store what changed, not the whole page: an
  * entry that would be written as it stands, and was written less than a
  * quarter of the stale time ago, is left alone. What changed is written,
- * and an element the page keeps showing never goes stale, however often
- * or seldom it is observed.
+ * and an element the page keeps showing never goes stale while observed.
  */
 static void test_unchanged_entries_are_not_written_again(void **state)
 {
     (void)state;
-    reg_config cfg = {.stale_ms = 400, .max = 100};
+    /* a quarter of the stale time (500 ms) is far more than an observe of
+       20 buttons takes, even under ASan on a busy machine */
+    reg_config cfg = {.stale_ms = 2000, .max = 100};
     struct fx f;
     fx_open(&f, "/many.html#20", &cfg);
     reg_observation a, b, c;
@@ -760,11 +761,11 @@ static void test_unchanged_entries_are_not_written_again(void **state)
     assert_true(seen_renamed);
     reg_entries_free(v1, 20);
 
-    /* Observed every 60 ms for three times the stale time: some observes
-       write nothing, some write the entries again, none loses one. */
+    /* Observed every 150 ms for one and a half times the stale time: some
+       observes write nothing, some write the entries again, none loses one. */
     int quiet = 0, rewrites = 0;
     for (int k = 0; k < 20; k++) {
-        rg_sleep_ms(60);
+        rg_sleep_ms(150);
         reg_observation d;
         observe(&f, &d, 0);
         assert_int_equal(d.n_removed, 0);
@@ -796,33 +797,48 @@ static void sleep_until(int64_t when_ms)
 
 /*
  * An entry left unwritten still goes stale when no observation has seen it
- * for the stale time, not when its last write is that old: seen at 600 ms
- * without a write, gone from the page at once, it is kept by an observation
- * at 3,300 ms (3,000 after its last write) and removed by one at 3,900.
+ * for the stale time, not when its last write is that old. Written by
+ * observe a, seen without a write by b 1.2 s later, then gone from the
+ * page: observation c, between a's write and b's sighting plus the stale
+ * time, keeps it (its last write is older than that, its sighting is not),
+ * and d, past b's sighting plus the stale time, removes it. The times come
+ * from the clock around each observe, and c sits in the middle of its
+ * 1.2 s window: it would have to take 600 ms to leave it.
  */
 static void test_unwritten_entries_go_stale_on_time(void **state)
 {
     (void)state;
-    reg_config cfg = {.stale_ms = 3000, .max = 100};
+    enum { STALE = 8000, B_AFTER = 1200 }; /* b well inside the quarter (2,000 ms) */
+    reg_config cfg = {.stale_ms = STALE, .max = 100};
     struct fx f;
     fx_open(&f, "/many.html#20", &cfg);
     reg_observation a, b, c, d;
-    int64_t t0 = rg_wall_ms();
     observe(&f, &a, 0);
+    int64_t a_end = rg_wall_ms(); /* after a's write */
     assert_int_equal(a.n_unwritten, 0);
-    sleep_until(t0 + 600);
+    sleep_until(a_end + B_AFTER);
+    int64_t b_start = rg_wall_ms(); /* before b saw it */
     observe(&f, &b, 0);
+    int64_t b_end = rg_wall_ms();
     assert_int_equal(b.n_unwritten, 20);
     const char *gone = by_name(&b, "button", "Button 19")->ref;
     js(&f, "document.querySelectorAll('#c button')[19].remove()");
-    sleep_until(t0 + 3300);
+    sleep_until(a_end + STALE + (b_start - a_end) / 2);
+    int64_t c_start = rg_wall_ms();
     observe(&f, &c, 0);
+    int64_t c_end = rg_wall_ms();
+    printf("stale on time: b saw it %lld ms after a's write, c ran from %lld to %lld ms after it\n",
+           (long long)(b_start - a_end), (long long)(c_start - a_end), (long long)(c_end - a_end));
+    /* c came after a's write had gone stale, and before b's sighting had */
+    assert_true(c_start > a_end + STALE);
+    assert_true(c_end < b_start + STALE);
     assert_int_equal(c.n_removed, 0);
     reg_entry *v;
     size_t n = stored(&f, &v);
     assert_int_equal(n, 20);
     reg_entries_free(v, n);
-    sleep_until(t0 + 3900);
+    /* past b's sighting plus the stale time: gone */
+    sleep_until(b_end + STALE + 300);
     observe(&f, &d, 0);
     assert_int_equal(d.n_removed, 1);
     n = stored(&f, &v);
