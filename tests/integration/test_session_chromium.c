@@ -502,6 +502,39 @@ static void test_dom_changed_while_parked(void **state)
     sess_done(s, 0);
 }
 
+/*
+ * An observe leaves an unchanged entry unwritten for a while (registry.c),
+ * so the store's last-seen time lags the worker's. A park writes the
+ * sightings first: the parked registry says when each ref was last seen,
+ * which is when the worker that restores it starts counting towards stale.
+ */
+static void test_park_keeps_when_refs_were_seen(void **state)
+{
+    (void)state;
+    write_page("editor.html", before_html);
+    sess *s = create(mgr, "editor.html");
+    reg_observation a, b;
+    observe(s, &a);
+    rg_sleep_ms(300);
+    int64_t seen = rg_wall_ms();
+    observe(s, &b);
+    assert_int_equal(b.n_refs, 4);
+    assert_int_equal(b.n_unwritten, 4); /* the store was not told of this sighting */
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    char key[128], err[256];
+    snprintf(key, sizeof key, "{t:%s:s:%s}:main", TENANT, sess_id(s));
+    assert_int_equal(sess_park(s, NULL, err, sizeof err), 0);
+    sess_done(s, 0);
+    reg_entry *v;
+    size_t n;
+    assert_int_equal(fx.store->ops->load(fx.store, key, &v, &n), 0);
+    assert_int_equal(n, 4);
+    for (size_t i = 0; i < n; i++)
+        assert_true(v[i].last_seen_ms >= seen);
+    reg_entries_free(v, n);
+}
+
 static void test_killed_owner_restores_from_checkpoint(void **state)
 {
     (void)state;
@@ -780,6 +813,7 @@ int main(int argc, char **argv)
         cmocka_unit_test(test_one_round_trip_per_observe),
         cmocka_unit_test(test_park_in_one_process_restore_in_another),
         cmocka_unit_test(test_dom_changed_while_parked),
+        cmocka_unit_test(test_park_keeps_when_refs_were_seen),
         cmocka_unit_test(test_killed_owner_restores_from_checkpoint),
         cmocka_unit_test(test_redis_outage_is_unavailable_then_recovers),
         cmocka_unit_test(test_frozen_redis_times_out),
