@@ -772,14 +772,14 @@ static void test_unchanged_entries_are_not_written_again(void **state)
         assert_int_equal(d.n_refs, 20);
         assert_int_equal(d.n_new, 0);
         quiet += d.n_unwritten == 20;
-        rewrites += d.n_unwritten == 0;
+        rewrites += d.n_unwritten < 20; /* entries written at other times come due apart */
         reg_observation_free(&d);
         assert_int_equal(stored(&f, &v1), 20);
         for (size_t i = 0; i < 20; i++)
             assert_string_equal(v1[i].ref, v0[i].ref);
         reg_entries_free(v1, 20);
     }
-    printf("unchanged observes: %d wrote nothing, %d wrote every entry again\n", quiet, rewrites);
+    printf("unchanged observes: %d wrote nothing, %d wrote entries again\n", quiet, rewrites);
     assert_true(quiet > 0 && rewrites > 0);
     reg_entries_free(v0, 20);
     reg_observation_free(&a);
