@@ -872,11 +872,12 @@ static int incr_contents(void)
     if (navigate(httpd_url(incr_srv, "/page.html", url, sizeof url), 15000) < 0 ||
         install_observer() < 0)
         return -1;
-    char *v = eval_str("(function(){var s=document.createElement('section');"
-                       "s.id='contents-case';s.innerHTML='<p>Before</p><form aria-label=\"Inline\" "
-                       "style=\"display:contents\"><div role=button tabindex=0>Inside</div></form>';"
-                       "document.querySelector('main').appendChild(s);return 'ok'})()",
-                       10000);
+    char *v =
+        eval_str("(function(){var s=document.createElement('section');"
+                 "s.id='contents-case';s.innerHTML='<p>Before</p><form aria-label=\"Inline\" "
+                 "style=\"display:contents\"><div role=button tabindex=0>Inside</div></form>';"
+                 "document.querySelector('main').appendChild(s);return 'ok'})()",
+                 10000);
     int ok = v && !strcmp(v, "ok");
     free(v);
     incr_cmp(cmp, sizeof cmp, 20000, 1);
