@@ -291,6 +291,12 @@ static void fail_session(cdp_conn *c, const char *sid, const char *why)
     call_later(later);
 }
 
+void cdp_fail_session(cdp_conn *c, const char *sid, const char *why)
+{
+    if (sid && *sid)
+        fail_session(c, sid, why);
+}
+
 /* ---- writing ---- */
 
 /* Writes as much of p[0..n) as the pipe takes (wmu held). Returns bytes or -errno. */

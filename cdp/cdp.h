@@ -76,6 +76,13 @@ int cdp_conn_err(cdp_conn *c, char *buf, size_t len);
  */
 void cdp_conn_fail(cdp_conn *c, int err, const char *why);
 
+/**
+ * Fails at once, with RG_ECRASHED and why, every pending call of the
+ * flattened session sid: its target is gone (a browser-level event such as
+ * Target.targetCrashed said so) and will never answer them.
+ */
+void cdp_fail_session(cdp_conn *c, const char *sid, const char *why);
+
 /* ---- calls ------------------------------------------------------------- */
 
 /** What a call returned. Release with cdp_reply_free. */

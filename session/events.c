@@ -144,11 +144,21 @@ static void on_crash(void *ud, const char *session_id, const char *method, const
     sess *s = ud;
     (void)session_id;
     (void)method;
-    if (!is_tab_target(s, jstr_of(params, "targetId")))
+    const char *target = jstr_of(params, "targetId");
+    char sid[sizeof s->tabs[0]->session] = "";
+    pthread_mutex_lock(&s->m->mu);
+    for (int i = 0; i < s->n_tabs && !sid[0]; i++)
+        if (!strcmp(s->tabs[i]->target, target))
+            snprintf(sid, sizeof sid, "%s", s->tabs[i]->session);
+    pthread_mutex_unlock(&s->m->mu);
+    if (!sid[0])
         return;
     rg_log(RG_LOG_WARN, "session", "%s: the page's renderer crashed (%s)", s->id,
            jstr_of(params, "status"));
     __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
+    /* A call in flight on the dead page would wait out its whole timeout
+       (the page-level crash event does not always come): it fails now. */
+    cdp_fail_session(pool_lease_conn(s->lease), sid, "the page crashed");
 }
 
 /* The page's title or URL changed (browser level, for every target): a checkpoint must ask. */
