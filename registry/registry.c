@@ -742,7 +742,12 @@ int reg_page_load(reg_page *pg)
 
 int reg_page_flush(reg_page *pg)
 {
-    reg_entry *up = calloc(pg->n_entries + 1, sizeof *up);
+    size_t lag = 0;
+    for (size_t i = 0; i < pg->n_entries; i++)
+        lag += lagging(&pg->entries[i]);
+    if (!lag)
+        return 0; /* the store has every sighting: no round trip */
+    reg_entry *up = calloc(lag, sizeof *up);
     return up ? commit_and_cache(pg, up, 0, NULL, 1) : RG_ENOMEM;
 }
 

@@ -122,13 +122,15 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
     sess_report(s, kind, d);
 }
 
-/* 1 when target is one of s's tabs' pages (reader thread; the list under m->mu). */
-static int is_tab_target(sess *s, const char *target)
+/* 1 when target is one of s's tabs' pages, its DevTools session copied to
+   sid when sid is not NULL (reader thread; the list under m->mu). */
+static int is_tab_target(sess *s, const char *target, char *sid, size_t sidlen)
 {
     int hit = 0;
     pthread_mutex_lock(&s->m->mu);
     for (int i = 0; i < s->n_tabs && !hit; i++)
-        hit = !strcmp(s->tabs[i]->target, target);
+        if ((hit = !strcmp(s->tabs[i]->target, target)) && sid)
+            snprintf(sid, sidlen, "%s", s->tabs[i]->session);
     pthread_mutex_unlock(&s->m->mu);
     return hit;
 }
@@ -144,14 +146,8 @@ static void on_crash(void *ud, const char *session_id, const char *method, const
     sess *s = ud;
     (void)session_id;
     (void)method;
-    const char *target = jstr_of(params, "targetId");
-    char sid[sizeof s->tabs[0]->session] = "";
-    pthread_mutex_lock(&s->m->mu);
-    for (int i = 0; i < s->n_tabs && !sid[0]; i++)
-        if (!strcmp(s->tabs[i]->target, target))
-            snprintf(sid, sizeof sid, "%s", s->tabs[i]->session);
-    pthread_mutex_unlock(&s->m->mu);
-    if (!sid[0])
+    char sid[sizeof s->tabs[0]->session];
+    if (!is_tab_target(s, jstr_of(params, "targetId"), sid, sizeof sid))
         return;
     rg_log(RG_LOG_WARN, "session", "%s: the page's renderer crashed (%s)", s->id,
            jstr_of(params, "status"));
@@ -169,7 +165,7 @@ static void on_info(void *ud, const char *session_id, const char *method, const 
     if (!method)
         return;
     const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-    if (is_tab_target(s, jstr_of(ti, "targetId")))
+    if (is_tab_target(s, jstr_of(ti, "targetId"), NULL, 0))
         __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
 }
 
