@@ -328,9 +328,15 @@
       for (var i = 0; i < ents.length; i++) {
         var e = ents[i];
         if (dd !== 0) {
+          /* o: the entry the walk made, which the fragments of this
+             element and of those inside it hold; what the output pass
+             keeps on a copy goes to it too, or a name computed
+             again because a source changed would come back stale at the
+             next replay of one of those */
           var c = {};
           for (var k in e) c[k] = e[k];
           c.d = e.d + dd;
+          c.o = e.o || e;
           e = c;
         }
         nodes.push(e);
@@ -537,7 +543,7 @@
         name = !n.rf && AUTHOR_NAME_ROLES[n.role] ? authorName(e) : obsName(e, n.role);
         if (depRec) noteDeps(e, depRec);
         depRec = null;
-        if (keep) n.nm = name;
+        if (keep) { n.nm = name; if (n.o) n.o.nm = name; }
       }
       if (prof) tn += performance.now() - t0;
       if (n.role === 'image' && !name) continue;
@@ -589,7 +595,11 @@
         if (n.extra && n.extra.nr) node.nr = 1;
         mj = JSON.stringify(node);
         mj = mj.slice(1, mj.length - 1);
-        if (keep) { n.mj = mj; n.mjf = e === activeEl; }
+        if (keep) {
+          n.mj = mj;
+          n.mjf = e === activeEl;
+          if (n.o) { n.o.mj = mj; n.o.mjf = n.mjf; }
+        }
       }
       var line = { d: n.d, name: name, m: mj, t: '' };
       if (n.rf) {
