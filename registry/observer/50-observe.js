@@ -292,13 +292,17 @@
         var fr = frags.get(el);
         if (fr !== undefined && fr.prole === prole && fr.hv === hiddenVis &&
             (fr.sib < 0 || (counter ? counter.get(tag) || 0 : 0) === fr.sib) &&
-            (fr.refs === 0 || nRefs + fr.refs <= max) && !textCut &&
+            (fr.cut ? truncated : fr.refs === 0 || nRefs + fr.refs <= max) && !textCut &&
             nodes.length + fr.ents.length < NODES_MAX && textTotal + fr.text <= TEXT_TOTAL_MAX) {
           replay(fr, depth, counter, tag);
           return;
         }
       }
-      var mark0 = nodes.length, refs0 = nRefs, text0 = textTotal;
+      /* cut: walked with the ref cap already reached, so that every element
+         in it that could have a ref has none; it is the same again while
+         the cap is reached (a page past its cap is walked again only where
+         it changed, like any other) */
+      var mark0 = nodes.length, refs0 = nRefs, text0 = textTotal, cut = truncated;
       var saveFresh = fresh, saveNocache = sawNocache;
       if (!fresh && dirtyRoots.has(el)) fresh = true;
       sawNocache = false;
@@ -309,9 +313,9 @@
       var inside = sawNocache;
       if (keep) {
         if (self) { mark0 = lastMark; text0 = lastText; }
-        if (!inside && !noStore && self !== null && !truncated && !textCut && !stopped)
+        if (!inside && !noStore && self !== null && (!truncated || cut) && !textCut && !stopped)
           frags.set(el, { prole: prole, hv: hiddenVis, sib: self ? lastSib : -1, counted: self !== false,
-                          flush: self !== false, depth: depth, refs: nRefs - refs0,
+                          flush: self !== false, depth: depth, refs: nRefs - refs0, cut: cut,
                           text: textTotal - text0, ents: nodes.slice(mark0) });
         else
           frags.delete(el);
