@@ -603,13 +603,13 @@ static int same_opt(const char *a, const char *b)
     return a == b || (a && b && !strcmp(a, b));
 }
 
-/* What fill_entry would write for nd at order is what e holds already (its
-   last-seen time aside). */
-static int entry_same(const reg_entry *e, const reg_node *nd, int order)
+/* What fill_entry would write for nd is what e holds already, its last-seen
+   time, its order and its bounds aside (where it sits, which an insert above
+   it changes for every element below). */
+static int entry_same(const reg_entry *e, const reg_node *nd)
 {
     const reg_identity *a = &e->ident, *b = &nd->ident;
-    if (e->order != order || memcmp(e->bounds, nd->bounds, sizeof e->bounds) ||
-        a->sibling_index != b->sibling_index || e->n_alt != nd->n_alt)
+    if (a->sibling_index != b->sibling_index || e->n_alt != nd->n_alt)
         return 0;
     if (!same_opt(a->testid, b->testid) || !same_opt(a->id, b->id) ||
         !same_opt(a->aria_label, b->aria_label) || !same_opt(a->role, b->role) ||
@@ -636,10 +636,11 @@ static int ref_listed(char **sorted, size_t n, const char *ref)
     return n && bsearch(&ref, sorted, n, sizeof *sorted, str_cmp);
 }
 
-/* The store's last-seen time of e is older than when this worker saw it. */
+/* The store's copy of e is older than this worker's: its last-seen time, or
+   where it sits (order and bounds). */
 static int lagging(const reg_entry *e)
 {
-    return e->seen_ms > e->last_seen_ms;
+    return e->seen_ms > e->last_seen_ms || e->moved;
 }
 
 /* A copy of e to commit, with the time it was seen as its last-seen time. */
@@ -647,6 +648,7 @@ static int write_back(reg_entry *dst, const reg_entry *e)
 {
     int rc = reg_entry_copy(dst, e);
     dst->last_seen_ms = dst->seen_ms = e->seen_ms;
+    dst->moved = 0;
     return rc;
 }
 
@@ -842,6 +844,20 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
      * before any commit that may evict by last-seen time, and before a park
      * (reg_page_flush). So entries go stale when no observation saw them
      * for the stale time, as before.
+     *
+     * Where an entry sits is no reason to write it either: one element
+     * inserted near the top of a page moves the order and the bounds of
+     * every element below it, and those were all written again (5,000
+     * entries on the 5,000-control page for one item added). The cached copy
+     * takes the new order and bounds, so matching here uses them at once,
+     * and is marked moved: it goes back to the store with its time, as
+     * above. Until then another worker that loads the page sees the order
+     * and bounds of the last write. Order only breaks ties between
+     * look-alikes whose identity scores are equal, by nearness, which a
+     * shift of the whole page does not change; a move that changes an
+     * element's sibling index or parent is a change of its identity and
+     * is written at once. Bounds are the last observation's, never used
+     * to find an element.
      */
     size_t n_wanted = 0;
     for (i = 0; i < n; i++)
@@ -875,8 +891,14 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
         nd->ref = p->refs[i];
         o->n_refs++;
         if (may_skip && match[i] && now - match[i]->last_seen_ms < pg->cfg.stale_ms / 4 &&
-            entry_same(match[i], nd, (int)pos)) {
-            match[i]->seen_ms = now;
+            entry_same(match[i], nd)) {
+            reg_entry *e = match[i];
+            if (e->order != (int)pos || memcmp(e->bounds, nd->bounds, sizeof e->bounds)) {
+                e->order = (int)pos;
+                memcpy(e->bounds, nd->bounds, sizeof e->bounds);
+                e->moved = 1;
+            }
+            e->seen_ms = now;
             o->n_unwritten++;
             continue;
         }

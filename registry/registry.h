@@ -116,6 +116,8 @@ typedef struct reg_entry {
     int64_t seen_ms;    /* when this worker's observations last saw it (its cached copy
                            only, never stored): last_seen_ms lags it while an unchanged
                            entry is not written again (registry.c, assign_refs) */
+    int moved;          /* its cached copy only, never stored: order and bounds are newer
+                           than the store's, written back with its time (assign_refs) */
 } reg_entry;
 
 void reg_entry_destroy(reg_entry *e);
@@ -350,7 +352,8 @@ typedef struct reg_observation {
     size_t n_unmatched;    /* registered entries this observation found no element for
                               (after a restore: the refs lost; n_stable + n_moved kept) */
     size_t n_unwritten;    /* refs whose entries the commit left as they were: unchanged
-                              and written less than a quarter of the stale time ago */
+                              but for where they sit, and written less than a quarter of
+                              the stale time ago */
     int reused;            /* the page answered from its unchanged-page cache */
     int delta;             /* the page sent only what changed since the reply the page's
                               registry kept (registry.c); the result is the same either way */

@@ -788,6 +788,80 @@ static void test_unchanged_entries_are_not_written_again(void **state)
     fx_close(&f);
 }
 
+/* The stored entry of ref in v (n entries sorted by ref), or fails. */
+static const reg_entry *entry_of(const reg_entry *v, size_t n, const char *ref)
+{
+    reg_entry key = {0};
+    snprintf(key.ref, sizeof key.ref, "%s", ref);
+    const reg_entry *e = bsearch(&key, v, n, sizeof *v, ref_order);
+    if (!e)
+        fail_msg("no stored entry %s", ref);
+    return e;
+}
+
+/*
+ * An element added above others moves them, their order among the refs and
+ * their bounds, without changing them: the observe writes the new entry
+ * alone, every ref holds, and the moved entries go to the store with where
+ * they now sit when they are next written, here at a flush (as before a
+ * park). The new button sits in a div of its own above the list, so the
+ * buttons below keep their sibling indexes (their identity).
+ */
+static void test_moved_entries_are_written_later(void **state)
+{
+    (void)state;
+    reg_config cfg = {.stale_ms = 60000, .max = 100};
+    struct fx f;
+    fx_open(&f, "/many.html#20", &cfg);
+    reg_observation a, b;
+    /* The default outline's observe: no selectors (a CSS path with
+       nth-of-type does change when an element is added before it). */
+    reg_observe_opts opts = {.no_selectors = 1};
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &a), 0);
+    reg_entry *v0, *v1, *v2;
+    assert_int_equal(stored(&f, &v0), 20);
+
+    js(&f, "var d = document.createElement('div'); d.innerHTML = '<button>Inserted</button>';"
+           "document.body.insertBefore(d, document.getElementById('c'))");
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &b), 0);
+    assert_int_equal(b.n_refs, 21);
+    assert_int_equal(b.n_new, 1);
+    assert_int_equal(b.n_unwritten, 20);
+    assert_non_null(by_name(&b, "button", "Inserted"));
+    assert_int_equal(stored(&f, &v1), 21);
+    for (int k = 0; k < 20; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "Button %d", k);
+        const reg_node *was = by_name(&a, "button", name), *now = by_name(&b, "button", name);
+        assert_non_null(now);
+        assert_string_equal(now->ref, was->ref);
+        /* it moved down, and the store still has where it was */
+        assert_true(now->bounds[1] > was->bounds[1]);
+        const reg_entry *old = entry_of(v0, 20, was->ref), *e = entry_of(v1, 21, was->ref);
+        assert_int_equal(e->order, old->order);
+        assert_int_equal(e->order, k + 1);
+        assert_memory_equal(e->bounds, was->bounds, sizeof e->bounds);
+    }
+
+    /* A flush writes them back with where they sit now. */
+    assert_int_equal(reg_page_flush(f.pg), 0);
+    assert_int_equal(stored(&f, &v2), 21);
+    for (int k = 0; k < 20; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "Button %d", k);
+        const reg_node *now = by_name(&b, "button", name);
+        const reg_entry *e = entry_of(v2, 21, now->ref);
+        assert_int_equal(e->order, k + 2);
+        assert_memory_equal(e->bounds, now->bounds, sizeof e->bounds);
+    }
+    reg_entries_free(v0, 20);
+    reg_entries_free(v1, 21);
+    reg_entries_free(v2, 21);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    fx_close(&f);
+}
+
 static void sleep_until(int64_t when_ms)
 {
     int64_t now = rg_wall_ms();
@@ -868,6 +942,7 @@ int main(void)
         cmocka_unit_test(test_cap_and_stale_threshold),
         cmocka_unit_test(test_unchanged_entries_are_not_written_again),
         cmocka_unit_test(test_unwritten_entries_go_stale_on_time),
+        cmocka_unit_test(test_moved_entries_are_written_later),
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
