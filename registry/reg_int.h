@@ -34,6 +34,8 @@ int reg_js_element(reg_page_handle h, int index, int timeout_ms, char **object_i
 
 /* The isolated world the page-side script lives in (world.c). */
 #define REG_WORLD_NAME "__refgate"
+/* The binding the observer reports a document's load through (world.c, 99-api.js). */
+#define REG_LOAD_BINDING "__refgateLoaded"
 
 /** The script that installs observer.js and marks it with this build's tag. */
 const char *reg_installer(void);

@@ -253,6 +253,17 @@ typedef struct reg_page_handle {
  */
 int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out);
 void reg_world_free(reg_world *w);
+/**
+ * Where the main frame's current document ended its load: the JSON text
+ * {"u": URL, "t": title, "s": HTTP status or 0} that the observer sent
+ * from the world at the document's load event (a Runtime binding, so no
+ * call into the page after the load), into *json (free it). RG_ENOTFOUND
+ * when the current document sent none (not loaded yet, loaded before the
+ * observer was in it, or the report was forgotten since); the caller then
+ * asks the page. reg_world_forget_load drops a report, before a navigation.
+ */
+int reg_world_loaded(reg_world *w, char **json);
+void reg_world_forget_load(reg_world *w);
 
 typedef struct reg_page reg_page;
 

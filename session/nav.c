@@ -45,13 +45,9 @@ static const char *wait_event(const char *wait)
                                                : NULL;
 }
 
-/* Where the page is now: URL, title, the main document's HTTP status. */
-static int read_where(sess *s, sess_nav *out)
+/* where's URL, title and status into out, and frees where. */
+static int take_where(cJSON *where, sess_nav *out)
 {
-    cJSON *where = NULL;
-    int rc = sess_eval_json(s, where_js, SESS_CALL_TIMEOUT_MS, &where);
-    if (rc < 0)
-        return rc;
     out->url = sess_json_dup(where, "u");
     out->title = sess_json_dup(where, "t");
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(where, "s");
@@ -62,6 +58,32 @@ static int read_where(sess *s, sess_nav *out)
         return RG_ENOMEM;
     }
     return 0;
+}
+
+/* Where the page is now: URL, title, the main document's HTTP status. */
+static int read_where(sess *s, sess_nav *out)
+{
+    cJSON *where = NULL;
+    int rc = sess_eval_json(s, where_js, SESS_CALL_TIMEOUT_MS, &where);
+    return rc < 0 ? rc : take_where(where, out);
+}
+
+/*
+ * Where a navigation that waited for the load event ended: the observer's
+ * report from that event (registry/world.c), or, without one, the page is
+ * asked.
+ */
+static int loaded_where(sess *s, sess_nav *out)
+{
+    char *json = NULL;
+    cJSON *where = NULL;
+    if (reg_world_loaded(s->cur->world, &json) == 0)
+        where = cJSON_Parse(json);
+    free(json);
+    if (cJSON_IsObject(where) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(where, "u")))
+        return take_where(where, out);
+    cJSON_Delete(where);
+    return read_where(s, out);
 }
 
 int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
@@ -86,6 +108,8 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     rg_buf_json_str(&q, url, strlen(url));
     rg_buf_puts(&q, "}");
     cdp_reply r = {0};
+    int loaded = 0; /* the wait saw the load event of the new document */
+    reg_world_forget_load(s->cur->world);
     rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
     rg_buf_destroy(&q);
     if (rc == RG_ECDP) {
@@ -106,13 +130,14 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
             if (rc == RG_ETIMEOUT)
                 snprintf(err, errlen, "the page did not reach '%s' within %d ms",
                          wait ? wait : "load", timeout_ms);
+            loaded = rc == 0 && !strcmp(ev, "Page.loadEventFired");
         }
     }
     cdp_reply_free(&r);
     cdp_waiter_free(w);
     if (rc < 0)
         return rc;
-    return read_where(s, out);
+    return loaded ? loaded_where(s, out) : read_where(s, out);
 }
 
 int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
@@ -147,10 +172,12 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
         else
             method = "Page.navigateToHistoryEntry";
     }
+    int loaded = 0; /* the wait saw a load event */
     if (method) {
         cdp_waiter *w = NULL;
         if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
             return rc;
+        reg_world_forget_load(s->cur->world);
         rc = sess_call(s, method, params[0] ? params : NULL, timeout_ms, NULL);
         /* A page restored from the back/forward cache fires no load event: the
            wait ends at its timeout then, and the page is where it should be. */
@@ -159,6 +186,7 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
                 w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000) : timeout_ms, NULL);
             if (wrc < 0 && !(delta && wrc == RG_ETIMEOUT))
                 rc = wrc;
+            loaded = wrc == 0 && !strcmp(ev, "Page.loadEventFired");
             if (rc == RG_ETIMEOUT)
                 snprintf(err, errlen, "the page did not reach '%s' within %d ms",
                          wait ? wait : "load", timeout_ms);
@@ -167,5 +195,5 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
         if (rc < 0)
             return rc;
     }
-    return read_where(s, out);
+    return loaded ? loaded_where(s, out) : read_where(s, out);
 }

@@ -25,5 +25,27 @@
   };
   Object.defineProperty(G, '__refgate', { value: api, configurable: true, writable: true, enumerable: false });
   warmWhenIdle();
+  /* Where a top-level document ended its load, sent at its load event
+     through the binding only this world has (registry/world.c), so that a
+     navigation's reply needs no call into the page after the load. The
+     listener is added when the document turns complete, which is just
+     before the load event in the same task, so that it runs after the
+     page's own load listeners (a title or URL one of them sets is in the
+     report, as it was when the page was asked after the event). */
+  function reportLoad() {
+    try {
+      var b = G.__refgateLoaded;
+      if (typeof b !== 'function') return;
+      var nav = performance.getEntriesByType('navigation')[0];
+      b(JSON.stringify({ u: location.href, t: document.title,
+                         s: (nav && nav.responseStatus) || 0 }));
+    } catch (e) { /* no report: the navigation asks the page */ }
+  }
+  try {
+    if (G.top === G && document.readyState !== 'complete')
+      document.addEventListener('readystatechange', function () {
+        if (document.readyState === 'complete') G.addEventListener('load', reportLoad);
+      });
+  } catch (e) { /* no report: the navigation asks the page */ }
   return true;
 })();

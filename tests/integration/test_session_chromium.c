@@ -773,6 +773,54 @@ static void test_live_session_of_another_worker_moves_here(void **state)
 }
 
 /* Another tenant's session id is simply not found. */
+/*
+ * Where a navigation ends (URL, title, HTTP status) is read in refgate's
+ * world at the load event, not in the page's own world after it: a page
+ * that replaces JSON and the other globals of its world still gets its
+ * navigation and its reload answered. (Read in the page's world, as before
+ * 3 December, the page's JSON.stringify answered, and the navigation
+ * failed.)
+ */
+static void test_navigation_reply_ignores_the_page_globals(void **state)
+{
+    (void)state;
+    char *html = support_slurp("tests/fixtures/hostile-globals.html", NULL);
+    assert_non_null(html);
+    write_page("hostile-globals.html", html);
+    free(html);
+    sess *s = create(mgr, NULL);
+    char url[256], err[256];
+    page_url("hostile-globals.html", url, sizeof url);
+    sess_nav nav;
+    int rc = sess_navigate(s, url, "load", 20000, &nav, err, sizeof err);
+    if (rc < 0)
+        fail_msg("navigate: %s (%s)", err, rg_err_code(rc));
+    assert_string_equal(nav.url, url);
+    assert_string_equal(nav.title, "Hostile globals");
+    assert_int_equal(nav.status, 200);
+    sess_nav_free(&nav);
+    rc = sess_history(s, 0, "load", 20000, &nav, err, sizeof err); /* a reload */
+    if (rc < 0)
+        fail_msg("reload: %s (%s)", err, rg_err_code(rc));
+    assert_string_equal(nav.url, url);
+    assert_string_equal(nav.title, "Hostile globals");
+    sess_nav_free(&nav);
+    /* A title the page's own load listener sets is in the reply, as when
+       the page was asked after the load. */
+    write_page("load-title.html",
+               "<!doctype html><title>Before</title><p>x</p><script>"
+               "addEventListener('load', function () { document.title = 'After load'; });"
+               "</script>");
+    page_url("load-title.html", url, sizeof url);
+    rc = sess_navigate(s, url, "load", 20000, &nav, err, sizeof err);
+    if (rc < 0)
+        fail_msg("navigate: %s (%s)", err, rg_err_code(rc));
+    assert_string_equal(nav.title, "After load");
+    sess_nav_free(&nav);
+    sess_close(s);
+    sess_done(s, 0);
+}
+
 static void test_other_tenant_not_found(void **state)
 {
     (void)state;
@@ -811,6 +859,7 @@ int main(int argc, char **argv)
     }
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_one_round_trip_per_observe),
+        cmocka_unit_test(test_navigation_reply_ignores_the_page_globals),
         cmocka_unit_test(test_park_in_one_process_restore_in_another),
         cmocka_unit_test(test_dom_changed_while_parked),
         cmocka_unit_test(test_park_keeps_when_refs_were_seen),
