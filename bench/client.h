@@ -18,6 +18,15 @@
 /* nginx closes a client connection after 1,000 requests: open a new one first. */
 #define CONN_REQUESTS 500
 
+/* One item added to a page, the same for every side that measures an observe
+ * after it (bench/observe.c, bench/gateway.c, bench/peer/observe.mjs has it
+ * too): a list item with a link at the end of the first list of the first
+ * section (or of the body). An expression that evaluates to true. */
+#define BENCH_ADD_ITEM_JS                                                                          \
+    "(function(){var s=document.querySelector('main section')||document.body;"                    \
+    "var u=s.querySelector('ul,ol')||s;var li=document.createElement(u===s?'div':'li');"          \
+    "li.innerHTML='<a href=\\\"#added\\\">Added item</a>';u.appendChild(li);return true})()"
+
 /** The stack every call goes to, and the default tenant's Authorization header line. */
 extern stack *gwc_st;
 extern char gwc_auth[160];

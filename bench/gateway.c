@@ -396,16 +396,17 @@ static int run_click(const char *url, struct click_result *out)
 
 struct observe_result {
     int runs, truncated, refs;
-    double first[MAX_RUNS], second[MAX_RUNS];
+    double first[MAX_RUNS], second[MAX_RUNS], added[MAX_RUNS];
     size_t bytes;
 };
 
 /*
  * observe on bench/pages/controls.html through nginx, with the stack's
  * registry (Redis) and its default cap (REFGATE_REGISTRY_MAX, 2,000 refs),
- * as a user meets it: per run a new session on the page, the first observe
- * and a second on the unchanged page. bench/observe.c measures the same
- * below the gateway, with the cap raised so the page is not truncated.
+ * as a user meets it: per run a new session on the page, the first observe,
+ * a second on the unchanged page, and a third after one item was added
+ * (BENCH_ADD_ITEM_JS, by an eval). bench/observe.c measures the same below
+ * the gateway, with the cap raised so the page is not truncated.
  */
 static int run_observe(const char *url, struct observe_result *out)
 {
@@ -431,6 +432,14 @@ static int run_observe(const char *url, struct observe_result *out)
             cJSON_Delete(rep);
             rc = gwc_call(gwc_auth, &fd, sid, m, NULL, NULL, &out->second[i]);
         }
+        if (rc == 0) {
+            cJSON *args, *ev = gwc_op_new("eval", &args);
+            cJSON_AddStringToObject(args, "expression", BENCH_ADD_ITEM_JS);
+            rc = gwc_call(gwc_auth, &fd, sid, ev, NULL, NULL, NULL);
+            cJSON_Delete(ev);
+        }
+        if (rc == 0)
+            rc = gwc_call(gwc_auth, &fd, sid, m, NULL, NULL, &out->added[i]);
         cJSON_Delete(m);
         close(fd);
         if (rc < 0) {
@@ -831,6 +840,8 @@ static void print_observe(struct observe_result *ob)
     gwc_print_mmm("first_ms", ob->first, ob->runs);
     printf(",");
     gwc_print_mmm("second_ms", ob->second, ob->runs);
+    printf(",");
+    gwc_print_mmm("added_ms", ob->added, ob->runs);
     printf("}");
 }
 
@@ -956,8 +967,8 @@ int main(int argc, char **argv)
                 gwc_pct(ck.press.t, ck.press.n, 0.5), (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
-        fprintf(stderr, "gateway: observe: first %.1f ms, second %.1f ms (%lld ms)\n", ob.first[0],
-                ob.second[0], (long long)(rg_now_ms() - t0));
+        fprintf(stderr, "gateway: observe: first %.1f ms, second %.1f ms, added %.1f ms (%lld ms)\n",
+                ob.first[0], ob.second[0], ob.added[0], (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "navigate") && (rc = run_navigate(form_url, &nv)) == 0)
         fprintf(stderr, "gateway: navigate: raw %.1f ms, through nginx %.1f ms (%lld ms)\n",

@@ -21,7 +21,7 @@
  *           the page (no mutation, input, style sheet change or running
  *           animation; 30 s at most, CACHE_MS), so on a quiet page this is
  *           a cache hit, like second (not with --quick)
- *   added   after ADD_JS added one item to the page (a list item with a
+ *   added   after BENCH_ADD_ITEM_JS (bench/client.h) added one item (a list item with a
  *           link, in the page's main world, as the page's own script would):
  *           the observer walks again only what changed and sends only what
  *           changed (issue 20); also reported as added_cpu, this process's
@@ -68,6 +68,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/client.h"
 #include "pool/pool.h"
 #include "registry/registry.h"
 #include "tests/support/fixture.h"
@@ -80,14 +81,6 @@
 #define REGISTRY_MAX 20000
 /* The wait before the third observe: an agent's pause between two observations. */
 #define LATER_MS 2500
-
-/* One item added, the same on both sides (bench/peer/observe.mjs has it too):
- * a list item with a link at the end of the first list of the first section
- * (or of the body). */
-#define ADD_JS                                                                                     \
-    "(function(){var s=document.querySelector('main section')||document.body;"                    \
-    "var u=s.querySelector('ul,ol')||s;var li=document.createElement(u===s?'div':'li');"          \
-    "li.innerHTML='<a href=\\\"#added\\\">Added item</a>';u.appendChild(li);return true})()"
 
 /* This process's CPU time (every thread: the DevTools reader too, not the browser), ms. */
 static double cpu_ms(void)
@@ -199,7 +192,7 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
     }
     if (rc == 0) {
         rc = cdp_call(h.conn, h.session, "Runtime.evaluate",
-                      "{\"expression\":\"" ADD_JS "\",\"returnByValue\":true}", 10000, NULL);
+                      "{\"expression\":\"" BENCH_ADD_ITEM_JS "\",\"returnByValue\":true}", 10000, NULL);
         if (rc < 0)
             snprintf(r->error, sizeof r->error, "add an item: %s", rg_err_code(rc));
     }
