@@ -23,8 +23,8 @@
  * too): a list item with a link at the end of the first list of the first
  * section (or of the body). An expression that evaluates to true. */
 #define BENCH_ADD_ITEM_JS                                                                          \
-    "(function(){var s=document.querySelector('main section')||document.body;"                    \
-    "var u=s.querySelector('ul,ol')||s;var li=document.createElement(u===s?'div':'li');"          \
+    "(function(){var s=document.querySelector('main section')||document.body;"                     \
+    "var u=s.querySelector('ul,ol')||s;var li=document.createElement(u===s?'div':'li');"           \
     "li.innerHTML='<a href=\\\"#added\\\">Added item</a>';u.appendChild(li);return true})()"
 
 /** The stack every call goes to, and the default tenant's Authorization header line. */
@@ -54,8 +54,7 @@ int gwc_call(const char *who, int *fd, const char *sid, const cJSON *cmd, cJSON 
  * or NULL when there was none. *ok: 200 with ok:true; status (may be NULL)
  * the HTTP status, 0 without a reply; ms (may be NULL) the client-side time.
  */
-cJSON *gwc_call_json(int *fd, const char *sid, const char *body, int *ok, int *status,
-                     double *ms);
+cJSON *gwc_call_json(int *fd, const char *sid, const char *body, int *ok, int *status, double *ms);
 /**
  * Before the i-th request on *fd: every CONN_REQUESTS requests, a new
  * connection, so that nginx's keepalive_requests never closes one under a

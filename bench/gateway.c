@@ -967,7 +967,8 @@ int main(int argc, char **argv)
                 gwc_pct(ck.press.t, ck.press.n, 0.5), (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
-        fprintf(stderr, "gateway: observe: first %.1f ms, second %.1f ms, added %.1f ms (%lld ms)\n",
+        fprintf(stderr,
+                "gateway: observe: first %.1f ms, second %.1f ms, added %.1f ms (%lld ms)\n",
                 ob.first[0], ob.second[0], ob.added[0], (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "navigate") && (rc = run_navigate(form_url, &nv)) == 0)

@@ -45,8 +45,8 @@ struct reg_world {
     cdp_conn *conn;
     char frame[64]; /* the main frame's id */
     int sub;
-    int ctx;        /* the world's execution context in the main frame's document, 0: unknown */
-    unsigned gen;   /* contexts the world was given in the main frame: one per document */
+    int ctx;      /* the world's execution context in the main frame's document, 0: unknown */
+    unsigned gen; /* contexts the world was given in the main frame: one per document */
     pthread_mutex_t mu;
     char *load;        /* the last load report (JSON text), or NULL */
     unsigned load_gen; /* gen when it came */
@@ -158,8 +158,8 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
            world never has it). Before the script: a document the script
            reaches has it by its load event. */
         rc = cdp_call(conn, session, "Runtime.addBinding",
-                      "{\"name\":\"" REG_LOAD_BINDING "\",\"executionContextName\":\"" REG_WORLD_NAME
-                      "\"}",
+                      "{\"name\":\"" REG_LOAD_BINDING
+                      "\",\"executionContextName\":\"" REG_WORLD_NAME "\"}",
                       timeout_ms, NULL);
     }
     if (rc == 0) {
