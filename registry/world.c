@@ -153,15 +153,15 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
         else
             w->sub = sub;
     }
-    if (rc == 0) {
-        /* The load report's way out, in the world only (the page's own
-           world never has it). Before the script: a document the script
-           reaches has it by its load event. */
-        rc = cdp_call(conn, session, "Runtime.addBinding",
-                      "{\"name\":\"" REG_LOAD_BINDING
-                      "\",\"executionContextName\":\"" REG_WORLD_NAME "\"}",
-                      timeout_ms, NULL);
-    }
+    /* The load report's way out, in the world only (the page's own world
+       never has it). Before the script: a document the script reaches has
+       it by its load event. Without it there are no reports, and a
+       navigation asks the page, as before: not a reason to fail the page. */
+    if (rc == 0 && cdp_call(conn, session, "Runtime.addBinding",
+                            "{\"name\":\"" REG_LOAD_BINDING
+                            "\",\"executionContextName\":\"" REG_WORLD_NAME "\"}",
+                            timeout_ms, NULL) < 0)
+        rg_log(RG_LOG_INFO, "registry", "no load reports for this page: Runtime.addBinding failed");
     if (rc == 0) {
         /* Every new document of the page gets the observer in the world,
            and the current one at once. */
