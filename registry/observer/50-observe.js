@@ -1029,8 +1029,10 @@
       if (!x.isConnected || x.ownerDocument !== document) continue;
       var only = shallow.has(x);
       /* a th's role looks at the other cells of its row: a row whose
-         cells changed is walked again whole, in a table or not */
-      if (only && lower(x) === 'tr') only = false;
+         cells changed is walked again whole, in a table or not, and so is
+         any element with a th among its children (outside a table, its
+         parent stands for the row: seed 95431, a td moved in beside one) */
+      if (only && (lower(x) === 'tr' || x.querySelector(':scope > th'))) only = false;
       if (sib && !only) x = parentEl(x) || x;
       /* inside a label, which control it names (its first labelable
          descendant) may have moved: the whole label */
