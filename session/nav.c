@@ -69,15 +69,15 @@ static int read_where(sess *s, sess_nav *out)
 }
 
 /*
- * Where a navigation that waited for the load event ended: the observer's
- * report from that event (registry/world.c), or, without one, the page is
- * asked.
+ * Where a navigation ended: when its wait saw the load event (loaded), the
+ * observer's report from that event (registry/world.c); without one, or
+ * without that wait, the page is asked.
  */
-static int loaded_where(sess *s, sess_nav *out)
+static int where_after(sess *s, int loaded, sess_nav *out)
 {
     char *json = NULL;
     cJSON *where = NULL;
-    if (reg_world_loaded(s->cur->world, &json) == 0)
+    if (loaded && reg_world_loaded(s->cur->world, &json) == 0)
         where = cJSON_Parse(json);
     free(json);
     if (cJSON_IsObject(where) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(where, "u")))
@@ -137,7 +137,7 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     cdp_waiter_free(w);
     if (rc < 0)
         return rc;
-    return loaded ? loaded_where(s, out) : read_where(s, out);
+    return where_after(s, loaded, out);
 }
 
 int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
@@ -195,5 +195,5 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
         if (rc < 0)
             return rc;
     }
-    return loaded ? loaded_where(s, out) : read_where(s, out);
+    return where_after(s, loaded, out);
 }

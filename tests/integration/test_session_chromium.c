@@ -817,6 +817,19 @@ static void test_navigation_reply_ignores_the_page_globals(void **state)
         fail_msg("navigate: %s (%s)", err, rg_err_code(rc));
     assert_string_equal(nav.title, "After load");
     sess_nav_free(&nav);
+    /* A report over the world's cap (64 KiB) is not kept: the page is
+       asked, and the reply is the same. */
+    write_page("long-title.html",
+               "<!doctype html><title>t</title><p>x</p><script>"
+               "document.title = 'L' + 'o'.repeat(69997) + 'ng';</script>");
+    page_url("long-title.html", url, sizeof url);
+    rc = sess_navigate(s, url, "load", 20000, &nav, err, sizeof err);
+    if (rc < 0)
+        fail_msg("navigate: %s (%s)", err, rg_err_code(rc));
+    assert_string_equal(nav.url, url);
+    assert_int_equal(strlen(nav.title), 70000);
+    assert_true(!strncmp(nav.title, "Loo", 3) && !strcmp(nav.title + 69998, "ng"));
+    sess_nav_free(&nav);
     sess_close(s);
     sess_done(s, 0);
 }
