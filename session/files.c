@@ -15,7 +15,9 @@
  * and Page.downloadProgress, which Chromium sends to the page the download
  * started from (iframes included), so each session hears its own. Over the
  * session's quota a download is cancelled (Browser.cancelDownload) and
- * reported refused.
+ * reported refused. Once RG_DOWNLOADS_MAX are listed the context denies
+ * downloads, so later ones never reach the disk; one that began before
+ * that is cancelled, and what it wrote removed if it finished first.
  *
  * Threading: uploads, listings and reads are the holder's; the event
  * handler runs on the browser's reader thread and never blocks (its one
@@ -345,6 +347,21 @@ int sess_upload(sess *s, const reg_action *a, const sess_file *files, size_t n,
 
 /* ---- downloads ---- */
 
+/* The Browser.setDownloadBehavior of s's context: allowAndName into dl (a
+   path), or deny when dl is NULL. Chromium reports every download either way. */
+static void behavior_query(sess *s, const char *dl, rg_buf *q)
+{
+    const char *ctx = pool_lease_context(s->lease);
+    rg_buf_printf(q, "{\"behavior\":\"%s\",\"eventsEnabled\":true,\"browserContextId\":",
+                  dl ? "allowAndName" : "deny");
+    rg_buf_json_str(q, ctx, strlen(ctx));
+    if (dl) {
+        rg_buf_puts(q, ",\"downloadPath\":");
+        rg_buf_json_str(q, dl, strlen(dl));
+    }
+    rg_buf_puts(q, "}");
+}
+
 int sess_files_lock_down(sess *s)
 {
     int allowed = s->m->cfg.downloads_allowed &&
@@ -355,22 +372,29 @@ int sess_files_lock_down(sess *s)
     pthread_mutex_lock(&s->files->mu);
     s->files->dl_allowed = allowed;
     pthread_mutex_unlock(&s->files->mu);
-    const char *ctx = pool_lease_context(s->lease);
     rg_buf q;
     rg_buf_init(&q);
-    rg_buf_printf(&q, "{\"behavior\":\"%s\",\"eventsEnabled\":true,\"browserContextId\":",
-                  allowed ? "allowAndName" : "deny");
-    rg_buf_json_str(&q, ctx, strlen(ctx));
-    if (allowed) {
-        rg_buf_puts(&q, ",\"downloadPath\":");
-        rg_buf_json_str(&q, dl, strlen(dl));
-    }
-    rg_buf_puts(&q, "}");
+    behavior_query(s, allowed ? dl : NULL, &q);
     int rc = q.failed ? RG_ENOMEM
                       : sess_browser_call(s, "Browser.setDownloadBehavior", q.data,
                                           SESS_CALL_TIMEOUT_MS, NULL);
     rg_buf_destroy(&q);
     return rc;
+}
+
+/*
+ * The list is full: the browser is told to deny what comes next (sent
+ * without waiting; reader thread). A download that begins before that
+ * lands is cancelled, and removed if it finished first (dl_progress).
+ */
+static void deny_more(sess *s)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    behavior_query(s, NULL, &q);
+    if (!q.failed)
+        sess_browser_call_async(s, "Browser.setDownloadBehavior", q.data, 5000);
+    rg_buf_destroy(&q);
 }
 
 static const char *jstr_of(const cJSON *o, const char *k)
@@ -469,12 +493,17 @@ static void dl_begin(sess *s, const cJSON *params, cJSON **ev)
     int room = f->dl && f->n_dl < RG_DOWNLOADS_MAX;
     if (!f->dl_allowed || !room)
         d.state = SESS_DL_REFUSED; /* denied by the browser already, or cancelled below */
-    if (room && !find_dl(f, d.id))
+    int full = 0;
+    if (room && !find_dl(f, d.id)) {
         f->dl[f->n_dl++] = d;
+        full = f->dl_allowed && f->n_dl == RG_DOWNLOADS_MAX;
+    }
     int cancel = f->dl_allowed && !room;
     pthread_mutex_unlock(&f->mu);
     if (cancel)
         cancel_dl(s, d.id);
+    if (full)
+        deny_more(s);
     rg_log(RG_LOG_INFO, "session", "%s: download %s %s", s->id, d.id,
            d.state == SESS_DL_REFUSED ? "refused" : "started");
     *ev = dl_event(&d);
@@ -489,7 +518,17 @@ static void dl_progress(sess *s, const cJSON *params, cJSON **ev)
     size_t total = (size_t)jnum_of(params, "totalBytes");
     int cancel = 0;
     pthread_mutex_lock(&f->mu);
-    sess_download *d = find_dl(f, jstr_of(params, "guid"));
+    const char *id = jstr_of(params, "guid");
+    sess_download *d = find_dl(f, id);
+    if (!d && f->dl_allowed && !strcmp(st, "completed") && id_ok(id)) {
+        /* One refused past the list's cap that ended before its cancel
+           landed: what it wrote goes. */
+        unlink_dl(s, id);
+        pthread_mutex_unlock(&f->mu);
+        rg_log(RG_LOG_INFO, "session", "%s: download %s removed: it ended after its refusal",
+               s->id, id);
+        return;
+    }
     if (!d || d->state != SESS_DL_STARTED) {
         pthread_mutex_unlock(&f->mu);
         return;
