@@ -22,6 +22,7 @@
 #include "registry/registry.h"
 #include "registry/reg_int.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,10 +311,27 @@ static long whole(const cJSON *v, long lo, long hi)
     return (long)v->valuedouble;
 }
 
+/* Bounds a delta's run may move by, and a moved coordinate, clamped as
+   decode_one clamps the page's. */
+#define MOVE_MAX (1L << 30)
+
+static int is_move(const cJSON *v)
+{
+    return cJSON_IsNumber(v) && v->valuedouble >= -(double)MOVE_MAX &&
+           v->valuedouble <= (double)MOVE_MAX && v->valuedouble == (double)(long)v->valuedouble;
+}
+
+static int moved(int v, int d)
+{
+    long long r = (long long)v + d;
+    return r > INT_MAX ? INT_MAX : r < INT_MIN ? INT_MIN : (int)r;
+}
+
 /*
  * A delta's "ops" against the base b (whose chunks are p's first ones, the
  * delta's own the last): a run [q, n] is the base's nodes q..q+n-1 as they
- * were, an object a node written out. A node from the base that has an index
+ * were, a run [q, n, dx, dy] the same with the bounds of those with an index
+ * moved by (dx, dy), an object a node written out. A node from the base that has an index
  * gets its place among the indexed nodes as its index and its base index as
  * its previous one, which is what the page's walk gave it (50-observe.js,
  * deltaReply); a written-out node must already have that index. Anything
@@ -335,7 +353,10 @@ static int decode_delta(const cJSON *ops, long count, const struct reg_base *b,
         }
         long q = cJSON_IsArray(op) ? whole(op->child, 0, (long)b->n) : -1;
         long k = q >= 0 ? whole(op->child->next, 1, (long)b->n - q) : -1;
-        if (k < 0 || op->child->next->next)
+        if (k < 0)
+            return RG_EINTERNAL;
+        const cJSON *mx = op->child->next->next;
+        if (mx && (!is_move(mx) || !is_move(mx->next) || mx->next->next))
             return RG_EINTERNAL;
         for (long j = q; j < q + k; j++)
             n_alt += b->nodes[j].n_alt;
@@ -360,6 +381,8 @@ static int decode_delta(const cJSON *ops, long count, const struct reg_base *b,
             continue;
         }
         size_t q = (size_t)op->child->valuedouble, k = (size_t)op->child->next->valuedouble;
+        const cJSON *mx = op->child->next->next;
+        int dx = mx ? (int)mx->valuedouble : 0, dy = mx ? (int)mx->next->valuedouble : 0;
         for (size_t j = q; j < q + k; j++, i++) {
             reg_node *nd = &o->nodes[i];
             const reg_node *bn = &b->nodes[j];
@@ -372,6 +395,8 @@ static int decode_delta(const cJSON *ops, long count, const struct reg_base *b,
             if (bn->index >= 0) {
                 p->prev[i] = bn->index;
                 nd->index = ordinal++;
+                nd->bounds[0] = moved(bn->bounds[0], dx);
+                nd->bounds[1] = moved(bn->bounds[1], dy);
             }
             o->n_text += nd->is_text != 0;
             p->chunk_of[i] = b->chunk_of[j];

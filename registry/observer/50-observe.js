@@ -607,7 +607,9 @@
       }
       var line = { d: n.d, name: name, m: mj, t: '' };
       if (n.rf) {
-        var t = ',"b":' + (b ? '[' + b[0] + ',' + b[1] + ',' + b[2] + ',' + b[3] + ']' : 'null');
+        /* the bounds apart: a delta says "these lines moved by (dx, dy)" */
+        line.b = b;
+        var t = '';
         if (n.frame) t += ',"frame":' + JSON.stringify(n.frame);
         if (n.ia) t += ',"ia":1';
         if (prof) t0 = performance.now();
@@ -635,16 +637,24 @@
     }
     /* the reply, written out line by line: JSON.stringify's own text */
     var parts = new Array(out.length), cores = pure ? null : new Array(out.length);
+    var bs = pure ? null : new Array(out.length);
     for (var w = 0; w < out.length; w++) {
       var o = out[w];
       if (o.x !== undefined) {
         parts[w] = '{"d":' + o.d + ',"x":' + JSON.stringify(o.x) + '}';
-        if (cores) cores[w] = parts[w];
+        if (cores) { cores[w] = parts[w]; bs[w] = null; }
         continue;
       }
       var head = '{"d":' + o.d + ',' + o.m + o.t, tail = (o.tx !== undefined ? ',"tx":' + JSON.stringify(o.tx) : '') + '}';
-      parts[w] = o.ip ? head + o.ip + tail : head + tail;
-      if (cores) cores[w] = o.ip ? head + tail : parts[w];
+      if (o.ip) {
+        var bb = o.b;
+        parts[w] = head + ',"b":' + (bb ? '[' + bb[0] + ',' + bb[1] + ',' + bb[2] + ',' + bb[3] + ']' : 'null') +
+          o.ip + tail;
+      } else {
+        parts[w] = head + tail;
+      }
+      /* the line but for its bounds and indexes, which a delta carries apart */
+      if (cores) { cores[w] = o.ip ? head + tail : parts[w]; bs[w] = o.ip ? o.b : null; }
     }
     var hd = '"url":' + JSON.stringify(location.href) + ',"title":' + JSON.stringify(document.title) +
       ',"truncated":' + (truncated || textCut) + ',"count":' + out.length;
@@ -664,7 +674,7 @@
         els[u] = out[u].el || null;
         if (els[u]) pos.set(els[u], u);
       }
-      inc.base = { id: BASE_TAG + (++inc.baseSeq), head: hd, cores: cores, els: els, pos: pos };
+      inc.base = { id: BASE_TAG + (++inc.baseSeq), head: hd, cores: cores, bs: bs, els: els, pos: pos };
     }
     if (base === undefined) return json;
     if (was && inc.base && base === was.id) {
@@ -677,35 +687,60 @@
   /*
    * The reply as what changed since the one the registry holds (its "rid"
    * was passed as base): "ops" lists the new reply's nodes in order, each
-   * run [q, n] the base's nodes q..q+n-1 as they were, each object a node
-   * written out. A node is taken from the base when its line is the same
-   * apart from "i" and "p", and, for a node with an index, when it is the
-   * same element: its "i" is then its place among the indexed nodes and its
-   * "p" the base's "i" of it, which the registry works out (registry.c).
-   * The registry falls back to a plain reply on any doubt.
+   * run [q, n] the base's nodes q..q+n-1 as they were, a run [q, n, dx, dy]
+   * the same with the bounds of those with bounds moved by (dx, dy) (an
+   * item added above them), each object a node written out. A node is taken
+   * from the base when its line is the same apart from "b", "i" and "p",
+   * its bounds the same but for the run's move, and, for a node with an
+   * index, when it is the same element: its "i" is then its place among the
+   * indexed nodes and its "p" the base's "i" of it, which the registry works
+   * out (registry.c). The registry falls back to a plain reply on any doubt.
    */
   var BASE_MAX = 16 * 1024 * 1024; /* characters of reply kept for a delta */
   var BASE_TAG = Math.random().toString(36).slice(2, 10) + Date.now().toString(36) + '.';
+  var LOOK_AHEAD = 16; /* base lines a line without an element is looked for in */
   function deltaReply(was, now, parts, hd) {
-    var ops = [], bc = was.cores, be = was.els, nb = bc.length;
-    var runQ = -1, runN = 0, expect = 0;
+    var ops = [], bc = was.cores, be = was.els, bb = was.bs, nb = bc.length, nbs = now.bs;
+    var runQ = -1, runN = 0, runX = 0, runY = 0, runB = false, expect = 0;
+    function endRun() {
+      if (runN) ops.push('[' + runQ + ',' + runN + (runX || runY ? ',' + runX + ',' + runY : '') + ']');
+      runN = 0;
+    }
     for (var j = 0; j < parts.length; j++) {
-      var el = now.els[j];
+      var el = now.els[j], core = now.cores[j];
       var q = el ? was.pos.get(el) : expect;
-      if (q !== undefined && q < nb && bc[q] === now.cores[j] && (el ? be[q] === el : be[q] === null)) {
-        if (runN && q === runQ + runN) runN++;
-        else {
-          if (runN) ops.push('[' + runQ + ',' + runN + ']');
-          runQ = q; runN = 1;
+      if (!el && !(q < nb && bc[q] === core && be[q] === null)) {
+        /* A line without an element is found by its place: the one after
+           the last line taken, or a few further on when lines went or
+           changed (past the ref cap, where one ref more above turns the
+           last ref into a plain line, nothing else would find them). */
+        for (var w = q + 1; w < nb && w <= q + LOOK_AHEAD; w++)
+          if (be[w] === null && bc[w] === core) { q = w; break; }
+      }
+      if (q !== undefined && q < nb && bc[q] === core && (el ? be[q] === el : be[q] === null)) {
+        /* the move of its bounds, when both have bounds; a line without
+           any fits every run, one whose size changed none */
+        var b0 = bb[q], b1 = nbs[j], has = false, dx = 0, dy = 0;
+        if (b0 || b1) {
+          if (!b0 || !b1 || b0[2] !== b1[2] || b0[3] !== b1[3]) { endRun(); ops.push(parts[j]); continue; }
+          has = true;
+          dx = b1[0] - b0[0];
+          dy = b1[1] - b0[1];
+        }
+        if (runN && q === runQ + runN && (!has || !runB || (dx === runX && dy === runY))) {
+          runN++;
+          if (has && !runB) { runB = true; runX = dx; runY = dy; }
+        } else {
+          endRun();
+          runQ = q; runN = 1; runB = has; runX = dx; runY = dy;
         }
         expect = q + 1;
         continue;
       }
-      if (runN) ops.push('[' + runQ + ',' + runN + ']');
-      runN = 0;
+      endRun();
       ops.push(parts[j]);
     }
-    if (runN) ops.push('[' + runQ + ',' + runN + ']');
+    endRun();
     return '{' + hd + ',"rid":"' + now.id + '","base":"' + was.id + '","ops":[' + ops.join(',') + ']}';
   }
 
