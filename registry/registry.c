@@ -697,7 +697,16 @@ static int commit_and_cache(reg_page *pg, reg_entry *up, size_t n, size_t *n_rem
      * and with all (a flush).
      */
     int64_t soon = rg_wall_ms() - pg->cfg.stale_ms + pg->cfg.stale_ms / 4;
-    int evicts = pg->n_entries + n > pg->cfg.max;
+    /* how many entries the commit would leave: the cached ones, the new
+       refs among the upserts, less the drops (assign_refs) */
+    size_t n_drop = 0, n_known = 0;
+    for (size_t i = 0; i < n; i++)
+        n_drop += up[i].drop != 0;
+    for (size_t i = 0; n && i < pg->n_entries; i++) {
+        const reg_entry *hit = bsearch(&pg->entries[i], up, n, sizeof *up, entry_ref_cmp);
+        n_known += hit && !hit->drop;
+    }
+    int evicts = pg->n_entries + (n - n_drop - n_known) > pg->cfg.max + n_drop;
     size_t n0 = n;
     for (size_t i = 0; i < pg->n_entries; i++) {
         reg_entry *e = &pg->entries[i];
@@ -740,7 +749,7 @@ static int commit_and_cache(reg_page *pg, reg_entry *up, size_t n, size_t *n_rem
             merged[k++] = *e;
     }
     for (size_t i = 0; i < n; i++) {
-        if (ref_listed(rm.refs, rm.n, up[i].ref))
+        if (up[i].drop || ref_listed(rm.refs, rm.n, up[i].ref))
             reg_entry_destroy(&up[i]);
         else
             merged[k++] = up[i];
@@ -776,6 +785,52 @@ int reg_page_flush(reg_page *pg)
         return 0; /* the store has every sighting: no round trip */
     reg_entry *up = calloc(lag, sizeof *up);
     return up ? commit_and_cache(pg, up, 0, NULL, 1) : RG_ENOMEM;
+}
+
+/* When e was last seen: this worker's time, or the store's when newer. */
+static int64_t seen_at(const reg_entry *e)
+{
+    return e->seen_ms > e->last_seen_ms ? e->seen_ms : e->last_seen_ms;
+}
+
+static int by_seen_then_ref(const void *a, const void *b)
+{
+    const reg_entry *x = *(reg_entry *const *)a, *y = *(reg_entry *const *)b;
+    int64_t sx = seen_at(x), sy = seen_at(y);
+    if (sx != sy)
+        return sx < sy ? -1 : 1;
+    return strcmp(x->ref, y->ref);
+}
+
+/*
+ * Appends to up (at *n_up) a drop for each of the over entries that m's
+ * observation did not claim and that were seen least recently. 0, or -1
+ * when there are fewer such entries or no memory (up is then unchanged).
+ */
+static int evict_unseen(reg_page *pg, const struct matcher *m, size_t over, reg_entry *up,
+                        size_t *n_up)
+{
+    size_t k = 0;
+    reg_entry **v = malloc((m->n ? m->n : 1) * sizeof *v);
+    if (!v)
+        return -1;
+    for (size_t i = 0; i < m->n; i++)
+        if (!m->claimed[i])
+            v[k++] = &pg->entries[i];
+    if (k < over) {
+        free(v);
+        return -1;
+    }
+    qsort(v, k, sizeof *v, by_seen_then_ref);
+    for (size_t i = 0; i < over; i++) {
+        reg_entry *d = &up[(*n_up)++];
+        memset(d, 0, sizeof *d);
+        memcpy(d->ref, v[i]->ref, sizeof d->ref);
+        d->last_seen_ms = d->seen_ms = seen_at(v[i]);
+        d->drop = 1;
+    }
+    free(v);
+    return 0;
 }
 
 static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int same,
@@ -887,7 +942,19 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     size_t n_wanted = 0;
     for (i = 0; i < n; i++)
         n_wanted += wants_ref(&o->nodes[i]) && !match[i];
-    int may_skip = pg->n_entries + n_wanted <= pg->cfg.max;
+    /*
+     * At the cap, the store would evict the least recently seen entries,
+     * and its last-seen times lag this worker's: every entry would have to
+     * be written with its time first (2,000 writes on the 5,000-control
+     * page, each observe that brings one new ref). The registry makes that
+     * choice itself from the times it holds: the entries this observation
+     * did not see, least recently seen first (ties by ref), are removed in
+     * the same commit, and the page stays at its cap without an eviction.
+     */
+    size_t over = pg->n_entries + n_wanted > pg->cfg.max
+                      ? pg->n_entries + n_wanted - pg->cfg.max
+                      : 0;
+    int may_skip = over == 0 || evict_unseen(pg, &m, over, *upserts, n_up) == 0;
     pos = 0;
     for (i = 0; i < n; i++) {
         reg_node *nd = &o->nodes[i];

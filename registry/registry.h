@@ -118,6 +118,8 @@ typedef struct reg_entry {
                            entry is not written again (registry.c, assign_refs) */
     int moved;          /* its cached copy only, never stored: order and bounds are newer
                            than the store's, written back with its time (assign_refs) */
+    int drop;           /* in a commit only: remove this ref rather than write it (the
+                           registry's own choice at the cap; only ref is read) */
 } reg_entry;
 
 void reg_entry_destroy(reg_entry *e);
@@ -156,11 +158,12 @@ typedef struct reg_store_ops {
     /** All entries of page (caller owns *out; reg_entries_free). */
     int (*load)(reg_store *s, const char *page, reg_entry **out, size_t *n);
     /**
-     * One observation: upserts n entries (by ref), then removes entries last
-     * seen before now_ms - stale_ms, then, while more than max remain, the
-     * least recently seen (ties broken deterministically). removed (may be
-     * NULL) gets the refs that went, so a worker's cached copy of the page
-     * follows the store without reading it back.
+     * One observation: upserts n entries (by ref; one with drop set is
+     * removed instead), then removes entries last seen before now_ms -
+     * stale_ms, then, while more than max remain, the least recently seen
+     * (ties broken deterministically). removed (may be NULL) gets the refs
+     * that went, dropped ones included, so a worker's cached copy of the
+     * page follows the store without reading it back.
      */
     int (*commit)(reg_store *s, const char *page, const reg_entry *v, size_t n, int64_t now_ms,
                   int64_t stale_ms, size_t max, reg_removed *removed);

@@ -29,16 +29,21 @@
 
 
 /* KEYS reg seen regz [fence]; ARGV now stale max ttl token, then (ref seen blob) per
-   entry. With a fence key, nothing is written unless its field "fence" is token: -1.
-   Drops go 500 members per ZREM/HDEL: Lua's unpack has a stack limit. */
+   entry, an empty blob for a ref to remove (reg_entry.drop). With a fence key, nothing
+   is written unless its field "fence" is token: -1. Drops go 500 members per
+   ZREM/HDEL: Lua's unpack has a stack limit. */
 static const char commit_lua[] =
     "if #KEYS > 3 and redis.call('HGET', KEYS[4], 'fence') ~= ARGV[5] then return -1 end\n"
     "local now, stale, max, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
     "tonumber(ARGV[4])\n"
     "redis.call('DEL', KEYS[3])\n"
+    "local asked = {}\n"
     "for i = 6, #ARGV, 3 do\n"
-    "  redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])\n"
-    "  redis.call('ZADD', KEYS[2], tonumber(ARGV[i + 1]), ARGV[i])\n"
+    "  if ARGV[i + 2] == '' then asked[#asked + 1] = ARGV[i]\n"
+    "  else\n"
+    "    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])\n"
+    "    redis.call('ZADD', KEYS[2], tonumber(ARGV[i + 1]), ARGV[i])\n"
+    "  end\n"
     "end\n"
     "local gone = {}\n"
     "local function drop(list)\n"
@@ -49,6 +54,7 @@ static const char commit_lua[] =
     "  end\n"
     "  for j = 1, #list do gone[#gone + 1] = list[j] end\n"
     "end\n"
+    "drop(asked)\n"
     "drop(redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', '(' .. (now - stale)))\n"
     "local n = redis.call('ZCARD', KEYS[2])\n"
     "if n > max then drop(redis.call('ZRANGE', KEYS[2], 0, n - max - 1)) end\n"
@@ -492,7 +498,8 @@ static int redis_commit_fenced(reg_store *s, const char *page, const reg_entry *
         argv[a++] = nums[i];
     for (size_t i = 0; i < n; i++) {
         msgpack_sbuffer_init(&blobs[i]);
-        pack_entry(&blobs[i], &v[i]);
+        if (!v[i].drop)
+            pack_entry(&blobs[i], &v[i]); /* never empty: a map */
         snprintf(nums[5 + i], 24, "%lld", (long long)v[i].last_seen_ms);
         argv[a++] = v[i].ref;
         argv[a++] = nums[5 + i];

@@ -862,6 +862,65 @@ static void test_moved_entries_are_written_later(void **state)
     fx_close(&f);
 }
 
+/*
+ * At the cap, an element added above the others takes a ref and the last
+ * of them loses its own (the page gives refs to the first max). The
+ * registry removes that entry itself, the least recently seen of those the
+ * observation did not see, and writes the new entry alone: the others only
+ * moved. Before, the store was left to evict by its last-seen times, which
+ * lag the registry's, so every entry was written again first.
+ */
+static void test_at_the_cap_a_new_ref_writes_itself_alone(void **state)
+{
+    (void)state;
+    reg_config cfg = {.stale_ms = 60000, .max = 8};
+    struct fx f;
+    fx_open(&f, "/many.html#20", &cfg);
+    reg_observation a, b, c;
+    reg_observe_opts opts = {.no_selectors = 1};
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &a), 0);
+    assert_int_equal(a.n_refs, 8);
+    const reg_node *last = by_name(&a, "button", "Button 7");
+    assert_non_null(last);
+    reg_entry *v;
+    assert_int_equal(stored(&f, &v), 8);
+    reg_entries_free(v, 8);
+
+    js(&f, "var d = document.createElement('div'); d.innerHTML = '<button>Inserted</button>';"
+           "document.body.insertBefore(d, document.getElementById('c'))");
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &b), 0);
+    assert_int_equal(b.n_refs, 8);
+    assert_int_equal(b.n_new, 1);
+    assert_int_equal(b.n_removed, 1);
+    assert_int_equal(b.n_unwritten, 7);
+    const reg_node *ins = by_name(&b, "button", "Inserted");
+    assert_non_null(ins);
+    assert_non_null(ins->ref);
+    assert_int_equal(stored(&f, &v), 8);
+    assert_non_null(entry_of(v, 8, ins->ref));
+    for (size_t i = 0; i < 8; i++)
+        assert_string_not_equal(v[i].ref, last->ref);
+    for (int k = 0; k < 7; k++) {
+        char name[32];
+        snprintf(name, sizeof name, "Button %d", k);
+        const reg_node *was = by_name(&a, "button", name), *now = by_name(&b, "button", name);
+        assert_non_null(now);
+        assert_string_equal(now->ref, was->ref);
+        entry_of(v, 8, was->ref);
+    }
+    reg_entries_free(v, 8);
+
+    /* The next observe of the same page finds every ref where it was. */
+    assert_int_equal(reg_observe(f.pg, f.h, &opts, &c), 0);
+    assert_int_equal(c.n_new, 0);
+    assert_int_equal(c.n_removed, 0);
+    assert_string_equal(by_name(&c, "button", "Inserted")->ref, ins->ref);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    reg_observation_free(&c);
+    fx_close(&f);
+}
+
 static void sleep_until(int64_t when_ms)
 {
     int64_t now = rg_wall_ms();
@@ -941,6 +1000,7 @@ int main(void)
         cmocka_unit_test(test_scope_and_viewport_only),
         cmocka_unit_test(test_cap_and_stale_threshold),
         cmocka_unit_test(test_unchanged_entries_are_not_written_again),
+        cmocka_unit_test(test_at_the_cap_a_new_ref_writes_itself_alone),
         cmocka_unit_test(test_unwritten_entries_go_stale_on_time),
         cmocka_unit_test(test_moved_entries_are_written_later),
         cmocka_unit_test(test_outline_text),

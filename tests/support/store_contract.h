@@ -95,6 +95,27 @@ static void store_contract(reg_store *s, const char *page, const char *other_pag
     assert_int_equal(n, 2);
     assert_true(contract_has(got, n, "@e"));
     reg_entries_free(got, n);
+    /* A drop removes its ref, however recently seen, and is reported; the
+       upserts beside it stay, and the cap then has nothing to evict (a
+       store that wrote the drop as an entry would evict the other). */
+    const char *kept = "@e"; /* the most recently seen: a cap would keep it */
+    assert_int_equal(s->ops->load(s, page, &got, &n), 0);
+    assert_int_equal(n, 2);
+    char other[REG_REF_MAX];
+    snprintf(other, sizeof other, "%s", strcmp(got[0].ref, kept) ? got[0].ref : got[1].ref);
+    reg_entries_free(got, n);
+    reg_entry y[2] = {contract_entry("@f", 70002, 1), contract_entry(kept, 70002, 2)};
+    y[1].drop = 1; /* seen now, as a store that wrote it would keep it */
+    assert_int_equal(s->ops->commit(s, page, y, 2, 70002, 60000, 2, &removed), 0);
+    assert_int_equal(removed.n, 1);
+    assert_string_equal(removed.refs[0], kept);
+    reg_removed_free(&removed);
+    assert_int_equal(s->ops->load(s, page, &got, &n), 0);
+    assert_int_equal(n, 2);
+    assert_true(contract_has(got, n, "@f"));
+    assert_true(contract_has(got, n, other)); /* older than @e, but not dropped */
+    assert_false(contract_has(got, n, kept));
+    reg_entries_free(got, n);
     /* Pages are separate; drop forgets one. */
     assert_int_equal(s->ops->load(s, other_page, &got, &n), 0);
     assert_int_equal(n, 0);
