@@ -15,9 +15,10 @@
  * and Page.downloadProgress, which Chromium sends to the page the download
  * started from (iframes included), so each session hears its own. Over the
  * session's quota a download is cancelled (Browser.cancelDownload) and
- * reported refused. Once RG_DOWNLOADS_MAX are listed the context denies
- * downloads, so later ones never reach the disk; one that began before
- * that is cancelled, and what it wrote removed if it finished first.
+ * reported refused. Once RG_DOWNLOADS_MAX are listed and none is in
+ * progress the context denies downloads, so later ones never reach the
+ * disk; one that began before that is cancelled, and what it wrote
+ * removed if it finished first.
  *
  * Threading: uploads, listings and reads are the holder's; the event
  * handler runs on the browser's reader thread and never blocks (its one
@@ -42,6 +43,7 @@ struct sess_files {
     size_t up_bytes;   /* bytes of this context's uploads */
     unsigned up_seq;   /* uploads so far: up/<n> */
     int dl_allowed;    /* set at lock-down for the context */
+    int dl_denied;     /* the list is full and settled: the context now denies */
     sess_download *dl; /* RG_DOWNLOADS_MAX entries once the first download begins */
     size_t n_dl;
 };
@@ -122,6 +124,7 @@ void sess_files_clear(sess *s)
     f->up_bytes = 0;
     f->n_dl = 0;
     f->dl_allowed = 0;
+    f->dl_denied = 0;
     pthread_mutex_unlock(&f->mu);
     char top[PATH_MAX];
     if (made && session_path(s, NULL, top, sizeof top) == 0)
@@ -493,20 +496,31 @@ static void dl_begin(sess *s, const cJSON *params, cJSON **ev)
     int room = f->dl && f->n_dl < RG_DOWNLOADS_MAX;
     if (!f->dl_allowed || !room)
         d.state = SESS_DL_REFUSED; /* denied by the browser already, or cancelled below */
-    int full = 0;
-    if (room && !find_dl(f, d.id)) {
+    if (room && !find_dl(f, d.id))
         f->dl[f->n_dl++] = d;
-        full = f->dl_allowed && f->n_dl == RG_DOWNLOADS_MAX;
-    }
     int cancel = f->dl_allowed && !room;
     pthread_mutex_unlock(&f->mu);
     if (cancel)
         cancel_dl(s, d.id);
-    if (full)
-        deny_more(s);
     rg_log(RG_LOG_INFO, "session", "%s: download %s %s", s->id, d.id,
            d.state == SESS_DL_REFUSED ? "refused" : "started");
     *ev = dl_event(&d);
+}
+
+/*
+ * 1 once (mutex held) when the list is full and none of it is in progress:
+ * the context is then told to deny. Not sooner: a deny that lands while a
+ * listed download has not chosen its file yet cancels that one too.
+ */
+static int settled_full(struct sess_files *f)
+{
+    if (f->dl_denied || !f->dl_allowed || f->n_dl < RG_DOWNLOADS_MAX)
+        return 0;
+    for (size_t i = 0; i < f->n_dl; i++)
+        if (f->dl[i].state == SESS_DL_STARTED)
+            return 0;
+    f->dl_denied = 1;
+    return 1;
 }
 
 /* Page.downloadProgress: bytes, the quota, the end; *ev the event to send. */
@@ -548,11 +562,15 @@ static void dl_progress(sess *s, const cJSON *params, cJSON **ev)
     } else if (!strcmp(st, "canceled")) {
         d->state = SESS_DL_REFUSED;
         unlink_dl(s, d->id);
+        rg_log(RG_LOG_INFO, "session", "%s: download %s cancelled by the browser", s->id, d->id);
     }
     sess_download copy = *d;
+    int deny = settled_full(f);
     pthread_mutex_unlock(&f->mu);
     if (cancel)
         cancel_dl(s, copy.id);
+    if (deny)
+        deny_more(s);
     if (copy.state != SESS_DL_STARTED)
         *ev = dl_event(&copy);
 }
