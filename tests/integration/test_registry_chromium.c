@@ -799,6 +799,28 @@ static const reg_entry *entry_of(const reg_entry *v, size_t n, const char *ref)
     return e;
 }
 
+/* "Button k" in b, which must hold the ref it had in a (*was: its node in a). */
+static const reg_node *kept_button(const reg_observation *a, const reg_observation *b, int k,
+                                   const reg_node **was)
+{
+    char name[32];
+    snprintf(name, sizeof name, "Button %d", k);
+    const reg_node *now = by_name(b, "button", name);
+    *was = by_name(a, "button", name);
+    assert_non_null(*was);
+    assert_non_null(now);
+    assert_string_equal(now->ref, (*was)->ref);
+    return now;
+}
+
+/* A button "Inserted" in a div of its own above the list of buttons, so
+   the buttons keep their sibling indexes (their identity). */
+static void insert_button_above(struct fx *f)
+{
+    js(f, "var d = document.createElement('div'); d.innerHTML = '<button>Inserted</button>';"
+          "document.body.insertBefore(d, document.getElementById('c'))");
+}
+
 /*
  * An element added above others moves them, their order among the refs and
  * their bounds, without changing them: the observe writes the new entry
@@ -821,8 +843,7 @@ static void test_moved_entries_are_written_later(void **state)
     reg_entry *v0, *v1, *v2;
     assert_int_equal(stored(&f, &v0), 20);
 
-    js(&f, "var d = document.createElement('div'); d.innerHTML = '<button>Inserted</button>';"
-           "document.body.insertBefore(d, document.getElementById('c'))");
+    insert_button_above(&f);
     assert_int_equal(reg_observe(f.pg, f.h, &opts, &b), 0);
     assert_int_equal(b.n_refs, 21);
     assert_int_equal(b.n_new, 1);
@@ -830,11 +851,7 @@ static void test_moved_entries_are_written_later(void **state)
     assert_non_null(by_name(&b, "button", "Inserted"));
     assert_int_equal(stored(&f, &v1), 21);
     for (int k = 0; k < 20; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "Button %d", k);
-        const reg_node *was = by_name(&a, "button", name), *now = by_name(&b, "button", name);
-        assert_non_null(now);
-        assert_string_equal(now->ref, was->ref);
+        const reg_node *was, *now = kept_button(&a, &b, k, &was);
         /* it moved down, and the store still has where it was */
         assert_true(now->bounds[1] > was->bounds[1]);
         const reg_entry *old = entry_of(v0, 20, was->ref), *e = entry_of(v1, 21, was->ref);
@@ -886,8 +903,7 @@ static void test_at_the_cap_a_new_ref_writes_itself_alone(void **state)
     assert_int_equal(stored(&f, &v), 8);
     reg_entries_free(v, 8);
 
-    js(&f, "var d = document.createElement('div'); d.innerHTML = '<button>Inserted</button>';"
-           "document.body.insertBefore(d, document.getElementById('c'))");
+    insert_button_above(&f);
     assert_int_equal(reg_observe(f.pg, f.h, &opts, &b), 0);
     assert_int_equal(b.n_refs, 8);
     assert_int_equal(b.n_new, 1);
@@ -901,11 +917,8 @@ static void test_at_the_cap_a_new_ref_writes_itself_alone(void **state)
     for (size_t i = 0; i < 8; i++)
         assert_string_not_equal(v[i].ref, last->ref);
     for (int k = 0; k < 7; k++) {
-        char name[32];
-        snprintf(name, sizeof name, "Button %d", k);
-        const reg_node *was = by_name(&a, "button", name), *now = by_name(&b, "button", name);
-        assert_non_null(now);
-        assert_string_equal(now->ref, was->ref);
+        const reg_node *was;
+        kept_button(&a, &b, k, &was);
         entry_of(v, 8, was->ref);
     }
     reg_entries_free(v, 8);
