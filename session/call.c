@@ -16,8 +16,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* A call or a page handle after a navigation may change what its load
+   report says of the page: the checkpoint then asks the page
+   (sess.load_touched; any thread). The event handlers' own answers (a
+   dialog dismissed, a download cancelled, a tab closed) do not count. */
+static void touched(sess *s)
+{
+    __atomic_store_n(&s->load_touched, 1, __ATOMIC_SEQ_CST);
+}
+
 int sess_call(sess *s, const char *method, const char *params, int timeout_ms, cdp_reply *out)
 {
+    touched(s);
     if (!s->lease || !s->cur) {
         if (out)
             memset(out, 0, sizeof *out);
@@ -28,6 +38,7 @@ int sess_call(sess *s, const char *method, const char *params, int timeout_ms, c
 
 int sess_call_async(sess *s, const char *method, const char *params, int timeout_ms)
 {
+    touched(s);
     if (!s->lease || !s->cur)
         return RG_ECRASHED;
     return cdp_call_async(pool_lease_conn(s->lease), s->cur->session, method, params, timeout_ms,
@@ -45,6 +56,7 @@ int sess_tab_call_async(sess_tab *t, const char *method, const char *params, int
 int sess_browser_call(sess *s, const char *method, const char *params, int timeout_ms,
                       cdp_reply *out)
 {
+    touched(s);
     if (!s->lease) {
         if (out)
             memset(out, 0, sizeof *out);
@@ -97,6 +109,7 @@ char *sess_json_dup(const cJSON *o, const char *k)
 
 reg_page_handle sess_handle(sess *s)
 {
+    touched(s); /* whatever the caller does with the page */
     int ok = s->lease && s->cur;
     reg_page_handle h = {ok ? pool_lease_conn(s->lease) : NULL, ok ? s->cur->session : NULL,
                          ok ? s->cur->world : NULL};

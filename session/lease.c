@@ -343,6 +343,8 @@ void sess_forget_ckpt(sess *s)
     free(s->ckpt_origin);
     s->ckpt_url = s->ckpt_title = s->ckpt_origin = NULL;
     s->ckpt_valid = 0;
+    free(s->load_report);
+    s->load_report = NULL;
 }
 
 /*
@@ -602,7 +604,17 @@ static void checkpoint(sess *s, int full, int defer)
         return;
     }
     __atomic_store_n(&s->scroll_owed, 0, __ATOMIC_SEQ_CST);
-    int rc = known ? 0 : sess_capture_page(s, full, &c);
+    /* Right after a navigation, the page's part of a full capture is in the
+       observer's report from the load event: no call into a page that is
+       busy with its load's aftermath. */
+    int rc = RG_ENOTFOUND;
+    if (!known && full && s->load_report && s->load_gen == gen && s->load_tab == s->active &&
+        !__atomic_load_n(&s->load_touched, __ATOMIC_SEQ_CST))
+        rc = sess_capture_loaded(s, s->load_report, &c);
+    free(s->load_report);
+    s->load_report = NULL;
+    if (rc == RG_ENOTFOUND)
+        rc = known ? 0 : sess_capture_page(s, full, &c);
     if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&
         len > m->cfg.park_max_bytes) {
         free(blob);

@@ -277,15 +277,11 @@ static int capture_tabs(sess *s, sess_capture *c)
     return c->tabs && (!keep || c->tab) ? 0 : RG_ENOMEM;
 }
 
-int sess_capture_page(sess *s, int full, sess_capture *c)
+/* What capture_js (or the load report, which has the same fields) gave,
+   into c; then, when full, the browser's part. root is consumed. */
+static int capture_from(sess *s, int full, cJSON *root, sess_capture *c)
 {
-    memset(c, 0, sizeof *c);
-    char expr[sizeof capture_js + 8];
-    snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
-    cJSON *root = NULL;
-    int rc = sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &root);
-    if (rc < 0)
-        return rc;
+    int rc;
     c->url = sess_json_dup(root, "u");
     c->title = sess_json_dup(root, "t");
     c->origin = sess_json_dup(root, "o");
@@ -328,6 +324,29 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     if (rc < 0)
         sess_capture_free(c);
     return rc;
+}
+
+int sess_capture_page(sess *s, int full, sess_capture *c)
+{
+    memset(c, 0, sizeof *c);
+    char expr[sizeof capture_js + 8];
+    snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
+    cJSON *root = NULL;
+    int rc = sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &root);
+    return rc < 0 ? rc : capture_from(s, full, root, c);
+}
+
+int sess_capture_loaded(sess *s, const char *report, sess_capture *c)
+{
+    memset(c, 0, sizeof *c);
+    cJSON *root = cJSON_Parse(report);
+    if (!cJSON_IsObject(root) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "u")) ||
+        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "o")) ||
+        !cJSON_GetObjectItemCaseSensitive(root, "st")) {
+        cJSON_Delete(root);
+        return RG_ENOTFOUND; /* no storage in it: the page is asked */
+    }
+    return capture_from(s, 1, root, c);
 }
 
 /* ---- msgpack of the parked state ---- */

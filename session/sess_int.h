@@ -125,6 +125,14 @@ struct sess {
     int ckpt_valid;
     char *ckpt_url, *ckpt_title, *ckpt_origin;
     double ckpt_sx, ckpt_sy;
+    /* The observer's report from the load event of the last navigation
+       (nav.c), with the page_gen and the tab it is of: the full checkpoint
+       after that navigation takes the page's part from it (lease.c) when
+       nothing was sent to the browser nor a page handle given out since. */
+    char *load_report;
+    unsigned load_gen;
+    const void *load_tab;
+    int load_touched;              /* atomic: a call or a page handle since it (call.c) */
     int has_hint;                  /* the command reported the scroll (sess_note_scroll) */
     int scroll_owed;               /* atomic: a checkpoint left the scroll to the heartbeat */
     double hint_sx, hint_sy;
@@ -293,6 +301,9 @@ void sess_capture_free(sess_capture *c);
  * observation) too.
  */
 int sess_capture_page(sess *s, int full, sess_capture *c);
+/** The same full capture, the page's part from a load report that carries
+    its storage (99-api.js); RG_ENOTFOUND when it does not. */
+int sess_capture_loaded(sess *s, const char *report, sess_capture *c);
 /** The page keys of the tabs a capture lists (t1's "main" included); caller frees each and v. */
 int sess_capture_page_keys(const sess *s, const sess_capture *c, char ***v, size_t *n);
 /** Opens and rebuilds the capture's other tabs after the first (restore); the refs into ri. */

@@ -32,13 +32,34 @@
      before the load event in the same task, so that it runs after the
      page's own load listeners (a title or URL one of them sets is in the
      report, as it was when the page was asked after the event). */
+  /* With it, what the session's checkpoint after the navigation keeps of
+     the page (its origin, scroll and storage, as session/park.c's
+     capture_js reads them), so that checkpoint needs no call into the page
+     either; "st" says storage was read. Storage too large for the report
+     (REPORT_MAX, under registry/world.c's cap) is left out, and the
+     checkpoint then asks the page. */
+  var REPORT_MAX = 60000;
+  function dumpStorage(st) {
+    var o = {};
+    for (var i = 0; i < st.length; i++) { var k = st.key(i); o[k] = st.getItem(k); }
+    return o;
+  }
   function reportLoad() {
     try {
       var b = G.__refgateLoaded;
       if (typeof b !== 'function') return;
       var nav = performance.getEntriesByType('navigation')[0];
-      b(JSON.stringify({ u: location.href, t: document.title,
-                         s: (nav && nav.responseStatus) || 0 }));
+      var r = { u: location.href, t: document.title, s: (nav && nav.responseStatus) || 0,
+                o: location.origin, x: Math.round(G.scrollX), y: Math.round(G.scrollY) };
+      var plain = JSON.stringify(r);
+      r.st = 1;
+      try { r.ls = dumpStorage(G.localStorage); } catch (e) { /* none, as capture_js */ }
+      try { r.ss = dumpStorage(G.sessionStorage); } catch (e) { /* none, as capture_js */ }
+      var full = JSON.stringify(r);
+      /* world.c counts bytes of UTF-8: up to 3 a character here */
+      var fits = full.length * 3 <= REPORT_MAX ||
+        (full.length <= REPORT_MAX && new TextEncoder().encode(full).length <= REPORT_MAX);
+      b(fits ? full : plain);
     } catch (e) { /* no report: the navigation asks the page */ }
   }
   try {

@@ -283,6 +283,37 @@ static void test_checkpoint_after_navigate_survives_the_browser(void **state)
     delete_session(sid);
 }
 
+/*
+ * The same with storage too large for the observer's load report, which
+ * then leaves it out: the checkpoint asks the page for it, and the restore
+ * still brings it back.
+ */
+static void test_checkpoint_after_navigate_keeps_large_storage(void **state)
+{
+    (void)state;
+    char sid[64], url[256], body[400];
+    create("actions.html", sid);
+    httpd_url(gw.pages, "/stored-big.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    ok(sid, body);
+    ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}"); /* after its checkpoint */
+    int w = owner_of(sid);
+    pid_t br[8];
+    int n = browsers_of(w, br, 8);
+    assert_true(n >= 1);
+    for (int i = 0; i < n; i++)
+        kill(br[i], SIGKILL);
+    reply r = until_ok(sid,
+                       "{\"op\":\"eval\",\"args\":{\"expression\":\"[location.pathname, "
+                       "localStorage.getItem('loads'), sessionStorage.getItem('loads'), "
+                       "localStorage.getItem('big').length].join('|')\"}}",
+                       20);
+    assert_int_equal(r.status, 200);
+    assert_string_equal(str_of(&r, "value"), "/stored-big.html|2|2|100000");
+    drop(&r);
+    delete_session(sid);
+}
+
 /* A renderer that allocates until V8's cap ends it: the command gets
    browser_crashed; a session beside it on the same worker keeps its page
    and its state; the crashed one comes back on its next command. */
@@ -658,6 +689,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_browser_killed_mid_command),
         cmocka_unit_test(test_checkpoint_after_navigate_survives_the_browser),
+        cmocka_unit_test(test_checkpoint_after_navigate_keeps_large_storage),
         cmocka_unit_test(test_page_that_eats_memory),
         cmocka_unit_test(test_page_in_an_infinite_loop),
         cmocka_unit_test(test_page_that_stops_answering),
