@@ -252,16 +252,16 @@ static void test_browser_killed_mid_command(void **state)
 }
 
 /*
- * The checkpoint after a navigation holds the page the navigation reached:
- * its URL, and what it wrote while it loaded (storage, a cookie). The
- * browser dies right after; the next command restores all of it.
+ * A session navigated to page, then a read (after the navigation's
+ * checkpoint), then every browser of its worker killed: what eval_js
+ * gives once the next command restored it (value: the caller's, len).
  */
-static void test_checkpoint_after_navigate_survives_the_browser(void **state)
+static void navigate_then_lose_the_browser(const char *page, const char *eval_js, char *value,
+                                           size_t len)
 {
-    (void)state;
-    char sid[64], url[256], body[400];
+    char sid[64], url[256], body[600];
     create("actions.html", sid);
-    httpd_url(gw.pages, "/stored.html", url, sizeof url);
+    httpd_url(gw.pages, page, url, sizeof url);
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
     ok(sid, body);
     ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}"); /* after its checkpoint */
@@ -271,16 +271,30 @@ static void test_checkpoint_after_navigate_survives_the_browser(void **state)
     assert_true(n >= 1);
     for (int i = 0; i < n; i++)
         kill(br[i], SIGKILL);
-    reply r = until_ok(sid,
-                       "{\"op\":\"eval\",\"args\":{\"expression\":\"[location.pathname, "
-                       "document.title, localStorage.getItem('loads'), "
-                       "sessionStorage.getItem('loads'), document.cookie].join('|')\"}}",
-                       20);
+    snprintf(body, sizeof body, "{\"op\":\"eval\",\"args\":{\"expression\":\"%s\"}}", eval_js);
+    reply r = until_ok(sid, body, 20);
     assert_int_equal(r.status, 200);
-    /* The first load's writes came back before the page loaded again, which counted 2. */
-    assert_string_equal(str_of(&r, "value"), "/stored.html|Stored|2|2|loads=2");
+    snprintf(value, len, "%s", str_of(&r, "value"));
     drop(&r);
     delete_session(sid);
+}
+
+/*
+ * The checkpoint after a navigation holds the page the navigation reached:
+ * its URL, and what it wrote while it loaded (storage, a cookie). The
+ * browser dies right after; the next command restores all of it.
+ */
+static void test_checkpoint_after_navigate_survives_the_browser(void **state)
+{
+    (void)state;
+    char v[256];
+    navigate_then_lose_the_browser("/stored.html",
+                                   "[location.pathname, document.title, "
+                                   "localStorage.getItem('loads'), sessionStorage.getItem('loads'), "
+                                   "document.cookie].join('|')",
+                                   v, sizeof v);
+    /* The first load's writes came back before the page loaded again, which counted 2. */
+    assert_string_equal(v, "/stored.html|Stored|2|2|loads=2");
 }
 
 /*
@@ -291,27 +305,13 @@ static void test_checkpoint_after_navigate_survives_the_browser(void **state)
 static void test_checkpoint_after_navigate_keeps_large_storage(void **state)
 {
     (void)state;
-    char sid[64], url[256], body[400];
-    create("actions.html", sid);
-    httpd_url(gw.pages, "/stored-big.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
-    ok(sid, body);
-    ok(sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}"); /* after its checkpoint */
-    int w = owner_of(sid);
-    pid_t br[8];
-    int n = browsers_of(w, br, 8);
-    assert_true(n >= 1);
-    for (int i = 0; i < n; i++)
-        kill(br[i], SIGKILL);
-    reply r = until_ok(sid,
-                       "{\"op\":\"eval\",\"args\":{\"expression\":\"[location.pathname, "
-                       "localStorage.getItem('loads'), sessionStorage.getItem('loads'), "
-                       "localStorage.getItem('big').length].join('|')\"}}",
-                       20);
-    assert_int_equal(r.status, 200);
-    assert_string_equal(str_of(&r, "value"), "/stored-big.html|2|2|100000");
-    drop(&r);
-    delete_session(sid);
+    char v[256];
+    navigate_then_lose_the_browser("/stored-big.html",
+                                   "[location.pathname, localStorage.getItem('loads'), "
+                                   "sessionStorage.getItem('loads'), "
+                                   "localStorage.getItem('big').length].join('|')",
+                                   v, sizeof v);
+    assert_string_equal(v, "/stored-big.html|2|2|100000");
 }
 
 /* A renderer that allocates until V8's cap ends it: the command gets
