@@ -230,10 +230,15 @@ int gw_serve(gw *g)
            g->cfg.fcgi_listen, n_threads);
     for (int i = 0; i < n_threads; i++)
         pthread_join(threads[i].t, NULL);
+    /* Under the lock gw_stop walks the threads and shuts the socket with:
+       the signal thread may still be in that walk when the last of them
+       has exited (a use after free that ASan caught at a SIGTERM). */
+    pthread_mutex_lock(&g->mu);
     free(threads);
     threads = NULL;
-    close(g->listen_fd);
+    close(g->listen_fd); /* nor shut a number reused by then */
     g->listen_fd = -1;
+    pthread_mutex_unlock(&g->mu);
     return 0;
 }
 
