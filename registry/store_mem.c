@@ -205,9 +205,8 @@ static int mem_commit(reg_store *s, const char *page, const reg_entry *v, size_t
     for (size_t i = 0; i < n; i++) {
         reg_entry *hit = old_n ? bsearch(&fresh[i], p->v, old_n, sizeof *p->v, by_ref) : NULL;
         if (v[i].drop) {
-            /* removed with the stale ones below: marked by a time before any */
             if (hit)
-                hit->last_seen_ms = INT64_MIN;
+                hit->drop = 1; /* removed with the stale ones below */
             reg_entry_destroy(&fresh[i]);
         } else if (hit) {
             reg_entry_destroy(hit);
@@ -220,7 +219,7 @@ static int mem_commit(reg_store *s, const char *page, const reg_entry *v, size_t
     /* Stale entries, then the cap. */
     size_t k = 0;
     for (size_t j = 0; j < p->n; j++) {
-        if (p->v[j].last_seen_ms == INT64_MIN || p->v[j].last_seen_ms < now_ms - stale_ms) {
+        if (p->v[j].drop || p->v[j].last_seen_ms < now_ms - stale_ms) {
             drop_entry(&p->v[j], removed, &gone);
         } else {
             p->v[k++] = p->v[j];

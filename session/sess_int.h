@@ -131,7 +131,7 @@ struct sess {
        nothing was sent to the browser nor a page handle given out since. */
     char *load_report;
     unsigned load_gen;
-    const void *load_tab;
+    const sess_tab *load_tab;
     int load_touched;              /* atomic: a call or a page handle since it (call.c) */
     int has_hint;                  /* the command reported the scroll (sess_note_scroll) */
     int scroll_owed;               /* atomic: a checkpoint left the scroll to the heartbeat */

@@ -39,9 +39,16 @@
      (REPORT_MAX, under registry/world.c's cap) is left out, and the
      checkpoint then asks the page. */
   var REPORT_MAX = 60000;
+  /* st as an object, or null once its keys and values pass REPORT_MAX
+     characters: a large storage is not copied at every load for nothing */
   function dumpStorage(st) {
-    var o = {};
-    for (var i = 0; i < st.length; i++) { var k = st.key(i); o[k] = st.getItem(k); }
+    var o = {}, size = 0;
+    for (var i = 0; i < st.length; i++) {
+      var k = st.key(i), v = st.getItem(k);
+      size += k.length + v.length;
+      if (size > REPORT_MAX) return null;
+      o[k] = v;
+    }
     return o;
   }
   function reportLoad() {
@@ -51,10 +58,11 @@
       var nav = performance.getEntriesByType('navigation')[0];
       var r = { u: location.href, t: document.title, s: (nav && nav.responseStatus) || 0,
                 o: location.origin, x: Math.round(G.scrollX), y: Math.round(G.scrollY) };
-      var plain = JSON.stringify(r);
+      var plain = JSON.stringify(r), big = false;
       r.st = 1;
-      try { r.ls = dumpStorage(G.localStorage); } catch (e) { /* none, as capture_js */ }
-      try { r.ss = dumpStorage(G.sessionStorage); } catch (e) { /* none, as capture_js */ }
+      try { r.ls = dumpStorage(G.localStorage); big = r.ls === null; } catch (e) { /* none, as capture_js */ }
+      try { r.ss = dumpStorage(G.sessionStorage); big = big || r.ss === null; } catch (e) { /* none, as capture_js */ }
+      if (big) { b(plain); return; }
       var full = JSON.stringify(r);
       /* world.c counts bytes of UTF-8: up to 3 a character here */
       var fits = full.length * 3 <= REPORT_MAX ||

@@ -770,8 +770,6 @@ static void test_downloads_allowed_exact_bytes_and_quota(void **state)
     assert_int_equal(stat(dir, &sb), -1);
 }
 
-/* A session lists RG_DOWNLOADS_MAX downloads; the next one is refused as it
-   begins, reported, and neither listed nor written. */
 /*
  * Clicks the download link #small and waits (bounded) until the page
  * server saw its request. Chromium now and then ignores one of many quick
@@ -796,6 +794,8 @@ static void click_for_download(const char *auth, const char *sid, const char *pa
     fail_msg("three clicks on the download link made no request for %s", path);
 }
 
+/* A session lists RG_DOWNLOADS_MAX downloads; the next one is refused as it
+   begins, reported, and neither listed nor written. */
 static void test_downloads_past_the_list_cap_refused(void **state)
 {
     (void)state;

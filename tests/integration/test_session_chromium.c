@@ -773,6 +773,18 @@ static void test_live_session_of_another_worker_moves_here(void **state)
 }
 
 /* Another tenant's session id is simply not found. */
+/* Writes page name with html, navigates s to it (its URL into url), *nav the reply. */
+static void navigate_to_new_page(sess *s, const char *name, const char *html, char *url,
+                                 size_t len, sess_nav *nav)
+{
+    char err[256];
+    write_page(name, html);
+    page_url(name, url, len);
+    int rc = sess_navigate(s, url, "load", 20000, nav, err, sizeof err);
+    if (rc < 0)
+        fail_msg("navigate to %s: %s (%s)", name, err, rg_err_code(rc));
+}
+
 /*
  * Where a navigation ends (URL, title, HTTP status) is read in refgate's
  * world at the load event, not in the page's own world after it: a page
@@ -807,25 +819,19 @@ static void test_navigation_reply_ignores_the_page_globals(void **state)
     sess_nav_free(&nav);
     /* A title the page's own load listener sets is in the reply, as when
        the page was asked after the load. */
-    write_page("load-title.html",
-               "<!doctype html><title>Before</title><p>x</p><script>"
-               "addEventListener('load', function () { document.title = 'After load'; });"
-               "</script>");
-    page_url("load-title.html", url, sizeof url);
-    rc = sess_navigate(s, url, "load", 20000, &nav, err, sizeof err);
-    if (rc < 0)
-        fail_msg("navigate: %s (%s)", err, rg_err_code(rc));
+    navigate_to_new_page(s, "load-title.html",
+                         "<!doctype html><title>Before</title><p>x</p><script>"
+                         "addEventListener('load', function () { document.title = 'After load'; });"
+                         "</script>",
+                         url, sizeof url, &nav);
     assert_string_equal(nav.title, "After load");
     sess_nav_free(&nav);
     /* A report over the world's cap (64 KiB) is not kept: the page is
        asked, and the reply is the same. */
-    write_page("long-title.html",
-               "<!doctype html><title>t</title><p>x</p><script>"
-               "document.title = 'L' + 'o'.repeat(69997) + 'ng';</script>");
-    page_url("long-title.html", url, sizeof url);
-    rc = sess_navigate(s, url, "load", 20000, &nav, err, sizeof err);
-    if (rc < 0)
-        fail_msg("navigate: %s (%s)", err, rg_err_code(rc));
+    navigate_to_new_page(s, "long-title.html",
+                         "<!doctype html><title>t</title><p>x</p><script>"
+                         "document.title = 'L' + 'o'.repeat(69997) + 'ng';</script>",
+                         url, sizeof url, &nav);
     assert_string_equal(nav.url, url);
     assert_int_equal(strlen(nav.title), 70000);
     assert_true(!strncmp(nav.title, "Loo", 3) && !strcmp(nav.title + 69998, "ng"));
