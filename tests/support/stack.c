@@ -167,6 +167,39 @@ static int worker_healthy(stack *s, int i)
     return 1;
 }
 
+/*
+ * The last LOG_TAIL bytes of worker i's log on stderr, from a line's start:
+ * a worker that ends badly (an ASan report, a crash, an error at exit) says
+ * why in the test's own output, which is all CI keeps.
+ */
+#define LOG_TAIL 6144
+static void print_log_tail(const stack *s, int i, const char *why)
+{
+    char path[192];
+    snprintf(path, sizeof path, "%s/worker-w%d.log", s->dir, i);
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "stack: worker w%d %s; no log at %s\n", i, why, path);
+        return;
+    }
+    static char buf[LOG_TAIL + 1];
+    long from = 0;
+    if (fseek(f, 0, SEEK_END) == 0) {
+        long size = ftell(f);
+        from = size > LOG_TAIL ? size - LOG_TAIL : 0;
+    }
+    size_t n = fseek(f, from, SEEK_SET) == 0 ? fread(buf, 1, LOG_TAIL, f) : 0;
+    fclose(f);
+    buf[n] = '\0';
+    const char *start = buf;
+    if (from > 0) {
+        const char *nl = strchr(buf, '\n');
+        start = nl ? nl + 1 : buf;
+    }
+    fprintf(stderr, "stack: worker w%d %s; the end of %s:\n%s%s-- end of w%d's log\n", i, why,
+            path, start, n && buf[n - 1] != '\n' ? "\n" : "", i);
+}
+
 static int wait_until(stack *s, int i, int timeout_ms)
 {
     for (int64_t end = rg_now_ms() + timeout_ms; rg_now_ms() < end; rg_sleep_ms(50)) {
@@ -174,9 +207,12 @@ static int wait_until(stack *s, int i, int timeout_ms)
             return 0;
         if (i && waitpid(s->workers[i], NULL, WNOHANG) == s->workers[i]) {
             s->workers[i] = 0;
+            print_log_tail(s, i, "exited before it was healthy");
             return -1;
         }
     }
+    if (i)
+        print_log_tail(s, i, "was not healthy in time");
     return -1;
 }
 
@@ -387,7 +423,17 @@ int stack_kill_worker(stack *s, int i, int sig)
     int status = 0;
     pid_t r = waitpid(s->workers[i], &status, 0);
     s->workers[i] = 0;
-    return r > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int code = r > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    /* SIGTERM asks for a clean exit; a kill that means to crash it does not */
+    if (sig == SIGTERM && code != 0) {
+        char why[64];
+        if (r > 0 && WIFSIGNALED(status))
+            snprintf(why, sizeof why, "was ended by signal %d", WTERMSIG(status));
+        else
+            snprintf(why, sizeof why, "exited with %d", code);
+        print_log_tail(s, i, why);
+    }
+    return code;
 }
 
 int stack_restart_worker(stack *s, int i)
@@ -412,10 +458,8 @@ void stack_stop(stack *s)
         waitpid(s->nginx, NULL, 0);
     }
     for (int i = 1; i <= s->n; i++)
-        if (s->workers[i] > 0) {
-            kill(s->workers[i], SIGTERM);
-            waitpid(s->workers[i], NULL, 0);
-        }
+        if (s->workers[i] > 0)
+            stack_kill_worker(s, i, SIGTERM);
     redissrv_free(s->redis);
     if (!getenv("RG_KEEP_STACK") && rg_rmtree(s->dir) != 0)
         fprintf(stderr, "stack: could not remove %s\n", s->dir);
