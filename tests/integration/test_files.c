@@ -587,9 +587,23 @@ static cJSON *downloads_settled(const char *auth, const char *sid, int want)
         cJSON_Delete(r);
         usleep(100 * 1000);
     }
+    /* The counts first: a long listing is cut short in CI's summary. */
     cJSON *last = ok_json(auth, sid, "{\"op\":\"downloads\"}");
-    fail_msg("the downloads did not settle at %d entries within 10 s: %s", want,
-             cJSON_PrintUnformatted(last));
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(result(last), "downloads");
+    int n[4] = {0, 0, 0, 0}; /* started, done, refused, other */
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        const char *v = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(e, "state"));
+        n[!v                      ? 3
+          : !strcmp(v, "started") ? 0
+          : !strcmp(v, "done")    ? 1
+          : !strcmp(v, "refused") ? 2
+                                  : 3]++;
+    }
+    fail_msg("the downloads did not settle at %d entries within 10 s: %d listed, %d started, "
+             "%d done, %d refused, %d other: %s",
+             want, cJSON_GetArraySize(arr), n[0], n[1], n[2], n[3], cJSON_PrintUnformatted(last));
     return NULL;
 }
 

@@ -196,8 +196,8 @@ static void print_log_tail(const stack *s, int i, const char *why)
         const char *nl = strchr(buf, '\n');
         start = nl ? nl + 1 : buf;
     }
-    fprintf(stderr, "stack: worker w%d %s; the end of %s:\n%s%s-- end of w%d's log\n", i, why,
-            path, start, n && buf[n - 1] != '\n' ? "\n" : "", i);
+    fprintf(stderr, "stack: worker w%d %s; the end of %s:\n%s%s-- end of w%d's log\n", i, why, path,
+            start, n && buf[n - 1] != '\n' ? "\n" : "", i);
 }
 
 static int wait_until(stack *s, int i, int timeout_ms)
