@@ -16,8 +16,9 @@
  *                                   base is the id of the page's last reply, a delta
  *                                   against it: {url, title, truncated, count, rid,
  *                                   base, ops} (deltaReply)
- *   __refgate.stats()            -> JSON {full, incr, same, reused, delta, warm}: observes by
- *                                   kind; warm 1 once the idle warm-up ran (95-warm.js)
+ *   __refgate.stats()            -> JSON {full, incr, same, reused, delta, warm, pseudo}:
+ *                                   observes by kind; warm 1 once the idle warm-up ran
+ *                                   (95-warm.js); pseudo, the ::before/::after styles read
  *   __refgate.last               -> the elements of the last observe, by "i"
  *
  * For actions (registry/act.c), every one returning a JSON string, never

@@ -6,6 +6,30 @@
   var activeEl = null;
   var pseudoSel;          /* selector of elements that may have ::before/::after text, null: any */
   var pseudoMemo = { key: null, sel: null }; /* pseudoSel across calls, by sheetsKey */
+
+  /*
+   * Style sheets whose <link> failed to load (an offline page, a host that
+   * does not answer, a URL the egress policy refused). Such a sheet holds no
+   * rules, but reading them throws as a cross-origin sheet's do, and an
+   * unreadable sheet makes every element a candidate for ::before/::after
+   * text (mayHavePseudo) and every change one that may reach anything
+   * (sheetRisk). The error event says which: the listener is added when the
+   * observer is installed at the document's start; a sheet that failed
+   * before that (an observer installed late) stays unknown, as before.
+   */
+  var failedSheets = new WeakSet();
+  var NO_RULES = [];
+  try {
+    document.addEventListener('error', function (ev) {
+      var t = ev.target;
+      if (t && t.localName === 'link' && t.sheet) failedSheets.add(t.sheet);
+    }, true);
+  } catch (e) { /* no document to listen on: every unreadable sheet stays unknown */ }
+  /* A sheet's rules: none for one that failed to load, null when they cannot be read. */
+  function rulesOf(sheet) {
+    if (failedSheets.has(sheet)) return NO_RULES;
+    try { return sheet.cssRules; } catch (e) { return null; }
+  }
   var sheetsNow = null;   /* sheetsKey(document) during an observe, else null */
   var pathCache = null;
   var labelIndex = null;  /* Map control -> [label] for the main document */

@@ -25,11 +25,18 @@
   function buildPseudoSel() {
     var sels = [];
     var probe = document.createDocumentFragment();
-    function scan(rules) {
+    function scan(rules, depth) {
+      if (depth > 16) return false;
       for (var i = 0; i < rules.length; i++) {
         var r = rules[i];
+        /* @import: the imported sheet's rules count as the importer's */
+        if (r.type === 3) {
+          var ir = r.styleSheet ? rulesOf(r.styleSheet) : NO_RULES;
+          if (ir === null || !scan(ir, depth + 1)) return false;
+          continue;
+        }
         if (r.cssRules && r.cssRules.length && !r.selectorText) {
-          if (!scan(r.cssRules)) return false;
+          if (!scan(r.cssRules, depth + 1)) return false;
           continue;
         }
         var st = r.selectorText;
@@ -48,9 +55,8 @@
     }
     var sheets = document.styleSheets;
     for (var i = 0; i < sheets.length; i++) {
-      var rules;
-      try { rules = sheets[i].cssRules; } catch (e) { return null; }
-      if (rules && !scan(rules)) return null;
+      var rules = rulesOf(sheets[i]);
+      if (rules === null || !scan(rules, 0)) return null;
     }
     if (document.adoptedStyleSheets && document.adoptedStyleSheets.length) return null;
     return sels.length ? sels.join(',') : '';
@@ -79,6 +85,7 @@
     return which === '::before' ? pc[0] : pc[1];
   }
   function pseudoTextRaw(el, which) {
+    inc.stats.pseudo++;
     var w = el.ownerDocument.defaultView || window;
     var s = w.getComputedStyle(el, which);
     var c = s.content;

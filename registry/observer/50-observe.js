@@ -782,7 +782,7 @@
     sheets: '', media: '', hash: '', sx: 0, sy: 0, hover: null, press: null, focus: null,
     forms: [], srcOwners: new Map(), idWatch: new Map(), risk: { key: null },
     base: null, baseSeq: 0,
-    stats: { full: 0, incr: 0, same: 0, reused: 0, delta: 0, warm: 0 }
+    stats: { full: 0, incr: 0, same: 0, reused: 0, delta: 0, warm: 0, pseudo: 0 }
   };
   var mo = null, watched = new WeakSet();
   var DIRTY_EVENTS = ['input', 'change', 'focusin', 'focusout', 'scroll', 'resize', 'load',
@@ -885,9 +885,8 @@
   function sheetsKey(doc) {
     var parts = [], list = doc.styleSheets;
     for (var i = 0; i < list.length; i++) {
-      var n;
-      try { n = list[i].cssRules.length; } catch (e) { n = -1; }
-      parts.push(n + (list[i].disabled ? 'd' : ''));
+      var rl = rulesOf(list[i]);
+      parts.push((rl === null ? -1 : rl.length) + (list[i].disabled ? 'd' : ''));
     }
     var ad = doc.adoptedStyleSheets || [];
     for (var j = 0; j < ad.length; j++) parts.push('a' + ad[j].cssRules.length);
@@ -944,13 +943,19 @@
         var ru = list[i];
         if (typeof CSSContainerRule !== 'undefined' && ru instanceof CSSContainerRule) r.global = true;
         if (typeof ru.selectorText === 'string') sel(ru.selectorText);
-        if (ru.styleSheet) rules(ru.styleSheet.cssRules, depth + 1);
+        if (ru.styleSheet) {
+          var ir = rulesOf(ru.styleSheet);
+          if (ir === null) r.global = true; else rules(ir, depth + 1);
+        }
         if (ru.cssRules) rules(ru.cssRules, depth + 1);
       }
     }
     var all = Array.prototype.slice.call(document.styleSheets).concat(document.adoptedStyleSheets || []);
     for (var i = 0; i < all.length && !r.global; i++) {
-      try { rules(all[i].cssRules, 0); } catch (e) { r.global = true; }
+      try {
+        var rl = rulesOf(all[i]);
+        if (rl === null) r.global = true; else rules(rl, 0);
+      } catch (e) { r.global = true; }
     }
     inc.risk = r;
     return r;

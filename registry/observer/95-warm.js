@@ -27,6 +27,7 @@
   function warm() {
     if (inc.stats.warm) return;
     inc.stats.warm = 1;
+    var pseudo0 = inc.stats.pseudo; /* the sample's reads are not the page's */
     try {
       var d = document.implementation.createHTMLDocument('');
       d.body.innerHTML = WARM_HTML;
@@ -36,6 +37,7 @@
       /* a warm-up only: the first observe runs cold */
     } finally {
       warmRoot = null;
+      inc.stats.pseudo = pseudo0;
     }
   }
   function warmWhenIdle() {

@@ -20,7 +20,7 @@
     editedFields: guarded(editedFields),
     restoreState: guarded(restoreState),
     /* counters of the observer's walks: full, incremental, answered unchanged; warm: 1 once
-       the idle warm-up ran (95-warm.js) */
+       the idle warm-up ran (95-warm.js); pseudo: ::before/::after styles read for names */
     stats: function () { return JSON.stringify(inc.stats); }
   };
   Object.defineProperty(G, '__refgate', { value: api, configurable: true, writable: true, enumerable: false });

@@ -1059,6 +1059,163 @@ static void test_observe_delta(void **state)
     assert_int_equal(delta_run("", 90, seed + 2, 80), 0);
 }
 
+/* ---- generated text and the sheets that may hold it ----------------------- */
+
+/*
+ * The names of the elements of one role in Chromium's own tree, in order,
+ * into names (at most max); their count, or -1.
+ */
+static int ax_names(const char *role, char names[][128], int max)
+{
+    cdp_reply r;
+    if (cdp_call(pool_lease_conn(L), pool_lease_session(L), "Accessibility.getFullAXTree", "{}",
+                 10000, &r) < 0)
+        return -1;
+    int n = 0;
+    const cJSON *nd;
+    cJSON_ArrayForEach(nd, cJSON_GetObjectItem(r.result, "nodes"))
+    {
+        const char *rv = tjstr(cJSON_GetObjectItem(nd, "role"), "value");
+        const char *nv = tjstr(cJSON_GetObjectItem(nd, "name"), "value");
+        if (n < max && rv && !strcmp(rv, role) && !cJSON_IsTrue(cJSON_GetObjectItem(nd, "ignored"))) {
+            snprintf(names[n], sizeof names[n], "%s", nv ? nv : "");
+            fold(names[n++]);
+        }
+    }
+    cdp_reply_free(&r);
+    return n;
+}
+
+/*
+ * Observes the page (the default outline, with its text) with the observer
+ * installed at the document's start, as refgate's world has it; the names
+ * of the role's lines into names, the ::before/::after styles the observe
+ * read into *pseudo. The count of names, or -1.
+ */
+static int observe_names(const char *role, char names[][128], int max, int *pseudo)
+{
+    /* one evaluation: the idle warm-up (95-warm.js) cannot run in between */
+    char *out = eval_str("(function () { var p = JSON.parse(__refgate.stats()).pseudo;"
+                         " var o = __refgate.observe('{\"sel\":false,\"max_elements\":500}');"
+                         " return JSON.stringify({ o: JSON.parse(o),"
+                         " pseudo: JSON.parse(__refgate.stats()).pseudo - p }); })()",
+                         10000);
+    cJSON *all = out ? cJSON_Parse(out) : NULL, *j = cJSON_GetObjectItem(all, "o");
+    const cJSON *pv = cJSON_GetObjectItem(all, "pseudo");
+    int n = j && cJSON_IsNumber(pv) ? 0 : -1;
+    *pseudo = cJSON_IsNumber(pv) ? pv->valueint : -1;
+    const cJSON *nd;
+    cJSON_ArrayForEach(nd, cJSON_GetObjectItem(j, "nodes"))
+    {
+        const char *rv = tjstr(nd, "role"), *nv = tjstr(nd, "name");
+        if (n >= 0 && n < max && rv && !strcmp(rv, role)) {
+            snprintf(names[n], sizeof names[n], "%s", nv ? nv : "");
+            fold(names[n++]);
+        }
+    }
+    cJSON_Delete(all);
+    free(out);
+    return n;
+}
+
+/* Loads html (written as case_dir/name) with the observer installed at the document's start. */
+static void load_at_start(const char *name, const char *html)
+{
+    char path[512], url[256];
+    snprintf(path, sizeof path, "%s/%s", case_dir, name);
+    assert_int_equal(spit(path, html, strlen(html)), 0);
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"source\":");
+    rg_buf_json_str(&q, reg_observer_js, strlen(reg_observer_js));
+    rg_buf_puts(&q, "}");
+    cdp_reply r;
+    assert_int_equal(cdp_call(pool_lease_conn(L), pool_lease_session(L),
+                              "Page.addScriptToEvaluateOnNewDocument", q.data, 10000, &r),
+                     0);
+    rg_buf_destroy(&q);
+    char id[64];
+    snprintf(id, sizeof id, "%s", tjstr(r.result, "identifier") ? tjstr(r.result, "identifier") : "");
+    cdp_reply_free(&r);
+    char path2[300];
+    snprintf(path2, sizeof path2, "/%s", name);
+    int rc = navigate(httpd_url(cases_srv, path2, url, sizeof url), 15000);
+    /* later tests install the observer themselves, after the load */
+    char q2[128];
+    snprintf(q2, sizeof q2, "{\"identifier\":\"%s\"}", id);
+    cdp_call(pool_lease_conn(L), pool_lease_session(L), "Page.removeScriptToEvaluateOnNewDocument",
+             q2, 10000, NULL);
+    assert_int_equal(rc, 0);
+}
+
+static void expect_names(const char *role, int n_want, int *pseudo)
+{
+    char want[8][128], got[8][128];
+    int nw = ax_names(role, want, 8), ng = observe_names(role, got, 8, pseudo);
+    for (int i = 0; i < ng && i < nw; i++)
+        printf("  %s: observe \"%s\", Chromium \"%s\"\n", role, got[i], want[i]);
+    assert_int_equal(nw, n_want);
+    assert_int_equal(ng, nw);
+    for (int i = 0; i < nw; i++)
+        assert_string_equal(got[i], want[i]);
+}
+
+/*
+ * Text from ::before and ::after, which Chromium puts into names from
+ * content, comes from every sheet that can hold it: a sheet brought in by
+ * @import counts as its importer's, and a cross-origin sheet, whose rules a
+ * page cannot read, makes every element a candidate. A sheet that failed to
+ * load holds nothing: the observe looks at the generated text of only the
+ * elements the readable rules reach, instead of every element of every name.
+ */
+static void test_pseudo_text_from_every_sheet(void **state)
+{
+    (void)state;
+    char css[512], other_dir[300], url[256];
+    int pseudo = -1;
+
+    snprintf(css, sizeof css, "%s/imported.css", case_dir);
+    const char *imported = ".y::after { content: \" now\"; }\n";
+    assert_int_equal(spit(css, imported, strlen(imported)), 0);
+    load_at_start("sheets-failed.html",
+                  "<!doctype html><html><head><meta charset=\"utf-8\"><title>sheets</title>"
+                  "<link rel=\"stylesheet\" href=\"http://gone.invalid/gone.css\">"
+                  "<style>@import url(\"imported.css\"); .w::before { content: \"Go \"; }</style>"
+                  "</head><body><button class=\"w\">home</button> <button class=\"y\">Save</button>"
+                  " <button>plain <span>words</span> <b>here</b></button>"
+                  " <a href=\"#x\">a link <span>with</span> <i>parts</i></a></body></html>");
+    expect_names("button", 3, &pseudo);
+    /* .w and .y, ::before and ::after each: the failed sheet adds none */
+    printf("  generated-text styles read: %d\n", pseudo);
+    assert_int_equal(pseudo, 4);
+    expect_names("link", 1, &pseudo);
+
+    /* A sheet from another origin, loaded: unreadable, so every element is looked at. */
+    snprintf(other_dir, sizeof other_dir, "%s/other", case_dir);
+    mkdir(other_dir, 0700);
+    snprintf(css, sizeof css, "%s/other.css", other_dir);
+    const char *cross = ".x::before { content: \"From \"; }\n";
+    assert_int_equal(spit(css, cross, strlen(cross)), 0);
+    httpd *other = httpd_start(other_dir);
+    assert_non_null(other);
+    char html[1024];
+    snprintf(html, sizeof html,
+             "<!doctype html><html><head><meta charset=\"utf-8\"><title>cross</title>"
+             "<link rel=\"stylesheet\" href=\"%s\"></head><body>"
+             "<button class=\"x\">there</button> <button>plain <span>words</span></button>"
+             "</body></html>",
+             httpd_url(other, "/other.css", url, sizeof url));
+    load_at_start("sheets-cross.html", html);
+    expect_names("button", 2, &pseudo);
+    printf("  generated-text styles read with a cross-origin sheet: %d\n", pseudo);
+    assert_true(pseudo > 4);
+    httpd_stop(other);
+    unlink(css);
+    rmdir(other_dir);
+    snprintf(css, sizeof css, "%s/imported.css", case_dir);
+    unlink(css);
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -1119,6 +1276,7 @@ int main(void)
         cmocka_unit_test(test_observe_speed),
         cmocka_unit_test(test_observe_incremental),
         cmocka_unit_test(test_observe_delta),
+        cmocka_unit_test(test_pseudo_text_from_every_sheet),
     };
     int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
     httpd_stop(cases_srv);

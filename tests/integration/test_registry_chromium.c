@@ -595,7 +595,8 @@ static void test_warm_up_in_idle_time_changes_nothing(void **state)
     char *st = world_eval(&f, top,
                           "JSON.stringify([__refgate.last.length, JSON.parse(__refgate.stats())])");
     assert_non_null(st);
-    assert_string_equal(st, "[0,{\"full\":0,\"incr\":0,\"same\":0,\"reused\":0,\"delta\":0,\"warm\":1}]");
+    assert_string_equal(st, "[0,{\"full\":0,\"incr\":0,\"same\":0,\"reused\":0,\"delta\":0,\"warm\":1,"
+                            "\"pseudo\":0}]");
     free(st);
     /* The frame's world has the observer and no warm-up of its own. */
     char *fw = world_eval(&f, child, after_idle);
