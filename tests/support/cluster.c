@@ -76,6 +76,29 @@ static pid_t spawn_node(const rediscluster *c, int i)
     _exit(127);
 }
 
+/* Says why node i failed, with the end of its log, before its directory goes. */
+static void node_failed(const rediscluster *c, int i, const char *why)
+{
+    char path[200], tail[2048];
+    snprintf(path, sizeof path, "%s/n%d/redis.log", c->dir, i);
+    tail[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (f) {
+        if (fseek(f, 0, SEEK_END) == 0) {
+            long size = ftell(f);
+            if (size > (long)sizeof tail - 1)
+                fseek(f, size - (long)sizeof tail + 1, SEEK_SET);
+            else
+                fseek(f, 0, SEEK_SET);
+        }
+        size_t got = fread(tail, 1, sizeof tail - 1, f);
+        tail[got] = '\0';
+        fclose(f);
+    }
+    fprintf(stderr, "cluster: node %d (127.0.0.1:%d) %s; its log ends:\n%s\n", i, c->port[i], why,
+            tail[0] ? tail : "(empty or missing)");
+}
+
 redisContext *rediscluster_connect(const rediscluster *c, int i)
 {
     struct timeval tv = {1, 0};
@@ -142,21 +165,26 @@ rediscluster *rediscluster_start(int masters, int replicas)
         return NULL;
     }
     c->n = n;
-    for (int i = 0; i < n; i++) {
-        /* Cluster nodes also listen on port + 10000: both must be free. */
-        int p;
-        do
-            p = support_free_port();
-        while (p > 0 && (p > 55535 || !support_port_free(p + 10000)));
-        c->port[i] = p;
+    /* Cluster nodes also listen on port + 10000: both must be free, and
+       below the ephemeral ports, which a busy machine's outgoing
+       connections take (a node that cannot bind never answers). */
+    int base = support_free_range(n, 10000);
+    if (base < 0) {
+        fprintf(stderr, "cluster: no %d free ports (and +10000) below the ephemeral range\n", n);
+        rediscluster_free(c);
+        return NULL;
     }
+    for (int i = 0; i < n; i++)
+        c->port[i] = base + 1 + i;
     int at = snprintf(c->url, sizeof c->url, "redis+cluster://");
     for (int i = 0; i < masters; i++)
         at += snprintf(c->url + at, sizeof c->url - (size_t)at, "%s127.0.0.1:%d", i ? "," : "",
                        c->port[i]);
     for (int i = 0; i < n; i++)
-        if ((c->pid[i] = spawn_node(c, i)) <= 0)
+        if ((c->pid[i] = spawn_node(c, i)) <= 0) {
+            node_failed(c, i, "could not be started");
             goto fail;
+        }
     for (int i = 0; i < n; i++) {
         int up = 0;
         for (int t = 0; t < 250 && !up; t++) {
@@ -169,8 +197,10 @@ rediscluster *rediscluster_start(int masters, int replicas)
             if (!up)
                 usleep(20000);
         }
-        if (!up)
+        if (!up) {
+            node_failed(c, i, "did not answer PING within 5 s");
             goto fail;
+        }
     }
     char cmd[1024];
     int w = snprintf(cmd, sizeof cmd, "redis-cli --cluster create");

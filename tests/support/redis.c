@@ -50,6 +50,37 @@ int support_free_port(void)
     return port;
 }
 
+/* The lowest of the kernel's ephemeral ports, which outgoing connections take. */
+static int ephemeral_low(void)
+{
+    int lo = 32768, hi = 60999;
+    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+    if (f) {
+        if (fscanf(f, "%d %d", &lo, &hi) != 2)
+            lo = 32768;
+        fclose(f);
+    }
+    return lo;
+}
+
+int support_free_range(int n, int also)
+{
+    int lo = 10000, span = ephemeral_low() - n - 1 - also - lo;
+    if (span < 1000) {
+        lo = 20000; /* an odd ephemeral range: anywhere, as before */
+        span = 30000;
+    }
+    for (int tries = 0; tries < 50; tries++) {
+        int base = lo + (int)(((unsigned)getpid() * 7919u + (unsigned)tries * 104729u) % (unsigned)span);
+        int ok = base + n + also < 65536;
+        for (int i = 1; i <= n && ok; i++)
+            ok = support_port_free(base + i) && (!also || support_port_free(base + i + also));
+        if (ok)
+            return base;
+    }
+    return -1;
+}
+
 redisContext *redissrv_connect(const redissrv *r)
 {
     struct timeval tv = {1, 0};

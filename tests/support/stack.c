@@ -40,41 +40,14 @@ struct stack {
     const char *const *env;
 };
 
-/* The lowest of the kernel's ephemeral ports, which outgoing connections take. */
-static int ephemeral_low(void)
-{
-    int lo = 32768, hi = 60999;
-    FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
-    if (f) {
-        if (fscanf(f, "%d %d", &lo, &hi) != 2)
-            lo = 32768;
-        fclose(f);
-    }
-    return lo;
-}
-
 /*
- * A base port with `n` free ports after it (checked one by one), below the
- * ephemeral ports: a port free when the stack starts must still be free
- * when a worker is added later (stack_add_worker), and an outgoing
- * connection meanwhile could take one from the ephemeral range.
+ * A base port with `n` free ports after it, below the ephemeral ports
+ * (support_free_range): a port free when the stack starts must still be
+ * free when a worker is added later (stack_add_worker).
  */
 static int free_range(int n)
 {
-    int lo = 10000, span = ephemeral_low() - n - 1 - lo;
-    if (span < 1000) {
-        lo = 20000; /* an odd ephemeral range: anywhere, as before */
-        span = 30000;
-    }
-    for (int tries = 0; tries < 50; tries++) {
-        int base = lo + (int)(((unsigned)getpid() * 7919u + (unsigned)tries * 104729u) % (unsigned)span);
-        int ok = 1;
-        for (int i = 1; i <= n && ok; i++)
-            ok = support_port_free(base + i);
-        if (ok)
-            return base;
-    }
-    return -1;
+    return support_free_range(n, 0);
 }
 
 static pid_t spawn(const char *const *argv, const char *const *env, const char *log)

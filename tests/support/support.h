@@ -53,6 +53,13 @@ int procs_getenv(pid_t pid, const char *name, char *out, size_t len);
 int support_free_port(void);
 /** 1 when 127.0.0.1:port can be bound now (redis.c). */
 int support_port_free(int port);
+/**
+ * A base port with the n ports after it free on 127.0.0.1 (and each port +
+ * also, when also > 0), all below the kernel's ephemeral range: an outgoing
+ * connection cannot take one of them between this check and the server's
+ * bind, as it can a port support_free_port found (redis.c). -1 if none.
+ */
+int support_free_range(int n, int also);
 
 /* ---- whole files (file.c) ---- */
 
