@@ -1124,16 +1124,15 @@ static void load_at_start(const char *name, const char *html)
     char path[512], url[256];
     snprintf(path, sizeof path, "%s/%s", case_dir, name);
     assert_int_equal(spit(path, html, strlen(html)), 0);
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"source\":");
-    rg_buf_json_str(&q, reg_observer_js, strlen(reg_observer_js));
-    rg_buf_puts(&q, "}");
+    cJSON *q = cJSON_CreateObject();
+    cJSON_AddStringToObject(q, "source", reg_observer_js);
+    char *qs = cJSON_PrintUnformatted(q);
+    cJSON_Delete(q);
     cdp_reply r;
     assert_int_equal(cdp_call(pool_lease_conn(L), pool_lease_session(L),
-                              "Page.addScriptToEvaluateOnNewDocument", q.data, 10000, &r),
+                              "Page.addScriptToEvaluateOnNewDocument", qs, 10000, &r),
                      0);
-    rg_buf_destroy(&q);
+    free(qs);
     char id[64];
     snprintf(id, sizeof id, "%s", tjstr(r.result, "identifier") ? tjstr(r.result, "identifier") : "");
     cdp_reply_free(&r);
