@@ -79,24 +79,11 @@ static pid_t spawn_node(const rediscluster *c, int i)
 /* Says why node i failed, with the end of its log, before its directory goes. */
 static void node_failed(const rediscluster *c, int i, const char *why)
 {
-    char path[200], tail[2048];
+    char path[200], buf[2048];
     snprintf(path, sizeof path, "%s/n%d/redis.log", c->dir, i);
-    tail[0] = '\0';
-    FILE *f = fopen(path, "r");
-    if (f) {
-        if (fseek(f, 0, SEEK_END) == 0) {
-            long size = ftell(f);
-            if (size > (long)sizeof tail - 1)
-                fseek(f, size - (long)sizeof tail + 1, SEEK_SET);
-            else
-                fseek(f, 0, SEEK_SET);
-        }
-        size_t got = fread(tail, 1, sizeof tail - 1, f);
-        tail[got] = '\0';
-        fclose(f);
-    }
+    const char *tail = support_file_tail(path, buf, sizeof buf);
     fprintf(stderr, "cluster: node %d (127.0.0.1:%d) %s; its log ends:\n%s\n", i, c->port[i], why,
-            tail[0] ? tail : "(empty or missing)");
+            tail && *tail ? tail : "(empty or missing)");
 }
 
 redisContext *rediscluster_connect(const rediscluster *c, int i)

@@ -141,36 +141,23 @@ static int worker_healthy(stack *s, int i)
 }
 
 /*
- * The last LOG_TAIL bytes of worker i's log on stderr, from a line's start:
- * a worker that ends badly (an ASan report, a crash, an error at exit) says
- * why in the test's own output, which is all CI keeps.
+ * The end of worker i's log on stderr: a worker that ends badly (an ASan
+ * report, a crash, an error at exit) says why in the test's own output,
+ * which is all CI keeps.
  */
-#define LOG_TAIL 6144
 static void print_log_tail(const stack *s, int i, const char *why)
 {
     char path[192];
+    static char buf[6144];
     snprintf(path, sizeof path, "%s/worker-w%d.log", s->dir, i);
-    FILE *f = fopen(path, "r");
-    if (!f) {
+    const char *tail = support_file_tail(path, buf, sizeof buf);
+    if (!tail) {
         fprintf(stderr, "stack: worker w%d %s; no log at %s\n", i, why, path);
         return;
     }
-    static char buf[LOG_TAIL + 1];
-    long from = 0;
-    if (fseek(f, 0, SEEK_END) == 0) {
-        long size = ftell(f);
-        from = size > LOG_TAIL ? size - LOG_TAIL : 0;
-    }
-    size_t n = fseek(f, from, SEEK_SET) == 0 ? fread(buf, 1, LOG_TAIL, f) : 0;
-    fclose(f);
-    buf[n] = '\0';
-    const char *start = buf;
-    if (from > 0) {
-        const char *nl = strchr(buf, '\n');
-        start = nl ? nl + 1 : buf;
-    }
+    size_t n = strlen(tail);
     fprintf(stderr, "stack: worker w%d %s; the end of %s:\n%s%s-- end of w%d's log\n", i, why, path,
-            start, n && buf[n - 1] != '\n' ? "\n" : "", i);
+            tail, n && tail[n - 1] != '\n' ? "\n" : "", i);
 }
 
 static int wait_until(stack *s, int i, int timeout_ms)

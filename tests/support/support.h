@@ -71,6 +71,12 @@ int support_free_range(int n, int also);
 char *support_slurp(const char *path, size_t *len);
 /** The same from an open stream, read from its start; closes f. */
 char *support_slurp_stream(FILE *f, size_t *len);
+/**
+ * The last len - 1 bytes of the file at path into buf, NUL-terminated; the
+ * text from its first whole line when the file was longer. NULL (buf "")
+ * when it cannot be opened.
+ */
+const char *support_file_tail(const char *path, char *buf, size_t len);
 
 /* ---- a private redis-server (redis.c) ---- */
 
