@@ -97,6 +97,14 @@
   function clip(s, n) {
     return s.length > n ? s.slice(0, n) : s;
   }
+  /* A lookup table keyed by what a page chooses (a tag name, a type
+     attribute): no prototype, so that an element named "constructor" or an
+     input of type "__proto__" finds nothing in it, as any unknown key. */
+  function table(keys) {
+    var t = Object.create(null);
+    for (var k in keys) t[k] = keys[k];
+    return t;
+  }
   function lower(el) {
     return el.localName || '';
   }

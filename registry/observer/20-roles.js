@@ -55,7 +55,7 @@
     return null;
   }
 
-  var SECTIONING = { article: 1, aside: 1, main: 1, nav: 1, section: 1 };
+  var SECTIONING = table({ article: 1, aside: 1, main: 1, nav: 1, section: 1 });
   var SECTIONING_ROLES = { article: 1, complementary: 1, main: 1, navigation: 1, region: 1 };
 
   function inSectioning(el) {
@@ -86,12 +86,12 @@
     return !!(t && t.trim());
   }
 
-  var INPUT_ROLES = {
+  var INPUT_ROLES = table({
     button: 'button', submit: 'button', reset: 'button', image: 'button', file: 'button',
     checkbox: 'checkbox', radio: 'radio', range: 'slider', number: 'spinbutton',
     search: 'searchbox', color: 'ColorWell', date: 'Date', month: 'DateTime', week: 'DateTime',
     time: 'InputTime', 'datetime-local': 'DateTime', hidden: 'none'
-  };
+  });
 
   function implicitRole(el) {
     var tag = lower(el);

@@ -8,9 +8,6 @@
     suggestion: 1, comment: 0
   };
 
-  /* Roles whose text never flows into an ancestor's name from content */
-  var NO_CONTENT_RECURSE = {};
-
   function isControlRole(r) {
     return r === 'textbox' || r === 'searchbox' || r === 'combobox' || r === 'listbox' ||
       r === 'slider' || r === 'spinbutton' || r === 'progressbar' || r === 'scrollbar' ||

@@ -29,8 +29,8 @@
   var TEXT_TOTAL_MAX = 1000000; /* characters of text in one outline */
   var NODES_MAX = 100000;       /* outline lines of one observe, text included */
   var VALUE_ROLES = { textbox: 1, searchbox: 1, combobox: 1, slider: 1, spinbutton: 1 };
-  var SKIP_TAGS = { script: 1, style: 1, template: 1, head: 1, meta: 1, link: 1, title: 1,
-    noscript: 1, base: 1, datalist: 1, param: 1, source: 1, track: 1 };
+  var SKIP_TAGS = table({ script: 1, style: 1, template: 1, head: 1, meta: 1, link: 1, title: 1,
+    noscript: 1, base: 1, datalist: 1, param: 1, source: 1, track: 1 });
 
   function statesOf(el, role) {
     var st = [];
@@ -52,7 +52,7 @@
       st.push('readonly');
     return st;
   }
-  var FORM_TAGS = { input: 1, button: 1, select: 1, textarea: 1, option: 1, optgroup: 1, fieldset: 1 };
+  var FORM_TAGS = table({ input: 1, button: 1, select: 1, textarea: 1, option: 1, optgroup: 1, fieldset: 1 });
   function safeMatches(el, s) {
     try { return el.matches(s); } catch (e) { return false; }
   }
@@ -983,7 +983,7 @@
     else if (b === null && a !== null && a.isConnected) inc.full = true;
   }
 
-  var FORM_TAG = { input: 1, textarea: 1, select: 1, option: 1 };
+  var FORM_TAG = table({ input: 1, textarea: 1, select: 1, option: 1 });
 
   /*
    * What this observe must do: {same: json} when nothing can have changed,

@@ -1,11 +1,11 @@
   /* ---- resolve ---------------------------------------------------------- */
 
   var MAX_MATCHES = 1000;
-  var TEXT_SKIP = { script: 1, style: 1, template: 1, noscript: 1, head: 1, title: 1, meta: 1,
+  var TEXT_SKIP = table({ script: 1, style: 1, template: 1, noscript: 1, head: 1, title: 1, meta: 1,
     link: 1, base: 1, datalist: 1, param: 1, source: 1, track: 1, select: 1, textarea: 1,
-    input: 1, iframe: 1, frame: 1, object: 1, embed: 1, desc: 1, metadata: 1, defs: 1, symbol: 1 };
+    input: 1, iframe: 1, frame: 1, object: 1, embed: 1, desc: 1, metadata: 1, defs: 1, symbol: 1 });
   var WS = /[ \t\n\r\f\u00a0]/;
-  var BUTTONISH = { submit: 1, button: 1, reset: 1 };
+  var BUTTONISH = table({ submit: 1, button: 1, reset: 1 });
   var LABEL_ROLES = { textbox: 1, searchbox: 1, combobox: 1, listbox: 1, checkbox: 1, radio: 1,
     switch: 1, slider: 1, spinbutton: 1, menuitemcheckbox: 1, menuitemradio: 1 };
 
@@ -83,7 +83,7 @@
     return sub ? f.indexOf(want) >= 0 : f === want;
   }
 
-  var ROLE_ALIAS = { img: 'image', directory: 'list', presentation: 'none' };
+  var ROLE_ALIAS = table({ img: 'image', directory: 'list', presentation: 'none' });
 
   function byRole(v, nm, sub) {
     var want = fold(v).toLowerCase();

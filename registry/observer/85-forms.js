@@ -34,8 +34,8 @@
     el.dispatchEvent(new w.Event('change', { bubbles: true }));
   }
 
-  var UNFILLABLE = { checkbox: 1, radio: 1, file: 1, button: 1, submit: 1, reset: 1, image: 1, hidden: 1 };
-  var STRICT_VALUE = { number: 1, range: 1, date: 1, time: 1, 'datetime-local': 1, month: 1, week: 1, color: 1 };
+  var UNFILLABLE = table({ checkbox: 1, radio: 1, file: 1, button: 1, submit: 1, reset: 1, image: 1, hidden: 1 });
+  var STRICT_VALUE = table({ number: 1, range: 1, date: 1, time: 1, 'datetime-local': 1, month: 1, week: 1, color: 1 });
 
   function fill(i, valueJson) {
     var t = target(i);

@@ -15,7 +15,7 @@
   var STATE_TEXT_MAX = 100000; /* characters of one field's value */
   var STATE_FIELDS_MAX = 1000;
   var STATE_SCROLLS_MAX = 200;
-  var NO_STATE_TYPES = { password: 1, file: 1, submit: 1, reset: 1, button: 1, image: 1, hidden: 1 };
+  var NO_STATE_TYPES = table({ password: 1, file: 1, submit: 1, reset: 1, button: 1, image: 1, hidden: 1 });
 
   function fieldState(el) {
     var tag = lower(el);
@@ -67,7 +67,7 @@
    * radios, changed selections, chosen files. Bounded: it looks at the
    * first EDIT_SCAN_MAX fields. For the choice of which session to park. */
   var EDIT_SCAN_MAX = 5000;
-  var NO_EDIT_TYPES = { submit: 1, reset: 1, button: 1, image: 1, hidden: 1 };
+  var NO_EDIT_TYPES = table({ submit: 1, reset: 1, button: 1, image: 1, hidden: 1 });
 
   function editedFields() {
     var els = document.querySelectorAll('input,textarea,select'), n = 0;

@@ -42,7 +42,8 @@
   /* st as an object, or null once its keys and values pass REPORT_MAX
      characters: a large storage is not copied at every load for nothing */
   function dumpStorage(st) {
-    var o = {}, size = 0;
+    /* no prototype: a "__proto__" item is an item like any other */
+    var o = Object.create(null), size = 0;
     for (var i = 0; i < st.length; i++) {
       var k = st.key(i), v = st.getItem(k);
       size += k.length + v.length;
