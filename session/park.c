@@ -190,7 +190,7 @@ void sess_capture_free(sess_capture *c)
 static const char capture_js[] =
     "(function(full){var r={u:location.href,t:document.title,o:location.origin,"
     "x:Math.round(scrollX),y:Math.round(scrollY)};if(!full)return JSON.stringify(r);"
-    "function dump(st){var o={};for(var i=0;i<st.length;i++){var k=st.key(i);"
+    "function dump(st){var o=Object.create(null);for(var i=0;i<st.length;i++){var k=st.key(i);"
     "o[k]=st.getItem(k)}return o}"
     "try{r.ls=dump(localStorage)}catch(e){}try{r.ss=dump(sessionStorage)}catch(e){}"
     "return JSON.stringify(r)})(%s)";
@@ -467,11 +467,25 @@ static int add_storage_script(sess *s, const sess_capture *p, char *id, size_t i
 {
     rg_buf src;
     rg_buf_init(&src);
+    /* The storage goes in as JSON text for JSON.parse, not as an object
+       literal, in which a "__proto__" key would set the prototype instead
+       of making an item (capture_js keeps such a key). */
     rg_buf_puts(&src, "(function(o,ls,ss){if(window.top!==window||location.origin!==o)return;"
-                      "function put(st,v){try{if(v)for(var k in v)st.setItem(k,v[k])}catch(e){}}"
+                      "function put(st,j){try{if(j){var v=JSON.parse(j);"
+                      "for(var k in v)st.setItem(k,v[k])}}catch(e){}}"
                       "put(localStorage,ls);put(sessionStorage,ss)})(");
     rg_buf_json_str(&src, p->origin, strlen(p->origin));
-    rg_buf_printf(&src, ",%s,%s)", p->ls ? p->ls : "null", p->ss ? p->ss : "null");
+    rg_buf_puts(&src, ",");
+    if (p->ls)
+        rg_buf_json_str(&src, p->ls, strlen(p->ls));
+    else
+        rg_buf_puts(&src, "null");
+    rg_buf_puts(&src, ",");
+    if (p->ss)
+        rg_buf_json_str(&src, p->ss, strlen(p->ss));
+    else
+        rg_buf_puts(&src, "null");
+    rg_buf_puts(&src, ")");
     rg_buf q;
     rg_buf_init(&q);
     rg_buf_puts(&q, "{\"source\":");

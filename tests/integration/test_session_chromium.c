@@ -48,7 +48,8 @@ static sess_config mgr_cfg;
 static const char counter_html[] =
     "<!doctype html><title>Counter</title>"
     "<p id=early></p><script>document.getElementById('early').textContent="
-    "(localStorage.getItem('k')||'-')+'/'+(sessionStorage.getItem('sk')||'-')</script>"
+    "(localStorage.getItem('k')||'-')+'/'+(sessionStorage.getItem('sk')||'-')+'/'+"
+    "(localStorage.getItem('__proto__')||'-')</script>"
     "<output id=n>0</output>"
     "<div><button onclick=\"n.textContent=+n.textContent-1\">Decrement</button>"
     "<button onclick=\"n.textContent=+n.textContent+1\">Increment</button></div>"
@@ -201,6 +202,7 @@ static int child_main(const char *mode, const char *redis_url, const char *url)
     page_eval(h.conn, h.session,
               "document.cookie='flavor=oat; max-age=3600';document.cookie='tab=1';"
               "localStorage.setItem('k','v1');sessionStorage.setItem('sk','sv');"
+              "localStorage.setItem('__proto__','v2');"
               "window.scrollTo(0,1200);1",
               NULL, 0);
     reg_observation o;
@@ -448,7 +450,7 @@ static void test_park_in_one_process_restore_in_another(void **state)
     assert_non_null(strstr(v, "tab=1"));
     /* Storage was back before the page's own script read it. */
     eval_in(s, "document.getElementById('early').textContent", v, sizeof v);
-    assert_string_equal(v, "v1/sv");
+    assert_string_equal(v, "v1/sv/v2");
     eval_in(s, "String(scrollY)", v, sizeof v);
     assert_string_equal(v, "1200");
     /* The ref from before the park clicks Increment, not Decrement. */
@@ -557,7 +559,7 @@ static void test_killed_owner_restores_from_checkpoint(void **state)
     assert_int_equal(ri.refs_lost, 0);
     char v[256];
     eval_in(s, "document.getElementById('early').textContent", v, sizeof v);
-    assert_string_equal(v, "v1/sv");
+    assert_string_equal(v, "v1/sv/v2");
     eval_in(s, "String(scrollY)", v, sizeof v);
     assert_string_equal(v, "1200");
     assert_int_equal(click(s, dec), 0);
