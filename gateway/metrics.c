@@ -170,6 +170,10 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   "refgate_pool_memory_sample_seconds %.6f\n"
                   "# TYPE refgate_pool_memory_samples_total counter\n"
                   "refgate_pool_memory_samples_total %llu\n"
+                  "# HELP refgate_pool_memory_walks_total Processes whose page tables the "
+                  "samples read (smaps_rollup); the others kept their last figure.\n"
+                  "# TYPE refgate_pool_memory_walks_total counter\n"
+                  "refgate_pool_memory_walks_total %llu\n"
                   "# HELP refgate_pool_waits_total Lease requests that waited, by what was "
                   "full.\n"
                   "# TYPE refgate_pool_waits_total counter\n"
@@ -195,6 +199,7 @@ void gw_metrics_text(gw *g, rg_buf *out)
                   (long long)ps.memory_estimate, (long long)ps.memory_per_context,
                   ps.memory_age_ms < 0 ? -1.0 : ps.memory_age_ms / 1000.0,
                   ps.memory_sample_us / 1e6, (unsigned long long)ps.memory_samples,
+                  (unsigned long long)ps.memory_walks,
                   (unsigned long long)ps.waits_memory, (unsigned long long)ps.waits_contexts,
                   (unsigned long long)ps.waits_queue, (unsigned long long)ps.waits_browsers,
                   (unsigned long long)ss.evicted_clean, (unsigned long long)ss.evicted_losing,

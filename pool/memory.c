@@ -85,31 +85,128 @@ static int add_children(pid_t pid, pid_t *v, int *n, int max)
     return added;
 }
 
-int64_t pool_tree_pss(pid_t root, int *procs)
+/* The start time and resident size of pid from /proc/<pid>/stat; 0, or -1. */
+static int proc_stat(pid_t pid, unsigned long long *start, int64_t *rss_kb)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    ssize_t len = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (len <= 0)
+        return -1;
+    buf[len] = '\0';
+    /* The name, field 2, is in parentheses and may hold anything: the
+       fields count from the last ')'. Then the state (field 3), a letter;
+       starttime is field 22 and rss, in pages, field 24. */
+    char *s = strrchr(buf, ')');
+    if (!s || s[1] != ' ' || !s[2] || s[3] != ' ')
+        return -1;
+    s += 4;
+    unsigned long long f[25] = {0};
+    for (int k = 4; k <= 24; k++) {
+        char *end;
+        f[k] = strtoull(s, &end, 10);
+        if (end == s)
+            return -1;
+        s = end;
+    }
+    long page = sysconf(_SC_PAGESIZE);
+    *start = f[22];
+    *rss_kb = (int64_t)f[24] * (page > 0 ? page / 1024 : 4);
+    return 0;
+}
+
+/* The cache's entry of the process pid that started at start, or NULL. */
+static const struct pool_pss_entry *cached(const pool_pss_cache *c, pid_t pid,
+                                           unsigned long long start)
+{
+    for (int i = 0; i < c->n; i++)
+        if (c->e[i].pid == pid && c->e[i].start == start)
+            return &c->e[i];
+    return NULL;
+}
+
+/* The Pss line of /proc/<pid>/smaps_rollup in kB, or -1. */
+static int64_t smaps_pss(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)pid);
+    return proc_kb(path, "Pss");
+}
+
+int64_t pool_tree_pss(pid_t root, pool_pss_cache *cache, int *procs, int *walked)
 {
     pid_t v[POOL_MEM_PROCS_MAX];
-    int n = 0;
+    int n = 0, read = 0, walks = 0;
+    int64_t total = 0;
     if (procs)
         *procs = 0;
+    if (walked)
+        *walked = 0;
     if (root <= 0)
         return -1;
     v[n++] = root;
     /* Breadth first: v grows as each process's children are found. */
     for (int i = 0; i < n && n < POOL_MEM_PROCS_MAX; i++)
         add_children(v[i], v, &n, POOL_MEM_PROCS_MAX);
-    int64_t total = 0;
-    int read = 0;
-    for (int i = 0; i < n; i++) {
-        char path[64];
-        snprintf(path, sizeof path, "/proc/%d/smaps_rollup", (int)v[i]);
-        int64_t kb = proc_kb(path, "Pss");
-        if (kb < 0)
-            continue; /* gone meanwhile, or a kernel without smaps_rollup */
-        total += kb * 1024;
-        read++;
+
+    struct pool_pss_entry *cur = cache ? malloc((size_t)n * sizeof *cur) : NULL;
+    if (!cur) {
+        /* every process read */
+        for (int i = 0; i < n; i++) {
+            int64_t kb = smaps_pss(v[i]);
+            walks++;
+            if (kb < 0)
+                continue; /* gone meanwhile, or a kernel without smaps_rollup */
+            total += kb * 1024;
+            read++;
+        }
+        if (cache)
+            cache->n = 0; /* no memory for it: the next sample reads all as well */
+    } else {
+        int m = 0, same = cache->since_full < POOL_PSS_FULL_EVERY;
+        for (int i = 0; i < n; i++) {
+            unsigned long long st;
+            int64_t rss;
+            if (proc_stat(v[i], &st, &rss) < 0)
+                continue; /* gone meanwhile */
+            cur[m++] = (struct pool_pss_entry){v[i], st, rss, -1};
+            same = same && cached(cache, v[i], st);
+        }
+        same = same && m == cache->n;
+        int k = 0;
+        for (int i = 0; i < m; i++) {
+            const struct pool_pss_entry *was = same ? cached(cache, cur[i].pid, cur[i].start) : NULL;
+            int64_t moved = was ? cur[i].rss_kb - was->rss_kb : 0;
+            if (moved < 0)
+                moved = -moved;
+            int64_t slack = was && was->rss_kb / 100 > 256 ? was->rss_kb / 100 : 256;
+            if (was && moved <= slack) {
+                /* kept with the resident size its PSS was read at: slow
+                   growth adds up until it passes the slack */
+                cur[i] = *was;
+            } else {
+                cur[i].pss_kb = smaps_pss(cur[i].pid);
+                walks++;
+                if (cur[i].pss_kb < 0)
+                    continue; /* gone meanwhile */
+            }
+            total += cur[i].pss_kb * 1024;
+            read++;
+            cur[k++] = cur[i];
+        }
+        memcpy(cache->e, cur, (size_t)k * sizeof *cur);
+        cache->n = k;
+        cache->since_full = same ? cache->since_full + 1 : 0;
+        free(cur);
     }
     if (procs)
         *procs = read;
+    if (walked)
+        *walked = walks;
     return read ? total : -1;
 }
 

@@ -57,6 +57,7 @@ struct browser {
     int sample_tried; /* a sample has read (or failed to read) its PSS: spares may come */
     int64_t base;     /* its PSS when it last had no context */
     int base_known;
+    pool_pss_cache pss_cache; /* what the samples read of its processes (manager thread) */
     char why[160];
     pool_lease *leases;
     int work;                          /* work slots held: parks and restores running */
@@ -127,6 +128,7 @@ struct pool {
     int64_t mem_sample_us;    /* its cost */
     int64_t next_sample_ms;
     int mem_procs;
+    uint64_t mem_walks; /* smaps_rollup files read by all samples */
     uint64_t mem_samples;
     uint64_t waits_memory, waits_contexts, waits_queue, waits_browsers;
     uint64_t vtime;           /* the tag of the last waiter served (fair queueing) */
@@ -779,11 +781,14 @@ static void sample_memory(pool *p)
     enum { N = 64 };
     unsigned long seq[N];
     pid_t guard[N];
+    struct browser *held[N]; /* a ref each: their caches stay while mu is dropped */
     int in_use[N], n = 0;
     for (struct browser *b = p->browsers; b && n < N; b = b->next)
         if ((b->state == B_READY || b->state == B_DRAINING) && b->guard > 0) {
             seq[n] = b->seq;
             guard[n] = b->guard;
+            held[n] = b;
+            b->refs++;
             in_use[n++] = b->in_use + b->n_spares;
         }
     pthread_mutex_unlock(&p->mu);
@@ -791,14 +796,17 @@ static void sample_memory(pool *p)
        of reading /proc is mostly waiting for a core, which costs nothing. */
     int64_t t0 = thread_cpu_us();
     int64_t pss[N];
-    int procs = 0;
+    int procs = 0, walked = 0;
     for (int i = 0; i < n; i++) {
-        int k = 0;
-        pss[i] = pool_tree_pss(guard[i], &k);
+        int k = 0, w = 0;
+        pss[i] = pool_tree_pss(guard[i], &held[i]->pss_cache, &k, &w);
         procs += k;
+        walked += w;
     }
     int64_t cost = thread_cpu_us() - t0;
     pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < n; i++)
+        held[i]->refs--;
     int64_t over = 0;
     int ctxs = 0;
     for (struct browser *b = p->browsers; b; b = b->next) {
@@ -829,6 +837,7 @@ static void sample_memory(pool *p)
     p->mem_sample_ms = now;
     p->mem_sample_us = cost;
     p->mem_procs = procs;
+    p->mem_walks += (uint64_t)walked;
     p->mem_samples++;
     int64_t wait = cost * POOL_MEMORY_SAMPLE_COST / 1000;
     p->next_sample_ms = now + (wait > p->cfg.memory_sample_ms ? wait : p->cfg.memory_sample_ms);
@@ -1630,6 +1639,7 @@ void pool_get_stats(pool *p, pool_stats *st)
     st->memory_sample_us = p->mem_sample_us;
     st->memory_procs = p->mem_procs;
     st->memory_samples = p->mem_samples;
+    st->memory_walks = p->mem_walks;
     st->waits_memory = p->waits_memory;
     st->waits_contexts = p->waits_contexts;
     st->waits_queue = p->waits_queue;

@@ -274,8 +274,9 @@ typedef struct pool_stats {
     int64_t memory_per_context;  /* what one more context is taken to cost */
     int64_t memory_age_ms;       /* age of the last sample; -1: none yet */
     int64_t memory_sample_us;    /* the CPU time the last sample took the manager thread */
-    int memory_procs;            /* processes the last sample read */
+    int memory_procs;            /* processes the last sample counted */
     uint64_t memory_samples;
+    uint64_t memory_walks;       /* smaps_rollup files read by all samples (the costly part) */
     /* Lease requests that had to wait, by what was full when they queued. */
     uint64_t waits_memory;       /* a browser had a free slot, the budget did not */
     uint64_t waits_contexts;     /* every ready browser was at contexts_per_browser */

@@ -2,7 +2,8 @@
  * test_pool.c - the pool's configuration that needs no browser: the sizes
  * REFGATE_MEMORY_MAX takes, the default budget's formula against the
  * machine's /proc/meminfo (and cgroup limit) read here, and what the environment sets (a bad
- * value keeps the default).
+ * value keeps the default); and the memory sample's reads of a real process
+ * tree (two processes this test forks), which walk only what moved.
  */
 #define _GNU_SOURCE
 #include <setjmp.h>
@@ -12,11 +13,15 @@
 
 #include <cmocka.h>
 
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "pool/pool.h"
+#include "pool/pool_int.h"
 #include "tests/support/fixture.h"
 
 static void test_sizes(void **state)
@@ -121,12 +126,138 @@ static void test_environment(void **state)
     unsetenv("REFGATE_WORKERS");
 }
 
+/*
+ * The tree: a parent that waits for its child and then for the end of its
+ * control pipe, and a child that, for each byte it reads, allocates and
+ * touches 8 MiB more and answers with a byte; both exit at the end of
+ * their pipes. Returns the parent's PID.
+ */
+static pid_t tree_start(int *parent_ctl, int *child_ctl, int *child_ack)
+{
+    int pc[2], cc[2], ca[2];
+    assert_int_equal(pipe(pc), 0);
+    assert_int_equal(pipe(cc), 0);
+    assert_int_equal(pipe(ca), 0);
+    pid_t a = fork();
+    assert_true(a >= 0);
+    if (a == 0) {
+        close(pc[1]);
+        close(cc[1]);
+        close(ca[0]);
+        pid_t b = fork();
+        if (b == 0) {
+            close(pc[0]);
+            char c;
+            while (read(cc[0], &c, 1) == 1) {
+                char *m = malloc(8 << 20);
+                if (m)
+                    memset(m, 1, 8 << 20); /* resident, kept */
+                if (write(ca[1], "k", 1) != 1)
+                    _exit(1);
+            }
+            _exit(0);
+        }
+        close(cc[0]);
+        close(ca[1]);
+        if (b > 0)
+            waitpid(b, NULL, 0); /* reaped: gone from the tree at once */
+        char c;
+        while (read(pc[0], &c, 1) == 1)
+            ;
+        _exit(0);
+    }
+    close(pc[0]);
+    close(cc[0]);
+    close(ca[1]);
+    *parent_ctl = pc[1];
+    *child_ctl = cc[1];
+    *child_ack = ca[0];
+    return a;
+}
+
+static int64_t tree_pss(pid_t root, pool_pss_cache *c, int *procs, int *walked)
+{
+    int64_t v = pool_tree_pss(root, c, procs, walked);
+    printf("  pss %lld kB, %d processes, %d read\n", (long long)(v / 1024), *procs, *walked);
+    return v;
+}
+
+/*
+ * A sample reads smaps_rollup (a walk of the page tables) only for the
+ * processes whose resident size moved, while the tree keeps its processes;
+ * all of them when one came or went, and every POOL_PSS_FULL_EVERY samples.
+ */
+static void test_memory_sample_reads_only_what_moved(void **state)
+{
+    (void)state;
+    int pctl, cctl, cack, procs = 0, walked = 0;
+    pid_t root = tree_start(&pctl, &cctl, &cack);
+    /* the child is there once the tree counts two processes */
+    for (int i = 0; i < 200 && procs < 2; i++) {
+        pool_tree_pss(root, NULL, &procs, &walked);
+        if (procs < 2)
+            usleep(10000);
+    }
+    assert_int_equal(procs, 2);
+    assert_int_equal(walked, 2); /* without a cache, every process is read */
+
+    pool_pss_cache *c = calloc(1, sizeof *c);
+    assert_non_null(c);
+    int64_t first = tree_pss(root, c, &procs, &walked);
+    assert_true(first > 0);
+    assert_int_equal(procs, 2);
+    assert_int_equal(walked, 2);
+    /* nothing moved: nothing read, the same figure */
+    assert_true(tree_pss(root, c, &procs, &walked) == first);
+    assert_int_equal(procs, 2);
+    assert_int_equal(walked, 0);
+
+    /* the child grows by 8 MiB: it alone is read, and the figure follows */
+    char k;
+    assert_int_equal(write(cctl, "g", 1), 1);
+    assert_int_equal(read(cack, &k, 1), 1);
+    int64_t grown = tree_pss(root, c, &procs, &walked);
+    assert_int_equal(walked, 1);
+    assert_true(grown - first >= 7 << 20);
+
+    /* unchanged from here: one sample in POOL_PSS_FULL_EVERY reads both */
+    int full = 0;
+    for (int i = 0; i < POOL_PSS_FULL_EVERY; i++) {
+        assert_true(tree_pss(root, c, &procs, &walked) > 0);
+        assert_true(walked == 0 || walked == 2);
+        full += walked == 2;
+    }
+    assert_int_equal(full, 1);
+
+    /* the child ends: the parent alone, read again */
+    close(cctl);
+    for (int i = 0; i < 200 && procs == 2; i++) {
+        tree_pss(root, c, &procs, &walked);
+        if (procs == 2)
+            usleep(10000);
+    }
+    assert_int_equal(procs, 1);
+    assert_int_equal(walked, 1);
+    int64_t alone = tree_pss(root, c, &procs, &walked);
+    assert_true(alone < grown);
+    assert_int_equal(walked, 0);
+
+    close(cack);
+    close(pctl);
+    assert_int_equal(waitpid(root, NULL, 0), root);
+    /* no tree: nothing to read */
+    assert_true(pool_tree_pss(root, c, &procs, &walked) < 0);
+    assert_int_equal(procs, 0);
+    free(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_default_budget),
         cmocka_unit_test(test_environment),
+        cmocka_unit_test(test_memory_sample_reads_only_what_moved),
     };
     return FX_RUN("pool", tests, NULL, NULL);
 }
