@@ -127,10 +127,11 @@ static void test_environment(void **state)
 }
 
 /*
- * The tree: a parent that waits for its child and then for the end of its
- * control pipe, and a child that, for each byte it reads, allocates and
- * touches 8 MiB more and answers with a byte; both exit at the end of
- * their pipes. Returns the parent's PID.
+ * The tree: a parent that waits for its child, says so on the child's
+ * answer pipe and then waits for the end of its control pipe, and a child
+ * that, for each byte it reads, allocates and touches 8 MiB more and
+ * answers with a byte; both exit at the end of their pipes. Returns the
+ * parent's PID.
  */
 static pid_t tree_start(int *parent_ctl, int *child_ctl, int *child_ack)
 {
@@ -158,9 +159,13 @@ static pid_t tree_start(int *parent_ctl, int *child_ctl, int *child_ack)
             _exit(0);
         }
         close(cc[0]);
-        close(ca[1]);
         if (b > 0)
-            waitpid(b, NULL, 0); /* reaped: gone from the tree at once */
+            waitpid(b, NULL, 0);
+        /* reaped: no zombie left in the tree, which a sample would count
+           as a process that came or went */
+        if (write(ca[1], "r", 1) != 1)
+            _exit(1);
+        close(ca[1]);
         char c;
         while (read(pc[0], &c, 1) == 1)
             ;
@@ -231,11 +236,9 @@ static void test_memory_sample_reads_only_what_moved(void **state)
 
     /* the child ends: the parent alone, read again */
     close(cctl);
-    for (int i = 0; i < 200 && procs == 2; i++) {
-        tree_pss(root, c, &procs, &walked);
-        if (procs == 2)
-            usleep(10000);
-    }
+    assert_int_equal(read(cack, &k, 1), 1); /* reaped */
+    assert_int_equal(k, 'r');
+    tree_pss(root, c, &procs, &walked);
     assert_int_equal(procs, 1);
     assert_int_equal(walked, 1);
     int64_t alone = tree_pss(root, c, &procs, &walked);
