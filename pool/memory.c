@@ -153,55 +153,48 @@ int64_t pool_tree_pss(pid_t root, pool_pss_cache *cache, int *procs, int *walked
     for (int i = 0; i < n && n < POOL_MEM_PROCS_MAX; i++)
         add_children(v[i], v, &n, POOL_MEM_PROCS_MAX);
 
-    struct pool_pss_entry *cur = cache ? malloc((size_t)n * sizeof *cur) : NULL;
-    if (!cur) {
-        /* every process read */
-        for (int i = 0; i < n; i++) {
-            int64_t kb = smaps_pss(v[i]);
+    /* This sample's processes, each with what the cache had of it (was),
+       while the tree holds the same processes (same). Without a cache,
+       every process is read. */
+    struct pool_pss_entry cur[POOL_MEM_PROCS_MAX];
+    const struct pool_pss_entry *was[POOL_MEM_PROCS_MAX];
+    int m = 0, same = cache && cache->since_full < POOL_PSS_FULL_EVERY;
+    for (int i = 0; i < n; i++) {
+        unsigned long long st = 0;
+        int64_t rss = 0;
+        if (cache && proc_stat(v[i], &st, &rss) < 0)
+            continue; /* gone meanwhile */
+        cur[m] = (struct pool_pss_entry){v[i], st, rss, -1};
+        was[m] = cache ? cached(cache, v[i], st) : NULL;
+        same = same && was[m];
+        m++;
+    }
+    same = same && m == cache->n;
+    int k = 0;
+    for (int i = 0; i < m; i++) {
+        const struct pool_pss_entry *w = same ? was[i] : NULL;
+        int64_t moved = w ? cur[i].rss_kb - w->rss_kb : 0;
+        if (moved < 0)
+            moved = -moved;
+        int64_t slack = w && w->rss_kb / 100 > 256 ? w->rss_kb / 100 : 256;
+        if (w && moved <= slack) {
+            /* kept with the resident size its PSS was read at: slow
+               growth adds up until it passes the slack */
+            cur[i] = *w;
+        } else {
+            cur[i].pss_kb = smaps_pss(cur[i].pid);
             walks++;
-            if (kb < 0)
+            if (cur[i].pss_kb < 0)
                 continue; /* gone meanwhile, or a kernel without smaps_rollup */
-            total += kb * 1024;
-            read++;
         }
-        if (cache)
-            cache->n = 0; /* no memory for it: the next sample reads all as well */
-    } else {
-        int m = 0, same = cache->since_full < POOL_PSS_FULL_EVERY;
-        for (int i = 0; i < n; i++) {
-            unsigned long long st;
-            int64_t rss;
-            if (proc_stat(v[i], &st, &rss) < 0)
-                continue; /* gone meanwhile */
-            cur[m++] = (struct pool_pss_entry){v[i], st, rss, -1};
-            same = same && cached(cache, v[i], st);
-        }
-        same = same && m == cache->n;
-        int k = 0;
-        for (int i = 0; i < m; i++) {
-            const struct pool_pss_entry *was = same ? cached(cache, cur[i].pid, cur[i].start) : NULL;
-            int64_t moved = was ? cur[i].rss_kb - was->rss_kb : 0;
-            if (moved < 0)
-                moved = -moved;
-            int64_t slack = was && was->rss_kb / 100 > 256 ? was->rss_kb / 100 : 256;
-            if (was && moved <= slack) {
-                /* kept with the resident size its PSS was read at: slow
-                   growth adds up until it passes the slack */
-                cur[i] = *was;
-            } else {
-                cur[i].pss_kb = smaps_pss(cur[i].pid);
-                walks++;
-                if (cur[i].pss_kb < 0)
-                    continue; /* gone meanwhile */
-            }
-            total += cur[i].pss_kb * 1024;
-            read++;
-            cur[k++] = cur[i];
-        }
+        total += cur[i].pss_kb * 1024;
+        read++;
+        cur[k++] = cur[i];
+    }
+    if (cache) {
         memcpy(cache->e, cur, (size_t)k * sizeof *cur);
         cache->n = k;
         cache->since_full = same ? cache->since_full + 1 : 0;
-        free(cur);
     }
     if (procs)
         *procs = read;

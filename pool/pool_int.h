@@ -74,9 +74,9 @@ typedef struct pool_pss_cache {
  * With a cache (the previous samples of the same tree), a process whose
  * resident size moved by at most 1% (or 256 kB, whichever is more) since
  * its smaps_rollup was last read counts with the PSS read then, while the
- * tree holds the same processes:
- * a process that came or went changes how the shared pages are divided, so
- * every process is read then, and every POOL_PSS_FULL_EVERY samples anyway.
+ * tree holds the same processes. A process that came or went changes how
+ * the shared pages are divided, so every process is read then, and every
+ * POOL_PSS_FULL_EVERY samples anyway.
  */
 int64_t pool_tree_pss(pid_t root, pool_pss_cache *cache, int *procs, int *walked);
 

@@ -475,16 +475,14 @@ static int add_storage_script(sess *s, const sess_capture *p, char *id, size_t i
                       "for(var k in v)st.setItem(k,v[k])}}catch(e){}}"
                       "put(localStorage,ls);put(sessionStorage,ss)})(");
     rg_buf_json_str(&src, p->origin, strlen(p->origin));
-    rg_buf_puts(&src, ",");
-    if (p->ls)
-        rg_buf_json_str(&src, p->ls, strlen(p->ls));
-    else
-        rg_buf_puts(&src, "null");
-    rg_buf_puts(&src, ",");
-    if (p->ss)
-        rg_buf_json_str(&src, p->ss, strlen(p->ss));
-    else
-        rg_buf_puts(&src, "null");
+    const char *const dumps[] = {p->ls, p->ss};
+    for (size_t i = 0; i < sizeof dumps / sizeof *dumps; i++) {
+        rg_buf_puts(&src, ",");
+        if (dumps[i])
+            rg_buf_json_str(&src, dumps[i], strlen(dumps[i]));
+        else
+            rg_buf_puts(&src, "null");
+    }
     rg_buf_puts(&src, ")");
     rg_buf q;
     rg_buf_init(&q);

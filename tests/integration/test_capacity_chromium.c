@@ -162,6 +162,7 @@ static void test_memory_budget_parks_rather_than_opens(void **state)
     assert_true(ps.memory_samples >= 1);
     assert_true(ps.memory_age_ms >= 0);
     assert_true(ps.memory_procs >= 2); /* the browser and at least the page's renderer */
+    assert_true(ps.memory_walks >= (uint64_t)ps.memory_procs); /* the first sample reads all */
     assert_true(ps.memory_estimate > cfg.memory_max);
     assert_int_equal(ps.memory_max, 1 << 20);
     assert_int_equal(ps.contexts_in_use, 1);
