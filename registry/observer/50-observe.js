@@ -56,9 +56,17 @@
   function safeMatches(el, s) {
     try { return el.matches(s); } catch (e) { return false; }
   }
+  /*
+   * The element that has focus, through open shadow roots. A field that
+   * became disabled while it had focus stays the active element until a task
+   * later, when Chromium moves focus to the body (HTML's focus fixup): it
+   * counts as the body already, so an observe in between neither shows a
+   * disabled field as focused nor differs from one a moment later.
+   */
   function deepActive(doc) {
     var a = doc.activeElement;
     while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    if (a && FORM_TAGS[lower(a)] && safeMatches(a, ':disabled')) return doc.body;
     return a;
   }
 

@@ -1270,6 +1270,84 @@ static void test_page_names_that_shadow_object_properties(void **state)
     free(out);
 }
 
+/*
+ * The states of the outline's button named name in an observe's reply (out),
+ * as "disabled focused", into st; -1 if the reply has no such button.
+ */
+static int button_states(const char *out, const char *name, char *st, size_t len)
+{
+    cJSON *j = out ? cJSON_Parse(out) : NULL;
+    const cJSON *nd;
+    int rc = -1;
+    st[0] = '\0';
+    cJSON_ArrayForEach(nd, cJSON_GetObjectItem(j, "nodes"))
+    {
+        const char *rv = tjstr(nd, "role"), *nv = tjstr(nd, "name");
+        if (rc == 0 || !rv || strcmp(rv, "button") || !nv || strcmp(nv, name))
+            continue;
+        rc = 0;
+        const cJSON *s;
+        cJSON_ArrayForEach(s, cJSON_GetObjectItem(nd, "states"))
+        {
+            if (cJSON_IsString(s))
+                snprintf(st + strlen(st), len - strlen(st), "%s%s", st[0] ? " " : "",
+                         s->valuestring);
+        }
+    }
+    cJSON_Delete(j);
+    return rc;
+}
+
+/*
+ * A button disabled while it has focus stays the document's active element
+ * until a task later, when Chromium moves focus to the body. An observe in
+ * between must not show it as focused (it cannot be), and the incremental
+ * observe a moment later must agree with a full walk.
+ */
+static void test_a_field_disabled_with_focus_is_not_focused(void **state)
+{
+    (void)state;
+    char st[128];
+    load_at_start("disabled-focus.html",
+                  "<!doctype html><html><head><meta charset=\"utf-8\"><title>focus</title></head>"
+                  "<body><form><input aria-label=\"Name\"> <button type=\"button\" id=\"s\">"
+                  "Save alpha</button></form></body></html>");
+    static const char obs[] = "__refgate.observe('{\"sel\":false,\"max_elements\":500}')";
+    char *out = eval_str("(function () { document.getElementById('s').focus();"
+                         " return __refgate.observe('{\"sel\":false,\"max_elements\":500}'); })()",
+                         10000);
+    assert_int_equal(button_states(out, "Save alpha", st, sizeof st), 0);
+    printf("  focused: [%s]\n", st);
+    assert_string_equal(st, "focused");
+    free(out);
+
+    /* disabled and observed in one task: focus has not moved yet */
+    out = eval_str("(function () { var b = document.getElementById('s'); b.disabled = true;"
+                   " var o = __refgate.observe('{\"sel\":false,\"max_elements\":500}');"
+                   " return document.activeElement === b ? o : 'focus moved'; })()",
+                   10000);
+    assert_int_equal(button_states(out, "Save alpha", st, sizeof st), 0);
+    printf("  disabled in the same task: [%s]\n", st);
+    assert_string_equal(st, "disabled");
+    free(out);
+
+    /* a task later focus is on the body: the incremental observe and a full walk agree */
+    char *act = eval_str("document.activeElement.localName", 10000);
+    assert_non_null(act);
+    assert_string_equal(act, "body");
+    free(act);
+    char st_full[128];
+    out = eval_str(obs, 10000);
+    char *full = eval_str("__refgate.observe('{\"_full\":true,\"sel\":false,\"max_elements\":500}')",
+                          10000);
+    assert_int_equal(button_states(out, "Save alpha", st, sizeof st), 0);
+    assert_int_equal(button_states(full, "Save alpha", st_full, sizeof st_full), 0);
+    assert_string_equal(st, "disabled");
+    assert_string_equal(st, st_full);
+    free(out);
+    free(full);
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -1332,6 +1410,7 @@ int main(void)
         cmocka_unit_test(test_observe_delta),
         cmocka_unit_test(test_pseudo_text_from_every_sheet),
         cmocka_unit_test(test_page_names_that_shadow_object_properties),
+        cmocka_unit_test(test_a_field_disabled_with_focus_is_not_focused),
     };
     int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
     httpd_stop(cases_srv);
