@@ -104,6 +104,7 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         const cJSON *fr = cJSON_GetObjectItemCaseSensitive(params, "frame");
         if (cJSON_GetObjectItemCaseSensitive(fr, "parentId"))
             return; /* an iframe */
+        __atomic_store_n(&t->committed, 1, __ATOMIC_SEQ_CST);
         __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
         kind = "navigation";
         d = cJSON_CreateObject();

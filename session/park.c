@@ -262,7 +262,9 @@ static int capture_tabs(sess *s, sess_capture *c)
         const cJSON *u = cJSON_GetObjectItemCaseSensitive(root, "u");
         const cJSON *x = cJSON_GetObjectItemCaseSensitive(root, "x");
         const cJSON *y = cJSON_GetObjectItemCaseSensitive(root, "y");
-        cJSON_AddStringToObject(o, "url", cJSON_IsString(u) ? u->valuestring : "about:blank");
+        cJSON_AddStringToObject(o, "url",
+                                sess_tab_url(v[i], cJSON_IsString(u) ? u->valuestring
+                                                                     : "about:blank"));
         cJSON_AddNumberToObject(o, "sx", cJSON_IsNumber(x) ? x->valuedouble : 0);
         cJSON_AddNumberToObject(o, "sy", cJSON_IsNumber(y) ? y->valuedouble : 0);
         cJSON_Delete(root);

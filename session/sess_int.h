@@ -68,6 +68,9 @@ typedef struct sess_tab {
     int sub;                       /* the page-event subscription, 0 when none */
     int page_enabled;
     char *open_url;                /* the last URL this page opened a window on (reader thread) */
+    char *start_url;               /* a popup's URL when it opened (set before it is listed):
+                                      what it lists and parks on until it commits */
+    int committed;                 /* a document of its own committed (atomic; reader thread) */
 } sess_tab;
 
 #define SESS_TABS_CAP 64 /* REFGATE_TABS_MAX is at most this */
@@ -252,6 +255,8 @@ int sess_tab_prepare(sess *s, sess_tab *t);
 int sess_tabs_open(sess *s);
 /** The open tabs, in order, into v (SESS_TABS_CAP); returns how many. */
 int sess_tabs_snapshot(sess *s, sess_tab **v);
+/** The URL to show and park t on, whose page says url (the one it opens until it commits). */
+const char *sess_tab_url(sess_tab *t, const char *url);
 /**
  * Opens a page in the context as a tab with id want (NULL: the next
  * number), on about:blank, set up like a popup; not made active.

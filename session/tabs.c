@@ -60,6 +60,7 @@ static void tab_free(sess *s, sess_tab *t)
     reg_world_free(t->world);
     reg_page_free(t->reg);
     free(t->open_url);
+    free(t->start_url);
     free(t);
 }
 
@@ -266,6 +267,8 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
         t = tab_alloc(s, id, tid, child);
         if (t) {
             snprintf(t->opener, sizeof t->opener, "%s", opener_tab);
+            const char *at = open_url ? open_url : url;
+            t->start_url = *at ? strdup(at) : NULL;
             s->tabs[s->n_tabs++] = t;
         }
     }
@@ -511,6 +514,18 @@ const char *sess_tab_id(const sess *s)
     return s->cur ? s->cur->id : "";
 }
 
+/*
+ * The URL to show for t, whose page says it is at url: until a document of
+ * its own commits (a popup whose page has not answered yet), the one it is
+ * opening, as its opener asked for it, instead of "" or "about:blank".
+ */
+const char *sess_tab_url(sess_tab *t, const char *url)
+{
+    if (t->start_url && !__atomic_load_n(&t->committed, __ATOMIC_SEQ_CST))
+        return t->start_url;
+    return url;
+}
+
 int sess_tabs_list(sess *s, sess_tab_info **out, size_t *n)
 {
     *out = NULL;
@@ -531,7 +546,7 @@ int sess_tabs_list(sess *s, sess_tab_info **out, size_t *n)
         int rc = sess_browser_call(s, "Target.getTargetInfo", q, SESS_CALL_TIMEOUT_MS, &rep);
         const cJSON *ti = rc == 0 ? cJSON_GetObjectItemCaseSensitive(rep.result, "targetInfo")
                                   : NULL;
-        r[i].url = strdup(jstr_of(ti, "url"));
+        r[i].url = strdup(sess_tab_url(v[i], jstr_of(ti, "url")));
         r[i].title = strdup(jstr_of(ti, "title"));
         cdp_reply_free(&rep);
         if (!r[i].url || !r[i].title) {

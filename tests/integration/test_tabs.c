@@ -263,6 +263,29 @@ static void test_target_blank_link(void **state)
     close_as(NULL, sid);
 }
 
+/*
+ * A tab listed right after the click that opened it, before its page
+ * answers (this one never does): it has the URL it is opening, not an empty
+ * one, so an agent that lists the tabs can tell which is which.
+ */
+static void test_tab_listed_before_its_page_answers(void **state)
+{
+    (void)state;
+    char sid[64];
+    create_as(NULL, "tabs-opener.html", sid);
+    ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@slowtab\"}}");
+    cJSON *r = tabs_of(NULL, sid);
+    char *txt = cJSON_PrintUnformatted(result(r));
+    printf("  right after the click: %s\n", txt);
+    free(txt);
+    assert_int_equal(n_tabs(r), 2);
+    assert_non_null(strstr(field(tab_entry(r, "t2"), "url"), "/slow?from=link"));
+    assert_string_equal(field(tab_entry(r, "t2"), "opener"), "t1");
+    assert_true(is_active(r, "t1"));
+    cJSON_Delete(r);
+    close_as(NULL, sid);
+}
+
 /* Past REFGATE_TABS_MAX a popup is closed before it runs, and reported. */
 static void test_tab_limit(void **state)
 {
@@ -524,6 +547,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_popup_opens_a_tab),
         cmocka_unit_test(test_target_blank_link),
+        cmocka_unit_test(test_tab_listed_before_its_page_answers),
         cmocka_unit_test(test_tab_limit),
         cmocka_unit_test(test_hundred_popups_stay_cheap),
         cmocka_unit_test(test_refused_popup_target),
