@@ -267,6 +267,15 @@ void reg_world_free(reg_world *w);
  */
 int reg_world_loaded(reg_world *w, char **json);
 void reg_world_forget_load(reg_world *w);
+/**
+ * The second report of the same document, sent a task after its load event
+ * with what a checkpoint keeps of the page: {"st": 1, "u", "t", "s", "o",
+ * "x", "y", "ls", "ss"} ("st": 0 and no storage when it was too large to
+ * send), into *json (free it). Waits up to timeout_ms for it: RG_ETIMEOUT
+ * when it did not come, RG_ENOTFOUND when the document has no report or is
+ * gone; the caller then asks the page.
+ */
+int reg_world_load_final(reg_world *w, int timeout_ms, char **json);
 
 typedef struct reg_page reg_page;
 

@@ -343,8 +343,7 @@ void sess_forget_ckpt(sess *s)
     free(s->ckpt_origin);
     s->ckpt_url = s->ckpt_title = s->ckpt_origin = NULL;
     s->ckpt_valid = 0;
-    free(s->load_report);
-    s->load_report = NULL;
+    s->load_report = 0;
 }
 
 /*
@@ -605,14 +604,21 @@ static void checkpoint(sess *s, int full, int defer)
     }
     __atomic_store_n(&s->scroll_owed, 0, __ATOMIC_SEQ_CST);
     /* Right after a navigation, the page's part of a full capture is in the
-       observer's report from the load event: no call into a page that is
-       busy with its load's aftermath. */
+       observer's second report, a task after the load event: no call into a
+       page that is busy with its load's aftermath. */
     int rc = RG_ENOTFOUND;
     if (!known && full && s->load_report && s->load_gen == gen && s->load_tab == s->active &&
-        !__atomic_load_n(&s->load_touched, __ATOMIC_SEQ_CST))
-        rc = sess_capture_loaded(s, s->load_report, &c);
-    free(s->load_report);
-    s->load_report = NULL;
+        !__atomic_load_n(&s->load_touched, __ATOMIC_SEQ_CST)) {
+        char *report = NULL;
+        int lrc = reg_world_load_final(s->active->world, SESS_LOAD_FINAL_WAIT_MS, &report);
+        if (lrc == 0)
+            rc = sess_capture_loaded(s, report, &c);
+        else
+            rg_log(RG_LOG_DEBUG, "session", "%s: no storage report after the load (%s): the page "
+                   "is asked", s->id, rg_err_code(lrc));
+        free(report);
+    }
+    s->load_report = 0;
     if (rc == RG_ENOTFOUND)
         rc = known ? 0 : sess_capture_page(s, full, &c);
     if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&

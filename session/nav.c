@@ -77,19 +77,18 @@ static int where_after(sess *s, int loaded, sess_nav *out)
 {
     char *json = NULL;
     cJSON *where = NULL;
-    free(s->load_report);
-    s->load_report = NULL;
+    s->load_report = 0;
     if (loaded && reg_world_loaded(s->cur->world, &json) == 0)
         where = cJSON_Parse(json);
+    free(json);
     if (cJSON_IsObject(where) && cJSON_IsString(cJSON_GetObjectItemCaseSensitive(where, "u"))) {
-        /* kept for the checkpoint after this command (lease.c) */
-        s->load_report = json;
+        /* its second part is for the checkpoint after this command (lease.c) */
+        s->load_report = 1;
         s->load_gen = __atomic_load_n(&s->page_gen, __ATOMIC_SEQ_CST);
         s->load_tab = s->cur;
         __atomic_store_n(&s->load_touched, 0, __ATOMIC_SEQ_CST);
         return take_where(where, out);
     }
-    free(json);
     cJSON_Delete(where);
     return read_where(s, out);
 }

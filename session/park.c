@@ -342,9 +342,10 @@ int sess_capture_loaded(sess *s, const char *report, sess_capture *c)
 {
     memset(c, 0, sizeof *c);
     cJSON *root = cJSON_Parse(report);
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "st");
     if (!cJSON_IsObject(root) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "u")) ||
-        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "o")) ||
-        !cJSON_GetObjectItemCaseSensitive(root, "st")) {
+        !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "o")) || !cJSON_IsNumber(st) ||
+        st->valueint != 1) {
         cJSON_Delete(root);
         return RG_ENOTFOUND; /* no storage in it: the page is asked */
     }

@@ -128,11 +128,12 @@ struct sess {
     int ckpt_valid;
     char *ckpt_url, *ckpt_title, *ckpt_origin;
     double ckpt_sx, ckpt_sy;
-    /* The observer's report from the load event of the last navigation
-       (nav.c), with the page_gen and the tab it is of: the full checkpoint
-       after that navigation takes the page's part from it (lease.c) when
-       nothing was sent to the browser nor a page handle given out since. */
-    char *load_report;
+    /* The last navigation ended with the observer's report from its load
+       event (nav.c), with the page_gen and the tab it is of: the full
+       checkpoint after that navigation takes the page's part from the
+       report's second part (lease.c, reg_world_load_final) when nothing was
+       sent to the browser nor a page handle given out since. */
+    int load_report;
     unsigned load_gen;
     const sess_tab *load_tab;
     int load_touched;              /* atomic: a call or a page handle since it (call.c) */
@@ -179,6 +180,9 @@ struct sess_mgr {
 
 /* How long one page call waits unless the command says otherwise. */
 #define SESS_CALL_TIMEOUT_MS 10000
+/* How long the checkpoint after a navigation waits for the observer's second
+   load report (a task after the load event) before it asks the page itself. */
+#define SESS_LOAD_FINAL_WAIT_MS 1000
 
 struct redisReply;
 
@@ -306,8 +310,8 @@ void sess_capture_free(sess_capture *c);
  * observation) too.
  */
 int sess_capture_page(sess *s, int full, sess_capture *c);
-/** The same full capture, the page's part from a load report that carries
-    its storage (99-api.js); RG_ENOTFOUND when it does not. */
+/** The same full capture, the page's part from the second load report when
+    it carries the storage ("st": 1, 99-api.js); RG_ENOTFOUND when not. */
 int sess_capture_loaded(sess *s, const char *report, sess_capture *c);
 /** The page keys of the tabs a capture lists (t1's "main" included); caller frees each and v. */
 int sess_capture_page_keys(const sess *s, const sess_capture *c, char ***v, size_t *n);

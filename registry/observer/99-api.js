@@ -32,12 +32,14 @@
      before the load event in the same task, so that it runs after the
      page's own load listeners (a title or URL one of them sets is in the
      report, as it was when the page was asked after the event). */
-  /* With it, what the session's checkpoint after the navigation keeps of
-     the page (its origin, scroll and storage, as session/park.c's
-     capture_js reads them), so that checkpoint needs no call into the page
-     either; "st" says storage was read. Storage too large for the report
-     (REPORT_MAX, under registry/world.c's cap) is left out, and the
-     checkpoint then asks the page. */
+  /* A task later, a second report with what the session's checkpoint after
+     the navigation keeps of the page (its origin, scroll and storage, as
+     session/park.c's capture_js reads them), so that checkpoint needs no
+     call into the page either. Not in the first: a document's first storage
+     access asks the browser process, 2 to 3 ms the navigation's reply would
+     wait for. It begins with "st", which world.c looks for: 1 when the
+     storage is in it, 0 when it is too large for the report (REPORT_MAX,
+     under registry/world.c's cap) and the checkpoint asks the page. */
   var REPORT_MAX = 60000;
   /* st as an object, or null once its keys and values pass REPORT_MAX
      characters: a large storage is not copied at every load for nothing */
@@ -52,24 +54,35 @@
     }
     return o;
   }
+  function where(r) {
+    var nav = performance.getEntriesByType('navigation')[0];
+    r.u = location.href; r.t = document.title; r.s = (nav && nav.responseStatus) || 0;
+    r.o = location.origin; r.x = Math.round(G.scrollX); r.y = Math.round(G.scrollY);
+    return r;
+  }
   function reportLoad() {
     try {
       var b = G.__refgateLoaded;
       if (typeof b !== 'function') return;
-      var nav = performance.getEntriesByType('navigation')[0];
-      var r = { u: location.href, t: document.title, s: (nav && nav.responseStatus) || 0,
-                o: location.origin, x: Math.round(G.scrollX), y: Math.round(G.scrollY) };
-      var plain = JSON.stringify(r), big = false;
-      r.st = 1;
+      b(JSON.stringify(where({})));
+      setTimeout(reportStorage, 0);
+    } catch (e) { /* no report: the navigation asks the page */ }
+  }
+  function reportStorage() {
+    var b = G.__refgateLoaded;
+    if (typeof b !== 'function') return;
+    try {
+      var r = where({ st: 1 }), big = false;
       try { r.ls = dumpStorage(G.localStorage); big = r.ls === null; } catch (e) { /* none, as capture_js */ }
       try { r.ss = dumpStorage(G.sessionStorage); big = big || r.ss === null; } catch (e) { /* none, as capture_js */ }
-      if (big) { b(plain); return; }
-      var full = JSON.stringify(r);
+      var full = big ? '' : JSON.stringify(r);
       /* world.c counts bytes of UTF-8: up to 3 a character here */
-      var fits = full.length * 3 <= REPORT_MAX ||
-        (full.length <= REPORT_MAX && new TextEncoder().encode(full).length <= REPORT_MAX);
-      b(fits ? full : plain);
-    } catch (e) { /* no report: the navigation asks the page */ }
+      var fits = !big && (full.length * 3 <= REPORT_MAX ||
+        (full.length <= REPORT_MAX && new TextEncoder().encode(full).length <= REPORT_MAX));
+      b(fits ? full : JSON.stringify(where({ st: 0 })));
+    } catch (e) {
+      b('{"st":0}'); /* the checkpoint asks the page, without waiting for more */
+    }
   }
   try {
     if (G.top === G && document.readyState !== 'complete')

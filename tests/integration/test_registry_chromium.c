@@ -1000,6 +1000,102 @@ static void test_unwritten_entries_go_stale_on_time(void **state)
     fx_close(&f);
 }
 
+/* The JSON of report (a load report), parsed; fails when it does not parse. */
+static cJSON *report_json(const char *report)
+{
+    cJSON *j = report ? cJSON_Parse(report) : NULL;
+    if (!cJSON_IsObject(j))
+        fail_msg("a load report that is not a JSON object: %s", report ? report : "(none)");
+    return j;
+}
+
+static const char *rstr(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+/*
+ * A navigation's load reports (registry/world.c): the first, at the load
+ * event, says where the page ended and carries no storage, so the
+ * navigation's reply does not wait for it to be read; the second, a task
+ * later, has the storage the page's own script wrote during its load, for
+ * the checkpoint. Storage too large for a report is left out ("st": 0). A
+ * new navigation forgets both.
+ */
+static void test_load_reports(void **state)
+{
+    (void)state;
+    pool_lease *l;
+    reg_page_handle h;
+    reg_world *w = NULL;
+    char url[256], *report = NULL;
+    int load_rc;
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &l, NULL), 0);
+    assert_int_equal(page_handle(l, &h, &w), 0);
+    assert_int_equal(cdp_call(h.conn, h.session, "Page.enable", NULL, 10000, NULL), 0);
+    assert_int_equal(page_goto(h.conn, h.session, httpd_url(chrome.pages, "/stored.html", url,
+                                                            sizeof url),
+                               20000, &load_rc),
+                     0);
+    assert_int_equal(load_rc, 0);
+    assert_int_equal(reg_world_load_final(w, 5000, &report), 0);
+    printf("  second report: %s\n", report);
+    cJSON *j = report_json(report);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "st")->valueint, 1);
+    assert_non_null(strstr(rstr(j, "u"), "/stored.html"));
+    assert_string_equal(rstr(j, "t"), "Stored");
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j, "ls");
+    assert_string_equal(rstr(ls, "loads"), "1");
+    assert_string_equal(rstr(ls, "__proto__"), "1");
+    assert_string_equal(rstr(cJSON_GetObjectItemCaseSensitive(j, "ss"), "loads"), "1");
+    cJSON_Delete(j);
+    free(report);
+
+    /* The first report, as the navigation's reply reads it right after the
+       load event: where the page is, no storage. This page keeps its main
+       thread busy for 300 ms in the task before the second report's. */
+    reg_world_forget_load(w);
+    assert_int_equal(reg_world_load_final(w, 50, &report), RG_ENOTFOUND);
+    assert_null(report);
+    assert_int_equal(page_goto(h.conn, h.session, httpd_url(chrome.pages, "/load-busy.html", url,
+                                                            sizeof url),
+                               20000, &load_rc),
+                     0);
+    assert_int_equal(load_rc, 0);
+    assert_int_equal(reg_world_loaded(w, &report), 0);
+    printf("  first report: %s\n", report);
+    j = report_json(report);
+    assert_non_null(strstr(rstr(j, "u"), "/load-busy.html"));
+    assert_string_equal(rstr(j, "t"), "Busy after load");
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "st"));
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "ls"));
+    cJSON_Delete(j);
+    free(report);
+    assert_int_equal(reg_world_load_final(w, 5000, &report), 0);
+    j = report_json(report);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "st")->valueint, 1);
+    assert_string_equal(rstr(cJSON_GetObjectItemCaseSensitive(j, "ls"), "seen"), "yes");
+    cJSON_Delete(j);
+    free(report);
+
+    /* Storage past what a report carries: "st": 0, the checkpoint asks the page. */
+    reg_world_forget_load(w);
+    assert_int_equal(page_goto(h.conn, h.session, httpd_url(chrome.pages, "/stored-big.html", url,
+                                                            sizeof url),
+                               20000, &load_rc),
+                     0);
+    assert_int_equal(reg_world_load_final(w, 5000, &report), 0);
+    j = report_json(report);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "st")->valueint, 0);
+    assert_null(cJSON_GetObjectItemCaseSensitive(j, "ls"));
+    assert_non_null(strstr(rstr(j, "u"), "/stored-big.html"));
+    cJSON_Delete(j);
+    free(report);
+    reg_world_free(w);
+    pool_release(l);
+}
+
 int main(void)
 {
     if (fx_browser_start(&chrome, "test_registry_chromium", "test-reg", "tests/fixtures") < 0)
@@ -1021,6 +1117,7 @@ int main(void)
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
+        cmocka_unit_test(test_load_reports),
     };
     int rc = FX_RUN("registry_chromium", tests, NULL, NULL);
     fx_browser_stop(&chrome);
