@@ -22,8 +22,10 @@
  *             stack's default registry cap (2,000 refs, so the outline is
  *             truncated): first after load and again unchanged, 5 runs (1
  *             with --quick), each in a new session
- *   navigate  `navigate` to bench/pages/form.html (wait for load) through the
- *             gateway, against Page.navigate to its load event straight down
+ *   navigate  `navigate` to bench/pages/form.html, then to the React page of
+ *             bench/loop.c (tests/fixtures/react/todo.html: two scripts),
+ *             each waiting for load, through the gateway, against
+ *             Page.navigate to its load event straight down
  *             the pipe of a pool of our own (no URL policy, interception or
  *             egress proxy), one of each in turn, `rounds` times after 3
  *             warm-ups: what the gateway adds to a navigation (issue 20's
@@ -845,9 +847,9 @@ static void print_observe(struct observe_result *ob)
     printf("}");
 }
 
-static void print_navigate(struct nav_result *nv)
+static void print_navigate(const char *key, const char *page, struct nav_result *nv)
 {
-    printf(",\"navigate\":{\"page\":\"form\",\"rounds\":%d,\"errors\":%d,", nv->rounds,
+    printf(",\"%s\":{\"page\":\"%s\",\"rounds\":%d,\"errors\":%d,", key, page, nv->rounds,
            nv->errors);
     gwc_print_mmm("raw_ms", nv->raw, nv->rounds);
     printf(",");
@@ -935,15 +937,18 @@ int main(int argc, char **argv)
         par.secs = quick ? 2 : 10;
 
     httpd *pages = httpd_start("bench/pages");
+    /* the React page of bench/loop.c: a navigation that loads two scripts */
+    httpd *react = httpd_start("tests/fixtures/react");
     const char *env[] = {"REFGATE_LOG_LEVEL=warn", "REFGATE_CONTEXTS_PER_BROWSER=40",
                          "REFGATE_GATEWAY_THREADS=48", NULL};
-    stack *st = pages ? stack_start(WORKERS, env) : NULL;
+    stack *st = pages && react ? stack_start(WORKERS, env) : NULL;
     if (!st) {
         fprintf(stderr, "gateway: cannot start the stack\n");
         return 1;
     }
     gwc_init(st, "gateway");
-    char floor_url[256], click_url[256], form_url[256], controls_url[256];
+    char floor_url[256], click_url[256], form_url[256], controls_url[256], react_url[256];
+    httpd_url(react, "/todo.html", react_url, sizeof react_url);
     httpd_url(pages, "/floor.html", floor_url, sizeof floor_url);
     httpd_url(pages, "/click.html", click_url, sizeof click_url);
     httpd_url(pages, "/form.html", form_url, sizeof form_url);
@@ -952,7 +957,7 @@ int main(int argc, char **argv)
     struct floor_result fl = {0};
     struct click_result ck = {0};
     struct loop_result lp = {0};
-    struct nav_result nv = {0};
+    struct nav_result nv = {0}, nr = {0};
     static struct observe_result ob;
     struct fairness_result fa = {0};
     int rc = 0;
@@ -971,9 +976,13 @@ int main(int argc, char **argv)
                 "gateway: observe: first %.1f ms, second %.1f ms, added %.1f ms (%lld ms)\n",
                 ob.first[0], ob.second[0], ob.added[0], (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "navigate") && (rc = run_navigate(form_url, &nv)) == 0)
-        fprintf(stderr, "gateway: navigate: raw %.1f ms, through nginx %.1f ms (%lld ms)\n",
+    if (rc == 0 && listed(only, "navigate") && (rc = run_navigate(form_url, &nv)) == 0 &&
+        (rc = run_navigate(react_url, &nr)) == 0)
+        fprintf(stderr,
+                "gateway: navigate: form: raw %.1f ms, through nginx %.1f ms; React: raw %.1f ms, "
+                "through nginx %.1f ms (%lld ms)\n",
                 gwc_pct(nv.raw, nv.rounds, 0.5), gwc_pct(nv.gw, nv.rounds, 0.5),
+                gwc_pct(nr.raw, nr.rounds, 0.5), gwc_pct(nr.gw, nr.rounds, 0.5),
                 (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "loop") && (rc = run_loop(form_url, &lp)) == 0)
@@ -989,6 +998,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "gateway: stopped early; the stack's logs are in %s\n", stack_dir(st));
         stack_stop(st);
         httpd_stop(pages);
+        httpd_stop(react);
         return 1;
     }
 
@@ -1003,8 +1013,10 @@ int main(int argc, char **argv)
         print_click(&ck);
     if (listed(only, "observe"))
         print_observe(&ob);
-    if (listed(only, "navigate"))
-        print_navigate(&nv);
+    if (listed(only, "navigate")) {
+        print_navigate("navigate", "form", &nv);
+        print_navigate("navigate_react", "react", &nr);
+    }
     if (listed(only, "loop"))
         print_loop(&lp);
     if (listed(only, "parallel"))
@@ -1019,10 +1031,14 @@ int main(int argc, char **argv)
     free(nv.raw);
     free(nv.gw);
     free(nv.inside);
+    free(nr.raw);
+    free(nr.gw);
+    free(nr.inside);
     free(lp.total);
     for (int s = 0; s < STEPS; s++)
         free(lp.step[s]);
     stack_stop(st);
     httpd_stop(pages);
+    httpd_stop(react);
     return 0;
 }

@@ -55,6 +55,7 @@ struct egress_slot {
     int closed;
     int refs; /* the owner until close, the acceptor's list, each connection */
     int conns;
+    uint64_t refused; /* connections the rules refused (under e->mu) */
     struct conn *clist;
     egress_slot *next;
 };
@@ -473,7 +474,13 @@ static void *conn_main(void *arg)
         rc = RG_ENAVFAILED;
     int64_t reply_deadline = rg_now_ms() + e->cfg.handshake_timeout_ms;
     if (rc < 0) {
-        count(e, rc == RG_EBLOCKEDURL ? &e->st.refused : &e->st.failed);
+        /* counted before the browser hears of it: egress_slot_refused */
+        pthread_mutex_lock(&e->mu);
+        if (rc == RG_EBLOCKEDURL)
+            e->st.refused++, a.s->refused++;
+        else
+            e->st.failed++;
+        pthread_mutex_unlock(&e->mu);
         if (e->cfg.refused)
             e->cfg.refused(e->cfg.ud, tag, host, port, rc, why);
         else
@@ -756,6 +763,14 @@ void egress_slot_bind(egress_slot *s, const char *tag)
     pthread_mutex_lock(&s->e->mu);
     snprintf(s->tag, sizeof s->tag, "%s", tag ? tag : "");
     pthread_mutex_unlock(&s->e->mu);
+}
+
+uint64_t egress_slot_refused(egress_slot *s)
+{
+    pthread_mutex_lock(&s->e->mu);
+    uint64_t n = s->refused;
+    pthread_mutex_unlock(&s->e->mu);
+    return n;
 }
 
 void egress_slot_close(egress_slot *s)

@@ -106,6 +106,13 @@ int egress_slot_port(const egress_slot *s);
 void egress_slot_bind(egress_slot *s, const char *tag);
 
 /**
+ * How many connections of the slot the rules refused so far. A refusal is
+ * counted before the browser is answered, so a caller that saw a request
+ * fail sees it counted.
+ */
+uint64_t egress_slot_refused(egress_slot *s);
+
+/**
  * Stops listening and ends the slot's connections (they see a reset).
  * Accepts NULL. The slot's memory goes when its last connection thread is
  * done; the pointer must not be used after this call.

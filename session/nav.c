@@ -117,6 +117,7 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     cdp_reply r = {0};
     int loaded = 0; /* the wait saw the load event of the new document */
     reg_world_forget_load(s->cur->world);
+    uint64_t refused = s->egress ? egress_slot_refused(s->egress) : 0;
     rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
     rg_buf_destroy(&q);
     if (rc == RG_ECDP) {
@@ -125,7 +126,12 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     } else if (rc == 0) {
         const cJSON *et = cJSON_GetObjectItemCaseSensitive(r.result, "errorText");
         const cJSON *loader = cJSON_GetObjectItemCaseSensitive(r.result, "loaderId");
-        if (cJSON_IsString(et) && strstr(et->valuestring, "ERR_BLOCKED_BY_CLIENT")) {
+        /* Refused by the Fetch pause (no proxy), or failed while the
+           context's proxy refused a connection: a redirect the rules
+           refuse (the URL itself was checked before). */
+        if (cJSON_IsString(et) && (strstr(et->valuestring, "ERR_BLOCKED_BY_CLIENT") ||
+                                   (*et->valuestring && s->egress &&
+                                    egress_slot_refused(s->egress) > refused))) {
             snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
             rc = RG_EBLOCKEDURL;
         } else if (cJSON_IsString(et) && *et->valuestring) {

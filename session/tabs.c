@@ -5,11 +5,12 @@
  *
  * A new page of the context starts paused (the pool attaches every new page
  * with waitForDebuggerOnStart, pool_lease_adopt): before it runs, its
- * requests are handed to the URL policy (Fetch.enable), its events are
- * subscribed, the session's viewport, user agent, locale and timezone are
- * applied, and only then is it let go (Runtime.runIfWaitingForDebugger). So
- * nothing of a popup is fetched that the tenant's policy refuses, and its
- * connections go through the context's egress proxy like every other page's.
+ * events are subscribed, the session's viewport, user agent, locale and
+ * timezone are applied (and, without the egress proxy, its requests are
+ * handed to the URL policy: Fetch.enable), and only then is it let go
+ * (Runtime.runIfWaitingForDebugger). So nothing of a popup is fetched that
+ * the tenant's policy refuses: its connections go through the context's
+ * egress proxy like every other page's.
  * A popup past the limit is closed while still paused, and reported. A
  * page that opens a hundred popups costs a few DevTools messages for each,
  * never a renderer each.

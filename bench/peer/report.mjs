@@ -664,6 +664,14 @@ function summary() {
     add('  what the gateway adds to a navigation, p50 [ms]', fig(n.added_p50_ms), '-', undefined,
         { on: 'rg', max: 5, text: 'at most 5 ms' });
   }
+  if (g?.navigate_react) {
+    const n = g.navigate_react;
+    add('navigate to the load event, React page (two scripts), through nginx [ms]',
+        fig(n.gateway_ms.median, n.gateway_ms.min, n.gateway_ms.max),
+        'raw Page.navigate to load, pipe', fig(n.raw_ms.median, n.raw_ms.min, n.raw_ms.max));
+    add('  what the gateway adds to a navigation, p50 [ms]', fig(n.added_p50_ms), '-', undefined,
+        { on: 'rg', max: 5, text: 'at most 5 ms' });
+  }
   if (rgFloor && pwFloor) add('cold start of a browser [ms]', fig(rgFloor.cold_start_ms), 'Playwright launch', fig(pwFloor.cold_start_ms));
   // Observe.
   const c = rgObs?.controls, pc = pwObs?.controls, mc = mcpPage('controls');

@@ -1314,6 +1314,40 @@ static void test_worker_runs_without_thread_caches(void **state)
     assert_string_equal(bv, "glibc.malloc.tcache_count=3");
 }
 
+/*
+ * Without the egress proxy (REFGATE_EGRESS=0, for deployments that enforce
+ * egress in the network), the DevTools Fetch pause of every request is the
+ * only line: the policy tests of a page's own requests run again on a stack
+ * of one worker started that way (setup and teardown swap it in for gw).
+ */
+static fx_stack with_proxy;
+
+static int start_without_proxy(void **state)
+{
+    (void)state;
+    static const char *const env[] = {"REFGATE_EGRESS=0", NULL};
+    fx_stack without;
+    if (fx_stack_start(&without, "test_gateway_noproxy", "tests/fixtures", 1, env) < 0)
+        return -1;
+    with_proxy = gw;
+    gw = without;
+    return 0;
+}
+
+static int stop_without_proxy(void **state)
+{
+    (void)state;
+    fx_stack_stop(&gw);
+    gw = with_proxy;
+    return 0;
+}
+
+static void test_url_policy_without_the_proxy(void **state)
+{
+    test_url_policy_inside_the_page(state);
+    test_url_policy_one_local_service(state);
+}
+
 int main(void)
 {
     if (fx_stack_start(&gw, "test_gateway", "tests/fixtures", 2, NULL) < 0)
@@ -1331,6 +1365,8 @@ int main(void)
         cmocka_unit_test(test_url_policy_inside_the_page),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),
+        cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,
+                                        stop_without_proxy),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_concurrency_limit),
