@@ -609,14 +609,7 @@ static void checkpoint(sess *s, int full, int defer)
     int rc = RG_ENOTFOUND;
     if (!known && full && s->load_report && s->load_gen == gen && s->load_tab == s->active &&
         !__atomic_load_n(&s->load_touched, __ATOMIC_SEQ_CST)) {
-        char *report = NULL;
-        int lrc = reg_world_load_final(s->active->world, SESS_LOAD_FINAL_WAIT_MS, &report);
-        if (lrc == 0)
-            rc = sess_capture_loaded(s, report, &c);
-        else
-            rg_log(RG_LOG_DEBUG, "session", "%s: no storage report after the load (%s): the page "
-                   "is asked", s->id, rg_err_code(lrc));
-        free(report);
+        rc = sess_capture_loaded(s, s->active->world, &c);
     }
     s->load_report = 0;
     if (rc == RG_ENOTFOUND)

@@ -279,11 +279,37 @@ static int capture_tabs(sess *s, sess_capture *c)
     return c->tabs && (!keep || c->tab) ? 0 : RG_ENOMEM;
 }
 
-/* What capture_js (or the load report, which has the same fields) gave,
-   into c; then, when full, the browser's part. root is consumed. */
-static int capture_from(sess *s, int full, cJSON *root, sess_capture *c)
+/* The context's cookies as Network.setCookies params into *out (NULL when
+   there are none). */
+static int capture_cookies(sess *s, char **out)
 {
-    int rc;
+    *out = NULL;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"browserContextId\":");
+    const char *ctx = pool_lease_context(s->lease);
+    rg_buf_json_str(&q, ctx, strlen(ctx));
+    rg_buf_puts(&q, "}");
+    cdp_reply r = {0};
+    int rc = q.failed ? RG_ENOMEM
+                      : sess_browser_call(s, "Storage.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
+    rg_buf_destroy(&q);
+    if (rc == 0) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
+        if (cJSON_IsArray(arr) && arr->child && !(*out = cookie_params(arr)))
+            rc = RG_ENOMEM;
+    }
+    cdp_reply_free(&r);
+    return rc;
+}
+
+/* What capture_js (or the load report, which has the same fields) gave,
+   into c; then, when full, the browser's part, with the cookies taken over
+   from *cookies when cookies is not NULL (else asked for). root is
+   consumed. */
+static int capture_from(sess *s, int full, cJSON *root, char **cookies, sess_capture *c)
+{
+    int rc = 0;
     c->url = sess_json_dup(root, "u");
     c->title = sess_json_dup(root, "t");
     c->origin = sess_json_dup(root, "o");
@@ -302,22 +328,12 @@ static int capture_from(sess *s, int full, cJSON *root, sess_capture *c)
     }
     if (!full)
         return 0;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"browserContextId\":");
-    const char *ctx = pool_lease_context(s->lease);
-    rg_buf_json_str(&q, ctx, strlen(ctx));
-    rg_buf_puts(&q, "}");
-    cdp_reply r = {0};
-    rc = q.failed ? RG_ENOMEM
-                  : sess_browser_call(s, "Storage.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
-    rg_buf_destroy(&q);
-    if (rc == 0) {
-        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
-        if (cJSON_IsArray(arr) && arr->child && !(c->cookies = cookie_params(arr)))
-            rc = RG_ENOMEM;
+    if (cookies) {
+        c->cookies = *cookies;
+        *cookies = NULL;
+    } else {
+        rc = capture_cookies(s, &c->cookies);
     }
-    cdp_reply_free(&r);
     /* What a reload loses, when the page was observed: a bonus, never a failure. */
     if (rc == 0 && sess_registry(s) && reg_state_capture(sess_registry(s), sess_handle(s), &c->form) < 0)
         rg_log(RG_LOG_INFO, "session", "%s: the page's fields could not be captured", s->id);
@@ -335,21 +351,37 @@ int sess_capture_page(sess *s, int full, sess_capture *c)
     snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
     cJSON *root = NULL;
     int rc = sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &root);
-    return rc < 0 ? rc : capture_from(s, full, root, c);
+    return rc < 0 ? rc : capture_from(s, full, root, NULL, c);
 }
 
-int sess_capture_loaded(sess *s, const char *report, sess_capture *c)
+int sess_capture_loaded(sess *s, reg_world *w, sess_capture *c)
 {
     memset(c, 0, sizeof *c);
+    /* The cookies first: the browser answers while the page is still on the
+       report, which comes a task after its load event. */
+    char *cookies = NULL, *report = NULL;
+    int rc = capture_cookies(s, &cookies);
+    if (rc == 0)
+        rc = reg_world_load_final(w, SESS_LOAD_FINAL_WAIT_MS, &report);
+    if (rc < 0) {
+        rg_log(RG_LOG_DEBUG, "session", "%s: no storage report after the load (%s): the page "
+               "is asked", s->id, rg_err_code(rc));
+        free(cookies);
+        return RG_ENOTFOUND;
+    }
     cJSON *root = cJSON_Parse(report);
+    free(report);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "st");
     if (!cJSON_IsObject(root) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "u")) ||
         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "o")) || !cJSON_IsNumber(st) ||
         st->valueint != 1) {
         cJSON_Delete(root);
+        free(cookies);
         return RG_ENOTFOUND; /* no storage in it: the page is asked */
     }
-    return capture_from(s, 1, root, c);
+    rc = capture_from(s, 1, root, &cookies, c);
+    free(cookies);
+    return rc;
 }
 
 /* ---- msgpack of the parked state ---- */
