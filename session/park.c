@@ -279,21 +279,35 @@ static int capture_tabs(sess *s, sess_capture *c)
     return c->tabs && (!keep || c->tab) ? 0 : RG_ENOMEM;
 }
 
+/* A Storage call on the session's browser context: {"cookies": cookies (JSON
+   text, when not NULL), "browserContextId": the context}. r starts zeroed. */
+static int context_call(sess *s, const char *method, const char *cookies, cdp_reply *r)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{");
+    if (cookies) {
+        rg_buf_puts(&q, "\"cookies\":");
+        rg_buf_puts(&q, cookies);
+        rg_buf_puts(&q, ",");
+    }
+    rg_buf_puts(&q, "\"browserContextId\":");
+    const char *ctx = pool_lease_context(s->lease);
+    rg_buf_json_str(&q, ctx, strlen(ctx));
+    rg_buf_puts(&q, "}");
+    int rc = q.failed ? RG_ENOMEM
+                      : sess_browser_call(s, method, q.data, SESS_CALL_TIMEOUT_MS, r);
+    rg_buf_destroy(&q);
+    return rc;
+}
+
 /* The context's cookies as Network.setCookies params into *out (NULL when
    there are none). */
 static int capture_cookies(sess *s, char **out)
 {
     *out = NULL;
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"browserContextId\":");
-    const char *ctx = pool_lease_context(s->lease);
-    rg_buf_json_str(&q, ctx, strlen(ctx));
-    rg_buf_puts(&q, "}");
     cdp_reply r = {0};
-    int rc = q.failed ? RG_ENOMEM
-                      : sess_browser_call(s, "Storage.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
-    rg_buf_destroy(&q);
+    int rc = context_call(s, "Storage.getCookies", NULL, &r);
     if (rc == 0) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
         if (cJSON_IsArray(arr) && arr->child && !(*out = cookie_params(arr)))
@@ -478,22 +492,11 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c)
 
 static int set_cookies(sess *s, const char *cookies)
 {
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_puts(&q, "{\"cookies\":");
-    rg_buf_puts(&q, cookies);
-    rg_buf_puts(&q, ",\"browserContextId\":");
-    const char *ctx = pool_lease_context(s->lease);
-    rg_buf_json_str(&q, ctx, strlen(ctx));
-    rg_buf_puts(&q, "}");
     cdp_reply r = {0};
-    int rc = q.failed ? RG_ENOMEM
-                      : sess_browser_call(s, "Storage.setCookies", q.data,
-                                          SESS_CALL_TIMEOUT_MS, &r);
+    int rc = context_call(s, "Storage.setCookies", cookies, &r);
     if (rc == RG_ECDP)
         rg_log(RG_LOG_WARN, "session", "%s: cookies not restored: %s", s->id, r.error);
     cdp_reply_free(&r);
-    rg_buf_destroy(&q);
     return rc == RG_ECDP ? 0 : rc;
 }
 
