@@ -108,7 +108,9 @@ static void *checker_main(void *arg)
 
 int sess_checkers_start(sess_mgr *m)
 {
-    if (!m->cfg.url_check)
+    /* With the egress proxy no request is paused (sess_intercept_params):
+       nothing for checker threads to do. */
+    if (!m->cfg.url_check || m->egress)
         return 0;
     struct sess_checkers *k = calloc(1, sizeof *k);
     if (!k)
