@@ -436,6 +436,11 @@ int rg_buf_json_str(rg_buf *b, const char *s, size_t n)
     return 0;
 }
 
+int rg_buf_json_str_or_null(rg_buf *b, const char *s)
+{
+    return s ? rg_buf_json_str(b, s, strlen(s)) : rg_buf_puts(b, "null");
+}
+
 char *rg_buf_steal(rg_buf *b)
 {
     char *p = b->data;

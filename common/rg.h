@@ -194,6 +194,8 @@ int rg_buf_printf(rg_buf *b, const char *fmt, ...) __attribute__((format(printf,
  * copied as is; the DevTools side replaces it with U+FFFD.
  */
 int rg_buf_json_str(rg_buf *b, const char *s, size_t n);
+/** The same for the C string s, or JSON null when s is NULL. */
+int rg_buf_json_str_or_null(rg_buf *b, const char *s);
 /** Appends the base64 of in (n bytes) to b (RG_B64_URL or 0, above): 0, or RG_ENOMEM. */
 int rg_base64_append(rg_buf *b, const void *in, size_t n, int flags);
 /** Takes the data out of the buffer: the caller owns it; b is left empty. */

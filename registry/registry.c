@@ -1046,10 +1046,7 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
                   opts->viewport_only ? "true" : "false", max,
                   opts->no_selectors ? "false" : "true",
                   opts->mode == REG_MODE_INTERACTIVE ? "false" : "true");
-    if (opts->scope_css)
-        rg_buf_json_str(&oj, opts->scope_css, strlen(opts->scope_css));
-    else
-        rg_buf_puts(&oj, "null");
+    rg_buf_json_str_or_null(&oj, opts->scope_css);
     rg_buf_puts(&oj, "}");
     if (oj.failed) {
         rg_buf_destroy(&oj);
@@ -1075,10 +1072,7 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
                       "if(!s)return JSON.stringify({error:\"scope matches no element\"})}"
                       "return g.observe(JSON.stringify(o),b)})(%s,",
                       oj.data);
-        if (base)
-            rg_buf_json_str(&call, base->id, strlen(base->id));
-        else
-            rg_buf_puts(&call, "null");
+        rg_buf_json_str_or_null(&call, base ? base->id : NULL);
         rg_buf_puts(&call, ")");
         rc = call.failed ? RG_ENOMEM
                          : reg_js_sized(h, call.data, 0, timeout, &root, &len, err, sizeof err);

@@ -516,10 +516,7 @@ static int add_storage_script(sess *s, const sess_capture *p, char *id, size_t i
     const char *const dumps[] = {p->ls, p->ss};
     for (size_t i = 0; i < sizeof dumps / sizeof *dumps; i++) {
         rg_buf_puts(&src, ",");
-        if (dumps[i])
-            rg_buf_json_str(&src, dumps[i], strlen(dumps[i]));
-        else
-            rg_buf_puts(&src, "null");
+        rg_buf_json_str_or_null(&src, dumps[i]);
     }
     rg_buf_puts(&src, ")");
     rg_buf q;

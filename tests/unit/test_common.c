@@ -67,6 +67,14 @@ static void test_buf_json_string_round_trips(void **state)
     assert_memory_equal(s->valuestring, raw, strlen(raw));
     assert_non_null(strstr(b.data, "nul\\u0000 end"));
     cJSON_Delete(j);
+    /* a C string, or null for none */
+    rg_buf_reset(&b);
+    rg_buf_puts(&b, "[");
+    rg_buf_json_str_or_null(&b, "a\"b");
+    rg_buf_puts(&b, ",");
+    rg_buf_json_str_or_null(&b, NULL);
+    rg_buf_puts(&b, "]");
+    assert_string_equal(b.data, "[\"a\\\"b\",null]");
     rg_buf_destroy(&b);
 }
 
