@@ -63,15 +63,22 @@ struct reg_world {
     int load_final;       /* it is the second report, the one with the storage */
 };
 
+/* A context came or went: a waiter for the report of a document that may be
+   gone stops waiting (reg_world_load_final). */
+static void wake(reg_world *w)
+{
+    pthread_mutex_lock(&w->mu);
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+}
+
 static void on_context(void *ud, const char *session_id, const char *method, const cJSON *params)
 {
     reg_world *w = ud;
     (void)session_id;
     if (!method) {
         __atomic_store_n(&w->ctx, 0, __ATOMIC_SEQ_CST);
-        pthread_mutex_lock(&w->mu);
-        pthread_cond_broadcast(&w->cv);
-        pthread_mutex_unlock(&w->mu);
+        wake(w);
         return;
     }
     if (!strcmp(method, "Runtime.executionContextCreated")) {
@@ -83,13 +90,16 @@ static void on_context(void *ud, const char *session_id, const char *method, con
             /* Ids are no identity: a new renderer process counts from 1 again. */
             __atomic_add_fetch(&w->gen, 1, __ATOMIC_SEQ_CST);
             __atomic_store_n(&w->ctx, id, __ATOMIC_SEQ_CST);
+            wake(w);
         }
     } else if (!strcmp(method, "Runtime.executionContextDestroyed")) {
         int id = jint(params, "executionContextId", 0);
         int cur = id;
-        __atomic_compare_exchange_n(&w->ctx, &cur, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST);
+        if (__atomic_compare_exchange_n(&w->ctx, &cur, 0, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+            wake(w);
     } else if (!strcmp(method, "Runtime.executionContextsCleared")) {
         __atomic_store_n(&w->ctx, 0, __ATOMIC_SEQ_CST);
+        wake(w);
     } else if (!strcmp(method, "Runtime.bindingCalled")) {
         const char *name = jstr(params, "name"), *payload = jstr(params, "payload");
         int id = jint(params, "executionContextId", 0);
@@ -106,14 +116,7 @@ static void on_context(void *ud, const char *session_id, const char *method, con
         w->load_final = !strncmp(payload, "{\"st\":", 6);
         pthread_cond_broadcast(&w->cv);
         pthread_mutex_unlock(&w->mu);
-        return;
-    } else {
-        return;
     }
-    /* the document may have gone: a waiter for its report stops waiting */
-    pthread_mutex_lock(&w->mu);
-    pthread_cond_broadcast(&w->cv);
-    pthread_mutex_unlock(&w->mu);
 }
 
 /* w's report is of the main frame's current document (under w->mu). */

@@ -606,14 +606,13 @@ static void checkpoint(sess *s, int full, int defer)
     /* Right after a navigation, the page's part of a full capture is in the
        observer's second report, a task after the load event: no call into a
        page that is busy with its load's aftermath. */
-    int rc = RG_ENOTFOUND;
+    int rc = 0;
     if (!known && full && s->load_report && s->load_gen == gen && s->load_tab == s->active &&
-        !__atomic_load_n(&s->load_touched, __ATOMIC_SEQ_CST)) {
+        !__atomic_load_n(&s->load_touched, __ATOMIC_SEQ_CST))
         rc = sess_capture_loaded(s, s->active->world, &c);
-    }
+    else if (!known)
+        rc = sess_capture_page(s, full, &c);
     s->load_report = 0;
-    if (rc == RG_ENOTFOUND)
-        rc = known ? 0 : sess_capture_page(s, full, &c);
     if (rc == 0 && full && sess_pack(s, &c, &blob, &len) == 0 &&
         len > m->cfg.park_max_bytes) {
         free(blob);

@@ -358,14 +358,20 @@ static int capture_from(sess *s, int full, cJSON *root, char **cookies, sess_cap
     return rc;
 }
 
-int sess_capture_page(sess *s, int full, sess_capture *c)
+/* capture_js's answer into c, the cookies as capture_from takes them. */
+static int capture_page(sess *s, int full, char **cookies, sess_capture *c)
 {
     memset(c, 0, sizeof *c);
     char expr[sizeof capture_js + 8];
     snprintf(expr, sizeof expr, capture_js, full ? "true" : "false");
     cJSON *root = NULL;
     int rc = sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &root);
-    return rc < 0 ? rc : capture_from(s, full, root, NULL, c);
+    return rc < 0 ? rc : capture_from(s, full, root, cookies, c);
+}
+
+int sess_capture_page(sess *s, int full, sess_capture *c)
+{
+    return capture_page(s, full, NULL, c);
 }
 
 int sess_capture_loaded(sess *s, reg_world *w, sess_capture *c)
@@ -375,25 +381,24 @@ int sess_capture_loaded(sess *s, reg_world *w, sess_capture *c)
        report, which comes a task after its load event. */
     char *cookies = NULL, *report = NULL;
     int rc = capture_cookies(s, &cookies);
-    if (rc == 0)
-        rc = reg_world_load_final(w, SESS_LOAD_FINAL_WAIT_MS, &report);
-    if (rc < 0) {
-        rg_log(RG_LOG_DEBUG, "session", "%s: no storage report after the load (%s): the page "
-               "is asked", s->id, rg_err_code(rc));
-        free(cookies);
-        return RG_ENOTFOUND;
-    }
-    cJSON *root = cJSON_Parse(report);
+    if (rc < 0)
+        return rc;
+    rc = reg_world_load_final(w, SESS_LOAD_FINAL_WAIT_MS, &report);
+    cJSON *root = rc == 0 ? cJSON_Parse(report) : NULL;
     free(report);
     const cJSON *st = cJSON_GetObjectItemCaseSensitive(root, "st");
     if (!cJSON_IsObject(root) || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "u")) ||
         !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(root, "o")) || !cJSON_IsNumber(st) ||
         st->valueint != 1) {
+        /* no report in time, or no storage in it: the page is asked, the
+           cookies already in hand */
+        rg_log(RG_LOG_DEBUG, "session", "%s: no storage report after the load (%s): the page "
+               "is asked", s->id, rc < 0 ? rg_err_code(rc) : "none in it");
         cJSON_Delete(root);
-        free(cookies);
-        return RG_ENOTFOUND; /* no storage in it: the page is asked */
+        rc = capture_page(s, 1, &cookies, c);
+    } else {
+        rc = capture_from(s, 1, root, &cookies, c);
     }
-    rc = capture_from(s, 1, root, &cookies, c);
     free(cookies);
     return rc;
 }

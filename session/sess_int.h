@@ -312,7 +312,8 @@ void sess_capture_free(sess_capture *c);
 int sess_capture_page(sess *s, int full, sess_capture *c);
 /** The same full capture, the page's part from w's second load report
     (waited for up to SESS_LOAD_FINAL_WAIT_MS) when it carries the storage
-    ("st": 1, 99-api.js); RG_ENOTFOUND when not. */
+    ("st": 1, 99-api.js), else from the page; the cookies are asked for
+    once, either way. */
 int sess_capture_loaded(sess *s, reg_world *w, sess_capture *c);
 /** The page keys of the tabs a capture lists (t1's "main" included); caller frees each and v. */
 int sess_capture_page_keys(const sess *s, const sess_capture *c, char ***v, size_t *n);
