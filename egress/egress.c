@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "common/rg.h"
@@ -47,6 +48,8 @@ struct conn {
     struct conn *prev, *next;
 };
 
+#define EGRESS_HOST_MAX 300 /* a host as the handshake gives it (a SOCKS5 name: at most 255 bytes) */
+
 struct egress_slot {
     egress *e;
     int fd;
@@ -56,6 +59,11 @@ struct egress_slot {
     int refs; /* the owner until close, the acceptor's list, each connection */
     int conns;
     uint64_t refused; /* connections the rules refused (under e->mu) */
+    uint64_t failed;  /* connections that failed otherwise (under e->mu) */
+    struct {          /* the last of those, at failed % EGRESS_FAILED_KEPT */
+        int port;
+        char host[EGRESS_HOST_MAX];
+    } recent[EGRESS_FAILED_KEPT];
     struct conn *clist;
     egress_slot *next;
 };
@@ -438,13 +446,24 @@ static void count(egress *e, uint64_t *what)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* A connection to host:port that failed for a reason other than the rules. */
+static void slot_failed(egress *e, egress_slot *s, const char *host, int port)
+{
+    pthread_mutex_lock(&e->mu);
+    e->st.failed++;
+    unsigned i = (unsigned)(s->failed++ % EGRESS_FAILED_KEPT);
+    s->recent[i].port = port;
+    snprintf(s->recent[i].host, sizeof s->recent[i].host, "%s", host);
+    pthread_mutex_unlock(&e->mu);
+}
+
 static void *conn_main(void *arg)
 {
     struct conn_arg a = *(struct conn_arg *)arg;
     free(arg);
     egress *e = a.e;
     int64_t deadline = rg_now_ms() + e->cfg.handshake_timeout_ms;
-    char host[300];
+    char host[EGRESS_HOST_MAX];
     int port = 0;
     if (egress_handshake(a.c->cfd, host, sizeof host, &port, deadline) < 0) {
         count(e, &e->st.failed);
@@ -474,13 +493,14 @@ static void *conn_main(void *arg)
         rc = RG_ENAVFAILED;
     int64_t reply_deadline = rg_now_ms() + e->cfg.handshake_timeout_ms;
     if (rc < 0) {
-        /* counted before the browser hears of it: egress_slot_refused */
-        pthread_mutex_lock(&e->mu);
-        if (rc == RG_EBLOCKEDURL)
+        /* counted before the browser hears of it: egress_slot_since */
+        if (rc == RG_EBLOCKEDURL) {
+            pthread_mutex_lock(&e->mu);
             e->st.refused++, a.s->refused++;
-        else
-            e->st.failed++;
-        pthread_mutex_unlock(&e->mu);
+            pthread_mutex_unlock(&e->mu);
+        } else {
+            slot_failed(e, a.s, host, port);
+        }
         if (e->cfg.refused)
             e->cfg.refused(e->cfg.ud, tag, host, port, rc, why);
         else
@@ -500,7 +520,7 @@ static void *conn_main(void *arg)
                           &rep);
     free(addrs);
     if (dfd < 0) {
-        count(e, &e->st.failed);
+        slot_failed(e, a.s, host, port);
         if (rep >= 0)
             reply(a.c->cfd, rep, reply_deadline);
         conn_end(e, a.s, a.c);
@@ -765,12 +785,28 @@ void egress_slot_bind(egress_slot *s, const char *tag)
     pthread_mutex_unlock(&s->e->mu);
 }
 
-uint64_t egress_slot_refused(egress_slot *s)
+void egress_slot_mark(egress_slot *s, egress_mark *m)
 {
     pthread_mutex_lock(&s->e->mu);
-    uint64_t n = s->refused;
+    m->refused = s->refused;
+    m->failed = s->failed;
     pthread_mutex_unlock(&s->e->mu);
-    return n;
+}
+
+uint64_t egress_slot_since(egress_slot *s, const egress_mark *mark, const char *host, int port,
+                           int *host_failed)
+{
+    *host_failed = 0;
+    pthread_mutex_lock(&s->e->mu);
+    uint64_t refused = s->refused - mark->refused;
+    uint64_t from = s->failed - mark->failed > EGRESS_FAILED_KEPT ? s->failed - EGRESS_FAILED_KEPT
+                                                                  : mark->failed;
+    for (uint64_t k = from; k < s->failed && !*host_failed; k++) {
+        unsigned i = (unsigned)(k % EGRESS_FAILED_KEPT);
+        *host_failed = s->recent[i].port == port && !strcasecmp(s->recent[i].host, host);
+    }
+    pthread_mutex_unlock(&s->e->mu);
+    return refused;
 }
 
 void egress_slot_close(egress_slot *s)

@@ -105,12 +105,33 @@ int egress_slot_port(const egress_slot *s);
 /** Binds the slot to tag (copied; at most EGRESS_TAG_MAX - 1 bytes). */
 void egress_slot_bind(egress_slot *s, const char *tag);
 
+/** How many failed connections a slot remembers (egress_slot_since). */
+#define EGRESS_FAILED_KEPT 8
+
+/** A point in a slot's history of connections (egress_slot_mark). */
+typedef struct egress_mark {
+    uint64_t refused; /* connections the rules refused before it */
+    uint64_t failed;  /* connections that failed otherwise before it */
+} egress_mark;
+
+/** The slot's history now, for egress_slot_since. */
+void egress_slot_mark(egress_slot *s, egress_mark *m);
+
 /**
- * How many connections of the slot the rules refused so far. A refusal is
- * counted before the browser is answered, so a caller that saw a request
- * fail sees it counted.
+ * Since mark: returns how many connections of the slot the rules refused,
+ * and sets *host_failed to whether a connection to host:port (host as the
+ * browser sent it, compared without case) failed for another reason: the
+ * name did not resolve, no address answered, the destination refused it.
+ * Only the last EGRESS_FAILED_KEPT such failures are remembered. Both are
+ * recorded before the browser is answered, so a caller that saw a request
+ * fail sees it here.
+ *
+ * What it is for: telling a navigation the rules refused (a redirect to a
+ * refused host; Chromium reports every SOCKS refusal alike) from one whose
+ * own server was down while the page it left had requests refused.
  */
-uint64_t egress_slot_refused(egress_slot *s);
+uint64_t egress_slot_since(egress_slot *s, const egress_mark *mark, const char *host, int port,
+                           int *host_failed);
 
 /**
  * Stops listening and ends the slot's connections (they see a reset).

@@ -222,7 +222,7 @@ void sess_checks_drain(sess *s)
  * measured with a raw DevTools client, 40 navigations each way). What
  * the worker itself navigates to is checked before the browser sees it
  * (sess_check_url); a redirect the proxy refuses is still blocked_url
- * (nav.c, egress_slot_refused).
+ * (nav.c, egress_slot_since).
  */
 const char *sess_intercept_params(const sess_mgr *m)
 {

@@ -9,9 +9,11 @@
 #define _GNU_SOURCE
 #include "session/sess_int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 void sess_nav_free(sess_nav *n)
 {
@@ -93,6 +95,70 @@ static int where_after(sess *s, int loaded, sess_nav *out)
     return read_where(s, out);
 }
 
+/*
+ * The host (lowercase; an IPv6 address without its brackets) and port of an
+ * http(s) URL, as Chromium names them to its proxy when the URL is written
+ * the way Chromium writes it. -1 for another scheme or a URL this does not
+ * take apart; the caller then cannot tell whose connection failed.
+ */
+static int url_host_port(const char *url, char *host, size_t len, int *port)
+{
+    int https = !strncasecmp(url, "https://", 8);
+    if (!https && strncasecmp(url, "http://", 7))
+        return -1;
+    const char *a = url + (https ? 8 : 7);
+    const char *end = a + strcspn(a, "/?#\\");
+    for (const char *at = a; at < end; at++)
+        if (*at == '@')
+            a = at + 1; /* the last @ ends the user info */
+    const char *h = a, *he;
+    if (*h == '[') {
+        he = memchr(h, ']', (size_t)(end - h));
+        if (!he)
+            return -1;
+        h++;
+    } else {
+        he = memchr(h, ':', (size_t)(end - h));
+        if (!he)
+            he = end;
+    }
+    const char *p = *he == ']' ? he + 1 : he;
+    *port = https ? 443 : 80;
+    if (p < end && *p == ':' && p + 1 < end) {
+        char *pe;
+        long v = strtol(p + 1, &pe, 10);
+        if (pe != end || v < 1 || v > 65535)
+            return -1;
+        *port = (int)v;
+    } else if (p < end && !(*p == ':' && p + 1 == end)) {
+        return -1;
+    }
+    size_t n = (size_t)(he - h);
+    if (n == 0 || n >= len)
+        return -1;
+    for (size_t i = 0; i < n; i++)
+        host[i] = (char)tolower((unsigned char)h[i]);
+    host[n] = '\0';
+    return 0;
+}
+
+/*
+ * Whether a navigation to url that failed since mark was refused by the
+ * session's egress proxy: a connection the rules refused in that window (a
+ * redirect to a refused host; the URL itself was checked before), unless a
+ * connection to the URL's own host and port failed otherwise (its server is
+ * down) while the page being left had requests of its own refused. Chromium
+ * reports all of these as the same SOCKS error.
+ */
+static int refused_by_proxy(sess *s, const egress_mark *mark, const char *url)
+{
+    char host[256];
+    int port = 0, host_failed = 0;
+    int known = url_host_port(url, host, sizeof host, &port) == 0;
+    uint64_t refused = egress_slot_since(s->egress, mark, known ? host : "", port, &host_failed);
+    return refused > 0 && !(known && host_failed);
+}
+
 int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
                   char *err, size_t errlen)
 {
@@ -117,7 +183,9 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     cdp_reply r = {0};
     int loaded = 0; /* the wait saw the load event of the new document */
     reg_world_forget_load(s->cur->world);
-    uint64_t refused = s->egress ? egress_slot_refused(s->egress) : 0;
+    egress_mark mark = {0};
+    if (s->egress)
+        egress_slot_mark(s->egress, &mark);
     rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
     rg_buf_destroy(&q);
     if (rc == RG_ECDP) {
@@ -126,12 +194,10 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     } else if (rc == 0) {
         const cJSON *et = cJSON_GetObjectItemCaseSensitive(r.result, "errorText");
         const cJSON *loader = cJSON_GetObjectItemCaseSensitive(r.result, "loaderId");
-        /* Refused by the Fetch pause (no proxy), or failed while the
-           context's proxy refused a connection: a redirect the rules
-           refuse (the URL itself was checked before). */
+        /* Refused by the Fetch pause (no proxy), or by the context's proxy. */
         if (cJSON_IsString(et) && (strstr(et->valuestring, "ERR_BLOCKED_BY_CLIENT") ||
                                    (*et->valuestring && s->egress &&
-                                    egress_slot_refused(s->egress) > refused))) {
+                                    refused_by_proxy(s, &mark, url)))) {
             snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
             rc = RG_EBLOCKEDURL;
         } else if (cJSON_IsString(et) && *et->valuestring) {

@@ -931,6 +931,64 @@ static void test_url_policy_inside_the_page(void **state)
     rg_buf_destroy(&del.body);
 }
 
+/* A navigation that fails on its own (nothing listens on its port) is
+   navigation_failed, even while the page it leaves has its own requests
+   refused by the policy the whole time: blocked_url is for a navigation
+   the rules refused, and an agent told so would not retry a server that
+   is only down. The redirect the rules refuse stays blocked_url with the
+   same noise around it. */
+static void test_failed_navigation_beside_refused_requests(void **state)
+{
+    (void)state;
+    char hdr[256], url[256], body[700];
+    make_tenant("noisy", 1000, 10, 0, 1, "127.0.0.1", hdr, sizeof hdr);
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
+        fail_msg("create: %s", cJSON_PrintUnformatted(r));
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", reply_str(r, "session"));
+    cJSON_Delete(r);
+    int port = httpd_port(gw.pages), closed = support_free_port();
+    assert_true(closed > 0);
+    for (int round = 0; round < 2; round++) {
+        /* back on the allowed page (a failed navigation leaves an error
+           page), with eight requests to the refused name in flight, each
+           sent again as soon as it is refused */
+        page_url("form.html", url, sizeof url);
+        snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+        assert_int_equal(post_raw(path, hdr, body, NULL), 200);
+        snprintf(body, sizeof body,
+                 "{\"op\":\"eval\",\"args\":{\"expression\":\"(function(){var n=0;"
+                 "function f(){if(n++<200000)fetch('http://localhost:%d/bg').catch(f)}"
+                 "for(var i=0;i<8;i++)f();return n})()\"}}",
+                 port);
+        int status = post_raw(path, hdr, body, &r);
+        if (status != 200)
+            fail_msg("eval -> %d %s", status, cJSON_PrintUnformatted(r));
+        cJSON_Delete(r);
+        if (round == 0)
+            snprintf(body, sizeof body,
+                     "{\"op\":\"navigate\",\"args\":{\"url\":\"http://127.0.0.1:%d/\"}}", closed);
+        else
+            snprintf(body, sizeof body,
+                     "{\"op\":\"navigate\",\"args\":{\"url\":\"http://127.0.0.1:%d/redirect?to="
+                     "http://localhost:%d/never-reached.html\"}}",
+                     port, port);
+        status = post_raw(path, hdr, body, &r);
+        const char *want = round == 0 ? "navigation_failed" : "blocked_url";
+        if (status != (round == 0 ? 422 : 403) || strcmp(reply_code(r), want))
+            fail_msg("%s -> %d %s", round == 0 ? "closed port" : "redirect", status,
+                     cJSON_PrintUnformatted(r));
+        cJSON_Delete(r);
+    }
+    assert_int_equal(httpd_count(gw.pages, "/bg"), 0);
+    http_resp del;
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    rg_buf_destroy(&del.body);
+}
+
 /* A tenant allowed only 127.0.0.1:port (eval on), its header in hdr, and
    a session of it on form.html, whose command path goes to path (96 bytes). */
 static void allowed_one_service(const char *name, int port, char *hdr, char *path)
@@ -1363,6 +1421,7 @@ int main(void)
         cmocka_unit_test(test_quota_rate_and_eval_permission),
         cmocka_unit_test(test_url_policy_navigations),
         cmocka_unit_test(test_url_policy_inside_the_page),
+        cmocka_unit_test(test_failed_navigation_beside_refused_requests),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),
         cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,

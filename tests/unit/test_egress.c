@@ -296,6 +296,50 @@ static void test_refused_reaches_nothing(void **state)
     egress_slot_close(s);
 }
 
+/* What a slot remembers for telling a refused navigation from a failed
+   one (session/nav.c): refusals are counted, other failures kept with
+   their host and port, both since a mark. */
+static void test_slot_history_since_a_mark(void **state)
+{
+    (void)state;
+    egress_slot *s = bound_slot("acme");
+    egress_mark m0;
+    egress_slot_mark(s, &m0);
+    int failed = -1;
+    assert_int_equal(egress_slot_since(s, &m0, "nowhere.test", dst->port, &failed), 0);
+    assert_int_equal(failed, 0);
+    int fd = connect_port(egress_slot_port(s));
+    assert_int_equal(socks_connect_name(fd, "refused.test", dst->port), 2);
+    close(fd);
+    fd = connect_port(egress_slot_port(s));
+    assert_int_equal(socks_connect_name(fd, "nowhere.test", dst->port), 4);
+    close(fd);
+    assert_int_equal(egress_slot_since(s, &m0, "NOWHERE.test", dst->port, &failed), 1);
+    assert_int_equal(failed, 1); /* names compare without case */
+    assert_int_equal(egress_slot_since(s, &m0, "nowhere.test", dst->port + 1, &failed), 1);
+    assert_int_equal(failed, 0); /* another port */
+    assert_int_equal(egress_slot_since(s, &m0, "refused.test", dst->port, &failed), 1);
+    assert_int_equal(failed, 0); /* refused by the rules is not failed */
+    /* A mark after them sees none of it. */
+    egress_mark m1;
+    egress_slot_mark(s, &m1);
+    assert_int_equal(egress_slot_since(s, &m1, "nowhere.test", dst->port, &failed), 0);
+    assert_int_equal(failed, 0);
+    /* More failures than are kept: the oldest since m1 is forgotten, the
+       newest is there. */
+    for (int i = 0; i <= EGRESS_FAILED_KEPT; i++) {
+        fd = connect_port(egress_slot_port(s));
+        assert_int_equal(socks_connect_name(fd, "nowhere.test", 1000 + i), 4);
+        close(fd);
+    }
+    assert_int_equal(egress_slot_since(s, &m1, "nowhere.test", 1000, &failed), 0);
+    assert_int_equal(failed, 0);
+    assert_int_equal(egress_slot_since(s, &m1, "nowhere.test", 1000 + EGRESS_FAILED_KEPT, &failed),
+                     0);
+    assert_int_equal(failed, 1);
+    egress_slot_close(s);
+}
+
 static void test_unbound_slot_refuses_without_asking(void **state)
 {
     (void)state;
@@ -580,6 +624,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_allowed_connection_relays_both_ways),
         cmocka_unit_test(test_refused_reaches_nothing),
+        cmocka_unit_test(test_slot_history_since_a_mark),
         cmocka_unit_test(test_unbound_slot_refuses_without_asking),
         cmocka_unit_test(test_connects_to_the_checked_addresses_in_order),
         cmocka_unit_test(test_address_types),
