@@ -414,7 +414,6 @@ static void test_scratch_dir_private_and_removed(void **state)
 /* ---- refgate-cli and MCP ---- */
 
 static cJSON *downloads_settled(const char *auth, const char *sid, int want);
-static const char *field(const cJSON *o, const char *k);
 
 /* BUILD/refgate-cli, beside this test's BUILD/tests/. */
 static void find_cli(char *cli, size_t len)
@@ -480,7 +479,7 @@ static void test_cli_upload_and_download(void **state)
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
     char saved[160];
     snprintf(saved, sizeof saved, "%s/saved.txt", docroot);
-    snprintf(cmd, sizeof cmd, "%s '%s' download '%s' -o '%s' 2>&1", env, cli, field(d, "id"),
+    snprintf(cmd, sizeof cmd, "%s '%s' download '%s' -o '%s' 2>&1", env, cli, json_str(d, "id"),
              saved);
     cJSON_Delete(r);
     out = run_cmd(cmd, &status);
@@ -607,12 +606,6 @@ static cJSON *downloads_settled(const char *auth, const char *sid, int want)
     return NULL;
 }
 
-static const char *field(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static int ws_download_event(wsc *w, const char *name, const char *state);
 
 /* A subscriber of sid's download events, on the WebSocket as auth. */
@@ -648,11 +641,11 @@ static void test_downloads_refused_without_the_flag(void **state)
     cJSON *r = downloads_settled(st.auth[0], sid, 1);
     const cJSON *d =
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
-    assert_string_equal(field(d, "name"), "small.txt");
-    assert_string_equal(field(d, "state"), "refused");
+    assert_string_equal(json_str(d, "name"), "small.txt");
+    assert_string_equal(json_str(d, "state"), "refused");
     char body[200];
     snprintf(body, sizeof body, "{\"op\":\"download.get\",\"args\":{\"id\":\"%s\"}}",
-             field(d, "id"));
+             json_str(d, "id"));
     int status;
     cJSON *g = json_cmd(st.auth[0], sid, body, &status);
     expect_error(g, status, 404, "not_found", "refused");
@@ -684,7 +677,7 @@ static int ws_download_event(wsc *w, const char *name, const char *state)
         const cJSON *ev = cJSON_GetObjectItemCaseSensitive(v, "event");
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "data");
         seen = cJSON_IsString(ev) && !strcmp(ev->valuestring, "download") &&
-               !strcmp(field(d, "name"), name) && !strcmp(field(d, "state"), state);
+               !strcmp(json_str(d, "name"), name) && !strcmp(json_str(d, "state"), state);
         cJSON_Delete(v);
     }
     rg_buf_destroy(&in);
@@ -707,12 +700,12 @@ static void test_downloads_allowed_exact_bytes_and_quota(void **state)
     cJSON *r = downloads_settled(dl_auth, sid, 1);
     const cJSON *d =
         cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
-    assert_string_equal(field(d, "state"), "done");
-    assert_string_equal(field(d, "mime"), "text/plain");
+    assert_string_equal(json_str(d, "state"), "done");
+    assert_string_equal(json_str(d, "mime"), "text/plain");
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(d, "bytes")->valueint, 17);
     cJSON *m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "op", "download.get");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "id", field(d, "id"));
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "id", json_str(d, "id"));
     cJSON *g = mp_cmd(dl_auth, sid, m, &status);
     assert_int_equal(status, 200);
     const cJSON *data = cJSON_GetObjectItemCaseSensitive(result(g), "data");
@@ -732,10 +725,10 @@ static void test_downloads_allowed_exact_bytes_and_quota(void **state)
     assert_true(ws_download_event(w, "mid.bin", "done"));
     r = downloads_settled(dl_auth, sid, 2);
     d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 1);
-    assert_string_equal(field(d, "state"), "done");
+    assert_string_equal(json_str(d, "state"), "done");
     m = cJSON_CreateObject();
     cJSON_AddStringToObject(m, "op", "download.get");
-    cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "id", field(d, "id"));
+    cJSON_AddStringToObject(cJSON_AddObjectToObject(m, "args"), "id", json_str(d, "id"));
     g = mp_cmd(dl_auth, sid, m, &status);
     assert_int_equal(status, 200);
     data = cJSON_GetObjectItemCaseSensitive(result(g), "data");
@@ -756,7 +749,7 @@ static void test_downloads_allowed_exact_bytes_and_quota(void **state)
     assert_true(ws_download_event(w, "mid.bin", "refused"));
     r = downloads_settled(dl_auth, sid, 3);
     d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 2);
-    assert_string_equal(field(d, "state"), "refused");
+    assert_string_equal(json_str(d, "state"), "refused");
     cJSON_Delete(r);
     /* Refused files leave nothing behind (bounded wait: the browser ends its write). */
     int left = 0;
@@ -777,8 +770,8 @@ static void test_downloads_allowed_exact_bytes_and_quota(void **state)
     cJSON_Delete(ok_json(dl_auth, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#big\"}}"));
     r = downloads_settled(dl_auth, sid, 1);
     d = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), 0);
-    assert_string_equal(field(d, "name"), "big.bin");
-    assert_string_equal(field(d, "state"), "refused");
+    assert_string_equal(json_str(d, "name"), "big.bin");
+    assert_string_equal(json_str(d, "state"), "refused");
     cJSON_Delete(r);
     close_session(dl_auth, sid);
     assert_int_equal(stat(dir, &sb), -1);
@@ -824,7 +817,7 @@ static void test_downloads_past_the_list_cap_refused(void **state)
     const cJSON *arr = cJSON_GetObjectItemCaseSensitive(result(r), "downloads"), *e;
     assert_int_equal(cJSON_GetArraySize(arr), RG_DOWNLOADS_MAX);
     cJSON_ArrayForEach(e, arr)
-        assert_string_equal(field(e, "state"), "done");
+        assert_string_equal(json_str(e, "state"), "done");
     cJSON_Delete(r);
     scratch_dir(sid, dir, sizeof dir);
     assert_int_equal(files_below(dir), RG_DOWNLOADS_MAX);
@@ -837,7 +830,7 @@ static void test_downloads_past_the_list_cap_refused(void **state)
     arr = cJSON_GetObjectItemCaseSensitive(result(r), "downloads");
     assert_int_equal(cJSON_GetArraySize(arr), RG_DOWNLOADS_MAX);
     cJSON_ArrayForEach(e, arr)
-        assert_string_equal(field(e, "state"), "done");
+        assert_string_equal(json_str(e, "state"), "done");
     cJSON_Delete(r);
     /* The browser was told to cancel: nothing more lands (bounded wait for its write). */
     int n = 0;

@@ -262,12 +262,6 @@ static cJSON *expect_result(struct server *s, int id, const cJSON **result)
     return r;
 }
 
-static const char *rstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static void test_protocol_conformance(void **state)
 {
     (void)state;
@@ -281,14 +275,14 @@ static void test_protocol_conformance(void **state)
                   "{\"protocolVersion\":\"2024-11-05\",\"capabilities\":{},"
                   "\"clientInfo\":{\"name\":\"t\",\"version\":\"1\"}}}");
     r = expect_result(&s, 1, &res);
-    assert_string_equal(rstr(res, "protocolVersion"), "2024-11-05");
+    assert_string_equal(json_str(res, "protocolVersion"), "2024-11-05");
     assert_non_null(cJSON_GetObjectItemCaseSensitive(
         cJSON_GetObjectItemCaseSensitive(res, "capabilities"), "tools"));
     cJSON_Delete(r);
     send_line(&s, "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"initialize\",\"params\":"
                   "{\"protocolVersion\":\"1999-01-01\",\"capabilities\":{}}}");
     r = expect_result(&s, 2, &res);
-    assert_string_equal(rstr(res, "protocolVersion"), "2025-06-18");
+    assert_string_equal(json_str(res, "protocolVersion"), "2025-06-18");
     cJSON_Delete(r);
 
     /* Notifications get no reply: the next line answers the ping after them. */
@@ -306,9 +300,9 @@ static void test_protocol_conformance(void **state)
     cJSON_ArrayForEach(t, tools)
     {
         const cJSON *schema = cJSON_GetObjectItemCaseSensitive(t, "inputSchema");
-        assert_true(strncmp(rstr(t, "name"), "browser_", 8) == 0);
-        assert_true(strlen(rstr(t, "description")) > 0);
-        assert_string_equal(rstr(schema, "type"), "object");
+        assert_true(strncmp(json_str(t, "name"), "browser_", 8) == 0);
+        assert_true(strlen(json_str(t, "description")) > 0);
+        assert_string_equal(json_str(schema, "type"), "object");
         assert_true(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(schema, "properties")));
     }
     cJSON_Delete(r);
@@ -353,8 +347,8 @@ static void test_protocol_conformance(void **state)
     r = expect_result(&s, 13, &res);
     assert_false(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")));
     const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res, "content"), 0);
-    assert_string_equal(rstr(c0, "type"), "text");
-    assert_non_null(strstr(rstr(c0, "text"), "heading \"Fruit shop\""));
+    assert_string_equal(json_str(c0, "type"), "text");
+    assert_non_null(strstr(json_str(c0, "text"), "heading \"Fruit shop\""));
     cJSON_Delete(r);
 
     /* A refused command is a tool result with isError, carrying refgate's code. */
@@ -363,7 +357,7 @@ static void test_protocol_conformance(void **state)
     r = expect_result(&s, 14, &res);
     assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")));
     c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res, "content"), 0);
-    assert_non_null(strstr(rstr(c0, "text"), "error "));
+    assert_non_null(strstr(json_str(c0, "text"), "error "));
     cJSON_Delete(r);
 
     /* A field without its target or value is the tool's error, not the server's end
@@ -398,7 +392,7 @@ static char *call_tool(struct server *s, int id, const char *name, const char *a
     const cJSON *res;
     cJSON *r = expect_result(s, id, &res);
     const cJSON *c0 = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(res, "content"), 0);
-    char *text = strdup(rstr(c0, "text"));
+    char *text = strdup(json_str(c0, "text"));
     if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(res, "isError")) != error)
         fail_msg("%s %s: %s", name, args, text);
     cJSON_Delete(r);

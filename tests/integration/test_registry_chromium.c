@@ -1009,12 +1009,6 @@ static cJSON *report_json(const char *report)
     return j;
 }
 
-static const char *rstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /*
  * A navigation's load reports (registry/world.c): the first, at the load
  * event, says where the page ended and carries no storage, so the
@@ -1043,12 +1037,12 @@ static void test_load_reports(void **state)
     printf("  second report: %s\n", report);
     cJSON *j = report_json(report);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "st")->valueint, 1);
-    assert_non_null(strstr(rstr(j, "u"), "/stored.html"));
-    assert_string_equal(rstr(j, "t"), "Stored");
+    assert_non_null(strstr(json_str(j, "u"), "/stored.html"));
+    assert_string_equal(json_str(j, "t"), "Stored");
     const cJSON *ls = cJSON_GetObjectItemCaseSensitive(j, "ls");
-    assert_string_equal(rstr(ls, "loads"), "1");
-    assert_string_equal(rstr(ls, "__proto__"), "1");
-    assert_string_equal(rstr(cJSON_GetObjectItemCaseSensitive(j, "ss"), "loads"), "1");
+    assert_string_equal(json_str(ls, "loads"), "1");
+    assert_string_equal(json_str(ls, "__proto__"), "1");
+    assert_string_equal(json_str(cJSON_GetObjectItemCaseSensitive(j, "ss"), "loads"), "1");
     cJSON_Delete(j);
     free(report);
 
@@ -1066,8 +1060,8 @@ static void test_load_reports(void **state)
     assert_int_equal(reg_world_loaded(w, &report), 0);
     printf("  first report: %s\n", report);
     j = report_json(report);
-    assert_non_null(strstr(rstr(j, "u"), "/load-busy.html"));
-    assert_string_equal(rstr(j, "t"), "Busy after load");
+    assert_non_null(strstr(json_str(j, "u"), "/load-busy.html"));
+    assert_string_equal(json_str(j, "t"), "Busy after load");
     assert_null(cJSON_GetObjectItemCaseSensitive(j, "st"));
     assert_null(cJSON_GetObjectItemCaseSensitive(j, "ls"));
     cJSON_Delete(j);
@@ -1078,7 +1072,7 @@ static void test_load_reports(void **state)
     assert_int_equal(reg_world_load_final(w, 5000, &report), 0);
     j = report_json(report);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "st")->valueint, 1);
-    assert_string_equal(rstr(cJSON_GetObjectItemCaseSensitive(j, "ls"), "seen"), "yes");
+    assert_string_equal(json_str(cJSON_GetObjectItemCaseSensitive(j, "ls"), "seen"), "yes");
     cJSON_Delete(j);
     free(report);
 
@@ -1092,7 +1086,7 @@ static void test_load_reports(void **state)
     j = report_json(report);
     assert_int_equal(cJSON_GetObjectItemCaseSensitive(j, "st")->valueint, 0);
     assert_null(cJSON_GetObjectItemCaseSensitive(j, "ls"));
-    assert_non_null(strstr(rstr(j, "u"), "/stored-big.html"));
+    assert_non_null(strstr(json_str(j, "u"), "/stored-big.html"));
     cJSON_Delete(j);
     free(report);
     reg_world_free(w);

@@ -133,12 +133,6 @@ static const cJSON *tab_entry(const cJSON *r, const char *id)
     return NULL;
 }
 
-static const char *field(const cJSON *t, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(t, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 /* Waits (bounded) until the session has n tabs and tab `id`'s URL holds `url`; the reply. */
 static cJSON *wait_tabs(const char *hdr, const char *sid, int n, const char *id, const char *url)
 {
@@ -147,7 +141,7 @@ static cJSON *wait_tabs(const char *hdr, const char *sid, int n, const char *id,
         cJSON_Delete(r);
         r = tabs_of(hdr, sid);
         const cJSON *t = id ? tab_entry(r, id) : NULL;
-        if (n_tabs(r) == n && (!id || (t && strstr(field(t, "url"), url))))
+        if (n_tabs(r) == n && (!id || (t && strstr(json_str(t, "url"), url))))
             return r;
         rg_sleep_ms(100);
     }
@@ -174,7 +168,7 @@ static void test_popup_opens_a_tab(void **state)
     /* The opener stays active; the popup knows who opened it. */
     assert_true(is_active(r, "t1"));
     assert_false(is_active(r, "t2"));
-    assert_string_equal(field(tab_entry(r, "t2"), "opener"), "t1");
+    assert_string_equal(json_str(tab_entry(r, "t2"), "opener"), "t1");
     assert_true(cJSON_IsNull(cJSON_GetObjectItemCaseSensitive(tab_entry(r, "t1"), "opener")));
     cJSON_Delete(r);
     /* The tab argument: observe and click on t2 while t1 stays active. */
@@ -229,8 +223,8 @@ static void test_popup_opens_a_tab(void **state)
     r = tabs_of(NULL, sid);
     assert_int_equal(n_tabs(r), 2);
     assert_true(is_active(r, "t3"));
-    assert_non_null(strstr(field(tab_entry(r, "t3"), "url"), "n=new"));
-    assert_string_equal(field(tab_entry(r, "t3"), "title"), "Child");
+    assert_non_null(strstr(json_str(tab_entry(r, "t3"), "url"), "n=new"));
+    assert_string_equal(json_str(tab_entry(r, "t3"), "title"), "Child");
     cJSON_Delete(r);
     /* tab.new asks the URL policy like navigate. */
     free(fails(sid, "{\"op\":\"tab.new\",\"args\":{\"url\":\"file:///etc/passwd\"}}",
@@ -248,14 +242,14 @@ static void test_target_blank_link(void **state)
     cJSON *r = wait_tabs(NULL, sid, 2, "t2", "tabs-child.html?from=link");
     assert_true(is_active(r, "t1"));
     /* The title comes with the document, which may still be loading. */
-    for (int i = 0; i < 100 && strcmp(field(tab_entry(r, "t2"), "title"), "Child"); i++) {
+    for (int i = 0; i < 100 && strcmp(json_str(tab_entry(r, "t2"), "title"), "Child"); i++) {
         rg_sleep_ms(100);
         cJSON_Delete(r);
         r = tabs_of(NULL, sid);
     }
-    assert_string_equal(field(tab_entry(r, "t2"), "title"), "Child");
+    assert_string_equal(json_str(tab_entry(r, "t2"), "title"), "Child");
     /* A link's new tab knows its opener too (noopener hides it from the page only). */
-    assert_string_equal(field(tab_entry(r, "t2"), "opener"), "t1");
+    assert_string_equal(json_str(tab_entry(r, "t2"), "opener"), "t1");
     cJSON_Delete(r);
     cJSON *o = expect_ok(&gw, sid, "{\"op\":\"observe\",\"args\":{\"tab\":\"t2\"}}");
     assert_non_null(strstr(reply_str(o, "text"), "Child button"));
@@ -279,8 +273,8 @@ static void test_tab_listed_before_its_page_answers(void **state)
     printf("  right after the click: %s\n", txt);
     free(txt);
     assert_int_equal(n_tabs(r), 2);
-    assert_non_null(strstr(field(tab_entry(r, "t2"), "url"), "/slow?from=link"));
-    assert_string_equal(field(tab_entry(r, "t2"), "opener"), "t1");
+    assert_non_null(strstr(json_str(tab_entry(r, "t2"), "url"), "/slow?from=link"));
+    assert_string_equal(json_str(tab_entry(r, "t2"), "opener"), "t1");
     assert_true(is_active(r, "t1"));
     cJSON_Delete(r);
     close_as(NULL, sid);
@@ -321,12 +315,12 @@ static void test_tab_limit(void **state)
         const cJSON *ev = cJSON_GetObjectItemCaseSensitive(v, "event");
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(v, "data");
         if (cJSON_IsString(ev) && !strcmp(ev->valuestring, "tab")) {
-            if (!strcmp(field(d, "state"), "opened")) {
+            if (!strcmp(json_str(d, "state"), "opened")) {
                 opened++;
-                assert_string_equal(field(d, "opener"), "t1");
-                assert_non_null(strstr(field(d, "url"), "tabs-child.html"));
-            } else if (!strcmp(field(d, "state"), "closed") &&
-                       !strcmp(field(d, "reason"), "limit")) {
+                assert_string_equal(json_str(d, "opener"), "t1");
+                assert_non_null(strstr(json_str(d, "url"), "tabs-child.html"));
+            } else if (!strcmp(json_str(d, "state"), "closed") &&
+                       !strcmp(json_str(d, "reason"), "limit")) {
                 refused++;
             }
         } else if (cJSON_GetObjectItemCaseSensitive(v, "id")) {
@@ -489,9 +483,9 @@ static void test_park_and_restore_three_tabs(void **state)
     /* The next command restores all three. */
     cJSON *r = tabs_of(NULL, sid);
     assert_int_equal(n_tabs(r), 3);
-    assert_non_null(strstr(field(tab_entry(r, "t1"), "url"), "tabs-opener.html"));
-    assert_non_null(strstr(field(tab_entry(r, "t2"), "url"), "tabs-child.html?n=1"));
-    assert_non_null(strstr(field(tab_entry(r, "t3"), "url"), "tabs-child.html?n=third"));
+    assert_non_null(strstr(json_str(tab_entry(r, "t1"), "url"), "tabs-opener.html"));
+    assert_non_null(strstr(json_str(tab_entry(r, "t2"), "url"), "tabs-child.html?n=1"));
+    assert_non_null(strstr(json_str(tab_entry(r, "t3"), "url"), "tabs-child.html?n=third"));
     assert_true(is_active(r, "t2"));
     assert_false(is_active(r, "t1"));
     assert_false(is_active(r, "t3"));
@@ -532,8 +526,8 @@ static void test_tabs_survive_a_killed_worker(void **state)
     cJSON *r = tabs_of(NULL, sid); /* waits out the dead worker's lease */
     assert_int_equal(n_tabs(r), 2);
     assert_true(is_active(r, "t2"));
-    assert_non_null(strstr(field(tab_entry(r, "t1"), "url"), "tabs-opener.html"));
-    assert_non_null(strstr(field(tab_entry(r, "t2"), "url"), "from=link"));
+    assert_non_null(strstr(json_str(tab_entry(r, "t1"), "url"), "tabs-opener.html"));
+    assert_non_null(strstr(json_str(tab_entry(r, "t2"), "url"), "from=link"));
     cJSON_Delete(r);
     ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"@childbtn\"}}");
     close_as(NULL, sid);

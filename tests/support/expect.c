@@ -61,11 +61,15 @@ cJSON *expect_ok(const fx_stack *f, const char *sid, const char *body)
     return r;
 }
 
+const char *json_str(const cJSON *o, const char *k)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
 const char *reply_str(const cJSON *reply, const char *k)
 {
-    const cJSON *v =
-        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "result"), k);
-    return cJSON_IsString(v) ? v->valuestring : "";
+    return json_str(cJSON_GetObjectItemCaseSensitive(reply, "result"), k);
 }
 
 const char *reply_code(const cJSON *reply)

@@ -34,6 +34,8 @@ cJSON *expect_post(const fx_stack *f, int who, const char *path, const char *bod
 /** A command on session sid as acme that must answer 200 with ok:true; the reply (caller frees). */
 cJSON *expect_ok(const fx_stack *f, const char *sid, const char *body);
 
+/** o.k when it is a string, else "" (o may be NULL). */
+const char *json_str(const cJSON *o, const char *k);
 /** result.k of a reply map when it is a string, else "". */
 const char *reply_str(const cJSON *reply, const char *k);
 /** error.code of a reply map, or "". */
