@@ -85,8 +85,9 @@ static int add_children(pid_t pid, pid_t *v, int *n, int max)
     return added;
 }
 
-/* The start time and resident size of pid from /proc/<pid>/stat; 0, or -1. */
-static int proc_stat(pid_t pid, unsigned long long *start, int64_t *rss_kb)
+/* The state letter, start time and resident size of pid from
+   /proc/<pid>/stat; 0, or -1. */
+static int proc_stat(pid_t pid, char *state, unsigned long long *start, int64_t *rss_kb)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
@@ -104,6 +105,7 @@ static int proc_stat(pid_t pid, unsigned long long *start, int64_t *rss_kb)
     char *s = strrchr(buf, ')');
     if (!s || s[1] != ' ' || !s[2] || s[3] != ' ')
         return -1;
+    *state = s[2];
     s += 4;
     unsigned long long f[25] = {0};
     for (int k = 4; k <= 24; k++) {
@@ -162,8 +164,13 @@ int64_t pool_tree_pss(pid_t root, pool_pss_cache *cache, int *procs, int *walked
     for (int i = 0; i < n; i++) {
         unsigned long long st = 0;
         int64_t rss = 0;
-        if (cache && proc_stat(v[i], &st, &rss) < 0)
+        char state = 0;
+        if (cache && proc_stat(v[i], &state, &st, &rss) < 0)
             continue; /* gone meanwhile */
+        /* A zombie holds no memory and has no smaps: counted, it would make
+           every sample a full walk until its parent reaps it. */
+        if (state == 'Z' || state == 'X')
+            continue;
         cur[m] = (struct pool_pss_entry){v[i], st, rss, -1};
         was[m] = cache ? cached(cache, v[i], st) : NULL;
         same = same && was[m];

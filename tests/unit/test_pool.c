@@ -127,8 +127,9 @@ static void test_environment(void **state)
 }
 
 /*
- * The tree: a parent that waits for its child, says so on the child's
- * answer pipe and then waits for the end of its control pipe, and a child
+ * The tree: a parent that reaps its child once it reads a byte on its
+ * control pipe (the child is a zombie from its end until then), says so on
+ * the child's answer pipe and then waits for the end of its control pipe, and a child
  * that, for each byte it reads, allocates and touches 8 MiB more and
  * answers with a byte; both exit at the end of their pipes. Returns the
  * parent's PID.
@@ -159,10 +160,11 @@ static pid_t tree_start(int *parent_ctl, int *child_ctl, int *child_ack)
             _exit(0);
         }
         close(cc[0]);
+        char go;
+        if (read(pc[0], &go, 1) != 1)
+            _exit(1);
         if (b > 0)
             waitpid(b, NULL, 0);
-        /* reaped: no zombie left in the tree, which a sample would count
-           as a process that came or went */
         if (write(ca[1], "r", 1) != 1)
             _exit(1);
         close(ca[1]);
@@ -234,16 +236,31 @@ static void test_memory_sample_reads_only_what_moved(void **state)
     }
     assert_int_equal(full, 1);
 
-    /* the child ends: the parent alone, read again */
+    /* the child ends and stays a zombie until its parent reaps it: it
+       holds nothing, and the parent alone is not read again at every
+       sample */
     close(cctl);
-    assert_int_equal(read(cack, &k, 1), 1); /* reaped */
-    assert_int_equal(k, 'r');
-    tree_pss(root, c, &procs, &walked);
+    for (int i = 0; i < 200 && procs != 1; i++) {
+        tree_pss(root, c, &procs, &walked);
+        if (procs != 1)
+            usleep(10000);
+    }
     assert_int_equal(procs, 1);
-    assert_int_equal(walked, 1);
-    int64_t alone = tree_pss(root, c, &procs, &walked);
+    int64_t alone = 0;
+    int walks = 0;
+    for (int i = 0; i < POOL_PSS_FULL_EVERY; i++) {
+        alone = tree_pss(root, c, &procs, &walked);
+        assert_int_equal(procs, 1);
+        walks += walked;
+    }
+    assert_true(walks <= 1); /* the periodic full sample at most */
     assert_true(alone < grown);
-    assert_int_equal(walked, 0);
+    /* reaped: the parent alone */
+    assert_int_equal(write(pctl, "x", 1), 1);
+    assert_int_equal(read(cack, &k, 1), 1);
+    assert_int_equal(k, 'r');
+    assert_true(tree_pss(root, c, &procs, &walked) > 0);
+    assert_int_equal(procs, 1);
 
     close(cack);
     close(pctl);
