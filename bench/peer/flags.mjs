@@ -15,7 +15,7 @@ export const FLAGS = [
     '--disable-component-update',
     '--disable-sync',
     '--disable-features=PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,' +
-        'AutofillServerCommunication',
+        'AutofillServerCommunication,RenderDocument',
 ];
 
 // For pages from the corpus: remote hosts fail at once instead of waiting on DNS.
