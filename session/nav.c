@@ -219,6 +219,16 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     return where_after(s, loaded, out);
 }
 
+/* A Page.frameNavigated of the main frame that came back from the
+   back/forward cache. */
+static int from_cache(const cJSON *params)
+{
+    const cJSON *fr = cJSON_GetObjectItemCaseSensitive(params, "frame");
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(params, "type");
+    return cJSON_IsObject(fr) && !cJSON_GetObjectItemCaseSensitive(fr, "parentId") &&
+           cJSON_IsString(type) && !strcmp(type->valuestring, "BackForwardCacheRestore");
+}
+
 int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
                  size_t errlen)
 {
@@ -252,17 +262,31 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
             method = "Page.navigateToHistoryEntry";
     }
     int loaded = 0; /* the wait saw a load event */
+    int cached = 0; /* the page came back from the back/forward cache */
     if (method) {
-        cdp_waiter *w = NULL;
+        cdp_waiter *w = NULL, *fw = NULL;
         if (*ev && (rc = sess_page_waiter(s, ev, &w)) < 0)
             return rc;
+        /* A page restored from the back/forward cache fires no load event;
+           its main frame's Page.frameNavigated, the first one after a history
+           step, says it came from there. */
+        if (w && delta && (rc = sess_page_waiter(s, "Page.frameNavigated", &fw)) < 0) {
+            cdp_waiter_free(w);
+            return rc;
+        }
         reg_world_forget_load(s->cur->world);
+        int64_t deadline = rg_now_ms() + (delta && timeout_ms > 5000 ? 5000 : timeout_ms);
         rc = sess_call(s, method, params[0] ? params : NULL, timeout_ms, NULL);
-        /* A page restored from the back/forward cache fires no load event: the
-           wait ends at its timeout then, and the page is where it should be. */
-        if (rc == 0 && w) {
-            int wrc = cdp_waiter_wait(
-                w, delta ? (timeout_ms < 5000 ? timeout_ms : 5000) : timeout_ms, NULL);
+        if (rc == 0 && fw) {
+            const cJSON *p = NULL;
+            int64_t left = deadline - rg_now_ms();
+            cached = cdp_waiter_wait(fw, left > 0 ? (int)left : 1, &p) == 0 && from_cache(p);
+        }
+        /* Any other way, a back or forward whose wait for the event runs
+           out still succeeds: the page is where it should be. */
+        if (rc == 0 && w && !cached) {
+            int64_t left = deadline - rg_now_ms();
+            int wrc = cdp_waiter_wait(w, left > 0 ? (int)left : 1, NULL);
             if (wrc < 0 && !(delta && wrc == RG_ETIMEOUT))
                 rc = wrc;
             loaded = wrc == 0 && !strcmp(ev, "Page.loadEventFired");
@@ -270,9 +294,12 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
                 snprintf(err, errlen, "the page did not reach '%s' within %d ms",
                          wait ? wait : "load", timeout_ms);
         }
+        cdp_waiter_free(fw);
         cdp_waiter_free(w);
         if (rc < 0)
             return rc;
     }
-    return where_after(s, loaded, out);
+    rc = where_after(s, loaded, out);
+    out->from_cache = cached;
+    return rc;
 }

@@ -309,6 +309,7 @@ int sess_interrupt(sess *s);
 typedef struct sess_nav {
     char *url, *title;   /* owned */
     int status;          /* HTTP status of the main document, 0 when unknown */
+    int from_cache;      /* sess_history: the page came back from the back/forward cache */
 } sess_nav;
 
 void sess_nav_free(sess_nav *n);
@@ -324,7 +325,10 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
 /**
  * Goes delta entries back (-1) or forward (+1) in the page's history, or
  * reloads (delta 0), waiting as sess_navigate does. Nothing to go to is not
- * an error: the page stays where it is.
+ * an error: the page stays where it is. A page Chromium brings back from its
+ * back/forward cache, as it was left, fires no load event: the wait ends
+ * when its main frame is back (out->from_cache). Otherwise a back or
+ * forward waits at most 5 s for the event and is not an error without it.
  */
 int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
                  size_t errlen);

@@ -931,6 +931,72 @@ static void test_url_policy_inside_the_page(void **state)
     rg_buf_destroy(&del.body);
 }
 
+/* One history step (op "back" or "forward") on sid; the reply. */
+static cJSON *history_step(const char *sid, const char *op)
+{
+    char body[64];
+    snprintf(body, sizeof body, "{\"op\":\"%s\"}", op);
+    return expect_ok(&gw, sid, body);
+}
+
+/* window.kept on sid's page, as a string ("undefined" when not set). */
+static void kept_is(const char *sid, const char *want)
+{
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":"
+                                   "\"String(window.kept)\"}}");
+    assert_string_equal(reply_str(r, "value"), want);
+    cJSON_Delete(r);
+}
+
+/*
+ * Back and forward to pages Chromium keeps in its back/forward cache, as it
+ * does most pages of the web: the page comes back as it was left (its
+ * script state too), which the reply says (from_cache), and the command
+ * does not wait for a load event that such a page never fires (it waited
+ * 5 s, its cap, before). Refs taken before keep acting on the page. A page
+ * sent with no-store is loaded again: from_cache false, its state gone.
+ */
+static void test_back_to_a_page_in_the_back_forward_cache(void **state)
+{
+    (void)state;
+    char sid[64], ref[32], url[256], body[512];
+    create("actions.html?cacheable", sid);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":"
+                                     "\"window.kept=7\"}}"));
+    ref_of(sid, "button", "Count", ref);
+    page_url("form.html?cacheable", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    cJSON *r = history_step(sid, "back");
+    assert_non_null(strstr(reply_str(r, "url"), "actions.html"));
+    assert_string_equal(reply_str(r, "title"), "Actions");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "from_cache")));
+    cJSON_Delete(r);
+    kept_is(sid, "7");
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    clicks_are(sid, "clicks=1");
+    r = history_step(sid, "forward");
+    assert_non_null(strstr(reply_str(r, "url"), "form.html"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "from_cache")));
+    cJSON_Delete(r);
+    /* the control: pages sent with no-store */
+    page_url("actions.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":"
+                                     "\"window.kept=8\"}}"));
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    r = history_step(sid, "back");
+    assert_non_null(strstr(reply_str(r, "url"), "actions.html"));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(result(r), "from_cache")));
+    cJSON_Delete(r);
+    kept_is(sid, "undefined");
+    close_session(sid);
+}
+
 /* A navigation that fails on its own (nothing listens on its port) is
    navigation_failed, even while the page it leaves has its own requests
    refused by the policy the whole time: blocked_url is for a navigation
@@ -1422,6 +1488,7 @@ int main(void)
         cmocka_unit_test(test_url_policy_navigations),
         cmocka_unit_test(test_url_policy_inside_the_page),
         cmocka_unit_test(test_failed_navigation_beside_refused_requests),
+        cmocka_unit_test(test_back_to_a_page_in_the_back_forward_cache),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),
         cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,

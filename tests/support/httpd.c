@@ -52,13 +52,19 @@ static void send_all(int fd, const char *p, size_t n)
     }
 }
 
-static void respond(int fd, int status, const char *type, const char *body, size_t len)
+/* Every response is no-store, so that no browser keeps a fixture between
+   tests; with cacheable (a query of "cacheable"), max-age=0 instead: a page
+   Chromium may keep in its back/forward cache, as it does most pages of
+   the web (no-store ones it does not). */
+static void respond(int fd, int status, const char *type, const char *body, size_t len,
+                    int cacheable)
 {
     char head[256];
     int n = snprintf(head, sizeof head,
                      "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-                     "Cache-Control: no-store\r\nConnection: close\r\n\r\n",
-                     status, status == 200 ? "OK" : "Not Found", type, len);
+                     "Cache-Control: %s\r\nConnection: close\r\n\r\n",
+                     status, status == 200 ? "OK" : "Not Found", type, len,
+                     cacheable ? "max-age=0" : "no-store");
     send_all(fd, head, (size_t)n);
     send_all(fd, body, len);
 }
@@ -76,7 +82,7 @@ static const char *type_of(const char *path)
 }
 
 /* Serves docroot/path when it is a regular file without "..". Returns 1 if served. */
-static int serve_file(httpd *h, int fd, const char *path)
+static int serve_file(httpd *h, int fd, const char *path, int cacheable)
 {
     if (!h->docroot || strstr(path, ".."))
         return 0;
@@ -93,7 +99,7 @@ static int serve_file(httpd *h, int fd, const char *path)
     fclose(f);
     if (!body)
         return 0;
-    respond(fd, 200, type_of(path), body, n);
+    respond(fd, 200, type_of(path), body, n, cacheable);
     free(body);
     return 1;
 }
@@ -128,6 +134,7 @@ static void *conn_main(void *arg)
     char *q = strchr(path, '?');
     if (q)
         *q = '\0';
+    int cacheable = q && !strcmp(q + 1, "cacheable");
     if (!strcmp(path, "/redirect") && q && !strncmp(q + 1, "to=", 3)) {
         /* GET /redirect?to=URL: a 302 to URL (not decoded: pass it plain). */
         char head[2300];
@@ -144,14 +151,14 @@ static void *conn_main(void *arg)
         poll(&pf, 1, 60000);
         goto out;
     }
-    if (serve_file(h, c->fd, path))
+    if (serve_file(h, c->fd, path, cacheable))
         goto out;
     char body[4096];
     int n = snprintf(body, sizeof body,
                      "<!doctype html><html><head><title>%s</title></head>"
                      "<body><h1>%s</h1><p>fixture page</p></body></html>",
                      path, path);
-    respond(c->fd, 200, "text/html; charset=utf-8", body, (size_t)n);
+    respond(c->fd, 200, "text/html; charset=utf-8", body, (size_t)n, cacheable);
 out:
     close(c->fd);
     atomic_fetch_sub(&h->live, 1);
