@@ -86,12 +86,19 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {
-        sess_tab_call_async(t, "Page.handleJavaScriptDialog", "{\"accept\":false}", 5000);
+        /* Dismissed, so that a page never waits on one, except "Leave
+           site?" (beforeunload), which is accepted: dismissing it keeps the
+           page and cancels the navigation the client asked for (navigate,
+           back, a link clicked), which then failed as net::ERR_ABORTED
+           whenever the page had a handler and had seen any input. */
+        int leave = !strcmp(jstr_of(params, "type"), "beforeunload");
+        sess_tab_call_async(t, "Page.handleJavaScriptDialog",
+                            leave ? "{\"accept\":true}" : "{\"accept\":false}", 5000);
         kind = "dialog";
         d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
         cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
-        cJSON_AddBoolToObject(d, "dismissed", 1);
+        cJSON_AddBoolToObject(d, "dismissed", !leave);
     } else if (!strcmp(method, "Page.windowOpen")) {
         /* The URL of the popup that comes next (its target does not know it yet). */
         free(t->open_url);

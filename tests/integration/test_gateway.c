@@ -997,6 +997,47 @@ static void test_back_to_a_page_in_the_back_forward_cache(void **state)
     close_session(sid);
 }
 
+/* A beforeunload handler ("Leave site?") on sid's page, and a click on its
+   counter (ref), which gives the page the user activation Chromium asks
+   of a page before it may ask that. */
+static void ask_to_stay(const char *sid, const char *ref)
+{
+    char body[256];
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"eval\",\"args\":{\"expression\":\"window.kept=1;"
+                           "addEventListener('beforeunload',function(e){e.preventDefault();"
+                           "e.returnValue='unsaved'});1\"}}"));
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+}
+
+/*
+ * A page that asks "Leave site?" (a beforeunload handler, after input) is
+ * left when the client navigates or reloads: the client asked for it, and
+ * an agent cannot answer the prompt. Before, the prompt was dismissed, the
+ * page stayed, and every navigate failed with net::ERR_ABORTED.
+ */
+static void test_leaving_a_page_that_asks_to_stay(void **state)
+{
+    (void)state;
+    char sid[64], ref[32], url[256], body[512];
+    create("actions.html", sid);
+    ref_of(sid, "button", "Count", ref);
+    ask_to_stay(sid, ref);
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"reload\",\"args\":{\"timeout_ms\":5000}}");
+    cJSON_Delete(r);
+    kept_is(sid, "undefined"); /* loaded again, not kept */
+    ref_of(sid, "button", "Count", ref);
+    ask_to_stay(sid, ref);
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body,
+             "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\",\"timeout_ms\":5000}}", url);
+    r = expect_ok(&gw, sid, body);
+    assert_string_equal(reply_str(r, "url"), url);
+    cJSON_Delete(r);
+    close_session(sid);
+}
+
 /* A navigation that fails on its own (nothing listens on its port) is
    navigation_failed, even while the page it leaves has its own requests
    refused by the policy the whole time: blocked_url is for a navigation
@@ -1489,6 +1530,7 @@ int main(void)
         cmocka_unit_test(test_url_policy_inside_the_page),
         cmocka_unit_test(test_failed_navigation_beside_refused_requests),
         cmocka_unit_test(test_back_to_a_page_in_the_back_forward_cache),
+        cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),
         cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,
