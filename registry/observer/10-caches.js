@@ -57,7 +57,46 @@
     return labelIndex.get(el) || null;
   }
 
+  /*
+   * A dialog opened with showModal() makes the rest of its document inert,
+   * and Chromium's accessibility tree leaves that rest out: so does observe
+   * (the page as a screen reader user meets it, with the dialog to answer
+   * first). The modal per document, for one call (modalOf); when several
+   * are open, the one with the focus, else the last. aria-modal does not
+   * count, as it does not for Chromium's tree. Not seen: a modal dialog
+   * inside a shadow root (getElementsByTagName does not reach it).
+   */
+  var modalMemo = null;
+  function findModal(doc) {
+    var ds = doc.getElementsByTagName('dialog'), a = doc.activeElement, last = null;
+    for (var i = 0; i < ds.length; i++) {
+      var d = ds[i];
+      if (!d.open || !safeMatches(d, ':modal')) continue;
+      if (a && d.contains(a)) return d;
+      last = d;
+    }
+    return last;
+  }
+  function modalOf(doc) {
+    if (!modalMemo) return findModal(doc);
+    var m = modalMemo.get(doc);
+    if (m === undefined) {
+      m = findModal(doc);
+      modalMemo.set(doc, m);
+    }
+    return m;
+  }
+  /* el sits outside its document's modal dialog (neither in it, shadow
+     trees included, nor above it): inert */
+  function blockedByModal(el) {
+    var m = modalOf(el.ownerDocument);
+    if (m === null || el.contains(m)) return false;
+    for (var n = el; n; n = n.parentNode || n.host) if (n === m) return false;
+    return true;
+  }
+
   function beginCall() {
+    modalMemo = new Map();
     styleCache = new Map();
     pseudoCache = new Map();
     nthCache = new Map();
@@ -70,7 +109,7 @@
     reachMemo = null;
   }
   function endCall() {
-    styleCache = pseudoCache = nthCache = roleCache = pathCache = labelIndex = null;
+    styleCache = pseudoCache = nthCache = roleCache = pathCache = labelIndex = modalMemo = null;
     labelsShared = false;
     activeEl = null;
   }

@@ -368,7 +368,7 @@
       var disp = s.display;
       if (disp === 'none') return -1;
       if (attr(el, 'aria-hidden') === 'true') return -1;
-      if (el.inert) return -1;
+      if (el.inert || blockedByModal(el)) return -1;
       var contents = disp === 'contents';
       var sib = 0;
       if (counter) {
@@ -787,7 +787,7 @@
     key: null, json: null, full: true, t: 0, frags: new WeakMap(), prevLast: [],
     roots: [], kids: [], added: [], scan: [], ids: [], any: false, evs: false, ptr: false,
     labels: null,
-    sheets: '', media: '', hash: '', sx: 0, sy: 0, hover: null, press: null, focus: null,
+    sheets: '', media: '', hash: '', modal: null, sx: 0, sy: 0, hover: null, press: null, focus: null,
     forms: [], srcOwners: new Map(), idWatch: new Map(), risk: { key: null },
     base: null, baseSeq: 0,
     stats: { full: 0, incr: 0, same: 0, reused: 0, delta: 0, warm: 0, pseudo: 0 }
@@ -1004,7 +1004,7 @@
     var body = document.body;
     var full = inc.full || inc.key !== key || inc.json === null || !body ||
       (Date.now() - inc.t > CACHE_MS && !opts._noage) || sheetsNow !== inc.sheets ||
-      mediaKey() !== inc.media || location.hash !== inc.hash;
+      mediaKey() !== inc.media || location.hash !== inc.hash || findModal(document) !== inc.modal;
     if (full) return { full: true };
     /* what no mutation shows */
     var f = inc.forms;
@@ -1173,6 +1173,7 @@
     inc.sheets = sheetsNow !== null ? sheetsNow : sheetsKey(document);
     inc.media = mediaKey();
     inc.hash = location.hash;
+    inc.modal = modalOf(document); /* what makes the rest inert changes nothing in it */
     inc.focus = deepActive(document);
     /* Scripts set value, checked and selectedIndex as properties: no
        mutation, no event. Keep them to compare: every field of the

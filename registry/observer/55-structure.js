@@ -70,7 +70,7 @@
     if (el.namespaceURI && el.namespaceURI !== XHTML && el.namespaceURI !== SVGNS) return false;
     if (style(el).display === 'none') return false;
     if (attr(el, 'aria-hidden') === 'true') return false;
-    if (el.inert) return false;
+    if (el.inert || blockedByModal(el)) return false;
     return true;
   }
 
@@ -108,7 +108,7 @@
     if (SKIP_TAGS[tag]) return false;
     if (ax && el.namespaceURI && el.namespaceURI !== XHTML && el.namespaceURI !== SVGNS) return false;
     if (style(el).display === 'none') return false;
-    if (ax && (attr(el, 'aria-hidden') === 'true' || el.inert)) return false;
+    if (ax && (attr(el, 'aria-hidden') === 'true' || el.inert || blockedByModal(el))) return false;
     if (p === ROOT) return true;
     if (!reached(p, ax)) return false;
     var pt = lower(p);
