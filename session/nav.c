@@ -159,6 +159,52 @@ static int refused_by_proxy(sess *s, const egress_mark *mark, const char *url)
     return refused > 0 && !(known && host_failed);
 }
 
+/* How many downloads the session lists. */
+static size_t downloads_now(sess *s)
+{
+    sess_download *v = NULL;
+    size_t n = 0;
+    if (sess_downloads(s, &v, &n) < 0)
+        n = 0;
+    free(v);
+    return n;
+}
+
+/*
+ * A navigation Chromium aborted (net::ERR_ABORTED) because its URL is a
+ * file, not a page: a download began meanwhile (more than `before`
+ * listed). Its Page.downloadWillBegin may come a moment after the
+ * navigation's reply: at most 300 ms are waited for it, on this path
+ * only. 1 with the sentence for the client in err, else 0.
+ */
+static int became_download(sess *s, size_t before, const char *url, char *err, size_t errlen)
+{
+    sess_download *v = NULL;
+    size_t n = 0;
+    for (int i = 0; i < 30; i++) {
+        if (sess_downloads(s, &v, &n) == 0 && n > before)
+            break;
+        free(v);
+        v = NULL;
+        n = 0;
+        rg_sleep_ms(10);
+    }
+    if (n <= before) {
+        free(v);
+        return 0;
+    }
+    const sess_download *d = &v[n - 1];
+    snprintf(err, errlen,
+             "navigation to %s started a file download instead of loading a page; the page "
+             "stays where it was. Download %s (\"%s\") is %s%s",
+             url, d->id, d->name, sess_dl_state_name(d->state),
+             d->state == SESS_DL_REFUSED
+                 ? ": this tenant may not download, or the session's download quota is full"
+                 : ": `downloads` lists it, `download.get` fetches it once done");
+    free(v);
+    return 1;
+}
+
 int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, sess_nav *out,
                   char *err, size_t errlen)
 {
@@ -186,6 +232,7 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     egress_mark mark = {0};
     if (s->egress)
         egress_slot_mark(s->egress, &mark);
+    size_t downloads = downloads_now(s);
     rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
     rg_buf_destroy(&q);
     if (rc == RG_ECDP) {
@@ -201,7 +248,9 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
             snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
             rc = RG_EBLOCKEDURL;
         } else if (cJSON_IsString(et) && *et->valuestring) {
-            snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
+            if (!strstr(et->valuestring, "ERR_ABORTED") ||
+                !became_download(s, downloads, url, err, errlen))
+                snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
             rc = RG_ENAVFAILED;
         } else if (w && cJSON_IsString(loader)) {
             int64_t left = deadline - rg_now_ms();

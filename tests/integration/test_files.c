@@ -801,6 +801,45 @@ static void click_for_download(const char *auth, const char *sid, const char *pa
     fail_msg("three clicks on the download link made no request for %s", path);
 }
 
+/*
+ * A navigation to a file (a type Chromium does not show) downloads it and
+ * leaves the page where it was. The reply says so, with the download's id,
+ * instead of Chromium's bare net::ERR_ABORTED, which an agent could only
+ * retry; for a tenant that may not download, it says the download was
+ * refused.
+ */
+static void test_navigating_to_a_file_downloads_it(void **state)
+{
+    (void)state;
+    const char *auths[] = {dl_auth, st.auth[0]};
+    for (int k = 0; k < 2; k++) {
+        char sid[64], url[160], body[300];
+        create(auths[k], sid);
+        httpd_url(st.pages, "/mid.bin", url, sizeof url);
+        snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+        int status;
+        cJSON *r = json_cmd(auths[k], sid, body, &status);
+        expect_error(r, status, 422, "navigation_failed", "started a file download");
+        char msg[600];
+        snprintf(msg, sizeof msg, "%s",
+                 json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message"));
+        assert_non_null(strstr(msg, "\"mid.bin\""));
+        assert_non_null(strstr(msg, k == 0 ? "download.get" : "refused"));
+        cJSON_Delete(r);
+        cJSON *l = downloads_settled(auths[k], sid, 1);
+        const cJSON *d =
+            cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(l), "downloads"), 0);
+        assert_string_equal(json_str(d, "name"), "mid.bin");
+        assert_string_equal(json_str(d, "state"), k == 0 ? "done" : "refused");
+        assert_non_null(strstr(msg, json_str(d, "id")));
+        cJSON_Delete(l);
+        r = ok_json(auths[k], sid, "{\"op\":\"observe\"}");
+        assert_non_null(strstr(reply_str(r, "url"), "/files.html"));
+        cJSON_Delete(r);
+        close_session(auths[k], sid);
+    }
+}
+
 /* A session lists RG_DOWNLOADS_MAX downloads; the next one is refused as it
    begins, reported, and neither listed nor written. */
 static void test_downloads_past_the_list_cap_refused(void **state)
@@ -876,6 +915,7 @@ int main(void)
                 cmocka_unit_test(test_downloads_refused_without_the_flag),
                 cmocka_unit_test(test_downloads_allowed_exact_bytes_and_quota),
                 cmocka_unit_test(test_downloads_past_the_list_cap_refused),
+                cmocka_unit_test(test_navigating_to_a_file_downloads_it),
                 cmocka_unit_test(test_cli_upload_and_download),
                 cmocka_unit_test(test_mcp_over_http_takes_bytes_not_paths),
             };
