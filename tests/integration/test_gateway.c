@@ -824,6 +824,30 @@ static int post_raw(const char *path, const char *hdr, const char *body, cJSON *
     return status;
 }
 
+/* DELETE of the session at path with the tenant's header lines hdr. */
+static void delete_as(const char *hdr, const char *path)
+{
+    http_resp del;
+    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
+    rg_buf_destroy(&del.body);
+}
+
+/* A tenant allowed only `allow` (eval on), its header in hdr (256 bytes),
+   and a session of it on form.html, whose command path goes to path (96
+   bytes). */
+static void tenant_session(const char *name, const char *allow, char *hdr, char *path)
+{
+    char url[256], body[400];
+    make_tenant(name, 1000, 10, 0, 1, allow, hdr, 256);
+    page_url("form.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
+        fail_msg("create: %s", cJSON_PrintUnformatted(r));
+    snprintf(path, 96, "/v1/sessions/%s", reply_str(r, "session"));
+    cJSON_Delete(r);
+}
+
 /* Every spelling of a refused address, as a navigation: blocked_url, and the
    page stays where it was. */
 static void test_url_policy_navigations(void **state)
@@ -863,9 +887,7 @@ static void test_url_policy_navigations(void **state)
                               "{\"args\":{\"url\":\"http://169.254.169.254/\"}}", &r),
                      403);
     cJSON_Delete(r);
-    http_resp del;
-    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
-    rg_buf_destroy(&del.body);
+    delete_as(hdr, path);
 }
 
 /* Requests the page itself makes: a redirect, a fetch, an image, an iframe,
@@ -875,16 +897,9 @@ static void test_url_policy_navigations(void **state)
 static void test_url_policy_inside_the_page(void **state)
 {
     (void)state;
-    char hdr[256], url[256], body[600];
-    make_tenant("mixed", 1000, 10, 0, 1, "127.0.0.1", hdr, sizeof hdr);
-    page_url("form.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    char hdr[256], url[256], body[600], path[96];
+    tenant_session("mixed", "127.0.0.1", hdr, path);
     cJSON *r;
-    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
-        fail_msg("create: %s", cJSON_PrintUnformatted(r));
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", reply_str(r, "session"));
-    cJSON_Delete(r);
     int port = httpd_port(gw.pages);
     /* A redirect from the allowed page to the refused name. */
     snprintf(body, sizeof body,
@@ -926,9 +941,7 @@ static void test_url_policy_inside_the_page(void **state)
     assert_string_equal(reply_str(r, "value"), "reached");
     cJSON_Delete(r);
     assert_int_equal(httpd_count(gw.pages, "/probe-ok"), 1);
-    http_resp del;
-    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
-    rg_buf_destroy(&del.body);
+    delete_as(hdr, path);
 }
 
 /* One history step (op "back" or "forward") on sid; the reply. */
@@ -1047,16 +1060,9 @@ static void test_leaving_a_page_that_asks_to_stay(void **state)
 static void test_failed_navigation_beside_refused_requests(void **state)
 {
     (void)state;
-    char hdr[256], url[256], body[700];
-    make_tenant("noisy", 1000, 10, 0, 1, "127.0.0.1", hdr, sizeof hdr);
-    page_url("form.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    char hdr[256], url[256], body[700], path[96];
+    tenant_session("noisy", "127.0.0.1", hdr, path);
     cJSON *r;
-    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
-        fail_msg("create: %s", cJSON_PrintUnformatted(r));
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", reply_str(r, "session"));
-    cJSON_Delete(r);
     int port = httpd_port(gw.pages), closed = support_free_port();
     assert_true(closed > 0);
     for (int round = 0; round < 2; round++) {
@@ -1091,25 +1097,16 @@ static void test_failed_navigation_beside_refused_requests(void **state)
         cJSON_Delete(r);
     }
     assert_int_equal(httpd_count(gw.pages, "/bg"), 0);
-    http_resp del;
-    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
-    rg_buf_destroy(&del.body);
+    delete_as(hdr, path);
 }
 
 /* A tenant allowed only 127.0.0.1:port (eval on), its header in hdr, and
    a session of it on form.html, whose command path goes to path (96 bytes). */
 static void allowed_one_service(const char *name, int port, char *hdr, char *path)
 {
-    char allow[64], url[256], body[400];
+    char allow[64];
     snprintf(allow, sizeof allow, "127.0.0.1:%d", port);
-    make_tenant(name, 1000, 10, 0, 1, allow, hdr, 256);
-    page_url("form.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
-    cJSON *r;
-    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
-        fail_msg("create: %s", cJSON_PrintUnformatted(r));
-    snprintf(path, 96, "/v1/sessions/%s", reply_str(r, "session"));
-    cJSON_Delete(r);
+    tenant_session(name, allow, hdr, path);
 }
 
 /* A tenant allowed exactly one local service (the fixture server's port):
@@ -1193,9 +1190,7 @@ static void test_url_policy_one_local_service(void **state)
     assert_int_equal(post_raw(path, hdr, body, &r), 200);
     assert_string_equal(reply_str(r, "value"), "reached");
     cJSON_Delete(r);
-    http_resp del;
-    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
-    rg_buf_destroy(&del.body);
+    delete_as(hdr, path);
 }
 
 /* What the DevTools Fetch domain cannot see, the egress proxy stops: a
@@ -1251,9 +1246,7 @@ static void test_url_policy_websocket_and_service_worker(void **state)
     assert_true(recv(ufd, dgram, sizeof dgram, 0) < 0 && errno == EAGAIN);
     close(ufd);
     httpd_stop(decoy);
-    http_resp del;
-    assert_int_equal(http_request(stack_port(gw.st), "DELETE", path, hdr, NULL, 0, &del), 0);
-    rg_buf_destroy(&del.body);
+    delete_as(hdr, path);
 }
 
 /* Another tenant's session id is not_found for every op, and nothing happens to it. */
