@@ -385,6 +385,10 @@
         else if (role === 'heading' || LANDMARK[role]) include = true;
         else if (role === 'image') include = 'named';
         else if (CONDITIONAL[role] || (textOn && TEXT_ROLES[role])) { include = true; cond = true; }
+        /* a frame of another site (its own process): its content is out of
+           this world's reach, so the outline says where it is (Chromium's
+           Iframe, named by its title) and no more */
+        else if (textOn && role === 'Iframe' && !frameDoc(el)) include = true;
         else if (!QUIET_ROLE[role] && isFocusable(el) && attr(el, 'tabindex') !== null &&
                  parseInt(attr(el, 'tabindex'), 10) >= 0 && role !== 'Iframe' && role !== 'SvgRoot') {
           include = true; ia = 1;

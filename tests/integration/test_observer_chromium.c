@@ -1413,6 +1413,44 @@ static void test_content_behind_a_modal_dialog_is_left_out(void **state)
     }
 }
 
+/*
+ * A frame of another site runs in a process of its own, out of the
+ * observer's reach: the outline says where it is (Chromium's Iframe, named
+ * by its title, as in Chromium's tree) so that an agent knows there is
+ * something it cannot see. A same-origin frame is walked instead, with no
+ * line of its own. The interactive outline, which shows no text, has
+ * neither kind of line.
+ */
+static void test_a_frame_of_another_site_is_marked(void **state)
+{
+    (void)state;
+    char sig[4096];
+    /* pay.example.test does not resolve here: Chromium shows its error page
+       there, which is of another origin, as the real site would be */
+    load_at_start("xframe.html",
+                  "<!doctype html><html><head><meta charset=\"utf-8\"><title>frames</title></head>"
+                  "<body><h1>Checkout</h1>"
+                  "<iframe title=\"Card payment\" src=\"http://pay.example.test/card\"></iframe>"
+                  "<iframe srcdoc=\"<button>Inner</button>\"></iframe></body></html>");
+    char *out = NULL;
+    for (int i = 0; i < 50; i++) { /* until the foreign frame's error page is in */
+        free(out);
+        out = eval_str("__refgate.observe('{\"sel\":false,\"max_elements\":500}')", 10000);
+        outline_sig(out, sig, sizeof sig);
+        if (strstr(sig, "Iframe") && strstr(sig, "button Inner|"))
+            break;
+        usleep(100000);
+    }
+    printf("  %s\n", sig);
+    assert_non_null(strstr(sig, "heading Checkout|Iframe Card payment|button Inner|"));
+    free(out);
+    out = eval_str("__refgate.observe('{\"sel\":false,\"max_elements\":500,\"text\":false}')",
+                   10000);
+    outline_sig(out, sig, sizeof sig);
+    assert_null(strstr(sig, "Iframe"));
+    free(out);
+}
+
 /* ---- setup -------------------------------------------------------------- */
 
 static int group_setup(void **state)
@@ -1477,6 +1515,7 @@ int main(void)
         cmocka_unit_test(test_page_names_that_shadow_object_properties),
         cmocka_unit_test(test_a_field_disabled_with_focus_is_not_focused),
         cmocka_unit_test(test_content_behind_a_modal_dialog_is_left_out),
+        cmocka_unit_test(test_a_frame_of_another_site_is_marked),
     };
     int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
     httpd_stop(cases_srv);
