@@ -99,6 +99,11 @@ const upload = overHttp
 r = await client.callTool({ name: 'browser_file_upload', arguments: upload });
 rmSync(dir, { recursive: true, force: true });
 check(!r.isError, 'attach the receipt', textOf(r));
+// The page reads the file in its change handler, asynchronously (a Blob's
+// arrayBuffer): an agent waits for what the page says, as here, before it
+// reads the page again. The upload cannot know when the page's own work ends.
+r = await client.callTool({ name: 'browser_wait_for', arguments: { text: 'Attached receipt.txt' } });
+check(!r.isError, 'wait for the page to say it read the file', textOf(r));
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
 check(textOf(r).includes(`Attached receipt.txt, ${receipt.length} bytes, starting "RECEIPT"`),
   'the page read the file back: its name, size and first bytes', textOf(r));
