@@ -46,6 +46,8 @@ struct sess_files {
     int dl_denied;     /* the list is full and settled: the context now denies */
     sess_download *dl; /* RG_DOWNLOADS_MAX entries once the first download begins */
     size_t n_dl;
+    size_t dl_begun;      /* downloads begun, listed or not (past the list's cap) */
+    sess_download dl_last; /* the last of them, as it began */
 };
 
 struct sess_files *sess_files_new(void)
@@ -498,6 +500,8 @@ static void dl_begin(sess *s, const cJSON *params, cJSON **ev)
         d.state = SESS_DL_REFUSED; /* denied by the browser already, or cancelled below */
     if (room && !find_dl(f, d.id))
         f->dl[f->n_dl++] = d;
+    f->dl_begun++;
+    f->dl_last = d;
     int cancel = f->dl_allowed && !room;
     pthread_mutex_unlock(&f->mu);
     if (cancel)
@@ -609,6 +613,17 @@ int sess_downloads(sess *s, sess_download **out, size_t *n)
     int rc = f->n_dl && !*out ? RG_ENOMEM : 0;
     pthread_mutex_unlock(&f->mu);
     return rc;
+}
+
+size_t sess_downloads_begun(sess *s, sess_download *last)
+{
+    struct sess_files *f = s->files;
+    pthread_mutex_lock(&f->mu);
+    size_t n = f->dl_begun;
+    if (last)
+        *last = f->dl_last;
+    pthread_mutex_unlock(&f->mu);
+    return n;
 }
 
 /* Reads the whole file at path, at most max bytes, into *data. 0 or -1. */

@@ -99,7 +99,10 @@ static int where_after(sess *s, int loaded, sess_nav *out)
  * The host (lowercase; an IPv6 address without its brackets) and port of an
  * http(s) URL, as Chromium names them to its proxy when the URL is written
  * the way Chromium writes it. -1 for another scheme or a URL this does not
- * take apart; the caller then cannot tell whose connection failed.
+ * take apart; the caller then cannot tell whose connection failed. Not
+ * policy/'s pol_parse_url, which canonicalizes more: session/ knows no
+ * policy (docs/architecture.md, the arrows), and a URL this misreads only
+ * leaves the answer as it was before the proxy kept failures.
  */
 static int url_host_port(const char *url, char *host, size_t len, int *port)
 {
@@ -159,41 +162,22 @@ static int refused_by_proxy(sess *s, const egress_mark *mark, const char *url)
     return refused > 0 && !(known && host_failed);
 }
 
-/* How many downloads the session lists. */
-static size_t downloads_now(sess *s)
-{
-    sess_download *v = NULL;
-    size_t n = 0;
-    if (sess_downloads(s, &v, &n) < 0)
-        n = 0;
-    free(v);
-    return n;
-}
-
 /*
  * A navigation Chromium aborted (net::ERR_ABORTED) because its URL is a
- * file, not a page: a download began meanwhile (more than `before`
- * listed). Its Page.downloadWillBegin may come a moment after the
- * navigation's reply: at most 300 ms are waited for it, on this path
- * only. 1 with the sentence for the client in err, else 0.
+ * file, not a page: a download began meanwhile (more than `before` had
+ * begun; one past the list's cap counts too). Its Page.downloadWillBegin
+ * may come a moment after the navigation's reply: at most 300 ms are
+ * waited for it, on this path only. 1 with the sentence for the client in
+ * err, else 0.
  */
 static int became_download(sess *s, size_t before, const char *url, char *err, size_t errlen)
 {
-    sess_download *v = NULL;
-    size_t n = 0;
-    for (int i = 0; i < 30; i++) {
-        if (sess_downloads(s, &v, &n) == 0 && n > before)
-            break;
-        free(v);
-        v = NULL;
-        n = 0;
+    sess_download last, *d = &last;
+    int began = 0;
+    for (int i = 0; i < 30 && !(began = sess_downloads_begun(s, &last) > before); i++)
         rg_sleep_ms(10);
-    }
-    if (n <= before) {
-        free(v);
+    if (!began)
         return 0;
-    }
-    const sess_download *d = &v[n - 1];
     snprintf(err, errlen,
              "navigation to %s started a file download instead of loading a page; the page "
              "stays where it was. Download %s (\"%s\") is %s%s",
@@ -201,7 +185,6 @@ static int became_download(sess *s, size_t before, const char *url, char *err, s
              d->state == SESS_DL_REFUSED
                  ? ": this tenant may not download, or the session's download quota is full"
                  : ": `downloads` lists it, `download.get` fetches it once done");
-    free(v);
     return 1;
 }
 
@@ -232,7 +215,7 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
     egress_mark mark = {0};
     if (s->egress)
         egress_slot_mark(s->egress, &mark);
-    size_t downloads = downloads_now(s);
+    size_t downloads = sess_downloads_begun(s, NULL);
     rc = q.failed ? RG_ENOMEM : sess_call(s, "Page.navigate", q.data, timeout_ms, &r);
     rg_buf_destroy(&q);
     if (rc == RG_ECDP) {

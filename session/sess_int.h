@@ -280,6 +280,10 @@ void sess_files_free(struct sess_files *f);
 int sess_files_lock_down(sess *s);
 /** Page.downloadWillBegin / Page.downloadProgress of s's page (reader thread). */
 void sess_files_on_event(sess *s, const char *method, const cJSON *params);
+/** How many downloads began in the session's context so far, those past the
+    list's cap (refused, not listed) included; the last one as it began into
+    *last (NULL is fine). Any thread. */
+size_t sess_downloads_begun(sess *s, sess_download *last);
 /** Forgets every file: the directory removed, the counts and the list emptied (holder). */
 void sess_files_clear(sess *s);
 

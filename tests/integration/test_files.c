@@ -871,6 +871,16 @@ static void test_downloads_past_the_list_cap_refused(void **state)
     cJSON_ArrayForEach(e, arr)
         assert_string_equal(json_str(e, "state"), "done");
     cJSON_Delete(r);
+    /* A navigation to a file past the cap: refused, not listed, and said so. */
+    char url[160], body[300];
+    httpd_url(st.pages, "/mid.bin", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    int status;
+    r = json_cmd(dl_auth, sid, body, &status);
+    expect_error(r, status, 422, "navigation_failed", "started a file download");
+    const char *msg = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+    assert_non_null(strstr(msg, "\"mid.bin\") is refused"));
+    cJSON_Delete(r);
     /* The browser was told to cancel: nothing more lands (bounded wait for its write). */
     int n = 0;
     for (int i = 0; i < 20 && (n = files_below(dir)) == RG_DOWNLOADS_MAX; i++)
