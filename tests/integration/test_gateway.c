@@ -832,6 +832,16 @@ static void delete_as(const char *hdr, const char *path)
     rg_buf_destroy(&del.body);
 }
 
+/* Navigates the session at path, as the tenant of hdr, to the fixture page;
+   it must answer 200. */
+static void navigate_as(const char *hdr, const char *path, const char *page)
+{
+    char url[256], body[400];
+    page_url(page, url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    assert_int_equal(post_raw(path, hdr, body, NULL), 200);
+}
+
 /* A tenant allowed only `allow` (eval on), its header in hdr (256 bytes),
    and a session of it on form.html, whose command path goes to path (96
    bytes). */
@@ -897,7 +907,7 @@ static void test_url_policy_navigations(void **state)
 static void test_url_policy_inside_the_page(void **state)
 {
     (void)state;
-    char hdr[256], url[256], body[600], path[96];
+    char hdr[256], body[600], path[96];
     tenant_session("mixed", "127.0.0.1", hdr, path);
     cJSON *r;
     int port = httpd_port(gw.pages);
@@ -913,9 +923,7 @@ static void test_url_policy_inside_the_page(void **state)
     assert_int_equal(httpd_count(gw.pages, "/redirect?to="), 1);
     assert_int_equal(httpd_count(gw.pages, "/never-reached.html"), 0);
     /* From the page: fetch, image, iframe and form post to the refused name. */
-    page_url("form.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
-    assert_int_equal(post_raw(path, hdr, body, NULL), 200);
+    navigate_as(hdr, path, "form.html");
     snprintf(body, sizeof body,
              "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
              "\"(async()=>{var u='http://localhost:%d/probe';"
@@ -944,12 +952,27 @@ static void test_url_policy_inside_the_page(void **state)
     delete_as(hdr, path);
 }
 
-/* One history step (op "back" or "forward") on sid; the reply. */
-static cJSON *history_step(const char *sid, const char *op)
+/* One history step (op "back" or "forward") on sid, which must land on
+   page (a part of its URL) with this from_cache; the reply. */
+static cJSON *history_step(const char *sid, const char *op, const char *page, int from_cache)
 {
     char body[64];
     snprintf(body, sizeof body, "{\"op\":\"%s\"}", op);
-    return expect_ok(&gw, sid, body);
+    cJSON *r = expect_ok(&gw, sid, body);
+    assert_non_null(strstr(reply_str(r, "url"), page));
+    const cJSON *fc = cJSON_GetObjectItemCaseSensitive(result(r), "from_cache");
+    assert_true(cJSON_IsBool(fc) && cJSON_IsTrue(fc) == from_cache);
+    return r;
+}
+
+/* Navigates acme's session sid to the fixture page (its path and query);
+   it must answer 200. */
+static void navigate_to(const char *sid, const char *page)
+{
+    char url[256], body[400];
+    page_url(page, url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
 }
 
 /* window.kept on sid's page, as a string ("undefined" when not set). */
@@ -972,40 +995,26 @@ static void kept_is(const char *sid, const char *want)
 static void test_back_to_a_page_in_the_back_forward_cache(void **state)
 {
     (void)state;
-    char sid[64], ref[32], url[256], body[512];
+    char sid[64], ref[32], body[512];
     create("actions.html?cacheable", sid);
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":"
                                      "\"window.kept=7\"}}"));
     ref_of(sid, "button", "Count", ref);
-    page_url("form.html?cacheable", url, sizeof url);
-    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
-    cJSON_Delete(expect_ok(&gw, sid, body));
-    cJSON *r = history_step(sid, "back");
-    assert_non_null(strstr(reply_str(r, "url"), "actions.html"));
+    navigate_to(sid, "form.html?cacheable");
+    cJSON *r = history_step(sid, "back", "actions.html", 1);
     assert_string_equal(reply_str(r, "title"), "Actions");
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "from_cache")));
     cJSON_Delete(r);
     kept_is(sid, "7");
     snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
     cJSON_Delete(expect_ok(&gw, sid, body));
     clicks_are(sid, "clicks=1");
-    r = history_step(sid, "forward");
-    assert_non_null(strstr(reply_str(r, "url"), "form.html"));
-    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "from_cache")));
-    cJSON_Delete(r);
+    cJSON_Delete(history_step(sid, "forward", "form.html", 1));
     /* the control: pages sent with no-store */
-    page_url("actions.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
-    cJSON_Delete(expect_ok(&gw, sid, body));
+    navigate_to(sid, "actions.html");
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":"
                                      "\"window.kept=8\"}}"));
-    page_url("form.html", url, sizeof url);
-    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
-    cJSON_Delete(expect_ok(&gw, sid, body));
-    r = history_step(sid, "back");
-    assert_non_null(strstr(reply_str(r, "url"), "actions.html"));
-    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(result(r), "from_cache")));
-    cJSON_Delete(r);
+    navigate_to(sid, "form.html");
+    cJSON_Delete(history_step(sid, "back", "actions.html", 0));
     kept_is(sid, "undefined");
     close_session(sid);
 }
@@ -1060,7 +1069,7 @@ static void test_leaving_a_page_that_asks_to_stay(void **state)
 static void test_failed_navigation_beside_refused_requests(void **state)
 {
     (void)state;
-    char hdr[256], url[256], body[700], path[96];
+    char hdr[256], body[700], path[96];
     tenant_session("noisy", "127.0.0.1", hdr, path);
     cJSON *r;
     int port = httpd_port(gw.pages), closed = support_free_port();
@@ -1069,9 +1078,7 @@ static void test_failed_navigation_beside_refused_requests(void **state)
         /* back on the allowed page (a failed navigation leaves an error
            page), with eight requests to the refused name in flight, each
            sent again as soon as it is refused */
-        page_url("form.html", url, sizeof url);
-        snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
-        assert_int_equal(post_raw(path, hdr, body, NULL), 200);
+        navigate_as(hdr, path, "form.html");
         snprintf(body, sizeof body,
                  "{\"op\":\"eval\",\"args\":{\"expression\":\"(function(){var n=0;"
                  "function f(){if(n++<200000)fetch('http://localhost:%d/bg').catch(f)}"
