@@ -224,6 +224,9 @@ char *reg_outline(const reg_observation *o)
                 continue;
             }
         }
+        /* an editing root's value is the text the outline shows in it */
+        if (nd.editable && (nd.text || has_kids))
+            nd.value = NULL;
         put_node(&b, &nd, !(has_kids && role_is(&nd, "row")));
     }
     free(keep);

@@ -235,6 +235,7 @@ static void decode_one(const cJSON *it, reg_node *nd, const char **alts, size_t 
     nd->states = state_bits(cJSON_GetObjectItemCaseSensitive(it, "states"));
     nd->interactive = jint(it, "ia", 0) != 0;
     nd->no_ref = jint(it, "nr", 0) != 0;
+    nd->editable = jint(it, "ce", 0) != 0;
     nd->frame = jstr(it, "frame");
     nd->index = jint(it, "i", -1); /* only nodes that may get a ref have one */
     *prev = jint(it, "p", -1);
@@ -1272,7 +1273,8 @@ int reg_observation_check(const reg_observation *o, const cJSON *reply, char *wh
         int pa = o->reused ? a->index : op->prev[i], pb = o->reused ? b->index : wp.prev[i];
         const char *what = NULL;
         if (a->depth != b->depth || a->is_text != b->is_text || a->level != b->level ||
-            a->states != b->states || a->interactive != b->interactive || a->no_ref != b->no_ref)
+            a->states != b->states || a->interactive != b->interactive || a->no_ref != b->no_ref ||
+            a->editable != b->editable)
             what = "depth, kind, level, states or flags";
         else if (str_differ(a->text, b->text) || str_differ(a->placeholder, b->placeholder) ||
                  str_differ(a->role, b->role) || str_differ(a->name, b->name) ||

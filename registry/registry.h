@@ -323,6 +323,7 @@ typedef struct reg_node {
     unsigned states;      /* REG_S_* bits */
     int interactive;      /* has a ref */
     int no_ref;           /* past the registry cap: listed, but given no ref */
+    int editable;         /* an editing root (contenteditable): its value is its text */
     const char *ref;      /* "" when none */
     const char *previous_ref; /* moved elements whose ref changed, else NULL */
     int stability;

@@ -30,6 +30,13 @@
     return false;
   }
 
+  /* Where editing starts: a contenteditable element whose parent is not
+     editable (a rich-text editor, a chat box). Chromium keeps its role
+     (generic for a plain <div>) and makes it focusable. */
+  function isEditRoot(el) {
+    return el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable);
+  }
+
   function isFocusable(el) {
     if (el.disabled) return false;
     var t = attr(el, 'tabindex');
@@ -40,8 +47,7 @@
     if (tag === 'button' || tag === 'select' || tag === 'textarea' || tag === 'iframe') return true;
     if (tag === 'summary') return !!(el.parentElement && lower(el.parentElement) === 'details' &&
                                      el.parentElement.querySelector('summary') === el);
-    if (el.isContentEditable && (!el.parentElement || !el.parentElement.isContentEditable)) return true;
-    return false;
+    return isEditRoot(el);
   }
 
   function explicitRole(el) {

@@ -393,6 +393,9 @@
                  parseInt(attr(el, 'tabindex'), 10) >= 0 && role !== 'Iframe' && role !== 'SvgRoot') {
           include = true; ia = 1;
         }
+        /* an editing root takes typing: it gets a ref whatever its role
+           (a plain contenteditable <div> is generic, as in Chromium) */
+        if (!ia && role !== 'Iframe' && isEditRoot(el)) { include = true; ia = 1; cond = false; }
       }
       /* Past the ref cap an element is listed without a ref (nr): an agent
          still reads it where it stands, and the registry stays capped. */
@@ -576,6 +579,9 @@
          only with the element, which is then walked again; focus is checked
          here). */
       var mj = n.mj, tag, testid = null, id = null;
+      /* an editing root: its value is its text (a change below it walks it
+         again, as the path to any change is walked again) */
+      var ce = n.rf && isEditRoot(e);
       var remake = mj === undefined || recomputed || n.mjf || e === activeEl;
       /* read only for what uses them: a kept line and no selectors need neither */
       if (n.rf && (remake || opts.sel !== false)) {
@@ -598,7 +604,7 @@
         var st = statesOf(e, n.role);
         if (st.length) node.states = st;
         if (n.role === 'heading') node.level = headingLevel(e);
-        if (VALUE_ROLES[n.role]) {
+        if (VALUE_ROLES[n.role] || ce) {
           var v = valueOf(e, n.role);
           if (v !== null) node.value = clip(v, 200);
           /* a field's hint, when it is not already its name and nothing is typed */
@@ -609,6 +615,8 @@
           }
         }
         if (n.extra && n.extra.nr) node.nr = 1;
+        /* ce: the outline shows the text as content, not again as a value */
+        if (ce) node.ce = 1;
         mj = JSON.stringify(node);
         mj = mj.slice(1, mj.length - 1);
         if (keep) {
@@ -1287,7 +1295,8 @@
     if (vt !== null) return vt;
     var vn = attr(e, 'aria-valuenow');
     if (vn !== null) return vn;
-    if (e.isContentEditable) return fold(e.textContent || '');
+    /* as Chromium: the rendered text, blocks apart */
+    if (e.isContentEditable) return fold(e.innerText || '');
     return null;
   }
 

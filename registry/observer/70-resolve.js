@@ -312,8 +312,7 @@
     if (t === 'input') return (e.type || '').toLowerCase() !== 'hidden';
     if (t === 'textarea' || t === 'select') return true;
     if (hasAttr(e, 'role')) return !!LABEL_ROLES[roleOf(e)];
-    if (e.isContentEditable && (!e.parentElement || !e.parentElement.isContentEditable)) return true;
-    return false;
+    return isEditRoot(e);
   }
 
   function byLabel(v, sub) {

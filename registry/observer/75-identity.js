@@ -47,7 +47,7 @@
       prole: walkProle(el), sib: walkSib(el), b: boundsOf(el, fi.off), frame: fi.path,
       sel: selectorsOf(el, role, name, testid, id)
     };
-    if (VALUE_ROLES[role]) {
+    if (VALUE_ROLES[role] || isEditRoot(el)) {
       var v = valueOf(el, role);
       if (v !== null) node.value = clip(v, 200);
     }

@@ -37,7 +37,7 @@
       }
       return changed ? { selected: sel } : null;
     }
-    if (el.isContentEditable && !(el.parentElement && el.parentElement.isContentEditable))
+    if (isEditRoot(el))
       return { text: clip(el.textContent || '', STATE_TEXT_MAX) };
     return null;
   }

@@ -451,6 +451,81 @@ static void test_outline_text(void **state)
     fx_close(&f);
 }
 
+/*
+ * Editing roots (contenteditable) take typing, so each gets a ref whatever
+ * its role: a plain <div> stays generic, as in Chromium's tree. Their text
+ * is their content, shown as content and not again as a value; the
+ * elements keep it as their value (blocks apart, as Chromium's value). A
+ * script that changes an editor's text shows in the next observe and its
+ * diff, and fill by ref types into one.
+ */
+static void test_editable_regions(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/editable.html", NULL);
+    reg_observation a;
+    observe(&f, &a, 0);
+    has_line(&a, "- generic \"Notes\" [ref=@notes]: Hello world again");
+    has_line(&a, "- textbox \"Comment\" [ref=@comment]");
+    has_line(&a, "- paragraph: First para");
+    const reg_node *chat = NULL, *para = NULL, *empty = NULL;
+    for (size_t i = 0; i < a.n_nodes; i++) {
+        const reg_node *nd = &a.nodes[i];
+        if (nd->is_text || !nd->ref[0])
+            continue;
+        if (nd->text && !strcmp(nd->text, "Unnamed editable text"))
+            chat = nd;
+        else if (nd->text && !strcmp(nd->text, "Para editable"))
+            para = nd;
+        else if (nd->placeholder && !strcmp(nd->placeholder, "Message"))
+            empty = nd;
+    }
+    assert_non_null(chat);
+    assert_string_equal(chat->role, "generic");
+    assert_non_null(para);
+    assert_string_equal(para->role, "paragraph");
+    assert_non_null(empty); /* an empty chat box is listed, with its hint */
+    assert_string_equal(empty->role, "generic");
+    has_line(&a, "- text: Not editable"); /* contenteditable=false: text, no ref */
+    assert_null(strstr(a.text, "[value=\"Hello world again\"]"));
+    assert_null(strstr(a.text, "[value=\"First para"));
+    const reg_node *comment = by_name(&a, "textbox", "Comment");
+    assert_non_null(comment);
+    assert_string_equal(comment->value, "First para Second para");
+    assert_string_equal(by_name(&a, "generic", "Notes")->value, "Hello world again");
+    has_line(&a, "- textbox \"Title\" [value=\"Draft\"] [ref=@title]");
+    char chat_ref[REG_REF_MAX];
+    snprintf(chat_ref, sizeof chat_ref, "%s", chat->ref);
+    reg_observation_free(&a);
+
+    /* The page's script rewrites an editor it does not focus. */
+    js(&f, "document.getElementById('notes').lastChild.textContent = ' and goodbye';document.querySelector('#comment p').firstChild.data = 'Changed para'");
+    reg_observation d;
+    observe(&f, &d, 1);
+    assert_non_null(strstr(d.text, "- ") && strstr(d.text, "generic \"Notes\" [ref=@notes]: Hello world again\n"));
+    assert_non_null(strstr(d.text, "generic \"Notes\" [ref=@notes]: Hello world and goodbye\n"));
+    reg_observation_free(&d);
+    observe(&f, &a, 0);
+    assert_string_equal(by_name(&a, "generic", "Notes")->value, "Hello world and goodbye");
+    assert_string_equal(by_name(&a, "textbox", "Comment")->value, "Changed para Second para");
+    reg_observation_free(&a);
+
+    char err[256];
+    reg_action fa = {.op = REG_OP_FILL, .target = chat_ref, .value = "Typed by the agent",
+                     .timeout_ms = 2000};
+    reg_action_result r;
+    if (reg_act(f.pg, f.h, &fa, &r, err, sizeof err) != 0)
+        fail_msg("fill %s: %s", chat_ref, err);
+    reg_action_result_free(&r);
+    observe(&f, &a, 0);
+    char want[128];
+    snprintf(want, sizeof want, "- generic (focused) [ref=%s]: Typed by the agent", chat_ref);
+    has_line(&a, want);
+    reg_observation_free(&a);
+    fx_close(&f);
+}
+
 /* interactive keeps the refs under their headings and landmarks; depth folds. */
 static void test_outline_modes(void **state)
 {
@@ -1111,6 +1186,7 @@ int main(void)
         cmocka_unit_test(test_unwritten_entries_go_stale_on_time),
         cmocka_unit_test(test_moved_entries_are_written_later),
         cmocka_unit_test(test_outline_text),
+        cmocka_unit_test(test_editable_regions),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
