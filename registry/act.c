@@ -17,6 +17,14 @@
 
 #define DEFAULT_TIMEOUT_MS 5000
 #define POLL_MS 100
+/*
+ * An element behind a modal dialog (showModal) is out of reach until the
+ * dialog closes, which an agent, not time, usually brings about: the wait
+ * ends after this long rather than at the action's timeout (5 s by
+ * default). It is not 0 so that a dialog the page is closing (a click on
+ * its button just now, a closing animation before close()) lets go.
+ */
+#define MODAL_WAIT_MS 1000
 #define JS_TIMEOUT_MS 10000
 
 void reg_action_result_free(reg_action_result *r)
@@ -364,7 +372,8 @@ static int wait_actionable(reg_page_handle h, int i, const char *opts, const cha
                            const char *then, int64_t deadline, double box[6], cJSON **then_out,
                            char *err, size_t errlen)
 {
-    char last[160] = "";
+    char last[160] = "", modal[128] = "";
+    int64_t blocked_since = 0;
     if (then_out)
         *then_out = NULL;
     for (int attempt = 0;; attempt++) {
@@ -421,8 +430,23 @@ static int wait_actionable(reg_page_handle h, int i, const char *opts, const cha
         const char *by = jstr(act, "by");
         snprintf(last, sizeof last, "%s%s%s", st ? st : "unknown", by ? " by " : "", by ? by : "");
         int detached = st && !strcmp(st, "detached");
+        int blocked = st && !strcmp(st, "blocked");
+        if (blocked && !blocked_since)
+            blocked_since = rg_now_ms();
+        else if (!blocked)
+            blocked_since = 0;
+        snprintf(modal, sizeof modal, "%s", blocked && by ? by : "");
         cJSON_Delete(js); /* st and by die with it */
-        if (detached || rg_now_ms() >= deadline) {
+        int64_t now = rg_now_ms();
+        if (blocked && (now - blocked_since >= MODAL_WAIT_MS || now >= deadline)) {
+            snprintf(err, errlen,
+                     "the element is not actionable: it is behind the modal dialog %s, which "
+                     "makes the rest of the page inert: act in the dialog first (observe shows "
+                     "it), or close it (press Escape)",
+                     modal);
+            return RG_ENOTACTIONABLE;
+        }
+        if (detached || now >= deadline) {
             snprintf(err, errlen, "the element is not actionable: %s", last);
             return RG_ENOTACTIONABLE;
         }

@@ -32,6 +32,18 @@
     return false;
   }
 
+  /* The modal dialog that keeps el out of the pointer's and the keyboard's
+     reach: its document's, or one in a document above the frame el is in;
+     null when there is none. */
+  function modalOver(el) {
+    for (var e = el, guard = 0; e && guard < 16; guard++) {
+      if (blockedByModal(e)) return modalOf(e.ownerDocument);
+      var d = e.ownerDocument;
+      e = d === document ? null : frameOfDoc(d);
+    }
+    return null;
+  }
+
   function viewRect(doc) {
     var w = doc.defaultView || window;
     return { w: w.innerWidth, h: w.innerHeight };
@@ -195,9 +207,18 @@
       }
       var first = checkVisible(el);
       if (first) return first;
+      return blockedOrDisabled();
+    })();
+    function blockedOrDisabled() {
+      /* behind a modal dialog: no click or key reaches it until the dialog
+         closes, which waiting alone rarely brings (act.c waits a little) */
+      if (opts.enabled || opts.hit) {
+        var m = modalOver(el);
+        if (m) return J({ state: 'blocked', by: shortDesc(m) });
+      }
       if (opts.enabled && isDisabled(el)) return J({ state: 'disabled' });
       return null;
-    })();
+    }
     if (pre) return Promise.resolve(pre);
     /*
      * Stability. When nothing was scrolled and no CSS animation or transition
@@ -220,9 +241,8 @@
     function finish(r1) {
       return guarded(function () {
         if (!connected(el)) return J({ state: 'detached' });
-        var h = checkVisible(el);
+        var h = checkVisible(el) || blockedOrDisabled();
         if (h) return h;
-        if (opts.enabled && isDisabled(el)) return J({ state: 'disabled' });
         var b = boxEl(el);
         var r2 = rectOf(b);
         if (!r1 || typeof r1 === 'string' || r1[0] !== r2[0] || r1[1] !== r2[1] || r1[2] !== r2[2] || r1[3] !== r2[3])

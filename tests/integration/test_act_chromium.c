@@ -465,6 +465,31 @@ static void test_modal_dialog_and_inert(void **state)
     a.target = "css:#inside";
     assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), 0);
     reg_action_result_free(&r);
+
+    /* With the default timeout too, the answer names the modal and says
+       what to do: no wait for the timeout (act.c's MODAL_WAIT_MS). The
+       keyboard's actions and a frame's content are behind it as well. */
+    static const char *const behind[] = {"css:#behind", "text:In the frame"};
+    for (int k = 0; k < 2; k++) {
+        reg_action c = {.op = REG_OP_CLICK, .target = behind[k], .timeout_ms = 5000};
+        assert_int_equal(reg_act(f->pg, f->h, &c, &r, err, sizeof err), RG_ENOTACTIONABLE);
+        assert_non_null(strstr(err, "behind the modal dialog dialog#dlg"));
+        assert_non_null(strstr(err, "press Escape"));
+    }
+    reg_action fa = {.op = REG_OP_FILL, .target = "css:#field", .value = "x", .timeout_ms = 5000};
+    assert_int_equal(reg_act(f->pg, f->h, &fa, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(err, "behind the modal dialog"));
+    assert_string_equal(js(f, "document.getElementById('field').value"), "");
+    assert_string_equal(js(f, "String(window.clicksBehind || 0) + String(window.framed || 0)"), "00");
+
+    /* A dialog the page closes a moment after the click began lets it through. */
+    js(f, "String(window.closeSoon())");
+    a.target = "css:#behind";
+    a.timeout_ms = 5000;
+    if (reg_act(f->pg, f->h, &a, &r, err, sizeof err) != 0)
+        fail_msg("click after the dialog closed: %s", err);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(window.clicksBehind)"), "1");
 }
 
 static void test_moving_element_is_unstable(void **state)
