@@ -63,11 +63,18 @@
    * (the page as a screen reader user meets it, with the dialog to answer
    * first). The modal per document, for one call (modalOf); when several
    * are open, the one with the focus, else the last. aria-modal does not
-   * count, as it does not for Chromium's tree. Not seen: a modal dialog
-   * inside a shadow root (getElementsByTagName does not reach it).
+   * count, as it does not for Chromium's tree. A modal dialog inside a
+   * shadow root (web components' dialogs) is found by the focus, which
+   * opening a modal puts in it (on the dialog itself when nothing in it
+   * takes focus; on what its slot shows, maybe) and the inert rest cannot
+   * take away; getElementsByTagName does not reach into shadow roots.
    */
   var modalMemo = null;
   function findModal(doc) {
+    var f = doc.activeElement;
+    while (f && f.shadowRoot && f.shadowRoot.activeElement) f = f.shadowRoot.activeElement;
+    for (var n = f; n; n = parentEl(n)) /* the flat tree: the focus may be slotted */
+      if (n.localName === 'dialog' && n.open && safeMatches(n, ':modal')) return n;
     var ds = doc.getElementsByTagName('dialog'), a = doc.activeElement, last = null;
     for (var i = 0; i < ds.length; i++) {
       var d = ds[i];
@@ -86,12 +93,14 @@
     }
     return m;
   }
-  /* el sits outside its document's modal dialog (neither in it, shadow
-     trees included, nor above it): inert */
+  /* el sits outside its document's modal dialog, neither in it nor above
+     it in the flat tree (shadow trees, and what slots show, included):
+     inert */
   function blockedByModal(el) {
     var m = modalOf(el.ownerDocument);
-    if (m === null || el.contains(m)) return false;
-    for (var n = el; n; n = n.parentNode || n.host) if (n === m) return false;
+    if (m === null) return false;
+    for (var n = el; n; n = parentEl(n)) if (n === m) return false;
+    for (var a = parentEl(m); a; a = parentEl(a)) if (a === el) return false;
     return true;
   }
 

@@ -490,6 +490,21 @@ static void test_modal_dialog_and_inert(void **state)
         fail_msg("click after the dialog closed: %s", err);
     reg_action_result_free(&r);
     assert_string_equal(js(f, "String(window.clicksBehind)"), "1");
+
+    /* A web component's modal dialog, in its shadow root: the same, and
+       what its slot shows from the light DOM is in it, so it clicks. */
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(chrome.pages, "/act-shadow-modal.html", url,
+                                             sizeof url)),
+                     0);
+    a.target = "css:#behind";
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(err, "behind the modal dialog dialog#inner"));
+    a.target = "css:#slotted";
+    if (reg_act(f->pg, f->h, &a, &r, err, sizeof err) != 0)
+        fail_msg("click in the shadow dialog: %s", err);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(window.slotted) + String(window.clicksBehind || 0)"), "10");
 }
 
 static void test_moving_element_is_unstable(void **state)

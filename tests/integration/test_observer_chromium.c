@@ -1414,6 +1414,50 @@ static void test_content_behind_a_modal_dialog_is_left_out(void **state)
 }
 
 /*
+ * Web components keep their <dialog> in a shadow root. Opened with
+ * showModal(), it makes the page inert as a light-DOM one does: the
+ * outline is the dialog, with what its slot shows (the light-DOM children
+ * of its host) and nothing else. The incremental observe agrees with a
+ * full walk at each step.
+ */
+static void test_a_modal_dialog_in_a_shadow_root(void **state)
+{
+    (void)state;
+    char sig[4096], sig_full[4096];
+    load_at_start("shadow-modal.html",
+                  "<!doctype html><html><head><meta charset=\"utf-8\"><title>shadow modal</title>"
+                  "</head><body><h1>Shop</h1><button>Search</button>"
+                  "<x-dlg id=\"x\"><button>Slotted choice</button></x-dlg><script>"
+                  "document.getElementById('x').attachShadow({mode:'open'}).innerHTML="
+                  "'<dialog><p>Shadow dialog</p><slot></slot><button>Close</button></dialog>';"
+                  "</script></body></html>");
+    static const char obs[] = "__refgate.observe('{\"sel\":false,\"max_elements\":500}')";
+    static const char full[] =
+        "__refgate.observe('{\"_full\":true,\"sel\":false,\"max_elements\":500}')";
+    static const char *const steps[] = {
+        "0", "document.getElementById('x').shadowRoot.querySelector('dialog').showModal(), 0",
+        "document.getElementById('x').shadowRoot.querySelector('dialog').close(), 0"};
+    for (int k = 0; k < 3; k++) {
+        char *ignored = eval_str(steps[k], 10000);
+        free(ignored);
+        char *out = eval_str(obs, 10000), *ref = eval_str(full, 10000);
+        outline_sig(out, sig, sizeof sig);
+        outline_sig(ref, sig_full, sizeof sig_full);
+        printf("  step %d: %s\n", k, sig);
+        assert_string_equal(sig, sig_full);
+        int open = k == 1;
+        assert_true((strstr(sig, "button Search|") != NULL) == !open);
+        assert_true((strstr(sig, "heading Shop|") != NULL) == !open);
+        assert_true((strstr(sig, "paragraph : Shadow dialog|") != NULL) == open);
+        assert_true((strstr(sig, "button Close|") != NULL) == open);
+        /* shown by the dialog's slot: rendered only while it is open */
+        assert_true((strstr(sig, "button Slotted choice|") != NULL) == open);
+        free(out);
+        free(ref);
+    }
+}
+
+/*
  * A frame of another site runs in a process of its own, out of the
  * observer's reach: the outline says where it is (Chromium's Iframe, named
  * by its title, as in Chromium's tree) so that an agent knows there is
@@ -1515,6 +1559,7 @@ int main(void)
         cmocka_unit_test(test_page_names_that_shadow_object_properties),
         cmocka_unit_test(test_a_field_disabled_with_focus_is_not_focused),
         cmocka_unit_test(test_content_behind_a_modal_dialog_is_left_out),
+        cmocka_unit_test(test_a_modal_dialog_in_a_shadow_root),
         cmocka_unit_test(test_a_frame_of_another_site_is_marked),
     };
     int rc = FX_RUN("observer_chromium", tests, group_setup, group_teardown);
