@@ -231,9 +231,17 @@ int sess_navigate(sess *s, const char *url, const char *wait, int timeout_ms, se
             snprintf(err, errlen, "the tenant's URL policy refused %s (or a redirect of it)", url);
             rc = RG_EBLOCKEDURL;
         } else if (cJSON_IsString(et) && *et->valuestring) {
-            if (!strstr(et->valuestring, "ERR_ABORTED") ||
-                !became_download(s, downloads, url, err, errlen))
+            if (!strstr(et->valuestring, "ERR_ABORTED"))
                 snprintf(err, errlen, "navigation to %s failed: %s", url, et->valuestring);
+            else if (!became_download(s, downloads, url, err, errlen))
+                /* Chromium's one word for every navigation that ended
+                   without a new document: say what it can mean */
+                snprintf(err, errlen,
+                         "navigation to %s was aborted (%s): no new page came, and the page "
+                         "stays where it was. A server that answers 204 or 205 sends no page; "
+                         "a script of the page can also have stopped the navigation, or started "
+                         "another",
+                         url, et->valuestring);
             rc = RG_ENAVFAILED;
         } else if (w && cJSON_IsString(loader)) {
             int64_t left = deadline - rg_now_ms();

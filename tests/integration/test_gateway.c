@@ -1019,6 +1019,39 @@ static void test_back_to_a_page_in_the_back_forward_cache(void **state)
     close_session(sid);
 }
 
+/*
+ * A 204 (or 205) answer to a navigation sends no page: Chromium stays on the
+ * page and reports net::ERR_ABORTED, its word for every navigation that
+ * ended without a document. The reply says what that can mean, rather than
+ * the bare code, and the page (its script state too) is still there.
+ */
+static void test_navigation_to_no_content_keeps_the_page(void **state)
+{
+    (void)state;
+    char sid[64], url[256], body[512];
+    create("actions.html", sid);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":"
+                                     "\"window.kept=5\"}}"));
+    page_url("nocontent", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    int status;
+    cJSON *r = expect_post(&gw, 0, path, body, &status);
+    assert_int_equal(status, 422);
+    assert_string_equal(reply_code(r), "navigation_failed");
+    const char *msg = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+    assert_non_null(strstr(msg, "was aborted (net::ERR_ABORTED)"));
+    assert_non_null(strstr(msg, "stays where it was"));
+    assert_non_null(strstr(msg, "204"));
+    cJSON_Delete(r);
+    kept_is(sid, "5");
+    r = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
+    assert_non_null(strstr(reply_str(r, "url"), "/actions.html"));
+    cJSON_Delete(r);
+    close_session(sid);
+}
+
 /* A beforeunload handler ("Leave site?") on sid's page, and a click on its
    counter (ref), which gives the page the user activation Chromium asks
    of a page before it may ask that. */
@@ -1530,6 +1563,7 @@ int main(void)
         cmocka_unit_test(test_url_policy_inside_the_page),
         cmocka_unit_test(test_failed_navigation_beside_refused_requests),
         cmocka_unit_test(test_back_to_a_page_in_the_back_forward_cache),
+        cmocka_unit_test(test_navigation_to_no_content_keeps_the_page),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),

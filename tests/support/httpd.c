@@ -146,6 +146,12 @@ static void *conn_main(void *arg)
             goto out;
         goto out;
     }
+    if (!strcmp(path, "/nocontent")) {
+        /* GET /nocontent: 204, which a browser navigates to without leaving the page */
+        static const char head[] = "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n";
+        send(c->fd, head, sizeof head - 1, MSG_NOSIGNAL); /* the peer may be gone: nothing to do */
+        goto out;
+    }
     if (!strcmp(path, "/slow")) {
         struct pollfd pf = {h->stop_pipe[0], POLLIN, 0};
         poll(&pf, 1, 60000);

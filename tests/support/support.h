@@ -17,7 +17,9 @@ typedef struct httpd httpd;
  * connection. GET /<file> serves docroot/<file> when it exists (docroot may
  * be NULL); any other path gets a small HTML page titled with the path.
  * GET /slow never answers (for timeout tests); GET /redirect?to=URL answers
- * 302 to URL. Every response closes the connection.
+ * 302 to URL; GET /nocontent answers 204. A query of "cacheable" sends a
+ * page with max-age=0 instead of no-store. Every response closes the
+ * connection.
  */
 httpd *httpd_start(const char *docroot);
 /** The same on 127.0.0.1:port (0: any free port). */
