@@ -83,6 +83,8 @@ static const cmd_spec cmds[] = {
     {"check", WIRE_OP_CHECK, NULL, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "check TARGET"},
     {"uncheck", WIRE_OP_UNCHECK, NULL, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "uncheck TARGET"},
     {"hover", WIRE_OP_HOVER, NULL, {"target"}, 1, CLI_OUT_REF, {NTH}, "hover TARGET"},
+    {"drag", WIRE_OP_DRAG, NULL, {"target", "to"}, 2, CLI_OUT_REF, {NTH},
+     "drag TARGET TO [--nth N]   (drops the element TARGET names on the one TO names)"},
     {"focus", WIRE_OP_FOCUS, NULL, {"target"}, 1, CLI_OUT_REF, {NTH}, "focus TARGET"},
     {"scroll", WIRE_OP_SCROLL, NULL, {NULL}, 0, CLI_OUT_XY,
      {TARGET, NTH, {"--dx", NULL, "dx", VT_INT}, {"--dy", NULL, "dy", VT_INT},

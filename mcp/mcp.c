@@ -223,6 +223,16 @@ static void t_hover(mcp_session *m, const cJSON *a, result *r)
         outline(m, r, 1);
 }
 
+/* Playwright's browser_drag, with targets where it has refs. */
+static void t_drag(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "target", str_of(a, "startTarget"));
+    cJSON_AddStringToObject(args, "to", str_of(a, "endTarget"));
+    if (run_only(m, r, "drag", args) == 0)
+        outline(m, r, 1);
+}
+
 /* Playwright's browser_type replaces the field's text: emptied, then typed
    key by key, so fields that listen for keydown react; submit is Enter. */
 static void t_type(mcp_session *m, const cJSON *a, result *r)
@@ -549,6 +559,14 @@ static const tool tools[] = {
     {"browser_hover", "Hover mouse", "Hover over element on page",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP "},\"required\":[\"target\"]}",
      "target", t_hover},
+    {"browser_drag", "Drag mouse", "Perform drag and drop between two elements",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"startElement\":{\"type\":\"string\",\"description\":\"Human-readable source element description\"},"
+     "\"startTarget\":{\"type\":\"string\",\"description\":\"The element to drag: " TARGET_DESC "\"},"
+     "\"endElement\":{\"type\":\"string\",\"description\":\"Human-readable target element description\"},"
+     "\"endTarget\":{\"type\":\"string\",\"description\":\"The element to drop on: " TARGET_DESC "\"}},"
+     "\"required\":[\"startTarget\",\"endTarget\"]}",
+     "startTarget endTarget", t_drag},
     {"browser_type", "Type text",
      "Type text into editable element: its text is replaced, key by key",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"text\":{\"type\":\"string\"},"

@@ -740,6 +740,154 @@ static int point_at(reg_page_handle h, const reg_action *a, int i, const char *e
                     a->modifiers);
 }
 
+/*
+ * drag: presses the left button on the element at i, moves to the element
+ * a->to names in DRAG_STEPS steps (drag libraries wait for some distance
+ * before a drag starts) and releases it there, with the button held in
+ * between (buttons: 1), as a hand does. The page may drag with pointer
+ * events (sortable lists, sliders, boards), or with HTML5 drag and drop
+ * (draggable="true"): Chromium then starts a drag of its own, which
+ * DevTools can intercept (Input.setInterceptDrags) and which is ended with
+ * Input.dispatchDragEvent at the drop point, as an operating system would.
+ * The drop target is found when the button is down (the page may have
+ * moved things for the drag); it is scrolled into view, and not
+ * hit-tested: what is dragged is often over it.
+ */
+#define DRAG_STEPS 8
+#define DRAG_START_STEPS 3 /* moves that begin the drag, over DRAG_START_PX px */
+#define DRAG_START_PX 12
+
+/* rc, with err said to be about the drop target */
+static int to_error(int rc, char *err, size_t errlen)
+{
+    char why[256];
+    snprintf(why, sizeof why, "%s", err);
+    snprintf(err, errlen, "the drop target (args.to): %s", why);
+    return rc;
+}
+
+static int mouse_held(reg_page_handle h, const char *type, double x, double y)
+{
+    char q[256];
+    snprintf(q, sizeof q,
+             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"left\",\"buttons\":%d,"
+             "\"clickCount\":1}",
+             type, x, y, strcmp(type, "mouseReleased") ? 1 : 0);
+    return cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL);
+}
+
+static int drag_event(reg_page_handle h, const char *type, double x, double y, const cJSON *data)
+{
+    char *d = cJSON_PrintUnformatted(data);
+    if (!d)
+        return RG_ENOMEM;
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_printf(&q, "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"data\":%s}", type, x, y, d);
+    free(d);
+    int rc = q.failed ? RG_ENOMEM
+                      : cdp_call(h.conn, h.session, "Input.dispatchDragEvent", q.data,
+                                 JS_TIMEOUT_MS, NULL);
+    rg_buf_destroy(&q);
+    return rc;
+}
+
+static int drag_to(reg_page *pg, reg_page_handle h, const reg_action *a, int i, int64_t deadline,
+                   reg_action_result *out, char *err, size_t errlen)
+{
+    if (!a->to || !*a->to) {
+        snprintf(err, errlen, "drag needs args.to, the element to drop on");
+        return RG_EBADREQ;
+    }
+    reg_target t;
+    int rc = reg_target_parse(a->to, strlen(a->to), &t, err, errlen);
+    if (rc < 0)
+        return rc;
+    reg_resolved to = {.index = -1};
+    rc = reg_resolve(pg, h, &t, 0, 0, (int)(deadline - rg_now_ms()), &to, err, errlen);
+    reg_target_destroy(&t);
+    if (rc < 0)
+        return to_error(rc, err, errlen);
+    double from[6], dest[6];
+    rc = wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true,\"hit\":true}", NULL, NULL,
+                         deadline, from, NULL, err, errlen);
+    if (rc < 0)
+        return rc;
+    /* where the drop target is now (maybe out of view), for the direction */
+    rc = wait_actionable(h, to.index, "{}", NULL, NULL, deadline, dest, NULL, err, errlen);
+    if (rc < 0)
+        return to_error(rc, err, errlen);
+    double ux = dest[0] - from[0], uy = dest[1] - from[1];
+    double m = ux < 0 ? -ux : ux, my = uy < 0 ? -uy : uy;
+    if (my > m)
+        m = my;
+    if (m < 1) {
+        ux = 1;
+        uy = 0;
+    } else { /* the longer side 1: the first moves go 1 to 1.4 times DRAG_START_PX */
+        ux /= m;
+        uy /= m;
+    }
+    cdp_waiter *w = NULL;
+    rc = cdp_waiter_new(h.conn, h.session, "Input.dragIntercepted", &w);
+    if (rc == 0)
+        rc = cdp_call(h.conn, h.session, "Input.setInterceptDrags", "{\"enabled\":true}",
+                      JS_TIMEOUT_MS, NULL);
+    if (rc == 0)
+        rc = mouse(h, "mouseMoved", from[0], from[1], "none", 0, 0);
+    int pressed = rc == 0 && (rc = mouse_held(h, "mousePressed", from[0], from[1])) == 0;
+    /* The drag begins near the element, before anything scrolls: a page
+       that scrolled under a pressed button would not start one. */
+    double x = from[0], y = from[1];
+    for (int k = 1; rc == 0 && k <= DRAG_START_STEPS; k++) {
+        x = from[0] + ux * DRAG_START_PX * k / DRAG_START_STEPS;
+        y = from[1] + uy * DRAG_START_PX * k / DRAG_START_STEPS;
+        rc = mouse_held(h, "mouseMoved", x, y);
+    }
+    if (rc == 0) {
+        rc = wait_actionable(h, to.index, "{\"scroll\":true}", NULL, NULL, deadline, dest, NULL,
+                             err, errlen);
+        if (rc < 0)
+            to_error(rc, err, errlen);
+    }
+    double x0 = x, y0 = y;
+    for (int k = 1; rc == 0 && k <= DRAG_STEPS; k++) {
+        x = x0 + (dest[0] - x0) * k / DRAG_STEPS;
+        y = y0 + (dest[1] - y0) * k / DRAG_STEPS;
+        rc = mouse_held(h, "mouseMoved", x, y);
+    }
+    /* An HTML5 drag began: the page's drop handlers get it at the point. The
+       interception is announced before the move that began it is answered. */
+    const cJSON *ev = NULL;
+    if (rc == 0 && cdp_waiter_wait(w, 1, &ev) == 0) {
+        const cJSON *data = cJSON_GetObjectItemCaseSensitive(ev, "data");
+        rc = drag_event(h, "dragEnter", x, y, data);
+        if (rc == 0)
+            rc = drag_event(h, "dragOver", x, y, data);
+        if (rc == 0)
+            rc = drag_event(h, "drop", x, y, data);
+    }
+    /* The button goes up whatever happened, where the pointer is. */
+    if (pressed) {
+        int rr = mouse_held(h, "mouseReleased", x, y);
+        if (rc == 0)
+            rc = rr;
+    }
+    if (w)
+        cdp_call(h.conn, h.session, "Input.setInterceptDrags", "{\"enabled\":false}", JS_TIMEOUT_MS,
+                 NULL);
+    cdp_waiter_free(w);
+    if (rc == 0) {
+        out->has_point = 1;
+        out->x = x;
+        out->y = y;
+        out->has_scroll = 1;
+        out->sx = dest[4];
+        out->sy = dest[5];
+    }
+    return rc;
+}
+
 /* select: the options whose values or labels are a->values, in the element at i. */
 static int select_values(reg_page_handle h, const reg_action *a, int i, int64_t deadline,
                          reg_action_result *out, char *err, size_t errlen)
@@ -953,6 +1101,9 @@ static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int 
     case REG_OP_UPLOAD:
         rc = upload(h, a, i, err, errlen);
         break;
+    case REG_OP_DRAG:
+        rc = drag_to(pg, h, a, i, deadline, out, err, errlen);
+        break;
     default:
         snprintf(err, errlen, "unknown operation");
         rc = RG_EBADREQ;
@@ -1006,7 +1157,8 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         return rc;
     int needs_target = a->op == REG_OP_CLICK || a->op == REG_OP_HOVER || a->op == REG_OP_FOCUS ||
                        a->op == REG_OP_FILL || a->op == REG_OP_SELECT || a->op == REG_OP_CHECK ||
-                       a->op == REG_OP_UNCHECK || a->op == REG_OP_INSPECT || a->op == REG_OP_UPLOAD;
+                       a->op == REG_OP_UNCHECK || a->op == REG_OP_INSPECT || a->op == REG_OP_UPLOAD ||
+                       a->op == REG_OP_DRAG;
     if (needs_target && !has_target) {
         snprintf(err, errlen, "this operation needs a target");
         return RG_EBADREQ;

@@ -457,6 +457,7 @@ enum reg_op {
     REG_OP_WAIT,
     REG_OP_INSPECT,
     REG_OP_UPLOAD,
+    REG_OP_DRAG,
 };
 
 /* Modifier bits as DevTools numbers them. */
@@ -477,7 +478,7 @@ typedef struct reg_action {
     const char *const *values; /* select */
     size_t n_values;
     int dx, dy;             /* scroll */
-    const char *to;         /* scroll: top, bottom, target */
+    const char *to;         /* scroll: top, bottom, target; drag: the target to drop on */
     const char *what;       /* read: text [default], html, value, attributes */
     const char *format;     /* screenshot: png [default], jpeg */
     int quality;            /* screenshot: jpeg quality, 0 for the default */

@@ -100,6 +100,8 @@ typedef struct wire_arg {
     X(CHECK, "check", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_CHECK, WIRE_TGT_REQ)                          \
     X(UNCHECK, "uncheck", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_UNCHECK, WIRE_TGT_REQ)                    \
     X(HOVER, "hover", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_HOVER, WIRE_TGT_REQ)                          \
+    X(DRAG, "drag", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_DRAG,                                           \
+      WIRE_TGT_REQ, {"to", WIRE_STR | WIRE_REQ})                                                   \
     X(FOCUS, "focus", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_FOCUS, WIRE_TGT_REQ)                          \
     X(SCROLL, "scroll", WIRE_F_MOVES | WIRE_F_PAGE, action, REG_OP_SCROLL,                                       \
       WIRE_TGT, {"dx", WIRE_INT}, {"dy", WIRE_INT}, {"to", WIRE_STR})                              \

@@ -393,9 +393,12 @@
                  parseInt(attr(el, 'tabindex'), 10) >= 0 && role !== 'Iframe' && role !== 'SvgRoot') {
           include = true; ia = 1;
         }
-        /* an editing root takes typing: it gets a ref whatever its role
-           (a plain contenteditable <div> is generic, as in Chromium) */
-        if (!ia && role !== 'Iframe' && isEditRoot(el)) { include = true; ia = 1; cond = false; }
+        /* an editing root takes typing, and a draggable="true" element a
+           drag: each gets a ref whatever its role (a plain <div> is
+           generic, as in Chromium) */
+        if (!ia && role !== 'Iframe' && (isEditRoot(el) || attr(el, 'draggable') === 'true')) {
+          include = true; ia = 1; cond = false;
+        }
       }
       /* Past the ref cap an element is listed without a ref (nr): an agent
          still reads it where it stands, and the registry stays capped. */

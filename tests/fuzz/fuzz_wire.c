@@ -178,6 +178,7 @@ static const struct op_rule op_rules[] = {
     {"check", {"target", "nth"}, "si"},
     {"uncheck", {"target", "nth"}, "si"},
     {"hover", {"target", "nth"}, "si"},
+    {"drag", {"target", "nth", "to"}, "sis"},
     {"focus", {"target", "nth"}, "si"},
     {"scroll", {"target", "nth", "dx", "dy", "to"}, "siiis"},
     {"read", {"target", "nth", "what"}, "sis"},
@@ -204,7 +205,7 @@ static int takes_tab(const char *op)
     static const char *const page_ops[] = {
         "navigate", "back",   "forward", "reload", "observe",    "click", "fill",    "type",
         "press",    "select", "check",   "uncheck", "hover",     "focus", "scroll",  "read",
-        "screenshot", "wait", "inspect", "eval",   "act",        "upload"};
+        "screenshot", "wait", "inspect", "eval",   "act",        "upload", "drag"};
     for (size_t i = 0; i < sizeof page_ops / sizeof page_ops[0]; i++)
         if (!strcmp(page_ops[i], op))
             return 1;

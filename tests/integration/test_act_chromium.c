@@ -507,6 +507,55 @@ static void test_modal_dialog_and_inert(void **state)
     assert_string_equal(js(f, "String(window.slotted) + String(window.clicksBehind || 0)"), "10");
 }
 
+/*
+ * drag: an HTML5 drag and drop (draggable cards between columns, with
+ * dataTransfer), one to a drop zone that is out of view until the page
+ * scrolls, and a drag made of pointer events (a knob that follows the
+ * pointer while the button is held); the page logs what it saw. A drop
+ * target that matches nothing, or none at all, fails with nothing done.
+ */
+static void test_drag_and_drop(void **state)
+{
+    struct fx *f = *state;
+    char url[256], err[256];
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(chrome.pages, "/drag.html", url, sizeof url)),
+                     0);
+    reg_observation o;
+    assert_int_equal(reg_observe(f->pg, f->h, NULL, &o), 0);
+    assert_non_null(strstr(o.text, "- generic [ref=@c1]: Write the report\n")); /* draggable: a ref */
+    reg_observation_free(&o);
+    static const char *const drags[][2] = {
+        {"@c1", "css:#done"}, {"@knob", "role:region[name=\"Slot\"]"}, {"@c2", "css:#far"}};
+    for (int k = 0; k < 3; k++) {
+        reg_action a = {.op = REG_OP_DRAG, .target = drags[k][0], .to = drags[k][1],
+                        .timeout_ms = 5000};
+        reg_action_result r;
+        if (reg_act(f->pg, f->h, &a, &r, err, sizeof err) != 0)
+            fail_msg("drag %s to %s: %s", drags[k][0], drags[k][1], err);
+        assert_true(r.has_point);
+        reg_action_result_free(&r);
+    }
+    assert_string_equal(js(f, "document.getElementById('log').textContent"),
+                        "log: dragstart c1 drop done dragend c1 knob in slot dragstart c2 drop far "
+                        "dragend c2");
+    assert_string_equal(js(f, "document.getElementById('done').textContent.trim()"),
+                        "Write the report");
+
+    reg_action bad = {.op = REG_OP_DRAG, .target = "@c1", .to = "text:No such zone",
+                      .timeout_ms = 300};
+    reg_action_result r;
+    assert_int_equal(reg_act(f->pg, f->h, &bad, &r, err, sizeof err), RG_ENOMATCH);
+    assert_non_null(strstr(err, "the drop target (args.to)"));
+    bad.to = NULL;
+    assert_int_equal(reg_act(f->pg, f->h, &bad, &r, err, sizeof err), RG_EBADREQ);
+    assert_non_null(strstr(err, "drag needs args.to"));
+    /* nothing was pressed or dragged by the refused ones */
+    assert_string_equal(js(f, "document.getElementById('log').textContent"),
+                        "log: dragstart c1 drop done dragend c1 knob in slot dragstart c2 drop far "
+                        "dragend c2");
+}
+
 static void test_moving_element_is_unstable(void **state)
 {
     struct fx *f = *state;
@@ -608,6 +657,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_disabled_and_covered_are_not_actionable, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_modal_dialog_and_inert, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_drag_and_drop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moving_element_is_unstable, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_and_iframe_click_and_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inspect_read_screenshot_wait, setup, teardown),

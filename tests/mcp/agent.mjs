@@ -59,7 +59,7 @@ if (overHttp) check(typeof transport.sessionId === 'string' && transport.session
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
-  'browser_file_upload', 'browser_take_screenshot', 'browser_park'])
+  'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -86,6 +86,13 @@ check(/Page Title: Banana/.test(textOf(r)) && textOf(r).includes('Price: 1.50 EU
 const add = refOf(textOf(r), 'button', 'Add to cart');
 r = await client.callTool({ name: 'browser_click', arguments: { target: add } });
 check(!r.isError && textOf(r).includes('In the cart: 1'), 'the click answers with the change it made');
+// a draggable card is a plain <div>: generic, with no name, and a ref
+r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+const card = /- generic \[ref=(@[\w-]+)\]: Drag me to the wishlist/.exec(textOf(r));
+check(card, 'the draggable card has a ref', textOf(r));
+r = await client.callTool({ name: 'browser_drag', arguments: {
+  startElement: 'the item card', startTarget: card[1], endElement: 'Wishlist', endTarget: 'role:list[name="Wishlist"]' } });
+check(!r.isError && textOf(r).includes('Wished: Banana'), 'drag the card to the wishlist: the change says it is there', textOf(r));
 
 // A receipt the page reads back: over stdio the CLI reads it from its path,
 // over HTTP the agent sends its bytes.
