@@ -122,6 +122,17 @@ size_t rg_strlcpy(char *dst, const char *src, size_t size)
     return n;
 }
 
+size_t rg_utf8_prefix(const char *s, size_t max)
+{
+    size_t n = strnlen(s, max + 1);
+    if (n <= max)
+        return n;
+    n = max;
+    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
+        n--; /* s[n] continues a sequence that began before the cut */
+    return n;
+}
+
 static const char b64_std[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 static const char b64_url[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 

@@ -111,6 +111,12 @@ void rg_sleep_ms(int ms);
  */
 size_t rg_strlcpy(char *dst, const char *src, size_t size);
 
+/**
+ * The length of s's longest prefix of at most max bytes that does not end
+ * inside a UTF-8 sequence: where to cut s to keep it valid text.
+ */
+size_t rg_utf8_prefix(const char *s, size_t max);
+
 /* ---- files ---- */
 
 /**

@@ -84,16 +84,11 @@ static int type_ok(const cJSON *v, int t)
  */
 static int quote_len(const char *s, int max)
 {
-    size_t n = strnlen(s, (size_t)max + 1);
-    if (n <= (size_t)max)
-        return (int)n;
-    n = (size_t)max;
-    while (n > 0 && ((unsigned char)s[n] & 0xc0) == 0x80)
-        n--;
-    return (int)n;
+    return (int)rg_utf8_prefix(s, (size_t)max);
 }
 
-/* Checks args against the op's table (and timeout_ms, which every op takes, and tab, which every page op takes). */
+/* Checks args against the op's table (and timeout_ms, which every op takes,
+   and tab, dialog and prompt_text, which every page op takes). */
 static int check_args(gw_cmd *c, const wire_op *o)
 {
     const cJSON *a;
@@ -110,6 +105,19 @@ static int check_args(gw_cmd *c, const wire_op *o)
             /* The tab a page command acts on (every such op takes it). */
             if (!type_ok(a, WIRE_STR) || !*a->valuestring)
                 return gw_fail(c, RG_EBADREQ, "args.tab must be a tab id such as \"t2\"");
+            continue;
+        }
+        if (!sp && (o->flags & WIRE_F_PAGE) && !strcmp(a->string, "dialog")) {
+            /* How the dialogs the command makes the page open are answered. */
+            if (!type_ok(a, WIRE_STR) ||
+                (strcmp(a->valuestring, "accept") && strcmp(a->valuestring, "dismiss")))
+                return gw_fail(c, RG_EBADREQ, "args.dialog must be accept or dismiss");
+            continue;
+        }
+        if (!sp && (o->flags & WIRE_F_PAGE) && !strcmp(a->string, "prompt_text")) {
+            if (!type_ok(a, WIRE_STR) || strlen(a->valuestring) > SESS_PROMPT_TEXT_MAX)
+                return gw_fail(c, RG_EBADREQ, "args.prompt_text must be a string of at most %d bytes",
+                               SESS_PROMPT_TEXT_MAX);
             continue;
         }
         if (!sp)

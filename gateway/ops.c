@@ -55,6 +55,21 @@ int gw_op_run(gw_cmd *c)
         int rc = sess_use_tab(c->s, c->tab, c->err, sizeof c->err);
         if (rc < 0)
             return c->rc = rc;
+        /* Dialogs the command makes the page open: answered as it says,
+           and listed in its result. An act's steps inherit the act's. */
+        const char *dlg = gw_arg_str(c, "dialog");
+        sess_dialogs saved;
+        sess_dialogs_begin(c->s, dlg ? !strcmp(dlg, "accept") : -1, gw_arg_str(c, "prompt_text"),
+                           &saved);
+        rc = impls[c->id].run(c);
+        cJSON *seen = sess_dialogs_end(c->s, &saved);
+        if (seen && c->rc == 0 && cJSON_IsObject(c->result))
+            cJSON_AddItemToObject(c->result, "dialogs", seen);
+        else if (seen && c->rc < 0 && (c->details || (c->details = cJSON_CreateObject())))
+            cJSON_AddItemToObject(c->details, "dialogs", seen);
+        else
+            cJSON_Delete(seen);
+        return rc;
     }
     return impls[c->id].run(c);
 }

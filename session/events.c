@@ -86,19 +86,42 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
     const char *kind = NULL;
     cJSON *d = NULL;
     if (!strcmp(method, "Page.javascriptDialogOpening")) {
-        /* Dismissed, so that a page never waits on one, except "Leave
-           site?" (beforeunload), which is accepted: dismissing it keeps the
-           page and cancels the navigation the client asked for (navigate,
-           back, a link clicked), which then failed as net::ERR_ABORTED
-           whenever the page had a handler and had seen any input. */
-        int leave = !strcmp(jstr_of(params, "type"), "beforeunload");
-        sess_tab_call_async(t, "Page.handleJavaScriptDialog",
-                            leave ? "{\"accept\":true}" : "{\"accept\":false}", 5000);
+        /* Answered at once, so that a page never waits on one: as the
+           running command asked (dismissed unless it said accept), except
+           "Leave site?" (beforeunload), which is always accepted:
+           dismissing it keeps the page and cancels the navigation the
+           client asked for (navigate, back, a link clicked), which then
+           failed as net::ERR_ABORTED whenever the page had a handler and
+           had seen any input. */
+        const char *type = jstr_of(params, "type");
+        int leave = !strcmp(type, "beforeunload");
+        cJSON *q = cJSON_CreateObject();
+        pthread_mutex_lock(&s->m->mu);
+        int accept = leave || s->dlg_accept;
+        if (q && accept && !strcmp(type, "prompt"))
+            cJSON_AddStringToObject(q, "promptText",
+                                    s->dlg_has_text ? s->dlg_text : jstr_of(params, "defaultPrompt"));
+        struct sess_dlg *e = &s->dlg_last[s->dlg_seq++ % SESS_DIALOGS_KEPT];
+        e->seq = s->dlg_seq;
+        e->accepted = accept;
+        snprintf(e->type, sizeof e->type, "%s", type);
+        const char *msg = jstr_of(params, "message");
+        size_t mn = rg_utf8_prefix(msg, sizeof e->message - 1); /* clipped, still UTF-8 */
+        memcpy(e->message, msg, mn);
+        e->message[mn] = '\0';
+        pthread_mutex_unlock(&s->m->mu);
+        char *qs = NULL;
+        if (q && cJSON_AddBoolToObject(q, "accept", accept))
+            qs = cJSON_PrintUnformatted(q);
+        cJSON_Delete(q);
+        /* without memory to say it, dismissed (its default) */
+        sess_tab_call_async(t, "Page.handleJavaScriptDialog", qs ? qs : "{\"accept\":false}", 5000);
+        free(qs);
         kind = "dialog";
         d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
+        cJSON_AddStringToObject(d, "type", type);
         cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
-        cJSON_AddBoolToObject(d, "dismissed", !leave);
+        cJSON_AddBoolToObject(d, "dismissed", !accept);
     } else if (!strcmp(method, "Page.windowOpen")) {
         /* The URL of the popup that comes next (its target does not know it yet). */
         free(t->open_url);
@@ -128,6 +151,49 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         return;
     cJSON_AddStringToObject(d, "tab", t->id);
     sess_report(s, kind, d);
+}
+
+void sess_dialogs_begin(sess *s, int accept, const char *prompt_text, sess_dialogs *saved)
+{
+    pthread_mutex_lock(&s->m->mu);
+    saved->accept = s->dlg_accept;
+    saved->has_text = s->dlg_has_text;
+    memcpy(saved->text, s->dlg_text, sizeof saved->text);
+    saved->mark = s->dlg_seq;
+    if (accept >= 0)
+        s->dlg_accept = accept != 0;
+    if (prompt_text) {
+        s->dlg_has_text = 1;
+        snprintf(s->dlg_text, sizeof s->dlg_text, "%s", prompt_text);
+    }
+    pthread_mutex_unlock(&s->m->mu);
+}
+
+cJSON *sess_dialogs_end(sess *s, const sess_dialogs *saved)
+{
+    cJSON *out = NULL;
+    pthread_mutex_lock(&s->m->mu);
+    unsigned first = s->dlg_seq - saved->mark > SESS_DIALOGS_KEPT ? s->dlg_seq - SESS_DIALOGS_KEPT
+                                                                  : saved->mark;
+    for (unsigned q = first; q < s->dlg_seq; q++) {
+        const struct sess_dlg *e = &s->dlg_last[q % SESS_DIALOGS_KEPT];
+        cJSON *d = cJSON_CreateObject();
+        if (!out)
+            out = cJSON_CreateArray();
+        if (!d || !out) {
+            cJSON_Delete(d);
+            break;
+        }
+        cJSON_AddStringToObject(d, "type", e->type);
+        cJSON_AddStringToObject(d, "message", e->message);
+        cJSON_AddBoolToObject(d, "accepted", e->accepted);
+        cJSON_AddItemToArray(out, d);
+    }
+    s->dlg_accept = saved->accept;
+    s->dlg_has_text = saved->has_text;
+    memcpy(s->dlg_text, saved->text, sizeof s->dlg_text);
+    pthread_mutex_unlock(&s->m->mu);
+    return out;
 }
 
 /* 1 when target is one of s's tabs' pages, its DevTools session copied to

@@ -150,6 +150,18 @@ struct sess {
     char fence_key[SESS_TENANT_MAX + SESS_ID_MAX + 32];
     reg_fence fence_ref;
     int checks;                    /* URL checks in flight (guarded by m->mu) */
+    /* Dialogs (events.c), guarded by m->mu: how the running command has them
+       answered (sess_dialogs_begin), and the last ones that opened. */
+    int dlg_accept;
+    int dlg_has_text;
+    char dlg_text[SESS_PROMPT_TEXT_MAX + 1];
+    unsigned dlg_seq;              /* dialogs so far */
+    struct sess_dlg {
+        unsigned seq;
+        int accepted;
+        char type[16];
+        char message[SESS_DIALOG_MESSAGE_MAX + 1];
+    } dlg_last[SESS_DIALOGS_KEPT];
     struct sess_files *files;      /* uploads and downloads (files.c; its own mutex) */
     /* The live view (cast.c). */
     int cast_on;                   /* the page streams (the holder sets it, under m->mu) */

@@ -288,6 +288,35 @@ void sess_done(sess *s, int full);
  */
 void sess_note_scroll(sess *s, int known, double sx, double sy);
 
+/*
+ * Dialogs (alert, confirm, prompt) are answered at once, so that a page
+ * never waits on one: dismissed unless the running command asks for them to
+ * be accepted ("Leave site?" is always accepted, see events.c).
+ */
+#define SESS_PROMPT_TEXT_MAX 1000    /* what prompt() may be answered */
+#define SESS_DIALOG_MESSAGE_MAX 300  /* of a dialog's message, in a reply */
+#define SESS_DIALOGS_KEPT 4          /* the last dialogs a reply can list */
+
+typedef struct sess_dialogs {
+    int accept, has_text;
+    char text[SESS_PROMPT_TEXT_MAX + 1];
+    unsigned mark;
+} sess_dialogs;
+
+/**
+ * From now until sess_dialogs_end, dialogs are accepted (accept 1; a
+ * prompt() gets prompt_text, or its default when NULL) or dismissed
+ * (accept 0); accept -1 and prompt_text NULL keep what an enclosing command
+ * (act) asked. What was asked before goes to *saved. For the holder.
+ */
+void sess_dialogs_begin(sess *s, int accept, const char *prompt_text, sess_dialogs *saved);
+/**
+ * The dialogs that opened since the matching begin, oldest first (at most
+ * SESS_DIALOGS_KEPT), as [{type, message, accepted}], or NULL when none
+ * did; what was asked before comes back.
+ */
+cJSON *sess_dialogs_end(sess *s, const sess_dialogs *saved);
+
 const char *sess_id(const sess *s);
 const char *sess_worker(const sess_mgr *m);
 reg_page *sess_registry(sess *s);

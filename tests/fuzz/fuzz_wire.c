@@ -199,7 +199,8 @@ static const struct op_rule op_rules[] = {
     {"tab.close", {"tab"}, "s"},
 };
 
-/* The ops that act on a page, which also take an optional string tab (docs/protocol.md, Tabs). */
+/* The ops that act on a page, which also take an optional string tab (docs/protocol.md, Tabs),
+   dialog and prompt_text (docs/protocol.md, Actions). */
 static int takes_tab(const char *op)
 {
     static const char *const page_ops[] = {
@@ -292,6 +293,17 @@ static void check_accepted(const cJSON *t, const gw_caller *who, const char *sid
         }
         if (!strcmp(e->string, "tab") && takes_tab(name)) {
             FZ_CHECK(type_is(e, 's'), "%s accepted a tab that is not a string", name);
+            continue;
+        }
+        if (!strcmp(e->string, "dialog") && takes_tab(name)) {
+            FZ_CHECK(type_is(e, 's') && (!strcmp(e->valuestring, "accept") ||
+                                         !strcmp(e->valuestring, "dismiss")),
+                     "%s accepted a dialog that is neither accept nor dismiss", name);
+            continue;
+        }
+        if (!strcmp(e->string, "prompt_text") && takes_tab(name)) {
+            FZ_CHECK(type_is(e, 's') && strlen(e->valuestring) <= 1000,
+                     "%s accepted a prompt_text that is no string of at most 1000 bytes", name);
             continue;
         }
         size_t i = 0;

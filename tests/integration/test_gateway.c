@@ -1052,6 +1052,98 @@ static void test_navigation_to_no_content_keeps_the_page(void **state)
     close_session(sid);
 }
 
+/* The one dialog a command's result lists: its type, message and answer. */
+static void dialog_was(const cJSON *reply, const char *type, const char *message, int accepted)
+{
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(result(reply), "dialogs");
+    if (cJSON_GetArraySize(ds) != 1)
+        fail_msg("dialogs: %s", cJSON_PrintUnformatted(reply));
+    const cJSON *d = cJSON_GetArrayItem(ds, 0);
+    assert_string_equal(json_str(d, "type"), type);
+    assert_string_equal(json_str(d, "message"), message);
+    assert_int_equal(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(d, "accepted")), accepted);
+}
+
+/*
+ * Dialogs a command makes the page open are answered at once: dismissed
+ * unless the command says dialog "accept" (with prompt_text for prompt()),
+ * and listed in its result, so an agent sees why "Delete" did nothing and
+ * can ask again. An act's steps take the act's answer unless a step says
+ * its own, and nothing carries over to the next command.
+ */
+static void test_dialogs_answered_as_the_command_asks(void **state)
+{
+    (void)state;
+    char sid[64], del[32], name[32], body[700];
+    create("dialogs.html", sid);
+    ref_of(sid, "button", "Delete", del);
+    ref_of(sid, "button", "Name", name);
+    struct {
+        const char *ref, *extra, *type, *message, *out;
+        int accepted;
+    } steps[] = {
+        {del, "", "confirm", "Delete the file?", "kept", 0},
+        {del, ",\"dialog\":\"accept\"", "confirm", "Delete the file?", "deleted", 1},
+        {del, "", "confirm", "Delete the file?", "kept", 0}, /* not carried over */
+        {name, ",\"dialog\":\"accept\",\"prompt_text\":\"Ada\"", "prompt", "Your name?",
+         "name Ada", 1},
+        {name, ",\"dialog\":\"accept\"", "prompt", "Your name?", "name anon", 1},
+        {name, ",\"dialog\":\"dismiss\",\"prompt_text\":\"Ada\"", "prompt", "Your name?",
+         "no name", 0},
+    };
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"%s}}",
+                 steps[k].ref, steps[k].extra);
+        cJSON *r = expect_ok(&gw, sid, body);
+        dialog_was(r, steps[k].type, steps[k].message, steps[k].accepted);
+        cJSON_Delete(r);
+        clicks_are(sid, steps[k].out);
+    }
+    /* A command that opens none lists none. */
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}");
+    assert_null(cJSON_GetObjectItemCaseSensitive(result(r), "dialogs"));
+    cJSON_Delete(r);
+
+    /* act: the steps answer as the act says, or as a step says. */
+    snprintf(body, sizeof body,
+             "{\"op\":\"act\",\"args\":{\"dialog\":\"accept\",\"prompt_text\":\"Bo\",\"steps\":["
+             "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}},"
+             "{\"op\":\"click\",\"args\":{\"target\":\"%s\",\"dialog\":\"dismiss\"}},"
+             "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}]}}",
+             name, del, del);
+    r = expect_ok(&gw, sid, body);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(result(r), "results");
+    assert_int_equal(cJSON_GetArraySize(results), 3);
+    static const int accepted[] = {1, 0, 1};
+    for (int k = 0; k < 3; k++)
+        dialog_was(cJSON_GetArrayItem(results, k), k ? "confirm" : "prompt",
+                   k ? "Delete the file?" : "Your name?", accepted[k]);
+    cJSON_Delete(r);
+    clicks_are(sid, "deleted");
+
+    /* Refused, with nothing done. */
+    static const char *const bad[][2] = {
+        {"{\"op\":\"click\",\"args\":{\"target\":\"css:#del\",\"dialog\":\"maybe\"}}",
+         "args.dialog must be accept or dismiss"},
+        {"{\"op\":\"click\",\"args\":{\"target\":\"css:#del\",\"prompt_text\":7}}",
+         "args.prompt_text must be a string"},
+        {"{\"op\":\"tabs\",\"args\":{\"dialog\":\"accept\"}}", "tabs takes no argument \"dialog\""},
+    };
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    for (int k = 0; k < 3; k++) {
+        int status;
+        r = expect_post(&gw, 0, path, bad[k][0], &status);
+        assert_int_equal(status, 400);
+        const char *msg = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+        if (!strstr(msg, bad[k][1]))
+            fail_msg("%s -> %s", bad[k][0], msg);
+        cJSON_Delete(r);
+    }
+    clicks_are(sid, "deleted");
+    close_session(sid);
+}
+
 /* A beforeunload handler ("Leave site?") on sid's page, and a click on its
    counter (ref), which gives the page the user activation Chromium asks
    of a page before it may ask that. */
@@ -1564,6 +1656,7 @@ int main(void)
         cmocka_unit_test(test_failed_navigation_beside_refused_requests),
         cmocka_unit_test(test_back_to_a_page_in_the_back_forward_cache),
         cmocka_unit_test(test_navigation_to_no_content_keeps_the_page),
+        cmocka_unit_test(test_dialogs_answered_as_the_command_asks),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),
