@@ -51,6 +51,7 @@ static const char *or_empty(const char *s)
 typedef struct result {
     cJSON *content;
     int error;
+    const cJSON *call; /* the tool call's arguments (acceptDialogs, promptText) */
 } result;
 
 static void add_text(result *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -83,10 +84,49 @@ static int failed(result *r, const cJSON *reply)
  * when there is none. 0 with *out (the reply's result, owned by *reply), or
  * -1 with the error already in r.
  */
+/* The ops that can make a page open a dialog: they take its answer. */
+static int opens_dialogs(const char *op)
+{
+    static const char *const ops[] = {"click", "type",  "press",    "fill",  "select", "check",
+                                      "uncheck", "hover", "drag",   "eval",  "navigate",
+                                      "back",    "upload", NULL};
+    for (int i = 0; ops[i]; i++)
+        if (!strcmp(op, ops[i]))
+            return 1;
+    return 0;
+}
+
+/* The dialogs a command's result lists, as lines for the agent. */
+static void say_dialogs(result *r, const cJSON *res)
+{
+    const cJSON *d, *ds = item(res, "dialogs");
+    if (!cJSON_IsArray(ds) || !cJSON_GetArraySize(ds))
+        return;
+    int dismissed = 0;
+    cJSON_ArrayForEach(d, ds)
+    {
+        int acc = cJSON_IsTrue(item(d, "accepted"));
+        dismissed |= !acc;
+        add_text(r, "- Dialog: %s \"%s\" was %s", or_empty(str_of(d, "type")),
+                 or_empty(str_of(d, "message")), acc ? "accepted" : "dismissed");
+    }
+    if (dismissed)
+        add_text(r, "- To accept such a dialog, call the tool again with acceptDialogs: true "
+                    "(and promptText for a prompt)");
+}
+
 static int run(mcp_session *m, result *r, const char *op, cJSON *args, cJSON **reply, const cJSON **out)
 {
     char err[512];
     *reply = NULL;
+    if (r->call && args && opens_dialogs(op)) {
+        /* the tool call's answer for the dialogs its commands open */
+        const char *pt = str_of(r->call, "promptText");
+        if (cJSON_IsTrue(item(r->call, "acceptDialogs")))
+            cJSON_AddStringToObject(args, "dialog", "accept");
+        if (pt)
+            cJSON_AddStringToObject(args, "prompt_text", pt);
+    }
     if (!m->sid[0] && m->no_create) {
         add_text(r, "error not_found: the session was closed; initialize a new MCP session");
         r->error = 1;
@@ -126,6 +166,7 @@ static int run(mcp_session *m, result *r, const char *op, cJSON *args, cJSON **r
         return -1;
     }
     *out = item(*reply, "result");
+    say_dialogs(r, *out);
     return 0;
 }
 
@@ -159,6 +200,10 @@ static void outline(mcp_session *m, result *r, int diff)
 /* ---- the tools ------------------------------------------------------------ */
 
 #define TARGET_DESC "Exact target element reference from the page snapshot (@ref), or a refgate target"
+#define DIALOG_PROPS                                                                               \
+    ",\"acceptDialogs\":{\"type\":\"boolean\",\"description\":\"Accept the confirm() and "             \
+    "prompt() dialogs this call makes the page open (they are dismissed otherwise)\"},"           \
+    "\"promptText\":{\"type\":\"string\",\"description\":\"What an accepted prompt() returns\"}"
 #define ELEMENT_PROP                                                                               \
     "\"element\":{\"type\":\"string\",\"description\":\"Human-readable element description\"},"   \
     "\"target\":{\"type\":\"string\",\"description\":\"" TARGET_DESC "\"}"
@@ -553,7 +598,7 @@ static const tool tools[] = {
      "The page as a compact outline: its elements with refs (@ref) to act on, its structure and its text",
      "{\"type\":\"object\",\"properties\":{}}", "", t_snapshot},
     {"browser_click", "Click", "Perform click on a web page",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"doubleClick\":{\"type\":\"boolean\"},"
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS ",\"doubleClick\":{\"type\":\"boolean\"},"
      "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"]}},\"required\":[\"target\"]}",
      "target", t_click},
     {"browser_hover", "Hover mouse", "Hover over element on page",
@@ -564,21 +609,21 @@ static const tool tools[] = {
      "\"startElement\":{\"type\":\"string\",\"description\":\"Human-readable source element description\"},"
      "\"startTarget\":{\"type\":\"string\",\"description\":\"The element to drag: " TARGET_DESC "\"},"
      "\"endElement\":{\"type\":\"string\",\"description\":\"Human-readable target element description\"},"
-     "\"endTarget\":{\"type\":\"string\",\"description\":\"The element to drop on: " TARGET_DESC "\"}},"
+     "\"endTarget\":{\"type\":\"string\",\"description\":\"The element to drop on: " TARGET_DESC "\"}" DIALOG_PROPS "},"
      "\"required\":[\"startTarget\",\"endTarget\"]}",
      "startTarget endTarget", t_drag},
     {"browser_type", "Type text",
      "Type text into editable element: its text is replaced, key by key",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"text\":{\"type\":\"string\"},"
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS ",\"text\":{\"type\":\"string\"},"
      "\"submit\":{\"type\":\"boolean\",\"description\":\"Press Enter after\"},"
      "\"slowly\":{\"type\":\"boolean\",\"description\":\"Accepted; typing is always key by key\"}},"
      "\"required\":[\"target\",\"text\"]}",
      "target text", t_type},
     {"browser_press_key", "Press a key", "Press a key on the keyboard",
-     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Name of the key to press or a character to generate, such as ArrowLeft, a or Control+a\"}},\"required\":[\"key\"]}",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Name of the key to press or a character to generate, such as ArrowLeft, a or Control+a\"}" DIALOG_PROPS "},\"required\":[\"key\"]}",
      "key", t_press},
     {"browser_select_option", "Select option", "Select an option in a dropdown",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"values\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},\"required\":[\"target\",\"values\"]}",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS ",\"values\":{\"type\":\"array\",\"items\":{\"type\":\"string\"}}},\"required\":[\"target\",\"values\"]}",
      "target values[]", t_select},
     {"browser_fill_form", "Fill form", "Fill multiple form fields",
      "{\"type\":\"object\",\"properties\":{\"fields\":{\"type\":\"array\",\"items\":{\"type\":\"object\","
@@ -595,7 +640,7 @@ static const tool tools[] = {
      "", t_wait},
     {"browser_evaluate", "Evaluate JavaScript",
      "Evaluate a JavaScript function on the page (tenants allowed to eval only)",
-     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP ",\"function\":{\"type\":\"string\",\"description\":\"() => { /* code */ }\"}},\"required\":[\"function\"]}",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS ",\"function\":{\"type\":\"string\",\"description\":\"() => { /* code */ }\"}},\"required\":[\"function\"]}",
      "function", t_evaluate},
     {"browser_file_upload", "Upload files",
      "Upload one or more files into a file input (target, or the page's only one)",
@@ -726,7 +771,7 @@ static cJSON *call_tool(mcp_session *m, const cJSON *id, const cJSON *params)
         snprintf(msg, sizeof msg, "%s needs the argument \"%s\" of its schema", t->name, miss);
         return mcp_error(id, MCP_BAD_PARAMS, msg);
     }
-    result r = {cJSON_CreateArray(), 0};
+    result r = {cJSON_CreateArray(), 0, args};
     t->fn(m, args, &r);
     cJSON *res = cJSON_CreateObject();
     cJSON_AddItemToObject(res, "content", r.content);

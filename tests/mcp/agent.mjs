@@ -86,6 +86,16 @@ check(/Page Title: Banana/.test(textOf(r)) && textOf(r).includes('Price: 1.50 EU
 const add = refOf(textOf(r), 'button', 'Add to cart');
 r = await client.callTool({ name: 'browser_click', arguments: { target: add } });
 check(!r.isError && textOf(r).includes('In the cart: 1'), 'the click answers with the change it made');
+// A confirm() is dismissed unless the call accepts it, and the answer says which.
+r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+const empty = refOf(textOf(r), 'button', 'Empty the cart');
+r = await client.callTool({ name: 'browser_click', arguments: { target: empty } });
+check(!r.isError && textOf(r).includes('- Dialog: confirm "Empty the cart?" was dismissed') &&
+  textOf(r).includes('acceptDialogs'), 'a dismissed confirm is said, with how to accept it', textOf(r));
+r = await client.callTool({ name: 'browser_click', arguments: { target: empty, acceptDialogs: true } });
+check(!r.isError && textOf(r).includes('- Dialog: confirm "Empty the cart?" was accepted') &&
+  textOf(r).includes('In the cart: 0'), 'accepted, the cart is emptied', textOf(r));
+
 // a draggable card is a plain <div>: generic, with no name, and a ref
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
 const card = /- generic \[ref=(@[\w-]+)\]: Drag me to the wishlist/.exec(textOf(r));
