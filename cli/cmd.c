@@ -52,6 +52,8 @@ typedef struct cmd_spec {
 #define NTH {"--nth", NULL, "nth", VT_INT}
 #define TARGET {"--target", NULL, "target", VT_STR}
 #define WAIT {"--wait", NULL, "wait", VT_STR}
+#define DIALOG {"--dialog", NULL, "dialog", VT_STR}, {"--prompt-text", NULL, "prompt_text", VT_STR}
+#define DIALOG_USAGE " [--dialog accept|dismiss] [--prompt-text T]"
 #define NONE (-1)
 #define NO_FLAGS {{NULL, NULL, NULL, 0}} /* complete, for clang's -Wmissing-field-initializers */
 
@@ -69,21 +71,22 @@ static const cmd_spec cmds[] = {
      "observe [--diff] [--mode full|interactive] [--depth N] [--format text|elements|both]\n"
      "          [--viewport-only] [--scope TARGET] [--max-elements N]"},
     {"click", WIRE_OP_CLICK, NULL, {"target"}, 1, CLI_OUT_REF,
-     {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}},
-     "click TARGET [--nth N] [--button left|right|middle] [--count N]"},
-    {"fill", WIRE_OP_FILL, NULL, {"target", "value"}, 2, CLI_OUT_REF, {NTH},
-     "fill TARGET VALUE [--nth N]"},
+     {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}, DIALOG},
+     "click TARGET [--nth N] [--button left|right|middle] [--count N]\n"
+     "         " DIALOG_USAGE},
+    {"fill", WIRE_OP_FILL, NULL, {"target", "value"}, 2, CLI_OUT_REF, {NTH, DIALOG},
+     "fill TARGET VALUE [--nth N]" DIALOG_USAGE},
     {"type", WIRE_OP_TYPE, NULL, {"text"}, 1, CLI_OUT_REF,
-     {TARGET, NTH, {"--delay-ms", NULL, "delay_ms", VT_INT}},
-     "type TEXT [--target T] [--delay-ms N]"},
-    {"press", WIRE_OP_PRESS, NULL, {"key"}, 1, CLI_OUT_NONE, {TARGET, NTH},
-     "press KEY [--target T]"},
-    {"select", WIRE_OP_SELECT, NULL, {"target", "*values"}, 2, CLI_OUT_SELECTED, {NTH},
-     "select TARGET VALUE... [--nth N]"},
+     {TARGET, NTH, {"--delay-ms", NULL, "delay_ms", VT_INT}, DIALOG},
+     "type TEXT [--target T] [--delay-ms N]" DIALOG_USAGE},
+    {"press", WIRE_OP_PRESS, NULL, {"key"}, 1, CLI_OUT_NONE, {TARGET, NTH, DIALOG},
+     "press KEY [--target T]" DIALOG_USAGE},
+    {"select", WIRE_OP_SELECT, NULL, {"target", "*values"}, 2, CLI_OUT_SELECTED, {NTH, DIALOG},
+     "select TARGET VALUE... [--nth N]" DIALOG_USAGE},
     {"check", WIRE_OP_CHECK, NULL, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "check TARGET"},
     {"uncheck", WIRE_OP_UNCHECK, NULL, {"target"}, 1, CLI_OUT_CHECKED, {NTH}, "uncheck TARGET"},
     {"hover", WIRE_OP_HOVER, NULL, {"target"}, 1, CLI_OUT_REF, {NTH}, "hover TARGET"},
-    {"drag", WIRE_OP_DRAG, NULL, {"target", "to"}, 2, CLI_OUT_REF, {NTH},
+    {"drag", WIRE_OP_DRAG, NULL, {"target", "to"}, 2, CLI_OUT_REF, {NTH, DIALOG},
      "drag TARGET TO [--nth N]   (drops the element TARGET names on the one TO names)"},
     {"focus", WIRE_OP_FOCUS, NULL, {"target"}, 1, CLI_OUT_REF, {NTH}, "focus TARGET"},
     {"scroll", WIRE_OP_SCROLL, NULL, {NULL}, 0, CLI_OUT_XY,
@@ -116,8 +119,8 @@ static const cmd_spec cmds[] = {
     {"download", WIRE_OP_DOWNLOAD_GET, NULL, {"id"}, 1, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}}, "download ID -o FILE"},
     {"eval", WIRE_OP_EVAL, NULL, {"expression"}, 1, CLI_OUT_VALUE,
-     {{"--await", NULL, "await", VT_TRUE}},
-     "eval EXPR [--await]"},
+     {{"--await", NULL, "await", VT_TRUE}, DIALOG},
+     "eval EXPR [--await]" DIALOG_USAGE},
     {"park", WIRE_OP_SESSION_PARK, NULL, {NULL}, 0, CLI_OUT_STATE, NO_FLAGS, "park"},
     {"restore", WIRE_OP_SESSION_RESTORE, NULL, {NULL}, 0, CLI_OUT_STATE, NO_FLAGS, "restore"},
     {"close", WIRE_OP_SESSION_CLOSE, "DELETE", {NULL}, 0, CLI_OUT_NONE, NO_FLAGS, "close"},
@@ -502,6 +505,12 @@ int cli_parse(int argc, char **argv, cli_global *g, cli_call *c, int *admin_at, 
     return rc;
 }
 
+/* The args every page op takes besides its table's (docs/protocol.md, §3). */
+static int page_arg(const char *key)
+{
+    return !strcmp(key, "tab") || !strcmp(key, "dialog") || !strcmp(key, "prompt_text");
+}
+
 int cli_check_commands(char *err, size_t errlen)
 {
     for (size_t k = 0; k < NCMDS; k++) {
@@ -513,7 +522,8 @@ int cli_check_commands(char *err, size_t errlen)
                                c->name, key, wire_op_name(c->op));
         }
         for (int i = 0; c->op >= 0 && i < MAX_FLAGS && c->flags[i].name; i++)
-            if (c->flags[i].key && !wire_op_arg(c->op, c->flags[i].key))
+            if (c->flags[i].key && !wire_op_arg(c->op, c->flags[i].key) &&
+                !(page_arg(c->flags[i].key) && (wire_ops[c->op].flags & WIRE_F_PAGE)))
                 return rg_errf(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
                                c->name, c->flags[i].key, wire_op_name(c->op));
     }
@@ -555,11 +565,12 @@ void cli_print_help(FILE *f)
     for (size_t k = 0; k < NCMDS; k++)
         fprintf(f, "  %s\n", cmds[k].usage);
     fputs("\nOutput: session create prints the session id; observe the text outline (with\n"
-          "--format elements|both the elements as JSON); click, fill, type, hover, focus the\n"
-          "element's ref; read and eval the value (strings raw, others as JSON); inspect,\n"
-          "info and list JSON; screenshot writes the image to FILE (- for stdout), download\n"
-          "the downloaded file; upload reads each local FILE and sends its bytes;\n"
-          "call prints the whole reply as JSON.\n"
+          "--format elements|both the elements as JSON); click, fill, type, hover, focus,\n"
+          "drag the element's ref; read and eval the value (strings raw, others as JSON);\n"
+          "inspect, info and list JSON; screenshot writes the image to FILE (- for stdout),\n"
+          "download the downloaded file; upload reads each local FILE and sends its bytes;\n"
+          "call prints the whole reply as JSON. The dialogs (confirm, prompt) a command\n"
+          "made the page open are named on stderr; they are dismissed unless --dialog accept.\n"
           "\nMCP server (for agent hosts; JSON-RPC on stdin and stdout):\n"
           "  mcp [--session SID] [--on-exit park|close]   tools as the Playwright MCP server\n"
           "        names them; a session is made at the first call (or SID attached),\n"

@@ -219,5 +219,15 @@ int cli_print_reply(const cli_call *c, int json, const cJSON *reply, FILE *out, 
         return print_file(c, out, errf, item(reply, "result")) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
     if (whole)
         return CLI_EXIT_OK;
+    /* the dialogs the command made the page open, on stderr: stdout stays the answer */
+    const cJSON *d;
+    cJSON_ArrayForEach(d, item(item(reply, "result"), "dialogs"))
+    {
+        const cJSON *t = item(d, "type"), *m = item(d, "message");
+        fprintf(errf, "refgate-cli: %s dialog \"%s\" %s\n",
+                cJSON_IsString(t) ? t->valuestring : "a",
+                cJSON_IsString(m) ? m->valuestring : "",
+                cJSON_IsTrue(item(d, "accepted")) ? "accepted" : "dismissed (--dialog accept accepts it)");
+    }
     return print_result(c, out, errf, item(reply, "result")) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -691,6 +691,13 @@ static void test_parse_click(void **state)
     assert_body(&c, "{\"op\":\"click\",\"args\":{\"target\":\"@btn\",\"nth\":-1,"
                     "\"button\":\"right\",\"click_count\":2}}");
     cli_call_destroy(&c);
+    /* the answer for the dialogs the click opens */
+    assert_int_equal(PARSE(&g, &c, err, "-s", "S1", "click", "@del", "--dialog", "accept",
+                           "--prompt-text", "Ada"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"click\",\"args\":{\"target\":\"@del\",\"dialog\":\"accept\","
+                    "\"prompt_text\":\"Ada\"}}");
+    cli_call_destroy(&c);
 }
 
 static void test_parse_select_values(void **state)
@@ -1144,6 +1151,19 @@ static void test_print_friendly(void **state)
     assert_string_equal(cap.out_buf, "s-1\n");
     assert_string_equal(cap.err_buf, "");
     capture_free(&cap);
+
+    /* dialogs go to stderr, the answer stays alone on stdout */
+    c.out = CLI_OUT_REF;
+    assert_int_equal(print_json_reply(&cap, &c, 0,
+                                      "{\"ok\":true,\"result\":{\"ref\":\"@del\",\"dialogs\":["
+                                      "{\"type\":\"confirm\",\"message\":\"Sure?\",\"accepted\":"
+                                      "false}]}}"),
+                     0);
+    assert_string_equal(cap.out_buf, "@del\n");
+    assert_string_equal(cap.err_buf, "refgate-cli: confirm dialog \"Sure?\" dismissed (--dialog "
+                                     "accept accepts it)\n");
+    capture_free(&cap);
+    c.out = CLI_OUT_SESSION;
 
     c.out = CLI_OUT_OBSERVE;
     assert_int_equal(print_json_reply(&cap, &c, 0,
