@@ -475,8 +475,9 @@
       if (include) flushText();
       else if (edge === 2) flushText();
       else if (edge === 1) softSpace();
-      if (idx >= 0 && cond && nodes.length === mark + 1) {
-        /* structure without anything inside: drop it */
+      if (idx >= 0 && cond && nodes.length === mark + 1 && !labelledByAuthor(el)) {
+        /* structure without anything inside: drop it, unless the page named
+           it (an empty column of a board, a list to drop things on) */
         nodes.pop();
       }
       if (include || edge === 2) {
@@ -1282,6 +1283,12 @@
     if (al > 0) return al;
     var m = /^h([1-6])$/.exec(lower(e));
     return m ? +m[1] : 2;
+  }
+
+  /* the page gave el a name of its own (aria-label with words, or aria-labelledby) */
+  function labelledByAuthor(el) {
+    var al = attr(el, 'aria-label');
+    return (al !== null && NOT_SPACE.test(al)) || attr(el, 'aria-labelledby') !== null;
   }
 
   function valueOf(e, role) {

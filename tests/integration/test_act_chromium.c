@@ -524,9 +524,11 @@ static void test_drag_and_drop(void **state)
     reg_observation o;
     assert_int_equal(reg_observe(f->pg, f->h, NULL, &o), 0);
     assert_non_null(strstr(o.text, "- generic [ref=@c1]: Write the report\n")); /* draggable: a ref */
+    /* the empty column is listed: the page named it, and it is where to drop */
+    assert_non_null(strstr(o.text, "- region \"Done\"\n"));
     reg_observation_free(&o);
     static const char *const drags[][2] = {
-        {"@c1", "css:#done"}, {"@knob", "role:region[name=\"Slot\"]"}, {"@c2", "css:#far"}};
+        {"@c1", "role:region[name=\"Done\"]"}, {"@knob", "role:region[name=\"Slot\"]"}, {"@c2", "css:#far"}};
     for (int k = 0; k < 3; k++) {
         reg_action a = {.op = REG_OP_DRAG, .target = drags[k][0], .to = drags[k][1],
                         .timeout_ms = 5000};
