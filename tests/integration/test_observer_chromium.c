@@ -1370,6 +1370,24 @@ static void outline_sig(const char *out, char *sig, size_t len)
     cJSON_Delete(j);
 }
 
+/* Runs step (k-th) in the page, then observes: the incremental outline's
+   signature goes to sig, after it was checked against a full walk's. */
+static void step_agrees(const char *step, int k, char *sig, size_t len)
+{
+    static const char obs[] = "__refgate.observe('{\"sel\":false,\"max_elements\":500}')";
+    static const char full[] =
+        "__refgate.observe('{\"_full\":true,\"sel\":false,\"max_elements\":500}')";
+    char sig_full[4096];
+    free(eval_str(step, 10000));
+    char *out = eval_str(obs, 10000), *ref = eval_str(full, 10000);
+    outline_sig(out, sig, len);
+    outline_sig(ref, sig_full, sizeof sig_full);
+    free(out);
+    free(ref);
+    printf("  step %d: %s\n", k, sig);
+    assert_string_equal(sig, sig_full);
+}
+
 /*
  * A dialog opened with showModal() makes the rest of the page inert, and
  * Chromium's accessibility tree leaves the rest out; so does observe, while
@@ -1380,7 +1398,7 @@ static void outline_sig(const char *out, char *sig, size_t len)
 static void test_content_behind_a_modal_dialog_is_left_out(void **state)
 {
     (void)state;
-    char sig[4096], sig_full[4096];
+    char sig[4096];
     load_at_start("modal.html",
                   "<!doctype html><html><head><meta charset=\"utf-8\"><title>modal</title></head>"
                   "<body><h1>Shop</h1><button>Search</button><a href=\"/x\">Deals</a>"
@@ -1388,19 +1406,10 @@ static void test_content_behind_a_modal_dialog_is_left_out(void **state)
                   "<span id=\"h\"></span></dialog><script>"
                   "document.getElementById('h').attachShadow({mode:'open'}).innerHTML="
                   "'<button>Shadow choice</button>';</script></body></html>");
-    static const char obs[] = "__refgate.observe('{\"sel\":false,\"max_elements\":500}')";
-    static const char full[] =
-        "__refgate.observe('{\"_full\":true,\"sel\":false,\"max_elements\":500}')";
     static const char *const steps[] = {
         "0", "document.getElementById('d').showModal(), 0", "document.getElementById('d').close(), 0"};
     for (int k = 0; k < 3; k++) {
-        char *ignored = eval_str(steps[k], 10000);
-        free(ignored);
-        char *out = eval_str(obs, 10000), *ref = eval_str(full, 10000);
-        outline_sig(out, sig, sizeof sig);
-        outline_sig(ref, sig_full, sizeof sig_full);
-        printf("  step %d: %s\n", k, sig);
-        assert_string_equal(sig, sig_full);
+        step_agrees(steps[k], k, sig, sizeof sig);
         int open = k == 1;
         assert_true((strstr(sig, "button Search|") != NULL) == !open);
         assert_true((strstr(sig, "link Deals|") != NULL) == !open);
@@ -1408,8 +1417,6 @@ static void test_content_behind_a_modal_dialog_is_left_out(void **state)
         assert_true((strstr(sig, "button Accept all|") != NULL) == open);
         assert_true((strstr(sig, "button Shadow choice|") != NULL) == open);
         assert_true((strstr(sig, "paragraph : We use cookies.|") != NULL) == open);
-        free(out);
-        free(ref);
     }
 }
 
@@ -1423,7 +1430,7 @@ static void test_content_behind_a_modal_dialog_is_left_out(void **state)
 static void test_a_modal_dialog_in_a_shadow_root(void **state)
 {
     (void)state;
-    char sig[4096], sig_full[4096];
+    char sig[4096];
     load_at_start("shadow-modal.html",
                   "<!doctype html><html><head><meta charset=\"utf-8\"><title>shadow modal</title>"
                   "</head><body><h1>Shop</h1><button>Search</button>"
@@ -1431,20 +1438,11 @@ static void test_a_modal_dialog_in_a_shadow_root(void **state)
                   "document.getElementById('x').attachShadow({mode:'open'}).innerHTML="
                   "'<dialog><p>Shadow dialog</p><slot></slot><button>Close</button></dialog>';"
                   "</script></body></html>");
-    static const char obs[] = "__refgate.observe('{\"sel\":false,\"max_elements\":500}')";
-    static const char full[] =
-        "__refgate.observe('{\"_full\":true,\"sel\":false,\"max_elements\":500}')";
     static const char *const steps[] = {
         "0", "document.getElementById('x').shadowRoot.querySelector('dialog').showModal(), 0",
         "document.getElementById('x').shadowRoot.querySelector('dialog').close(), 0"};
     for (int k = 0; k < 3; k++) {
-        char *ignored = eval_str(steps[k], 10000);
-        free(ignored);
-        char *out = eval_str(obs, 10000), *ref = eval_str(full, 10000);
-        outline_sig(out, sig, sizeof sig);
-        outline_sig(ref, sig_full, sizeof sig_full);
-        printf("  step %d: %s\n", k, sig);
-        assert_string_equal(sig, sig_full);
+        step_agrees(steps[k], k, sig, sizeof sig);
         int open = k == 1;
         assert_true((strstr(sig, "button Search|") != NULL) == !open);
         assert_true((strstr(sig, "heading Shop|") != NULL) == !open);
@@ -1452,8 +1450,6 @@ static void test_a_modal_dialog_in_a_shadow_root(void **state)
         assert_true((strstr(sig, "button Close|") != NULL) == open);
         /* shown by the dialog's slot: rendered only while it is open */
         assert_true((strstr(sig, "button Slotted choice|") != NULL) == open);
-        free(out);
-        free(ref);
     }
 }
 
