@@ -766,14 +766,20 @@ static int to_error(int rc, char *err, size_t errlen)
     return rc;
 }
 
-static int mouse_held(reg_page_handle h, const char *type, double x, double y)
+/* A mouse event with the left button held (up, for mouseReleased). Waited
+   for when wait is set: Chromium answers a move only after the next frame,
+   and a move not waited for is still handled before anything sent after it
+   on the session is answered (see click_at). */
+static int mouse_held(reg_page_handle h, const char *type, double x, double y, int wait)
 {
     char q[256];
     snprintf(q, sizeof q,
              "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"left\",\"buttons\":%d,"
              "\"clickCount\":1}",
              type, x, y, strcmp(type, "mouseReleased") ? 1 : 0);
-    return cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL);
+    return wait ? cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL)
+                : cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS,
+                                 NULL, NULL);
 }
 
 static int drag_event(reg_page_handle h, const char *type, double x, double y, const cJSON *data)
@@ -835,14 +841,15 @@ static int drag_to(reg_page *pg, reg_page_handle h, const reg_action *a, int i, 
                       JS_TIMEOUT_MS, NULL);
     if (rc == 0)
         rc = mouse(h, "mouseMoved", from[0], from[1], "none", 0, 0);
-    int pressed = rc == 0 && (rc = mouse_held(h, "mousePressed", from[0], from[1])) == 0;
+    int pressed = rc == 0 && (rc = mouse_held(h, "mousePressed", from[0], from[1], 1)) == 0;
     /* The drag begins near the element, before anything scrolls: a page
-       that scrolled under a pressed button would not start one. */
+       that scrolled under a pressed button would not start one. The last
+       move is waited for, so the drag has begun before the scroll below. */
     double x = from[0], y = from[1];
     for (int k = 1; rc == 0 && k <= DRAG_START_STEPS; k++) {
         x = from[0] + ux * DRAG_START_PX * k / DRAG_START_STEPS;
         y = from[1] + uy * DRAG_START_PX * k / DRAG_START_STEPS;
-        rc = mouse_held(h, "mouseMoved", x, y);
+        rc = mouse_held(h, "mouseMoved", x, y, k == DRAG_START_STEPS);
     }
     if (rc == 0) {
         rc = wait_actionable(h, to.index, "{\"scroll\":true}", NULL, NULL, deadline, dest, NULL,
@@ -854,7 +861,7 @@ static int drag_to(reg_page *pg, reg_page_handle h, const reg_action *a, int i, 
     for (int k = 1; rc == 0 && k <= DRAG_STEPS; k++) {
         x = x0 + (dest[0] - x0) * k / DRAG_STEPS;
         y = y0 + (dest[1] - y0) * k / DRAG_STEPS;
-        rc = mouse_held(h, "mouseMoved", x, y);
+        rc = mouse_held(h, "mouseMoved", x, y, k == DRAG_STEPS);
     }
     /* An HTML5 drag began: the page's drop handlers get it at the point. The
        interception is announced before the move that began it is answered. */
@@ -869,7 +876,7 @@ static int drag_to(reg_page *pg, reg_page_handle h, const reg_action *a, int i, 
     }
     /* The button goes up whatever happened, where the pointer is. */
     if (pressed) {
-        int rr = mouse_held(h, "mouseReleased", x, y);
+        int rr = mouse_held(h, "mouseReleased", x, y, 1);
         if (rc == 0)
             rc = rr;
     }
