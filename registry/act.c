@@ -454,45 +454,40 @@ static int wait_actionable(reg_page_handle h, int i, const char *opts, const cha
     }
 }
 
+/*
+ * One Input.dispatchMouseEvent. buttons: the buttons held during it (1 the
+ * left), or -1 to leave it out. Waited for when wait is set. Chromium
+ * answers a mouse move only after the next frame (8-16 ms here), while
+ * what follows on the same session is queued behind an event not waited
+ * for and delivered in order anyway; an event waited for is answered only
+ * after everything before it was handled, so each gesture waits for its
+ * last event at least, and errors (a crashed page) still surface.
+ */
 static int mouse(reg_page_handle h, const char *type, double x, double y, const char *button,
-                 int count, unsigned mods)
+                 int buttons, int count, unsigned mods, int wait)
 {
-    char q[256];
+    char q[256], held[24] = "";
+    if (buttons >= 0)
+        snprintf(held, sizeof held, ",\"buttons\":%d", buttons);
     snprintf(q, sizeof q,
-             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\",\"clickCount\":%d,"
+             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\"%s,\"clickCount\":%d,"
              "\"modifiers\":%u}",
-             type, x, y, button, count, mods);
-    return cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL);
+             type, x, y, button, held, count, mods);
+    return wait ? cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL)
+                : cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS,
+                                 NULL, NULL);
 }
 
+/* A click: the move and each press queued, each release waited for (hover
+   handlers still run before mousedown, in order). */
 static int click_at(reg_page_handle h, double x, double y, const char *button, int count,
                     unsigned mods)
 {
-    /*
-     * The move is sent without waiting for its answer: Chromium answers a
-     * mouse move only after the next frame (8-16 ms here), while the press
-     * that follows on the same session is queued behind it and delivered in
-     * order anyway, so hover handlers still run before mousedown. The press
-     * and release are waited for, so errors (a crashed page) still surface.
-     */
-    char q[256];
-    snprintf(q, sizeof q,
-             "{\"type\":\"mouseMoved\",\"x\":%.2f,\"y\":%.2f,\"button\":\"none\","
-             "\"modifiers\":%u}",
-             x, y, mods);
-    int rc = cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL,
-                            NULL);
+    int rc = mouse(h, "mouseMoved", x, y, "none", -1, 0, mods, 0);
     for (int k = 1; rc == 0 && k <= count; k++) {
-        /* Presses are queued like the move; the last release is waited for,
-           and it is answered only after everything before it was handled. */
-        snprintf(q, sizeof q,
-                 "{\"type\":\"mousePressed\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\","
-                 "\"clickCount\":%d,\"modifiers\":%u}",
-                 x, y, button, k, mods);
-        rc = cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS,
-                            NULL, NULL);
+        rc = mouse(h, "mousePressed", x, y, button, -1, k, mods, 0);
         if (rc == 0)
-            rc = mouse(h, "mouseReleased", x, y, button, k, mods);
+            rc = mouse(h, "mouseReleased", x, y, button, -1, k, mods, 1);
     }
     return rc;
 }
@@ -735,7 +730,7 @@ static int point_at(reg_page_handle h, const reg_action *a, int i, const char *e
     out->sx = box[4];
     out->sy = box[5];
     if (a->op == REG_OP_HOVER)
-        return mouse(h, "mouseMoved", box[0], box[1], "none", 0, 0);
+        return mouse(h, "mouseMoved", box[0], box[1], "none", -1, 0, 0, 1);
     return click_at(h, box[0], box[1], button, a->click_count > 0 ? a->click_count : 1,
                     a->modifiers);
 }
@@ -766,20 +761,10 @@ static int to_error(int rc, char *err, size_t errlen)
     return rc;
 }
 
-/* A mouse event with the left button held (up, for mouseReleased). Waited
-   for when wait is set: Chromium answers a move only after the next frame,
-   and a move not waited for is still handled before anything sent after it
-   on the session is answered (see click_at). */
+/* A drag's event, the left button held (up after mouseReleased). */
 static int mouse_held(reg_page_handle h, const char *type, double x, double y, int wait)
 {
-    char q[256];
-    snprintf(q, sizeof q,
-             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"left\",\"buttons\":%d,"
-             "\"clickCount\":1}",
-             type, x, y, strcmp(type, "mouseReleased") ? 1 : 0);
-    return wait ? cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS, NULL)
-                : cdp_call_async(h.conn, h.session, "Input.dispatchMouseEvent", q, JS_TIMEOUT_MS,
-                                 NULL, NULL);
+    return mouse(h, type, x, y, "left", strcmp(type, "mouseReleased") ? 1 : 0, 1, 0, wait);
 }
 
 static int drag_event(reg_page_handle h, const char *type, double x, double y, const cJSON *data)
@@ -839,8 +824,8 @@ static int drag_to(reg_page *pg, reg_page_handle h, const reg_action *a, int i, 
     if (rc == 0)
         rc = cdp_call(h.conn, h.session, "Input.setInterceptDrags", "{\"enabled\":true}",
                       JS_TIMEOUT_MS, NULL);
-    if (rc == 0)
-        rc = mouse(h, "mouseMoved", from[0], from[1], "none", 0, 0);
+    if (rc == 0) /* queued: the press after it is waited for */
+        rc = mouse(h, "mouseMoved", from[0], from[1], "none", -1, 0, 0, 0);
     int pressed = rc == 0 && (rc = mouse_held(h, "mousePressed", from[0], from[1], 1)) == 0;
     /* The drag begins near the element, before anything scrolls: a page
        that scrolled under a pressed button would not start one. The last

@@ -102,7 +102,6 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
             cJSON_AddStringToObject(q, "promptText",
                                     s->dlg_has_text ? s->dlg_text : jstr_of(params, "defaultPrompt"));
         struct sess_dlg *e = &s->dlg_last[s->dlg_seq++ % SESS_DIALOGS_KEPT];
-        e->seq = s->dlg_seq;
         e->accepted = accept;
         snprintf(e->type, sizeof e->type, "%s", type);
         const char *msg = jstr_of(params, "message");

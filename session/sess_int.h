@@ -156,8 +156,7 @@ struct sess {
     int dlg_has_text;
     char dlg_text[SESS_PROMPT_TEXT_MAX + 1];
     unsigned dlg_seq;              /* dialogs so far */
-    struct sess_dlg {
-        unsigned seq;
+    struct sess_dlg {             /* dialog n is at n % SESS_DIALOGS_KEPT */
         int accepted;
         char type[16];
         char message[SESS_DIALOG_MESSAGE_MAX + 1];

@@ -75,13 +75,10 @@
     while (f && f.shadowRoot && f.shadowRoot.activeElement) f = f.shadowRoot.activeElement;
     for (var n = f; n; n = parentEl(n)) /* the flat tree: the focus may be slotted */
       if (n.localName === 'dialog' && n.open && safeMatches(n, ':modal')) return n;
-    var ds = doc.getElementsByTagName('dialog'), a = doc.activeElement, last = null;
-    for (var i = 0; i < ds.length; i++) {
-      var d = ds[i];
-      if (!d.open || !safeMatches(d, ':modal')) continue;
-      if (a && d.contains(a)) return d;
-      last = d;
-    }
+    /* the focus is in none (the page moved it to the body, say): the last open one */
+    var ds = doc.getElementsByTagName('dialog'), last = null;
+    for (var i = 0; i < ds.length; i++)
+      if (ds[i].open && safeMatches(ds[i], ':modal')) last = ds[i];
     return last;
   }
   function modalOf(doc) {

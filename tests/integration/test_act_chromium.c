@@ -549,6 +549,9 @@ static void test_drag_and_drop(void **state)
     reg_action_result r;
     assert_int_equal(reg_act(f->pg, f->h, &bad, &r, err, sizeof err), RG_ENOMATCH);
     assert_non_null(strstr(err, "the drop target (args.to)"));
+    bad.to = "css:#hiddenzone"; /* there, but never visible */
+    assert_int_equal(reg_act(f->pg, f->h, &bad, &r, err, sizeof err), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(err, "the drop target (args.to): the element is not actionable: hidden"));
     bad.to = NULL;
     assert_int_equal(reg_act(f->pg, f->h, &bad, &r, err, sizeof err), RG_EBADREQ);
     assert_non_null(strstr(err, "drag needs args.to"));

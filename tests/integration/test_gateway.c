@@ -1103,6 +1103,31 @@ static void test_dialogs_answered_as_the_command_asks(void **state)
     cJSON *r = expect_ok(&gw, sid, "{\"op\":\"read\",\"args\":{\"target\":\"css:#out\"}}");
     assert_null(cJSON_GetObjectItemCaseSensitive(result(r), "dialogs"));
     cJSON_Delete(r);
+    /* Five alerts in one click: the last four are listed, oldest first. */
+    r = expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#nag\"}}");
+    const cJSON *ds = cJSON_GetObjectItemCaseSensitive(result(r), "dialogs");
+    assert_int_equal(cJSON_GetArraySize(ds), 4);
+    for (int k = 0; k < 4; k++) {
+        char want[32];
+        snprintf(want, sizeof want, "Notice %d", k + 2);
+        assert_string_equal(json_str(cJSON_GetArrayItem(ds, k), "message"), want);
+    }
+    cJSON_Delete(r);
+    /* A command that fails lists them in error.details. */
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    int status;
+    r = expect_post(&gw, 0, path,
+                    "{\"op\":\"eval\",\"args\":{\"expression\":\"confirm('Sure?'); "
+                    "throw new Error('no')\"}}",
+                    &status);
+    assert_int_equal(status, 400);
+    const cJSON *dd = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "error"), "details"),
+        "dialogs");
+    assert_int_equal(cJSON_GetArraySize(dd), 1);
+    assert_string_equal(json_str(cJSON_GetArrayItem(dd, 0), "message"), "Sure?");
+    cJSON_Delete(r);
 
     /* act: the steps answer as the act says, or as a step says. */
     snprintf(body, sizeof body,
@@ -1122,17 +1147,22 @@ static void test_dialogs_answered_as_the_command_asks(void **state)
     clicks_are(sid, "deleted");
 
     /* Refused, with nothing done. */
-    static const char *const bad[][2] = {
+    char long_text[1100], too_long[1300];
+    memset(long_text, 'x', 1001);
+    long_text[1001] = '\0';
+    snprintf(too_long, sizeof too_long,
+             "{\"op\":\"click\",\"args\":{\"target\":\"css:#name\",\"dialog\":\"accept\","
+             "\"prompt_text\":\"%s\"}}",
+             long_text);
+    const char *const bad[][2] = {
         {"{\"op\":\"click\",\"args\":{\"target\":\"css:#del\",\"dialog\":\"maybe\"}}",
          "args.dialog must be accept or dismiss"},
         {"{\"op\":\"click\",\"args\":{\"target\":\"css:#del\",\"prompt_text\":7}}",
          "args.prompt_text must be a string"},
         {"{\"op\":\"tabs\",\"args\":{\"dialog\":\"accept\"}}", "tabs takes no argument \"dialog\""},
+        {too_long, "args.prompt_text must be a string of at most 1000 bytes"},
     };
-    char path[96];
-    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
-    for (int k = 0; k < 3; k++) {
-        int status;
+    for (int k = 0; k < 4; k++) {
         r = expect_post(&gw, 0, path, bad[k][0], &status);
         assert_int_equal(status, 400);
         const char *msg = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");

@@ -503,8 +503,8 @@ static void test_editable_regions(void **state)
     js(&f, "document.getElementById('notes').lastChild.textContent = ' and goodbye';document.querySelector('#comment p').firstChild.data = 'Changed para'");
     reg_observation d;
     observe(&f, &d, 1);
-    assert_non_null(strstr(d.text, "- ") && strstr(d.text, "generic \"Notes\" [ref=@notes]: Hello world again\n"));
-    assert_non_null(strstr(d.text, "generic \"Notes\" [ref=@notes]: Hello world and goodbye\n"));
+    assert_non_null(strstr(d.text, "-   - generic \"Notes\" [ref=@notes]: Hello world again\n"));
+    assert_non_null(strstr(d.text, "+   - generic \"Notes\" [ref=@notes]: Hello world and goodbye\n"));
     reg_observation_free(&d);
     observe(&f, &a, 0);
     assert_string_equal(by_name(&a, "generic", "Notes")->value, "Hello world and goodbye");
