@@ -182,6 +182,7 @@ enum cli_out {
     CLI_OUT_STATE,    /* result.state */
     CLI_OUT_FILE,     /* result.data (binary) written to out_file */
     CLI_OUT_REPLY,    /* the whole reply as JSON (call) */
+    CLI_OUT_CONSOLE,  /* result.messages, one line each: "[type] text (url:line)" */
 };
 
 /** One call of the gateway, built from the command line. */

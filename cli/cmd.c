@@ -116,6 +116,9 @@ static const cmd_spec cmds[] = {
     {"upload", WIRE_OP_UPLOAD, NULL, {"target", "*files"}, 2, CLI_OUT_REF, {NTH},
      "upload TARGET FILE... [--nth N]"},
     {"downloads", WIRE_OP_DOWNLOADS, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "downloads"},
+    {"console", WIRE_OP_CONSOLE, NULL, {NULL}, 0, CLI_OUT_CONSOLE,
+     {{"--since", NULL, "since", VT_INT}, {"--level", NULL, "level", VT_STR}},
+     "console [--since N] [--level all|warning|error]"},
     {"download", WIRE_OP_DOWNLOAD_GET, NULL, {"id"}, 1, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}}, "download ID -o FILE"},
     {"eval", WIRE_OP_EVAL, NULL, {"expression"}, 1, CLI_OUT_VALUE,
@@ -569,8 +572,10 @@ void cli_print_help(FILE *f)
           "drag the element's ref; read and eval the value (strings raw, others as JSON);\n"
           "inspect, info and list JSON; screenshot writes the image to FILE (- for stdout),\n"
           "download the downloaded file; upload reads each local FILE and sends its bytes;\n"
-          "call prints the whole reply as JSON. The dialogs (confirm, prompt) a command\n"
-          "made the page open are named on stderr; they are dismissed unless --dialog accept.\n"
+          "console one line per message, \"[type] text (url:line)\", then \"next N\" for\n"
+          "--since; call prints the whole reply as JSON. The dialogs (confirm, prompt) a\n"
+          "command made the page open are named on stderr; they are dismissed unless\n"
+          "--dialog accept. So are the page's errors no earlier reply named.\n"
           "\nMCP server (for agent hosts; JSON-RPC on stdin and stdout):\n"
           "  mcp [--session SID] [--on-exit park|close]   tools as the Playwright MCP server\n"
           "        names them; a session is made at the first call (or SID attached),\n"

@@ -158,6 +158,31 @@ static int print_file(const cli_call *c, FILE *out, FILE *errf, const cJSON *res
     return rc;
 }
 
+/* The console's messages, one line each (a message's own line breaks kept,
+   as a terminal shows a stack), then the count to pass as --since. */
+static int print_console(FILE *out, const cJSON *res)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, item(res, "messages"))
+    {
+        const cJSON *t = item(m, "type"), *x = item(m, "text"), *u = item(m, "url"),
+                    *l = item(m, "line");
+        fprintf(out, "[%s] %s", cJSON_IsString(t) ? t->valuestring : "?",
+                cJSON_IsString(x) ? x->valuestring : "");
+        if (cJSON_IsString(u) && cJSON_IsNumber(l))
+            fprintf(out, " (%s:%d)", u->valuestring, l->valueint);
+        else if (cJSON_IsString(u))
+            fprintf(out, " (%s)", u->valuestring);
+        fputc('\n', out);
+    }
+    const cJSON *d = item(res, "dropped"), *n = item(res, "next");
+    if (cJSON_IsNumber(d))
+        fprintf(out, "(%.0f earlier messages are no longer kept)\n", d->valuedouble);
+    if (cJSON_IsNumber(n))
+        fprintf(out, "next %.0f\n", n->valuedouble);
+    return ferror(out) ? -1 : 0;
+}
+
 static int print_result(const cli_call *c, FILE *out, FILE *errf, const cJSON *res)
 {
     const cJSON *v;
@@ -196,6 +221,8 @@ static int print_result(const cli_call *c, FILE *out, FILE *errf, const cJSON *r
         return res ? cli_print_json(out, res) : fputs("{}\n", out) < 0 ? -1 : 0;
     case CLI_OUT_FILE:
         return print_file(c, out, errf, res);
+    case CLI_OUT_CONSOLE:
+        return print_console(out, res);
     default:
         return 0;
     }
@@ -228,6 +255,13 @@ int cli_print_reply(const cli_call *c, int json, const cJSON *reply, FILE *out, 
                 cJSON_IsString(t) ? t->valuestring : "a",
                 cJSON_IsString(m) ? m->valuestring : "",
                 cJSON_IsTrue(item(d, "accepted")) ? "accepted" : "dismissed (--dialog accept accepts it)");
+    }
+    /* and the page's errors that no earlier reply named (refgate-cli console has them all) */
+    cJSON_ArrayForEach(d, item(item(reply, "result"), "errors"))
+    {
+        const cJSON *t = item(d, "type"), *x = item(d, "text");
+        fprintf(errf, "refgate-cli: page %s: %s\n", cJSON_IsString(t) ? t->valuestring : "error",
+                cJSON_IsString(x) ? x->valuestring : "");
     }
     return print_result(c, out, errf, item(reply, "result")) < 0 ? CLI_EXIT_FAIL : CLI_EXIT_OK;
 }

@@ -29,6 +29,7 @@ static int op_act(gw_cmd *c);
 static int op_subscribe(gw_cmd *c);
 static int op_upload(gw_cmd *c);
 static int op_downloads(gw_cmd *c);
+static int op_console(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
 static int op_tab_new(gw_cmd *c);
@@ -44,6 +45,52 @@ typedef struct op_impl {
 #define GW_OP_IMPL(ID, name, flags, handler, p, ...) [WIRE_OP_##ID] = {op_##handler, p},
 static const op_impl impls[WIRE_OP_COUNT] = {WIRE_OPS(GW_OP_IMPL)};
 #undef GW_OP_IMPL
+
+/* Puts what the command saw (its dialogs, its page's errors) in its result,
+   or in error.details when it failed; takes list, which may be NULL. */
+static void attach(gw_cmd *c, const char *key, cJSON *list)
+{
+    if (list && c->rc == 0 && cJSON_IsObject(c->result))
+        cJSON_AddItemToObject(c->result, key, list);
+    else if (list && c->rc < 0 && (c->details || (c->details = cJSON_CreateObject())))
+        cJSON_AddItemToObject(c->details, key, list);
+    else
+        cJSON_Delete(list);
+}
+
+#define ERRORS_LISTED 4      /* the last errors a reply lists */
+#define ERROR_TEXT_LISTED 300 /* bytes of each one's text there */
+
+/*
+ * The errors the session's pages reported that no reply listed yet
+ * (uncaught exceptions, console.error, a resource that failed): the last
+ * ERRORS_LISTED as [{type, text}], each text clipped, or NULL when none
+ * came. So an agent learns that its click broke the page without asking:
+ * in that click's reply when the page's report came before it, else in the
+ * next command's (the report and the click's answer take different ways
+ * through the browser). The whole text and the rest are the console op's.
+ */
+static cJSON *errors_untold(sess *s)
+{
+    sess_console_list l;
+    if (sess_console_untold(s, sess_console_level("error"), &l) < 0 || l.n == 0) {
+        sess_console_list_free(&l);
+        return NULL;
+    }
+    cJSON *out = cJSON_CreateArray();
+    for (size_t i = l.n > ERRORS_LISTED ? l.n - ERRORS_LISTED : 0; out && i < l.n; i++) {
+        cJSON *o = cJSON_CreateObject();
+        char text[ERROR_TEXT_LISTED + 1];
+        size_t n = rg_utf8_prefix(l.msgs[i].text, ERROR_TEXT_LISTED);
+        memcpy(text, l.msgs[i].text, n);
+        text[n] = '\0';
+        cJSON_AddStringToObject(o, "type", l.msgs[i].type);
+        cJSON_AddStringToObject(o, "text", text);
+        cJSON_AddItemToArray(out, o);
+    }
+    sess_console_list_free(&l);
+    return out;
+}
 
 int gw_op_run(gw_cmd *c)
 {
@@ -62,13 +109,8 @@ int gw_op_run(gw_cmd *c)
         sess_dialogs_begin(c->s, dlg ? !strcmp(dlg, "accept") : -1, gw_arg_str(c, "prompt_text"),
                            &saved);
         rc = impls[c->id].run(c);
-        cJSON *seen = sess_dialogs_end(c->s, &saved);
-        if (seen && c->rc == 0 && cJSON_IsObject(c->result))
-            cJSON_AddItemToObject(c->result, "dialogs", seen);
-        else if (seen && c->rc < 0 && (c->details || (c->details = cJSON_CreateObject())))
-            cJSON_AddItemToObject(c->details, "dialogs", seen);
-        else
-            cJSON_Delete(seen);
+        attach(c, "dialogs", sess_dialogs_end(c->s, &saved));
+        attach(c, "errors", errors_untold(c->s));
         return rc;
     }
     return impls[c->id].run(c);
@@ -156,6 +198,7 @@ static int op_create(gw_cmd *c)
     c->result = cJSON_CreateObject();
     cJSON_AddStringToObject(c->result, "session", sess_id(s));
     cJSON_AddStringToObject(c->result, "worker", sess_worker(c->g->sessions));
+    attach(c, "errors", errors_untold(s)); /* the first page's, as navigate's reply has them */
     return 0;
 }
 
@@ -759,6 +802,45 @@ static int op_downloads(gw_cmd *c)
         cJSON_AddItemToArray(arr, o);
     }
     free(d);
+    return 0;
+}
+
+/* What the session's pages said (session/console.c), after `since`. */
+static int op_console(gw_cmd *c)
+{
+    int64_t since = gw_arg_int(c, "since", 0);
+    if (since < 0)
+        return gw_fail(c, RG_EBADREQ, "args.since must be at least 0 (a console reply's next)");
+    int level = sess_console_level(gw_arg_str(c, "level"));
+    if (level < 0)
+        return gw_fail(c, RG_EBADREQ, "args.level must be all, warning or error");
+    sess_console_list l;
+    int rc = sess_console(c->s, (uint64_t)since, level, &l);
+    if (rc < 0)
+        return gw_fail(c, rc, "the console could not be listed");
+    c->result = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(c->result, "messages");
+    for (size_t i = 0; i < l.n; i++) {
+        const sess_console_msg *e = &l.msgs[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "seq", (double)e->seq);
+        cJSON_AddStringToObject(o, "type", e->type);
+        cJSON_AddStringToObject(o, "source", e->source);
+        cJSON_AddStringToObject(o, "text", e->text);
+        if (e->url[0])
+            cJSON_AddStringToObject(o, "url", e->url);
+        if (e->line)
+            cJSON_AddNumberToObject(o, "line", e->line);
+        cJSON_AddStringToObject(o, "tab", e->tab);
+        cJSON_AddNumberToObject(o, "ts", (double)e->ts_ms);
+        cJSON_AddItemToArray(arr, o);
+    }
+    cJSON_AddNumberToObject(c->result, "next", (double)l.next);
+    if (l.dropped)
+        cJSON_AddNumberToObject(c->result, "dropped", (double)l.dropped);
+    if (l.reset)
+        cJSON_AddBoolToObject(c->result, "reset", 1);
+    sess_console_list_free(&l);
     return 0;
 }
 

@@ -69,14 +69,28 @@ static void add_text(result *r, const char *fmt, ...)
     free(s);
 }
 
+static void say_errors(result *r, const cJSON *res);
+
 /* A failed command: its code and message, as the tool's error. */
 static int failed(result *r, const cJSON *reply)
 {
     const cJSON *e = item(reply, "error");
     const char *code = str_of(e, "code"), *msg = str_of(e, "message");
     add_text(r, "error %s: %s", code ? code : "internal", msg ? msg : "no message");
+    say_errors(r, item(e, "details"));
     r->error = 1;
     return -1;
+}
+
+/* The page's errors a reply lists (those no earlier reply did), as lines for the agent. */
+static void say_errors(result *r, const cJSON *res)
+{
+    const cJSON *d, *es = item(res, "errors");
+    if (!cJSON_IsArray(es) || !cJSON_GetArraySize(es))
+        return;
+    cJSON_ArrayForEach(d, es)
+        add_text(r, "- Page error (%s): %s", or_empty(str_of(d, "type")), or_empty(str_of(d, "text")));
+    add_text(r, "- browser_console_messages lists the whole console");
 }
 
 /*
@@ -167,6 +181,7 @@ static int run(mcp_session *m, result *r, const char *op, cJSON *args, cJSON **r
     }
     *out = item(*reply, "result");
     say_dialogs(r, *out);
+    say_errors(r, *out);
     return 0;
 }
 
@@ -558,6 +573,43 @@ static void t_tabs(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/*
+ * The console: what the page logged, its uncaught errors and the
+ * browser's warnings about it, oldest first. Playwright's tool takes a
+ * level (each includes the more severe ones; info and debug are all here)
+ * and, in older versions, onlyErrors.
+ */
+static void t_console(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    const char *level = str_of(a, "level");
+    if (cJSON_IsTrue(item(a, "onlyErrors")) || (level && !strcmp(level, "error")))
+        cJSON_AddStringToObject(args, "level", "error");
+    else if (level && !strcmp(level, "warning"))
+        cJSON_AddStringToObject(args, "level", "warning");
+    if (run(m, r, "console", args, &reply, &res) < 0)
+        return;
+    const cJSON *msg, *msgs = item(res, "messages");
+    const cJSON *dropped = item(res, "dropped");
+    if (cJSON_IsNumber(dropped))
+        add_text(r, "(%.0f earlier messages are no longer kept)", dropped->valuedouble);
+    cJSON_ArrayForEach(msg, msgs)
+    {
+        const cJSON *line = item(msg, "line");
+        const char *url = str_of(msg, "url");
+        if (url && cJSON_IsNumber(line))
+            add_text(r, "[%s] %s @ %s:%d", or_empty(str_of(msg, "type")), or_empty(str_of(msg, "text")),
+                     url, line->valueint);
+        else
+            add_text(r, "[%s] %s%s%s", or_empty(str_of(msg, "type")), or_empty(str_of(msg, "text")),
+                     url ? " @ " : "", or_empty(url));
+    }
+    if (!cJSON_GetArraySize(msgs))
+        add_text(r, "No console messages.");
+    cJSON_Delete(reply);
+}
+
 static void t_park(mcp_session *m, const cJSON *a, result *r)
 {
     (void)a;
@@ -594,6 +646,12 @@ static const tool tools[] = {
      "url", t_navigate},
     {"browser_navigate_back", "Go back", "Go back to the previous page in the history",
      "{\"type\":\"object\",\"properties\":{}}", "", t_back},
+    {"browser_console_messages", "Get console messages",
+     "Returns the console messages of the page: what it logged, its uncaught errors and the browser's warnings about it",
+     "{\"type\":\"object\",\"properties\":{\"level\":{\"type\":\"string\",\"enum\":[\"error\",\"warning\",\"info\",\"debug\"],"
+     "\"description\":\"The least severe level to return; each level includes the more severe ones. Default: all\"},"
+     "\"onlyErrors\":{\"type\":\"boolean\",\"description\":\"Only errors (as level error)\"}}}",
+     "", t_console},
     {"browser_snapshot", "Page snapshot",
      "The page as a compact outline: its elements with refs (@ref) to act on, its structure and its text",
      "{\"type\":\"object\",\"properties\":{}}", "", t_snapshot},

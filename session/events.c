@@ -121,6 +121,9 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         cJSON_AddStringToObject(d, "type", type);
         cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
         cJSON_AddBoolToObject(d, "dismissed", !accept);
+    } else if (!strcmp(method, "Runtime.exceptionThrown") || !strcmp(method, "Log.entryAdded")) {
+        sess_console_event(t, method, params, NULL); /* kept for the console op, not reported */
+        return;
     } else if (!strcmp(method, "Page.windowOpen")) {
         /* The URL of the popup that comes next (its target does not know it yet). */
         free(t->open_url);
@@ -140,8 +143,9 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         cJSON_AddStringToObject(d, "url", jstr_of(fr, "url"));
     } else if (!strcmp(method, "Runtime.consoleAPICalled")) {
         kind = "console";
-        char text[1024];
+        char text[1024]; /* the event's cut (docs/protocol.md); the log clips it again */
         console_text(cJSON_GetObjectItemCaseSensitive(params, "args"), text, sizeof text);
+        sess_console_event(t, method, params, text);
         d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
         cJSON_AddStringToObject(d, "text", text);

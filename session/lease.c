@@ -362,6 +362,7 @@ void sess_release_local(sess *s)
     egress_slot_close(s->egress);
     s->egress = NULL;
     sess_files_clear(s); /* uploads and downloads go with the context */
+    sess_console_clear(s); /* and so does what its pages said */
 }
 
 /* Forgets the local context of s (the browser died, or another worker took over). */

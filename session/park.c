@@ -102,6 +102,10 @@ int sess_apply_options(sess *s)
     tp[1] = rg_now_ms();
     if (rc0 == 0)
         rc0 = call(s, "Runtime.enable", NULL, NULL);
+    /* The browser's warnings and errors for the console op (a resource that
+       failed to load): nothing waits for them. */
+    if (rc0 == 0)
+        sess_call_async(s, "Log.enable", NULL, SESS_CALL_TIMEOUT_MS);
     tp[2] = rg_now_ms();
     /* The observer, installed once for the page in its own world. */
     if (rc0 == 0) {

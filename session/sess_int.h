@@ -6,6 +6,8 @@
  *   nav.c        navigation: go to a URL, back, forward, reload; where it is
  *   intercept.c  every request of the page through the URL policy
  *   events.c     DevTools event handlers (dialogs, crashes, reports)
+ *   console.c    what the pages said: the console op's log (events.c hands it
+ *                the console, exception and log events)
  *   files.c      the scratch directory: uploads, downloads (events.c hands it
  *                the download events; lease.c clears it with the context)
  *   tabs.c       the session's tabs: popups adopted before they load, the
@@ -162,6 +164,7 @@ struct sess {
         char message[SESS_DIALOG_MESSAGE_MAX + 1];
     } dlg_last[SESS_DIALOGS_KEPT];
     struct sess_files *files;      /* uploads and downloads (files.c; its own mutex) */
+    struct sess_console *console;  /* what the pages said (console.c; its own mutex) */
     /* The live view (cast.c). */
     int cast_on;                   /* the page streams (the holder sets it, under m->mu) */
     cdp_conn *cast_conn;           /* where acks go; guarded by cast.c's lock */
@@ -235,6 +238,15 @@ void sess_checks_drain(sess *s);
 int sess_intercept(sess *s);
 /** Fetch.enable's parameters, or NULL when the session checks no URL. */
 const char *sess_intercept_params(const sess_mgr *m);
+
+/* ---- console.c ---- */
+
+struct sess_console *sess_console_new(void);
+void sess_console_free(struct sess_console *c);
+/** Forgets the kept messages (with the context); the count goes on. */
+void sess_console_clear(sess *s);
+/** A console, exception or log event of tab t (reader thread); text: a console call's, joined. */
+void sess_console_event(sess_tab *t, const char *method, const cJSON *params, const char *text);
 
 /* ---- events.c: handlers on the reader thread ---- */
 

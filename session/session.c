@@ -119,7 +119,8 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
     sess *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (!(s->files = sess_files_new())) {
+    if (!(s->files = sess_files_new()) || !(s->console = sess_console_new())) {
+        sess_files_free(s->files);
         free(s);
         return NULL;
     }
@@ -144,6 +145,8 @@ static void sess_free_locals(sess *s)
     s->user_agent = s->locale = s->timezone = NULL;
     sess_files_free(s->files);
     s->files = NULL;
+    sess_console_free(s->console);
+    s->console = NULL;
 }
 
 static void table_add(sess_mgr *m, sess *s)

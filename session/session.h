@@ -492,6 +492,54 @@ int sess_downloads(sess *s, sess_download **out, size_t *n);
 int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char **data, size_t *len,
                        char *err, size_t errlen);
 
+/*
+ * The console: what the session's pages said (console.c). The last
+ * SESS_CONSOLE_KEPT messages live with the session's context on this worker
+ * (a park, a move or a crash clears them; the count goes on here).
+ */
+#define SESS_CONSOLE_KEPT 200     /* messages kept, the last ones */
+#define SESS_CONSOLE_TEXT_MAX 1000 /* bytes of a message's text kept */
+#define SESS_CONSOLE_URL_MAX 300   /* bytes of its source URL kept */
+
+/** One message. */
+typedef struct sess_console_msg {
+    uint64_t seq;    /* 1, 2, ...: the session's count of messages when it came */
+    char type[16];   /* the console call's (log, info, warning, error, debug, ...),
+                        "exception" for an uncaught one, a browser entry's level */
+    char source[16]; /* console, exception, or the browser's (network, security, ...) */
+    char tab[16];
+    char *text;      /* clipped at SESS_CONSOLE_TEXT_MAX bytes */
+    char *url;       /* where it came from, "" when unknown; clipped */
+    int line;        /* 1-based, 0 when unknown */
+    int64_t ts_ms;   /* Unix time in ms, as the page's clock said */
+} sess_console_msg;
+
+typedef struct sess_console_list {
+    sess_console_msg *msgs;
+    size_t n;
+    uint64_t next;    /* the count now: pass it as since for what comes later */
+    uint64_t dropped; /* after since, but no longer kept */
+    int reset;        /* since was past the count: the log started again here */
+} sess_console_list;
+
+/** The level name's number: "all" (or NULL) 0, "warning" 1, "error" 2, else -1. */
+int sess_console_level(const char *name);
+/**
+ * The held session's kept messages after since, oldest first, at level
+ * (sess_console_level) or above, into *out (sess_console_list_free).
+ * 0 or RG_ENOMEM.
+ */
+int sess_console(sess *s, uint64_t since, int level, sess_console_list *out);
+/**
+ * Like sess_console, after the messages an earlier call listed (since the
+ * session's first message for the first call): each message is listed by
+ * one call only. What a command's reply uses for the page's new errors.
+ */
+int sess_console_untold(sess *s, int level, sess_console_list *out);
+void sess_console_list_free(sess_console_list *l);
+/** The session's count of messages so far (any thread). */
+uint64_t sess_console_seq(sess *s);
+
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);
 

@@ -320,6 +320,7 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     child_call(s, child, "Page.enable", NULL);
     t->page_enabled = 1;
     child_call(s, child, "Runtime.enable", NULL);
+    child_call(s, child, "Log.enable", NULL);
     char vp[128];
     snprintf(vp, sizeof vp, "{\"width\":%d,\"height\":%d,\"deviceScaleFactor\":1,\"mobile\":false}",
              s->width, s->height);

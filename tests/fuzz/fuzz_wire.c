@@ -189,6 +189,7 @@ static const struct op_rule op_rules[] = {
     {"act", {"steps", "stop_on_error"}, "Mb"},
     {"upload", {"target", "nth", "files"}, "siM"},
     {"downloads", {NULL}, ""},
+    {"console", {"since", "level"}, "is"},
     {"download.get", {"id"}, "s"},
     {"subscribe", {"events", "format", "quality", "max_width", "max_height"}, "Ssiii"},
     {"session.view_token", {"control", "ttl_s"}, "bi"},

@@ -1174,6 +1174,197 @@ static void test_dialogs_answered_as_the_command_asks(void **state)
     close_session(sid);
 }
 
+/* sid's console after since at level (NULL: all): the reply (caller frees). */
+static cJSON *console_of(const char *sid, int since, const char *level)
+{
+    char body[160];
+    snprintf(body, sizeof body, "{\"op\":\"console\",\"args\":{\"since\":%d%s%s%s}}", since,
+             level ? ",\"level\":\"" : "", level ? level : "", level ? "\"" : "");
+    return expect_ok(&gw, sid, body);
+}
+
+static int next_of(const cJSON *r)
+{
+    return cJSON_GetObjectItemCaseSensitive(result(r), "next")->valueint;
+}
+
+/* The message of a console reply whose text starts with text, or NULL. */
+static const cJSON *message_with(const cJSON *r, const char *text)
+{
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(result(r), "messages"))
+    if (!strncmp(json_str(m, "text"), text, strlen(text)))
+        return m;
+    return NULL;
+}
+
+/* How many of a reply's errors (result.errors) start with text. */
+static int errors_with(const cJSON *r, const char *text)
+{
+    int n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(result(r), "errors"))
+    n += !strncmp(json_str(e, "text"), text, strlen(text));
+    return n;
+}
+
+/* Waits (up to 10 s) until sid's console holds a message after since whose
+   text starts with text; that console reply (caller frees). Page errors that
+   come after a command's reply (a rejected promise) are reported late. */
+static cJSON *console_until(const char *sid, int since, const char *text)
+{
+    for (int i = 0; i < 100; i++) {
+        cJSON *r = console_of(sid, since, NULL);
+        if (message_with(r, text))
+            return r;
+        cJSON_Delete(r);
+        usleep(100 * 1000);
+    }
+    fail_msg("no console message \"%s\" after %d", text, since);
+    return NULL;
+}
+
+/*
+ * The console keeps what the page said: its console calls, uncaught errors
+ * and the browser's errors about it (a resource that failed), with where
+ * each came from, in order, capped, each text clipped; levels filter it and
+ * since pages it. A command's reply lists the page errors that no earlier
+ * reply listed, each once. Bad arguments change nothing; a park starts a
+ * new log (reset, with what the restored page said again).
+ */
+static void test_console_keeps_what_the_page_said(void **state)
+{
+    (void)state;
+    char url[256], body[512], sid[64];
+    /* a server without a site icon, whose 404 the browser reports and the
+       console leaves out: the browser asked for it, not the page */
+    httpd *pages = httpd_start("tests/fixtures");
+    assert_non_null(pages);
+    httpd_no_icon(pages);
+    httpd_url(pages, "/console.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
+    int status;
+    cJSON *made = post_json("/v1/sessions", body, 0, &status);
+    assert_int_equal(status, 200);
+    snprintf(sid, sizeof sid, "%s", reply_str(made, "session"));
+
+    cJSON *r = console_until(sid, 0, "could not save");
+    const cJSON *m = message_with(r, "page loaded");
+    assert_non_null(m);
+    assert_string_equal(json_str(m, "text"), "page loaded 42 Object");
+    assert_string_equal(json_str(m, "type"), "log");
+    assert_string_equal(json_str(m, "source"), "console");
+    assert_string_equal(json_str(m, "tab"), "t1");
+    assert_string_equal(json_str(m, "url"), url);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "line")->valueint, 7);
+    assert_string_equal(json_str(message_with(r, "low on stock"), "type"), "warning");
+    assert_string_equal(json_str(message_with(r, "could not save: HTTP 500"), "type"), "error");
+    r = (cJSON_Delete(r), console_until(sid, 0, "Failed to load resource"));
+    m = message_with(r, "Failed to load resource");
+    assert_string_equal(json_str(m, "source"), "network");
+    assert_string_equal(json_str(m, "type"), "error");
+    assert_non_null(strstr(json_str(m, "url"), "/missing-image.png"));
+    /* in order, numbered from 1; the browser's own favicon request is not the page's */
+    const cJSON *msgs = cJSON_GetObjectItemCaseSensitive(result(r), "messages");
+    assert_int_equal(cJSON_GetArraySize(msgs), 4);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, k), "seq")->valueint,
+                         k + 1);
+    int next = next_of(r);
+    assert_int_equal(next, 4);
+    cJSON_Delete(r);
+    /* levels: warning leaves the log out, error the warning too */
+    r = console_of(sid, 0, "warning");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result(r), "messages")), 3);
+    assert_null(message_with(r, "page loaded"));
+    cJSON_Delete(r);
+    r = console_of(sid, 0, "error");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result(r), "messages")), 2);
+    assert_null(message_with(r, "low on stock"));
+    cJSON_Delete(r);
+    r = console_of(sid, next, NULL);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result(r), "messages")), 0);
+    assert_int_equal(next_of(r), next);
+    cJSON_Delete(r);
+
+    /* Replies name the page's errors no earlier reply named, each once:
+       the two of the load (in the create's reply, or the next), then an
+       uncaught error (in the click's, or a later one). */
+    int load_errors = errors_with(made, "could not save") + errors_with(made, "Failed to load");
+    cJSON_Delete(made);
+    const char *read_boom = "{\"op\":\"read\",\"args\":{\"target\":\"css:#boom\"}}";
+    r = expect_ok(&gw, sid, read_boom);
+    load_errors += errors_with(r, "could not save") + errors_with(r, "Failed to load");
+    cJSON_Delete(r);
+    assert_int_equal(load_errors, 2);
+    r = expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#boom\"}}");
+    int told = errors_with(r, "Uncaught ReferenceError: undefinedFunction is not defined");
+    cJSON_Delete(r);
+    cJSON_Delete(console_until(sid, next, "Uncaught ReferenceError"));
+    for (int k = 0; k < 2; k++) {
+        r = expect_ok(&gw, sid, read_boom);
+        told += errors_with(r, "Uncaught ReferenceError: undefinedFunction is not defined");
+        assert_int_equal(errors_with(r, "could not save"), 0);
+        cJSON_Delete(r);
+    }
+    assert_int_equal(told, 1);
+    r = console_of(sid, next, "error");
+    m = message_with(r, "Uncaught ReferenceError: undefinedFunction is not defined");
+    assert_string_equal(json_str(m, "type"), "exception");
+    assert_string_equal(json_str(m, "source"), "exception");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(m, "line")->valueint, 12);
+    next = next_of(r);
+    cJSON_Delete(r);
+    /* a promise no one caught is reported after the click's reply */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#reject\"}}"));
+    r = console_until(sid, next, "Uncaught (in promise) Error: rejected later");
+    next = next_of(r);
+    cJSON_Delete(r);
+
+    /* 250 lines: the last 200 are kept, and the reply says 50 are not */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#spam\"}}"));
+    r = console_until(sid, next, "line 250");
+    msgs = cJSON_GetObjectItemCaseSensitive(result(r), "messages");
+    assert_int_equal(cJSON_GetArraySize(msgs), 200);
+    assert_string_equal(json_str(cJSON_GetArrayItem(msgs, 0), "text"), "line 51");
+    assert_string_equal(json_str(cJSON_GetArrayItem(msgs, 199), "text"), "line 250");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "dropped")->valueint, 50);
+    next = next_of(r);
+    assert_int_equal(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 199), "seq")->valueint, next);
+    cJSON_Delete(r);
+    /* a long line is clipped at 1,000 bytes, on a character's boundary */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#long\"}}"));
+    r = console_until(sid, next, "\xc3\xa9\xc3\xa9");
+    const char *t = json_str(message_with(r, "\xc3\xa9"), "text");
+    assert_int_equal(strlen(t), 1000);
+    assert_int_equal(rg_utf8_prefix(t, 1000), 1000);
+    next = next_of(r);
+    cJSON_Delete(r);
+
+    /* refused, changing nothing */
+    cmd_err(sid, "{\"op\":\"console\",\"args\":{\"since\":-1}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"console\",\"args\":{\"level\":\"fatal\"}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"console\",\"args\":{\"since\":\"3\"}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"console\",\"args\":{\"tab\":\"t1\"}}", 400, "bad_request");
+    r = console_of(sid, 0, NULL);
+    assert_int_equal(next_of(r), next);
+    cJSON_Delete(r);
+
+    /* A park ends the log with the context: after the restore the count
+       starts again, so since is past it (reset), and the restored page's
+       load said it all again. */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    r = console_until(sid, next, "could not save");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "reset")));
+    assert_non_null(message_with(r, "page loaded"));
+    assert_null(message_with(r, "line 250"));
+    cJSON_Delete(r);
+    close_session(sid);
+    assert_true(httpd_count(pages, "/favicon.ico") > 0); /* the 404 the console left out */
+    httpd_stop(pages);
+}
+
 /* A beforeunload handler ("Leave site?") on sid's page, and a click on its
    counter (ref), which gives the page the user activation Chromium asks
    of a page before it may ask that. */
@@ -1687,6 +1878,7 @@ int main(void)
         cmocka_unit_test(test_back_to_a_page_in_the_back_forward_cache),
         cmocka_unit_test(test_navigation_to_no_content_keeps_the_page),
         cmocka_unit_test(test_dialogs_answered_as_the_command_asks),
+        cmocka_unit_test(test_console_keeps_what_the_page_said),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),

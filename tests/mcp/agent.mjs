@@ -8,7 +8,9 @@
 // The task, on tests/mcp/app: list the tools; navigate to the shop; find the
 // search box in the snapshot; type into it (the page reacts to keydown
 // only); click the result that appeared, which opens in a new tab; list the
-// tabs and switch to it; add the item to the cart; attach a receipt (a file
+// tabs and switch to it; add the item to the cart; empty it behind a
+// confirm(); check out, which throws, and read the console; drag the card
+// to the wishlist; attach a receipt (a file
 // the page reads back: over stdio by its path, over HTTP by its bytes); take
 // a screenshot; call a tool that does not exist; close. Every step checks what
 // an agent would read in the answer, and prints one line; the first failed
@@ -59,7 +61,7 @@ if (overHttp) check(typeof transport.sessionId === 'string' && transport.session
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
-  'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park'])
+  'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -95,6 +97,25 @@ check(!r.isError && textOf(r).includes('- Dialog: confirm "Empty the cart?" was 
 r = await client.callTool({ name: 'browser_click', arguments: { target: empty, acceptDialogs: true } });
 check(!r.isError && textOf(r).includes('- Dialog: confirm "Empty the cart?" was accepted') &&
   textOf(r).includes('In the cart: 0'), 'accepted, the cart is emptied', textOf(r));
+
+// A button whose handler throws changes nothing on the page: the error is
+// said in that call's answer (or, when the page's report came after the
+// click's, in the next call's), and the console lists it with its warning.
+r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
+const checkout = refOf(textOf(r), 'button', 'Check out');
+r = await client.callTool({ name: 'browser_click', arguments: { target: checkout } });
+let said = textOf(r);
+if (!said.includes('payment service unavailable'))
+  said += textOf(await client.callTool({ name: 'browser_snapshot', arguments: {} }));
+check(!r.isError && said.includes('- Page error (exception): Uncaught Error: payment service unavailable'),
+  'the checkout threw: the answer says so', said);
+r = await client.callTool({ name: 'browser_console_messages', arguments: {} });
+check(!r.isError && /\[warning\] checking out Banana @ \S+item\.html\S*:\d+/.test(textOf(r)) &&
+  /\[exception\] Uncaught Error: payment service unavailable/.test(textOf(r)),
+  'the console has the warning and the error, with where they came from', textOf(r));
+r = await client.callTool({ name: 'browser_console_messages', arguments: { level: 'error' } });
+check(!r.isError && !textOf(r).includes('checking out') && textOf(r).includes('payment service unavailable'),
+  'level error leaves the warning out', textOf(r));
 
 // a draggable card is a plain <div>: generic, with no name, and a ref
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });

@@ -28,6 +28,7 @@ struct httpd {
     pthread_t thread;
     atomic_size_t requests;
     atomic_int live; /* connection threads running */
+    int no_icon;     /* /favicon.ico is 404 (httpd_no_icon) */
     pthread_mutex_t log_mu;
     char *paths[512];  /* the last 512 request paths (with queries) */
     size_t n_paths;
@@ -152,6 +153,11 @@ static void *conn_main(void *arg)
         send(c->fd, head, sizeof head - 1, MSG_NOSIGNAL); /* the peer may be gone: nothing to do */
         goto out;
     }
+    if (!strncmp(path, "/missing", 8) || (h->no_icon && !strcmp(path, "/favicon.ico"))) {
+        /* a resource that is not there (and no site icon, as on many servers): 404 */
+        respond(c->fd, 404, "text/plain", "not found\n", 10, cacheable);
+        goto out;
+    }
     if (!strcmp(path, "/slow")) {
         struct pollfd pf = {h->stop_pipe[0], POLLIN, 0};
         poll(&pf, 1, 60000);
@@ -206,6 +212,11 @@ static void *accept_main(void *arg)
         pthread_attr_destroy(&at);
     }
     return NULL;
+}
+
+void httpd_no_icon(httpd *h)
+{
+    h->no_icon = 1;
 }
 
 httpd *httpd_start(const char *docroot)

@@ -17,13 +17,20 @@ typedef struct httpd httpd;
  * connection. GET /<file> serves docroot/<file> when it exists (docroot may
  * be NULL); any other path gets a small HTML page titled with the path.
  * GET /slow never answers (for timeout tests); GET /redirect?to=URL answers
- * 302 to URL; GET /nocontent answers 204. A query of "cacheable" sends a
+ * 302 to URL; GET /nocontent answers 204; GET /missing... answers 404 (a
+ * resource that is not there). A query of "cacheable" sends a
  * page with max-age=0 instead of no-store. Every response closes the
  * connection.
  */
 httpd *httpd_start(const char *docroot);
 /** The same on 127.0.0.1:port (0: any free port). */
 httpd *httpd_start_port(const char *docroot, int port);
+/**
+ * From now on /favicon.ico is 404, as on a server without a site icon
+ * (before the first request). Not the default: a page whose icon is 404 is
+ * not kept in Chromium's back/forward cache here.
+ */
+void httpd_no_icon(httpd *h);
 int httpd_port(const httpd *h);
 /** "http://127.0.0.1:<port>" + path, into buf. */
 const char *httpd_url(const httpd *h, const char *path, char *buf, size_t len);

@@ -698,6 +698,12 @@ static void test_parse_click(void **state)
     assert_body(&c, "{\"op\":\"click\",\"args\":{\"target\":\"@del\",\"dialog\":\"accept\","
                     "\"prompt_text\":\"Ada\"}}");
     cli_call_destroy(&c);
+    /* the console, after a count, errors only */
+    assert_int_equal(PARSE(&g, &c, err, "-s", "S1", "console", "--since", "12", "--level", "error"),
+                     CLI_CMD_GATEWAY);
+    assert_int_equal(c.out, CLI_OUT_CONSOLE);
+    assert_body(&c, "{\"op\":\"console\",\"args\":{\"since\":12,\"level\":\"error\"}}");
+    cli_call_destroy(&c);
 }
 
 static void test_parse_select_values(void **state)
@@ -1162,6 +1168,26 @@ static void test_print_friendly(void **state)
     assert_string_equal(cap.out_buf, "@del\n");
     assert_string_equal(cap.err_buf, "refgate-cli: confirm dialog \"Sure?\" dismissed (--dialog "
                                      "accept accepts it)\n");
+    capture_free(&cap);
+    /* and so do the page's errors */
+    assert_int_equal(print_json_reply(&cap, &c, 0,
+                                      "{\"ok\":true,\"result\":{\"ref\":\"@save\",\"errors\":["
+                                      "{\"type\":\"exception\",\"text\":\"Uncaught Error: no\"}]}}"),
+                     0);
+    assert_string_equal(cap.out_buf, "@save\n");
+    assert_string_equal(cap.err_buf, "refgate-cli: page exception: Uncaught Error: no\n");
+    capture_free(&cap);
+    /* the console: a line a message, where it came from when known, then the count */
+    c.out = CLI_OUT_CONSOLE;
+    assert_int_equal(print_json_reply(&cap, &c, 0,
+                                      "{\"ok\":true,\"result\":{\"messages\":["
+                                      "{\"seq\":3,\"type\":\"log\",\"text\":\"hi\",\"url\":\"http://a/\",\"line\":7},"
+                                      "{\"seq\":4,\"type\":\"error\",\"text\":\"Failed\",\"url\":\"http://a/x.png\"},"
+                                      "{\"seq\":5,\"type\":\"warning\",\"text\":\"w\"}],"
+                                      "\"next\":5,\"dropped\":2}}"),
+                     0);
+    assert_string_equal(cap.out_buf, "[log] hi (http://a/:7)\n[error] Failed (http://a/x.png)\n"
+                                     "[warning] w\n(2 earlier messages are no longer kept)\nnext 5\n");
     capture_free(&cap);
     c.out = CLI_OUT_SESSION;
 
