@@ -10,9 +10,12 @@
  * SESS_CONSOLE_URL_MAX: a page that logs in a loop costs a bounded amount of
  * memory. Every message gets the next number of the session's count (seq,
  * from 1), which a client passes back as `since` to get only the messages
- * after it; the count goes on across a park or a move, but the messages do
- * not: like downloads, the log lives with the session's context here and is
- * cleared with it (sess_console_clear from sess_release_local). Not written
+ * after it. The messages live with the session's context here, as
+ * downloads do, and are cleared with it (sess_console_clear from
+ * sess_release_local): a park, a move or a crash starts a new log. The
+ * count lives as long as the session's entry on this worker; a worker that
+ * makes a new entry (a move, or a park that dropped it) counts from 0
+ * again, and a client's since past the count says so (reset). Not written
  * to Redis: a message is not worth a round trip of the page's every
  * console.log, and a restored page logs again what its load logs.
  *
