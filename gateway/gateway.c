@@ -132,6 +132,11 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
     if (rg_env_long("REFGATE_EGRESS", 1, 0, 1)) {
         sc.connect_check = gw_connect_check;
         sc.connect_ud = g;
+    } else {
+        rg_log(RG_LOG_WARN, "gateway",
+               "REFGATE_EGRESS=0: the URL policy sees the tabs' own requests only; WebSockets, "
+               "service workers and cross-site iframes reach any address (docs/policy.md): "
+               "enforce egress in the network");
     }
     if ((rc = sess_mgr_new(&sc, g->pool, g->redis, g->store, &g->sessions)) < 0) {
         snprintf(err, errlen, "cannot start the session manager");
