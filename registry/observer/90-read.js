@@ -116,12 +116,41 @@
     return J({ x: round2(sc.scrollLeft), y: round2(sc.scrollTop) });
   }
 
+  /*
+   * Focus for focus, type and press. A field that did not have the focus
+   * gets the caret at the end of its text, as a click after its last word
+   * would put it: typing into a box that holds text adds to it, and
+   * Backspace takes its last character (a field focused from script starts
+   * with the caret before its first one, where typing went before). A field
+   * that has the focus keeps its caret: the agent may have put it there
+   * (keys, an earlier type). fill replaces the text either way.
+   */
   function focus(i) {
     var t = target(i);
     if (t.err) return t.err;
     var el = t.el;
+    var had = false;
+    try { had = el.getRootNode().activeElement === el; } catch (e) { had = false; }
     el.focus();
+    if (!had) caretToEnd(el);
     return J({ ok: true });
+  }
+
+  function caretToEnd(el) {
+    try {
+      var tag = lower(el);
+      if (tag === 'input' || tag === 'textarea') {
+        var n = el.value.length;
+        el.setSelectionRange(n, n); /* throws for inputs without a caret (email, number) */
+      } else if (el.isContentEditable) {
+        var d = el.ownerDocument, r = d.createRange();
+        r.selectNodeContents(el);
+        r.collapse(false);
+        var sel = d.getSelection();
+        sel.removeAllRanges();
+        sel.addRange(r);
+      }
+    } catch (e) { /* no caret to place: where the browser put it */ }
   }
 
   function waitCheck(specJson) {

@@ -232,6 +232,47 @@ static void test_type_sends_key_events(void **state)
     assert_true(typed > 0 && typed < 20000);
 }
 
+/*
+ * Typing into a field that holds text adds to its end, as after a click
+ * past its last word, and Backspace takes the last character: before, the
+ * caret was at the start ("XYHello world"). A field that has the focus
+ * keeps its caret, and a field without one (email) takes the text anyway.
+ */
+static void test_type_adds_to_the_end(void **state)
+{
+    struct fx *f = *state;
+    char url[256];
+    httpd_url(chrome.pages, "/typing-caret.html", url, sizeof url);
+    assert_int_equal(page_navigate(f->h.conn, f->h.session, url), 0);
+    reg_observation_free(&f->o);
+    assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
+    reg_action_result r;
+    static const char *const into[] = {"label:Name", "label:Notes", "label:Message"};
+    for (int k = 0; k < 3; k++) {
+        reg_action t = {.op = REG_OP_TYPE, .target = into[k], .text = "XY"};
+        assert_int_equal(act(f, &t, &r), 0);
+        reg_action_result_free(&r);
+    }
+    assert_string_equal(js(f, "i.value"), "Hello worldXY");
+    assert_string_equal(js(f, "JSON.stringify(t.value)"), "\"Line one\\nLine twoXY\"");
+    assert_string_equal(js(f, "c.textContent"), "Hello worldXY");
+    reg_action p = {.op = REG_OP_PRESS, .target = "label:Code", .key = "Backspace"};
+    assert_int_equal(act(f, &p, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "b.value"), "ab");
+    /* focused, with the caret put at its start: typing goes there */
+    assert_string_equal(js(f, "k.focus(), k.setSelectionRange(0, 0), 'ok'"), "ok");
+    reg_action t = {.op = REG_OP_TYPE, .target = "label:Kept", .text = "XY"};
+    assert_int_equal(act(f, &t, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "k.value"), "XYabc");
+    t.target = "label:Email";
+    t.text = "d";
+    assert_int_equal(act(f, &t, &r), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(m.value.length)"), "6");
+}
+
 static void test_fill_type_press_select_check(void **state)
 {
     struct fx *f = *state;
@@ -654,6 +695,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_click_every_target_kind_once, setup, teardown),
         cmocka_unit_test_setup_teardown(test_fill_type_press_select_check, setup, teardown),
         cmocka_unit_test_setup_teardown(test_type_sends_key_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_type_adds_to_the_end, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gone_element_is_stale_and_nothing_is_clicked, setup,
                                         teardown),
         cmocka_unit_test_setup_teardown(test_ref_heals_by_testid, setup, teardown),
