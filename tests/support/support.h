@@ -27,8 +27,10 @@ httpd *httpd_start(const char *docroot);
 httpd *httpd_start_port(const char *docroot, int port);
 /**
  * From now on /favicon.ico is 404, as on a server without a site icon
- * (before the first request). Not the default: a page whose icon is 404 is
- * not kept in Chromium's back/forward cache here.
+ * (before the first request). Not the default: with this server's icon
+ * answered 404 (no-store), test_back_to_a_page_in_the_back_forward_cache's
+ * page did not come back from the cache (a page from a server whose icon is
+ * 404 but not no-store does).
  */
 void httpd_no_icon(httpd *h);
 int httpd_port(const httpd *h);
