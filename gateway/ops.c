@@ -30,6 +30,7 @@ static int op_subscribe(gw_cmd *c);
 static int op_upload(gw_cmd *c);
 static int op_downloads(gw_cmd *c);
 static int op_console(gw_cmd *c);
+static int op_resize(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
 static int op_tab_new(gw_cmd *c);
@@ -57,6 +58,10 @@ static void attach(gw_cmd *c, const char *key, cJSON *list)
     else
         cJSON_Delete(list);
 }
+
+/* A viewport's width and height, at create and resize, in CSS pixels. */
+#define VIEWPORT_MIN 100
+#define VIEWPORT_MAX 8192
 
 #define ERRORS_LISTED 4      /* the last errors a reply lists */
 #define ERROR_TEXT_LISTED 300 /* bytes of each one's text there */
@@ -154,9 +159,9 @@ static int op_create(gw_cmd *c)
         {
             if (strcmp(e->string, "width") && strcmp(e->string, "height"))
                 return gw_fail(c, RG_EBADREQ, "args.viewport takes width and height only");
-            if (!gw_is_int(e) || e->valuedouble < 100 || e->valuedouble > 8192)
-                return gw_fail(c, RG_EBADREQ,
-                               "args.viewport.%s must be an integer from 100 to 8192", e->string);
+            if (!gw_is_int(e) || e->valuedouble < VIEWPORT_MIN || e->valuedouble > VIEWPORT_MAX)
+                return gw_fail(c, RG_EBADREQ, "args.viewport.%s must be an integer from %d to %d",
+                               e->string, VIEWPORT_MIN, VIEWPORT_MAX);
         }
         o.width = gw_arg_int(&(gw_cmd){.args = vp}, "width", 0);
         o.height = gw_arg_int(&(gw_cmd){.args = vp}, "height", 0);
@@ -841,6 +846,27 @@ static int op_console(gw_cmd *c)
     if (l.reset)
         cJSON_AddBoolToObject(c->result, "reset", 1);
     sess_console_list_free(&l);
+    return 0;
+}
+
+/* The viewport of every tab, from now on and after a restore. */
+static int op_resize(gw_cmd *c)
+{
+    static const char *const dims[] = {"width", "height"};
+    int v[2];
+    for (int k = 0; k < 2; k++) {
+        v[k] = gw_arg_int(c, dims[k], 0);
+        if (v[k] < VIEWPORT_MIN || v[k] > VIEWPORT_MAX)
+            return gw_fail(c, RG_EBADREQ, "args.%s must be an integer from %d to %d", dims[k],
+                           VIEWPORT_MIN, VIEWPORT_MAX);
+    }
+    int rc = sess_resize(c->s, v[0], v[1], c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    c->full = 1; /* written at once: a restore keeps it */
+    c->result = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c->result, "width", v[0]);
+    cJSON_AddNumberToObject(c->result, "height", v[1]);
     return 0;
 }
 

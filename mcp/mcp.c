@@ -227,7 +227,7 @@ typedef struct tool {
     const char *name, *title, *description;
     const char *schema;   /* the inputSchema, JSON */
     const char *required; /* the arguments a call must carry, space-separated: "name" a
-                             string, "name[]" an array */
+                             string, "name[]" an array, "name#" a number */
     void (*fn)(mcp_session *m, const cJSON *a, result *r);
 } tool;
 
@@ -573,6 +573,19 @@ static void t_tabs(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/* The viewport, then what the new size changed in the outline. */
+static void t_resize(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = cJSON_CreateObject();
+    const cJSON *w = item(a, "width"), *h = item(a, "height");
+    cJSON_AddNumberToObject(args, "width", cJSON_IsNumber(w) ? w->valuedouble : 0);
+    cJSON_AddNumberToObject(args, "height", cJSON_IsNumber(h) ? h->valuedouble : 0);
+    if (run_only(m, r, "resize", args) == 0) {
+        add_text(r, "The viewport is %.0fx%.0f.", w->valuedouble, h->valuedouble);
+        outline(m, r, 1);
+    }
+}
+
 /*
  * The console: what the page logged, its uncaught errors and the
  * browser's warnings about it, oldest first. Playwright's tool takes a
@@ -646,6 +659,10 @@ static const tool tools[] = {
      "url", t_navigate},
     {"browser_navigate_back", "Go back", "Go back to the previous page in the history",
      "{\"type\":\"object\",\"properties\":{}}", "", t_back},
+    {"browser_resize", "Resize browser window", "Resize the browser window (the page's viewport, in CSS pixels)",
+     "{\"type\":\"object\",\"properties\":{\"width\":{\"type\":\"number\",\"description\":\"Width of the browser window\"},"
+     "\"height\":{\"type\":\"number\",\"description\":\"Height of the browser window\"}},\"required\":[\"width\",\"height\"]}",
+     "width# height#", t_resize},
     {"browser_console_messages", "Get console messages",
      "Returns the console messages of the page: what it logged, its uncaught errors and the browser's warnings about it",
      "{\"type\":\"object\",\"properties\":{\"level\":{\"type\":\"string\",\"enum\":[\"error\",\"warning\",\"info\",\"debug\"],"
@@ -798,9 +815,10 @@ static const char *missing(const tool *t, const cJSON *args, char *buf, size_t l
     while (*p) {
         size_t n = strcspn(p, " ");
         int array = n > 2 && !strncmp(p + n - 2, "[]", 2);
-        snprintf(buf, len, "%.*s", (int)(array ? n - 2 : n), p);
+        int number = n > 1 && p[n - 1] == '#';
+        snprintf(buf, len, "%.*s", (int)(array ? n - 2 : number ? n - 1 : n), p);
         const cJSON *v = item(args, buf);
-        if (!v || (array ? !cJSON_IsArray(v) : !cJSON_IsString(v)))
+        if (!v || (array ? !cJSON_IsArray(v) : number ? !cJSON_IsNumber(v) : !cJSON_IsString(v)))
             return buf;
         p += n;
         while (*p == ' ')

@@ -85,7 +85,7 @@ static rg_redis_script beat_script = {
     ""};
 
 /* KEYS meta lease park want; ARGV me ttl now state url title sx sy blob
-   lease_ms token. Writes a checkpoint (state 'live') or a park (state
+   lease_ms token w h (the viewport, which resize changes). Writes a checkpoint (state 'live') or a park (state
    'parked', lease and request gone) only while this worker owns the session:
    its fence token, and its lease (or no lease and the meta still naming it
    after a Redis restart). */
@@ -97,7 +97,7 @@ static rg_redis_script save_script = {
     "  redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[10])\n"
     "end\n"
     "redis.call('HSET', KEYS[1], 'state', ARGV[4], 'url', ARGV[5], 'title', ARGV[6],\n"
-    "           'sx', ARGV[7], 'sy', ARGV[8], 'last_used', ARGV[3])\n"
+    "           'sx', ARGV[7], 'sy', ARGV[8], 'last_used', ARGV[3], 'w', ARGV[12], 'h', ARGV[13])\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
     "if ARGV[9] ~= '' then redis.call('SET', KEYS[3], ARGV[9], 'PX', ARGV[2])\n"
     "elseif redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end\n"
@@ -461,6 +461,9 @@ static int save_state(sess *s, const char *state, const sess_capture *c, const c
 {
     sess_mgr *m = s->m;
     char mk[256], lk[256], pk[256], wk[256], ttl[24], now[24], sx[32], sy[32], lease[24];
+    char w[16], h[16]; /* the viewport: resize changes it */
+    snprintf(w, sizeof w, "%d", s->width);
+    snprintf(h, sizeof h, "%d", s->height);
     sess_key(mk, sizeof mk, s, "meta");
     sess_key(lk, sizeof lk, s, "lease");
     sess_key(pk, sizeof pk, s, "park");
@@ -474,18 +477,18 @@ static int save_state(sess *s, const char *state, const sess_capture *c, const c
     snprintf(token, sizeof token, "%lld", (long long)s->fence);
     const char *args[] = {mk,    lk,  pk,     wk,       m->worker, ttl, now, state,
                           c->url ? c->url : "", c->title ? c->title : "", sx, sy,
-                          blob ? blob : "", lease, token};
-    size_t lens[15];
-    for (int i = 0; i < 15; i++)
+                          blob ? blob : "", lease, token, w, h};
+    size_t lens[17];
+    for (int i = 0; i < 17; i++)
         lens[i] = i == 12 ? (blob ? blob_len : 0) : strlen(args[i]);
     /* A park may wait for replicas (REFGATE_PARK_WAIT_REPLICAS): the one copy
        of the session is then on two servers before its context goes. */
     int parking = !strcmp(state, "parked") && m->cfg.park_wait_replicas > 0;
     int acked = -1;
-    redisReply *rep = parking ? rg_redis_eval_wait(m->redis, &save_script, 4, 11, args, lens,
+    redisReply *rep = parking ? rg_redis_eval_wait(m->redis, &save_script, 4, 13, args, lens,
                                                    m->cfg.park_wait_replicas,
                                                    m->cfg.park_wait_timeout_ms, &acked)
-                              : rg_redis_eval(m->redis, &save_script, 4, 11, args, lens);
+                              : rg_redis_eval(m->redis, &save_script, 4, 13, args, lens);
     int r = !rep                                  ? RG_EUNAVAIL
             : rep->type != REDIS_REPLY_INTEGER    ? RG_EINTERNAL
             : rep->integer == 1                   ? 0

@@ -399,6 +399,13 @@ int sess_tab_select(sess *s, const char *tab, char *err, size_t errlen);
 /** Closes tab (the active tab moves to its opener, else the newest). RG_EBADREQ for the last. */
 int sess_tab_close(sess *s, const char *tab, char *err, size_t errlen);
 /**
+ * Gives every tab of the held session a viewport of width x height CSS
+ * pixels (checked by the caller), and the tabs it opens later; the next
+ * checkpoint writes it, so a restore keeps it. The active tab has it when
+ * this returns; on failure the session keeps its old size.
+ */
+int sess_resize(sess *s, int width, int height, char *err, size_t errlen);
+/**
  * The id of another open tab whose registry holds ref, into tab (16
  * bytes): 1, or 0 when none does. A ref that is stale here may be that
  * tab's.

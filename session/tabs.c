@@ -599,6 +599,30 @@ int sess_tab_new(sess *s, const char *url, int timeout_ms, char *tab, sess_nav *
     return sess_navigate(s, url, "load", timeout_ms, out, err, errlen);
 }
 
+int sess_resize(sess *s, int width, int height, char *err, size_t errlen)
+{
+    char vp[128];
+    snprintf(vp, sizeof vp, "{\"width\":%d,\"height\":%d,\"deviceScaleFactor\":1,\"mobile\":false}",
+             width, height);
+    /* The active tab, woken by the command, answers before the reply; the
+       others (maybe frozen) take it without a wait. */
+    sess_tab *keep = s->cur;
+    s->cur = s->active;
+    int rc = sess_call(s, "Emulation.setDeviceMetricsOverride", vp, SESS_CALL_TIMEOUT_MS, NULL);
+    s->cur = keep;
+    if (rc < 0)
+        return rg_errf(err, errlen, rc, "the page did not take the new viewport");
+    s->width = width;
+    s->height = height;
+    sess_tab *v[SESS_TABS_CAP];
+    int n = sess_tabs_snapshot(s, v);
+    for (int i = 0; i < n; i++)
+        if (v[i] != s->active)
+            sess_tab_call_async(v[i], "Emulation.setDeviceMetricsOverride", vp,
+                                SESS_CALL_TIMEOUT_MS);
+    return 0;
+}
+
 int sess_tab_select(sess *s, const char *tab, char *err, size_t errlen)
 {
     int rc = sess_use_tab(s, tab, err, errlen);

@@ -1370,6 +1370,72 @@ static void test_console_keeps_what_the_page_said(void **state)
     httpd_stop(pages);
 }
 
+/* Waits (the wait op, 5 s) until sid's active tab shows text. */
+static void shows(const char *sid, const char *text)
+{
+    char body[200];
+    snprintf(body, sizeof body, "{\"op\":\"wait\",\"args\":{\"text\":\"%s\"}}", text);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+}
+
+/*
+ * resize gives every tab a new viewport: the page's own media queries
+ * answer (the wide screen's links go, the narrow one's menu button comes),
+ * a tab opened later has it too, session.info says it, and a restore keeps
+ * it. Sizes out of range change nothing.
+ */
+static void test_resize_keeps_its_viewport(void **state)
+{
+    (void)state;
+    char sid[64], url[256], body[400];
+    create("responsive.html", sid);
+    shows(sid, "Width 1280 x 800");
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"resize\",\"args\":{\"width\":390,\"height\":844}}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "width")->valueint, 390);
+    cJSON_Delete(r);
+    shows(sid, "Width 390 x 844");
+    r = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
+    const char *text = reply_str(r, "text");
+    assert_non_null(strstr(text, "button \"Menu\""));
+    assert_null(strstr(text, "link \"Products\""));
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    const cJSON *vp = cJSON_GetObjectItemCaseSensitive(result(r), "viewport");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(vp, "width")->valueint, 390);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(vp, "height")->valueint, 844);
+    cJSON_Delete(r);
+    /* a tab opened afterwards */
+    page_url("responsive.html?second", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"tab.new\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    shows(sid, "Width 390 x 844");
+    /* refused, changing nothing */
+    cmd_err(sid, "{\"op\":\"resize\",\"args\":{\"width\":99,\"height\":844}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"resize\",\"args\":{\"width\":390,\"height\":9000}}", 400,
+            "bad_request");
+    cmd_err(sid, "{\"op\":\"resize\",\"args\":{\"width\":390}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"resize\",\"args\":{\"width\":\"390\",\"height\":844}}", 400,
+            "bad_request");
+    shows(sid, "Width 390 x 844");
+    /* a park, then a restore: both tabs as narrow as before */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    shows(sid, "Width 390 x 844");
+    r = expect_ok(&gw, sid, "{\"op\":\"tabs\"}");
+    const cJSON *tabs = cJSON_GetObjectItemCaseSensitive(result(r), "tabs"), *t;
+    int n = 0;
+    cJSON_ArrayForEach(t, tabs)
+    {
+        snprintf(body, sizeof body,
+                 "{\"op\":\"wait\",\"args\":{\"text\":\"Width 390 x 844\",\"tab\":\"%s\"}}",
+                 json_str(t, "tab"));
+        cJSON_Delete(expect_ok(&gw, sid, body));
+        n++;
+    }
+    assert_int_equal(n, 2);
+    cJSON_Delete(r);
+    close_session(sid);
+}
+
 /* A beforeunload handler ("Leave site?") on sid's page, and a click on its
    counter (ref), which gives the page the user activation Chromium asks
    of a page before it may ask that. */
@@ -1884,6 +1950,7 @@ int main(void)
         cmocka_unit_test(test_navigation_to_no_content_keeps_the_page),
         cmocka_unit_test(test_dialogs_answered_as_the_command_asks),
         cmocka_unit_test(test_console_keeps_what_the_page_said),
+        cmocka_unit_test(test_resize_keeps_its_viewport),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),

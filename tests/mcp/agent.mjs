@@ -61,7 +61,8 @@ if (overHttp) check(typeof transport.sessionId === 'string' && transport.session
 const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
-  'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages'])
+  'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
+  'browser_resize'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -116,6 +117,20 @@ check(!r.isError && /\[warning\] checking out Banana @ \S+item\.html\S*:\d+/.tes
 r = await client.callTool({ name: 'browser_console_messages', arguments: { level: 'error' } });
 check(!r.isError && !textOf(r).includes('checking out') && textOf(r).includes('payment service unavailable'),
   'level error leaves the warning out', textOf(r));
+
+// A phone's viewport: the page's media queries answer at once.
+r = await client.callTool({ name: 'browser_resize', arguments: { width: 390, height: 844 } });
+check(!r.isError && textOf(r).includes('The viewport is 390x844') && textOf(r).includes('Compact layout') &&
+  !/^\+ .*Wide layout/m.test(textOf(r)), 'resize to a phone: the compact layout shows', textOf(r));
+r = await client.callTool({ name: 'browser_resize', arguments: { width: 1280, height: 800 } });
+check(!r.isError && textOf(r).includes('Wide layout'), 'and back', textOf(r));
+let badSize = '';
+try {
+  await client.callTool({ name: 'browser_resize', arguments: { width: 'wide', height: 800 } });
+} catch (e) {
+  badSize = String(e.message);
+}
+check(/width/.test(badSize), 'a size that is not a number is refused, naming it', badSize);
 
 // a draggable card is a plain <div>: generic, with no name, and a ref
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });

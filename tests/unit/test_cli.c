@@ -704,6 +704,10 @@ static void test_parse_click(void **state)
     assert_int_equal(c.out, CLI_OUT_CONSOLE);
     assert_body(&c, "{\"op\":\"console\",\"args\":{\"since\":12,\"level\":\"error\"}}");
     cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "-s", "S1", "resize", "--width", "390", "--height", "844"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"resize\",\"args\":{\"width\":390,\"height\":844}}");
+    cli_call_destroy(&c);
 }
 
 static void test_parse_select_values(void **state)
