@@ -83,6 +83,11 @@ static void put_node(rg_buf *b, const reg_node *nd, int show_name)
         put_quoted(b, nd->placeholder);
         rg_buf_puts(b, "]");
     }
+    if (nd->url && *nd->url) {
+        rg_buf_puts(b, " [url=");
+        put_quoted(b, nd->url);
+        rg_buf_puts(b, "]");
+    }
     if (nd->ref && *nd->ref)
         rg_buf_printf(b, " [ref=%s]", nd->ref);
     if (nd->text && *nd->text) {

@@ -227,6 +227,7 @@ static void decode_one(const cJSON *it, reg_node *nd, const char **alts, size_t 
     }
     nd->text = jstr(it, "tx");
     nd->placeholder = jstr(it, "ph");
+    nd->url = jstr(it, "u");
     nd->role = jstr(it, "role");
     nd->name = jstr(it, "name");
     nd->tag = jstr(it, "tag");
@@ -1277,10 +1278,11 @@ int reg_observation_check(const reg_observation *o, const cJSON *reply, char *wh
             a->editable != b->editable)
             what = "depth, kind, level, states or flags";
         else if (str_differ(a->text, b->text) || str_differ(a->placeholder, b->placeholder) ||
+                 str_differ(a->url, b->url) ||
                  str_differ(a->role, b->role) || str_differ(a->name, b->name) ||
                  str_differ(a->tag, b->tag) || str_differ(a->value, b->value) ||
                  str_differ(a->frame, b->frame) || str_differ(a->name_attr, b->name_attr))
-            what = "text, role, name, tag, value, frame or name attribute";
+            what = "text, role, name, tag, value, url, frame or name attribute";
         else if (a->index != b->index || pa != pb)
             what = "index or previous index";
         else if (memcmp(a->bounds, b->bounds, sizeof a->bounds))

@@ -318,6 +318,7 @@ typedef struct reg_node {
     int is_text;
     const char *text;     /* a text line's text; an element's text after the colon, or NULL */
     const char *placeholder; /* a field's placeholder when it is not its name, or NULL */
+    const char *url;         /* an Iframe of another site: its src's origin and path, or NULL */
     const char *role, *name, *tag, *value;
     int level;            /* heading level or 0 */
     unsigned states;      /* REG_S_* bits */

@@ -162,6 +162,17 @@
     try { return observeOnce(optsJson, base); } finally { sheetsNow = null; }
   }
 
+  /* An iframe's src as origin and path (at most 150 characters), or ''. */
+  function frameSource(el) {
+    try {
+      var u = new URL(el.src);
+      if (u.protocol !== 'http:' && u.protocol !== 'https:') return '';
+      return clip(u.origin + u.pathname, 150);
+    } catch (e) {
+      return '';
+    }
+  }
+
   function observeOnce(optsJson, base) {
     var opts = parseOpts(optsJson);
     /* _full: a full walk that changes no state, to compare with (tests) */
@@ -617,6 +628,13 @@
             ph = fold(ph);
             if (ph && ph !== name) node.ph = clip(ph, 200);
           }
+        }
+        /* a frame of another site: where it comes from (its origin and path,
+           no query), since its content is out of reach; an agent may open it
+           in a tab of its own */
+        if (n.role === 'Iframe') {
+          var fu = frameSource(e);
+          if (fu) node.u = fu;
         }
         if (n.extra && n.extra.nr) node.nr = 1;
         /* ce: the outline shows the text as content, not again as a value */

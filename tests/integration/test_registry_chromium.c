@@ -459,6 +459,34 @@ static void test_outline_text(void **state)
  * script that changes an editor's text shows in the next observe and its
  * diff, and fill by ref types into one.
  */
+/*
+ * A frame of another site is out of the observer's reach: its line says
+ * where it comes from (origin and path, not the query, which may carry a
+ * token), so an agent knows what it cannot see and may open it in a tab.
+ */
+static void test_a_frame_of_another_site_says_where_from(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/xframe.html", NULL);
+    reg_observation a;
+    int seen = 0;
+    for (int i = 0; i < 50 && !seen; i++) { /* until the frame's error page is in */
+        observe(&f, &a, 0);
+        seen = strstr(a.text, "- Iframe") != NULL;
+        if (!seen) {
+            reg_observation_free(&a);
+            usleep(100 * 1000);
+        }
+    }
+    assert_true(seen);
+    has_line(&a, "- Iframe \"Card payment\" [url=\"http://pay.example.test/card/form\"]");
+    assert_null(strstr(a.text, "s3cr3t"));
+    assert_non_null(strstr(a.text, "\n  - button \"Inner\" [ref=@")); /* our frame: walked */
+    reg_observation_free(&a);
+    fx_close(&f);
+}
+
 static void test_editable_regions(void **state)
 {
     (void)state;
@@ -1187,6 +1215,7 @@ int main(void)
         cmocka_unit_test(test_moved_entries_are_written_later),
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_editable_regions),
+        cmocka_unit_test(test_a_frame_of_another_site_says_where_from),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
