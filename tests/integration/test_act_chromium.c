@@ -177,6 +177,16 @@ static void test_click_every_target_kind_once(void **state)
     assert_string_equal(js(f, "String(window.far)"), "1");
 }
 
+/* Navigates f's page to the fixture at path and observes it afresh. */
+static void load_page(struct fx *f, const char *path)
+{
+    char url[256];
+    httpd_url(chrome.pages, path, url, sizeof url);
+    assert_int_equal(page_navigate(f->h.conn, f->h.session, url), 0);
+    reg_observation_free(&f->o);
+    assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
+}
+
 /*
  * type presses a key per character, so a field that listens only for
  * keydown sees what is typed; a character with no key on the keyboard is
@@ -185,11 +195,7 @@ static void test_click_every_target_kind_once(void **state)
 static void test_type_sends_key_events(void **state)
 {
     struct fx *f = *state;
-    char url[256];
-    httpd_url(chrome.pages, "/keys.html", url, sizeof url);
-    assert_int_equal(page_navigate(f->h.conn, f->h.session, url), 0);
-    reg_observation_free(&f->o);
-    assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
+    load_page(f, "/keys.html");
     reg_action_result r;
     reg_action t = {.op = REG_OP_TYPE, .target = "label:Search", .text = "Hi 5!"};
     assert_int_equal(act(f, &t, &r), 0);
@@ -241,11 +247,7 @@ static void test_type_sends_key_events(void **state)
 static void test_type_adds_to_the_end(void **state)
 {
     struct fx *f = *state;
-    char url[256];
-    httpd_url(chrome.pages, "/typing-caret.html", url, sizeof url);
-    assert_int_equal(page_navigate(f->h.conn, f->h.session, url), 0);
-    reg_observation_free(&f->o);
-    assert_int_equal(reg_observe(f->pg, f->h, NULL, &f->o), 0);
+    load_page(f, "/typing-caret.html");
     reg_action_result r;
     static const char *const into[] = {"label:Name", "label:Notes", "label:Message"};
     for (int k = 0; k < 3; k++) {
