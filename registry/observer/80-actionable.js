@@ -226,9 +226,22 @@
      * between frames: check at once (a click then costs a few DevTools round
      * trips, not two frames). Otherwise compare the box across two frames.
      */
-    if (!scrolled && !animating(el.ownerDocument) && !animating(document)) {
+    var still = !animating(el.ownerDocument) && !animating(document);
+    if (!scrolled && still) {
       var rs = guarded(function () { return rectOf(boxEl(el)); })();
       return Promise.resolve(finish(typeof rs === 'string' ? null : rs));
+    }
+    /*
+     * Scrolled, with nothing animating: the box as the scroll left it, then
+     * again a frame later, after the page's scroll listeners and frame
+     * callbacks ran (a header that shrinks on scroll, content that loads
+     * above): one frame apart, as two frames' boxes are, one frame sooner.
+     */
+    if (still) {
+      var rn = guarded(function () { return rectOf(boxEl(el)); })();
+      return nextFrame().then(function () {
+        return finish(typeof rn === 'string' ? null : rn);
+      });
     }
     var r1 = null;
     return nextFrame().then(function () {

@@ -624,6 +624,29 @@ static void test_moving_element_is_unstable(void **state)
     assert_string_equal(js(f, "String(window.still)"), "1");
 }
 
+/*
+ * Out of view, on a page with no CSS animation: the element is scrolled to,
+ * and its box compared with itself a frame later, after the page's scroll
+ * listeners ran. One that inserts a banner above the button moves it: the
+ * click waits for the box to hold and lands on the button, not on the
+ * banner where the button was.
+ */
+static void test_scrolled_to_then_checked_a_frame_later(void **state)
+{
+    struct fx *f = *state;
+    char url[256], err[256];
+    assert_int_equal(page_navigate(f->h.conn, f->h.session,
+                                   httpd_url(chrome.pages, "/act-scrolled.html", url, sizeof url)),
+                     0);
+    reg_action a = {.op = REG_OP_CLICK, .target = "css:#still", .timeout_ms = 2000};
+    reg_action_result r;
+    assert_int_equal(reg_act(f->pg, f->h, &a, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(js(f, "String(!!document.getElementById('banner'))"), "true");
+    assert_string_equal(
+        js(f, "String(window.stillClicked || 0) + ' ' + String(window.offerClicked || 0)"), "1 0");
+}
+
 static void test_shadow_and_iframe_click_and_fill(void **state)
 {
     struct fx *f = *state;
@@ -708,6 +731,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_modal_dialog_and_inert, setup, teardown),
         cmocka_unit_test_setup_teardown(test_drag_and_drop, setup, teardown),
         cmocka_unit_test_setup_teardown(test_moving_element_is_unstable, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_scrolled_to_then_checked_a_frame_later, setup, teardown),
         cmocka_unit_test_setup_teardown(test_shadow_and_iframe_click_and_fill, setup, teardown),
         cmocka_unit_test_setup_teardown(test_inspect_read_screenshot_wait, setup, teardown),
     };
