@@ -101,10 +101,15 @@ int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out)
     return *out ? 0 : RG_EINTERNAL;
 }
 
-char *sess_json_dup(const cJSON *o, const char *k)
+const char *sess_jstr(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return strdup(cJSON_IsString(v) ? v->valuestring : "");
+    return cJSON_IsString(v) ? v->valuestring : "";
+}
+
+char *sess_json_dup(const cJSON *o, const char *k)
+{
+    return strdup(sess_jstr(o, k));
 }
 
 reg_page_handle sess_handle(sess *s)

@@ -85,19 +85,7 @@ void sess_console_clear(sess *s)
 /* A copy of s cut at max bytes on a character boundary; NULL only without memory. */
 static char *clipped(const char *s, size_t max)
 {
-    size_t n = rg_utf8_prefix(s, max);
-    char *o = malloc(n + 1);
-    if (o) {
-        memcpy(o, s, n);
-        o[n] = '\0';
-    }
-    return o;
-}
-
-static const char *jstr(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
+    return strndup(s, rg_utf8_prefix(s, max));
 }
 
 static int jint(const cJSON *o, const char *k)
@@ -145,7 +133,7 @@ static void top_frame(const cJSON *stack, const char **url, int *line)
 {
     const cJSON *fr = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(stack, "callFrames"), 0);
     if (fr) {
-        *url = jstr(fr, "url");
+        *url = sess_jstr(fr, "url");
         int l = jint(fr, "lineNumber");
         *line = l >= 0 ? l + 1 : 0;
     }
@@ -157,14 +145,14 @@ void sess_console_event(sess_tab *t, const char *method, const cJSON *params, co
     int line = 0;
     if (!strcmp(method, "Runtime.consoleAPICalled")) {
         top_frame(cJSON_GetObjectItemCaseSensitive(params, "stackTrace"), &url, &line);
-        add(t->s, t->id, jstr(params, "type"), "console", text, url, line,
+        add(t->s, t->id, sess_jstr(params, "type"), "console", text, url, line,
             cJSON_GetObjectItemCaseSensitive(params, "timestamp"));
     } else if (!strcmp(method, "Runtime.exceptionThrown")) {
         /* The exception's own description ("TypeError: ... at ..."), else
            what Chromium says of it ("Uncaught" and the thrown value). */
         const cJSON *d = cJSON_GetObjectItemCaseSensitive(params, "exceptionDetails");
         const cJSON *ex = cJSON_GetObjectItemCaseSensitive(d, "exception");
-        const char *desc = jstr(ex, "description"), *how = jstr(d, "text");
+        const char *desc = sess_jstr(ex, "description"), *how = sess_jstr(d, "text");
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(ex, "value");
         if (!*desc && cJSON_IsString(v))
             desc = v->valuestring; /* throw "a string" */
@@ -172,7 +160,7 @@ void sess_console_event(sess_tab *t, const char *method, const cJSON *params, co
            as DevTools shows them */
         char buf[SESS_CONSOLE_TEXT_MAX + 1];
         snprintf(buf, sizeof buf, "%s%s%s", how, *how && *desc ? " " : "", desc);
-        url = jstr(d, "url");
+        url = sess_jstr(d, "url");
         int l = jint(d, "lineNumber");
         line = l >= 0 ? l + 1 : 0;
         add(t->s, t->id, "exception", "exception", buf, url, line,
@@ -181,18 +169,18 @@ void sess_console_event(sess_tab *t, const char *method, const cJSON *params, co
         /* The browser's own: a resource that failed, a blocked request, a
            security warning. Its chatter (verbose, info) stays out. */
         const cJSON *e = cJSON_GetObjectItemCaseSensitive(params, "entry");
-        const char *level = jstr(e, "level");
+        const char *level = sess_jstr(e, "level");
         if (strcmp(level, "error") && strcmp(level, "warning"))
             return;
         /* The browser asks every site for /favicon.ico by itself: its 404
            is not the page's error. */
-        const char *u = jstr(e, "url"), *path = strstr(u, "://");
+        const char *u = sess_jstr(e, "url"), *path = strstr(u, "://");
         path = path ? strchr(path + 3, '/') : NULL;
-        if (!strcmp(jstr(e, "source"), "network") && path && !strncmp(path, "/favicon.ico", 12) &&
+        if (!strcmp(sess_jstr(e, "source"), "network") && path && !strncmp(path, "/favicon.ico", 12) &&
             (!path[12] || path[12] == '?'))
             return;
         int l = jint(e, "lineNumber");
-        add(t->s, t->id, level, jstr(e, "source"), jstr(e, "text"), jstr(e, "url"),
+        add(t->s, t->id, level, sess_jstr(e, "source"), sess_jstr(e, "text"), sess_jstr(e, "url"),
             l >= 0 ? l + 1 : 0, cJSON_GetObjectItemCaseSensitive(e, "timestamp"));
     }
 }
@@ -296,15 +284,4 @@ void sess_console_list_free(sess_console_list *l)
     }
     free(l->msgs);
     memset(l, 0, sizeof *l);
-}
-
-uint64_t sess_console_seq(sess *s)
-{
-    struct sess_console *c = s->console;
-    if (!c)
-        return 0;
-    pthread_mutex_lock(&c->mu);
-    uint64_t q = c->seq;
-    pthread_mutex_unlock(&c->mu);
-    return q;
 }

@@ -48,12 +48,6 @@ static void console_text(const cJSON *args, char *out, size_t len)
     }
 }
 
-static const char *jstr_of(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 void sess_report(sess *s, const char *kind, cJSON *data)
 {
     sess_mgr *m = s->m;
@@ -93,18 +87,18 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
            client asked for (navigate, back, a link clicked), which then
            failed as net::ERR_ABORTED whenever the page had a handler and
            had seen any input. */
-        const char *type = jstr_of(params, "type");
+        const char *type = sess_jstr(params, "type");
         int leave = !strcmp(type, "beforeunload");
         cJSON *q = cJSON_CreateObject();
         pthread_mutex_lock(&s->m->mu);
         int accept = leave || s->dlg_accept;
         if (q && accept && !strcmp(type, "prompt"))
             cJSON_AddStringToObject(q, "promptText",
-                                    s->dlg_has_text ? s->dlg_text : jstr_of(params, "defaultPrompt"));
+                                    s->dlg_has_text ? s->dlg_text : sess_jstr(params, "defaultPrompt"));
         struct sess_dlg *e = &s->dlg_last[s->dlg_seq++ % SESS_DIALOGS_KEPT];
         e->accepted = accept;
         snprintf(e->type, sizeof e->type, "%s", type);
-        const char *msg = jstr_of(params, "message");
+        const char *msg = sess_jstr(params, "message");
         size_t mn = rg_utf8_prefix(msg, sizeof e->message - 1); /* clipped, still UTF-8 */
         memcpy(e->message, msg, mn);
         e->message[mn] = '\0';
@@ -119,7 +113,7 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         kind = "dialog";
         d = cJSON_CreateObject();
         cJSON_AddStringToObject(d, "type", type);
-        cJSON_AddStringToObject(d, "message", jstr_of(params, "message"));
+        cJSON_AddStringToObject(d, "message", sess_jstr(params, "message"));
         cJSON_AddBoolToObject(d, "dismissed", !accept);
     } else if (!strcmp(method, "Runtime.exceptionThrown") || !strcmp(method, "Log.entryAdded")) {
         sess_console_event(t, method, params, NULL); /* kept for the console op, not reported */
@@ -127,7 +121,7 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
     } else if (!strcmp(method, "Page.windowOpen")) {
         /* The URL of the popup that comes next (its target does not know it yet). */
         free(t->open_url);
-        t->open_url = strdup(jstr_of(params, "url"));
+        t->open_url = strdup(sess_jstr(params, "url"));
         return;
     } else if (!strcmp(method, "Page.navigatedWithinDocument")) {
         /* A fragment or history.pushState: the URL the checkpoint holds moved. */
@@ -140,14 +134,14 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
         kind = "navigation";
         d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "url", jstr_of(fr, "url"));
+        cJSON_AddStringToObject(d, "url", sess_jstr(fr, "url"));
     } else if (!strcmp(method, "Runtime.consoleAPICalled")) {
         kind = "console";
         char text[1024]; /* the event's cut (docs/protocol.md); the log clips it again */
         console_text(cJSON_GetObjectItemCaseSensitive(params, "args"), text, sizeof text);
         sess_console_event(t, method, params, text);
         d = cJSON_CreateObject();
-        cJSON_AddStringToObject(d, "type", jstr_of(params, "type"));
+        cJSON_AddStringToObject(d, "type", sess_jstr(params, "type"));
         cJSON_AddStringToObject(d, "text", text);
     }
     if (!kind)
@@ -224,10 +218,10 @@ static void on_crash(void *ud, const char *session_id, const char *method, const
     (void)session_id;
     (void)method;
     char sid[sizeof s->tabs[0]->session];
-    if (!is_tab_target(s, jstr_of(params, "targetId"), sid, sizeof sid))
+    if (!is_tab_target(s, sess_jstr(params, "targetId"), sid, sizeof sid))
         return;
     rg_log(RG_LOG_WARN, "session", "%s: the page's renderer crashed (%s)", s->id,
-           jstr_of(params, "status"));
+           sess_jstr(params, "status"));
     __atomic_store_n(&s->lost, 1, __ATOMIC_SEQ_CST);
     /* A call in flight on the dead page would wait out its whole timeout
        (the page-level crash event does not always come): it fails now. */
@@ -242,7 +236,7 @@ static void on_info(void *ud, const char *session_id, const char *method, const 
     if (!method)
         return;
     const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-    if (is_tab_target(s, jstr_of(ti, "targetId"), NULL, 0))
+    if (is_tab_target(s, sess_jstr(ti, "targetId"), NULL, 0))
         __atomic_add_fetch(&s->page_gen, 1, __ATOMIC_SEQ_CST);
 }
 

@@ -402,12 +402,6 @@ static void deny_more(sess *s)
     rg_buf_destroy(&q);
 }
 
-static const char *jstr_of(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static double jnum_of(const cJSON *o, const char *k)
 {
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
@@ -485,11 +479,11 @@ static void dl_begin(sess *s, const cJSON *params, cJSON **ev)
 {
     struct sess_files *f = s->files;
     sess_download d = {0};
-    const char *id = jstr_of(params, "guid");
+    const char *id = sess_jstr(params, "guid");
     if (!id_ok(id))
         return;
     snprintf(d.id, sizeof d.id, "%s", id);
-    name_from_page(jstr_of(params, "suggestedFilename"), d.name, sizeof d.name);
+    name_from_page(sess_jstr(params, "suggestedFilename"), d.name, sizeof d.name);
     snprintf(d.mime, sizeof d.mime, "%s", mime_of(d.name));
     d.state = SESS_DL_STARTED;
     pthread_mutex_lock(&f->mu);
@@ -531,12 +525,12 @@ static int settled_full(struct sess_files *f)
 static void dl_progress(sess *s, const cJSON *params, cJSON **ev)
 {
     struct sess_files *f = s->files;
-    const char *st = jstr_of(params, "state");
+    const char *st = sess_jstr(params, "state");
     size_t got = (size_t)jnum_of(params, "receivedBytes");
     size_t total = (size_t)jnum_of(params, "totalBytes");
     int cancel = 0;
     pthread_mutex_lock(&f->mu);
-    const char *id = jstr_of(params, "guid");
+    const char *id = sess_jstr(params, "guid");
     sess_download *d = find_dl(f, id);
     if (!d && f->dl_allowed && !strcmp(st, "completed") && id_ok(id)) {
         /* One refused past the list's cap that ended before its cancel

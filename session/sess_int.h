@@ -217,6 +217,8 @@ int sess_tab_call_async(sess_tab *t, const char *method, const char *params, int
 int sess_page_waiter(sess *s, const char *event, cdp_waiter **out);
 /** Evaluates expr (which returns a JSON string) in the page and parses it into *out. */
 int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out);
+/** o's string member k, or "" when absent or not a string (borrowed from o). */
+const char *sess_jstr(const cJSON *o, const char *k);
 /** A copy of o's string member k ("" when absent); NULL only without memory. */
 char *sess_json_dup(const cJSON *o, const char *k);
 

@@ -544,8 +544,6 @@ int sess_console(sess *s, uint64_t since, int level, sess_console_list *out);
  */
 int sess_console_untold(sess *s, int level, sess_console_list *out);
 void sess_console_list_free(sess_console_list *l);
-/** The session's count of messages so far (any thread). */
-uint64_t sess_console_seq(sess *s);
 
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);

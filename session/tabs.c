@@ -31,12 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *jstr_of(const cJSON *o, const char *k)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, k);
-    return cJSON_IsString(v) ? v->valuestring : "";
-}
-
 static sess_tab *tab_alloc(sess *s, const char *id, const char *target, const char *session)
 {
     sess_tab *t = calloc(1, sizeof *t);
@@ -229,14 +223,14 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
         !cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "waitingForDebugger")))
         return;
     const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-    const char *child = jstr_of(params, "sessionId"), *tid = jstr_of(ti, "targetId");
-    if (!*child || !*tid || strcmp(jstr_of(ti, "type"), "page") ||
-        strcmp(jstr_of(ti, "browserContextId"), pool_lease_context(s->lease)) ||
+    const char *child = sess_jstr(params, "sessionId"), *tid = sess_jstr(ti, "targetId");
+    if (!*child || !*tid || strcmp(sess_jstr(ti, "type"), "page") ||
+        strcmp(sess_jstr(ti, "browserContextId"), pool_lease_context(s->lease)) ||
         !pool_lease_adopts(s->lease))
         return;
     char opener_tab[SESS_TAB_ID_MAX] = "";
-    const char *opener = jstr_of(ti, "openerId");
-    const char *url = jstr_of(ti, "url");
+    const char *opener = sess_jstr(ti, "openerId");
+    const char *url = sess_jstr(ti, "url");
     char *open_url = NULL;
     pthread_mutex_lock(&m->mu);
     int open = 0;
@@ -360,7 +354,7 @@ static void on_destroyed(void *ud, const char *session_id, const char *method,
     (void)session_id;
     if (!method)
         return;
-    const char *tid = jstr_of(params, "targetId");
+    const char *tid = sess_jstr(params, "targetId");
     sess_tab *t = NULL;
     int open = 0;
     pthread_mutex_lock(&s->m->mu);
@@ -548,8 +542,8 @@ int sess_tabs_list(sess *s, sess_tab_info **out, size_t *n)
         int rc = sess_browser_call(s, "Target.getTargetInfo", q, SESS_CALL_TIMEOUT_MS, &rep);
         const cJSON *ti = rc == 0 ? cJSON_GetObjectItemCaseSensitive(rep.result, "targetInfo")
                                   : NULL;
-        r[i].url = strdup(sess_tab_url(v[i], jstr_of(ti, "url")));
-        r[i].title = strdup(jstr_of(ti, "title"));
+        r[i].url = strdup(sess_tab_url(v[i], sess_jstr(ti, "url")));
+        r[i].title = strdup(sess_jstr(ti, "title"));
         cdp_reply_free(&rep);
         if (!r[i].url || !r[i].title) {
             sess_tab_infos_free(r, (size_t)i + 1);

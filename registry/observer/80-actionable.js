@@ -221,34 +221,24 @@
     }
     if (pre) return Promise.resolve(pre);
     /*
-     * Stability. When nothing was scrolled and no CSS animation or transition
-     * runs in the element's document or the top one, its box cannot move
-     * between frames: check at once (a click then costs a few DevTools round
-     * trips, not two frames). Otherwise compare the box across two frames.
+     * Stability: the box compared with itself one frame apart. With no CSS
+     * animation or transition running in the element's document or the top
+     * one, it cannot move between frames unless a script moves it: when
+     * nothing was scrolled it is checked at once (a click then costs a few
+     * DevTools round trips, not frames), and after a scroll the box as the
+     * scroll left it is compared with the box a frame later, once the
+     * page's scroll listeners and frame callbacks ran (a header that
+     * shrinks on scroll, content that loads above). While something
+     * animates, the boxes of the next two frames are compared.
      */
     var still = !animating(el.ownerDocument) && !animating(document);
-    if (!scrolled && still) {
-      var rs = guarded(function () { return rectOf(boxEl(el)); })();
-      return Promise.resolve(finish(typeof rs === 'string' ? null : rs));
+    function box() {
+      return connected(el) ? guarded(function () { return rectOf(boxEl(el)); })() : null;
     }
-    /*
-     * Scrolled, with nothing animating: the box as the scroll left it, then
-     * again a frame later, after the page's scroll listeners and frame
-     * callbacks ran (a header that shrinks on scroll, content that loads
-     * above): one frame apart, as two frames' boxes are, one frame sooner.
-     */
-    if (still) {
-      var rn = guarded(function () { return rectOf(boxEl(el)); })();
-      return nextFrame().then(function () {
-        return finish(typeof rn === 'string' ? null : rn);
-      });
-    }
-    var r1 = null;
-    return nextFrame().then(function () {
-      if (connected(el)) r1 = guarded(function () { return rectOf(boxEl(el)); })();
-      return nextFrame();
-    }).then(function () {
-      return finish(r1);
+    if (!scrolled && still) return Promise.resolve(finish(box()));
+    var first = still ? Promise.resolve(box()) : nextFrame().then(box);
+    return first.then(function (r1) {
+      return nextFrame().then(function () { return finish(r1); });
     });
 
     function finish(r1) {

@@ -1341,6 +1341,33 @@ static void test_console_keeps_what_the_page_said(void **state)
     assert_int_equal(rg_utf8_prefix(t, 1000), 1000);
     next = next_of(r);
     cJSON_Delete(r);
+    /* Six errors of 403 bytes, a moment after the click: the next reply
+       lists the last 4, each clipped at 300 bytes (when the click's own
+       reply came late enough to list some, the rest, at most 4, the last
+       of them E6); a reply after that lists none. */
+    r = expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#errs\"}}");
+    int in_click = errors_with(r, "E");
+    cJSON_Delete(r);
+    cJSON_Delete(console_until(sid, next, "E6 "));
+    r = expect_ok(&gw, sid, read_boom);
+    const cJSON *errs = cJSON_GetObjectItemCaseSensitive(result(r), "errors");
+    int n_errs = cJSON_GetArraySize(errs);
+    assert_true(in_click <= 4);
+    if (in_click == 0) {
+        assert_int_equal(n_errs, 4);
+        assert_int_equal(strncmp(json_str(cJSON_GetArrayItem(errs, 0), "text"), "E3 x", 4), 0);
+    }
+    assert_true(n_errs >= 1 && n_errs <= 4);
+    for (int k = 0; k < n_errs; k++)
+        assert_int_equal(strlen(json_str(cJSON_GetArrayItem(errs, k), "text")), 300);
+    assert_int_equal(strncmp(json_str(cJSON_GetArrayItem(errs, n_errs - 1), "text"), "E6 x", 4), 0);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, read_boom);
+    assert_null(cJSON_GetObjectItemCaseSensitive(result(r), "errors"));
+    cJSON_Delete(r);
+    r = console_of(sid, 0, NULL);
+    next = next_of(r);
+    cJSON_Delete(r);
 
     /* refused, changing nothing */
     cmd_err(sid, "{\"op\":\"console\",\"args\":{\"since\":-1}}", 400, "bad_request");
@@ -1364,6 +1391,18 @@ static void test_console_keeps_what_the_page_said(void **state)
         assert_true(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(msgs, 0), "seq")->valueint >
                     next);
     assert_null(cJSON_GetObjectItemCaseSensitive(result(r), "dropped"));
+    next = next_of(r);
+    cJSON_Delete(r);
+    /* a source URL is kept to 300 bytes */
+    char longq[360], body2[1024];
+    memset(longq, 'q', 340);
+    longq[340] = '\0';
+    snprintf(body2, sizeof body2, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s?%s\"}}", url, longq);
+    cJSON_Delete(expect_ok(&gw, sid, body2));
+    r = console_until(sid, next, "page loaded");
+    const char *u = json_str(message_with(r, "page loaded"), "url");
+    assert_int_equal(strlen(u), 300);
+    assert_int_equal(strncmp(u, url, strlen(url)), 0);
     cJSON_Delete(r);
     close_session(sid);
     assert_true(httpd_count(pages, "/favicon.ico") > 0); /* the 404 the console left out */
