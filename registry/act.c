@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "registry/reg_int.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -494,8 +495,8 @@ static int click_at(reg_page_handle h, double x, double y, const char *button, i
 
 /* ---- actions ---- */
 
-static int screenshot(reg_page_handle h, const reg_action *a, int index, int64_t deadline,
-                      reg_action_result *out, char *err, size_t errlen)
+static int screenshot(reg_page *pg, reg_page_handle h, const reg_action *a, int index,
+                      int64_t deadline, reg_action_result *out, char *err, size_t errlen)
 {
     const char *fmt = a->format && !strcmp(a->format, "jpeg") ? "jpeg" : "png";
     if (a->format && strcmp(a->format, "png") && strcmp(a->format, "jpeg")) {
@@ -514,10 +515,21 @@ static int screenshot(reg_page_handle h, const reg_action *a, int index, int64_t
         rc = wait_actionable(h, index, "{\"scroll\":true}", NULL, NULL, deadline, box, NULL, err,
                              errlen);
         cJSON *js = NULL;
-        if (rc == 0)
+        double fxy[4] = {0, 0, 0, 0};
+        if (rc == 0 && pg->act_frame[0]) {
+            /* In a frame of another site: only the page's target takes a
+               screenshot, so the box goes where the frame is in the page. */
+            if ((rc = reg_frames_offset(pg->act_top, &pg->act_xf, fxy)) < 0)
+                snprintf(err, errlen, "where the frame is in the page is not known (%s)",
+                         rg_err_code(rc));
+            h = pg->act_top;
+        } else if (rc == 0) {
             rc = call(h, 0, &js, err, errlen, "JSON.stringify({x:scrollX,y:scrollY})");
+        }
         if (rc == 0) {
-            double sx = jint(js, "x", 0), sy = jint(js, "y", 0);
+            double sx = js ? jint(js, "x", 0) : fxy[2], sy = js ? jint(js, "y", 0) : fxy[3];
+            box[0] += fxy[0];
+            box[1] += fxy[1];
             w = box[2];
             hgt = box[3];
             rg_buf_printf(&q,
@@ -668,7 +680,7 @@ static int inspect(reg_page *pg, reg_page_handle h, int index, reg_action_result
         nd.role = jstr(js, "role");
         nd.name = jstr(js, "name");
         nd.tag = jstr(js, "tag");
-        nd.frame = jstr(js, "frame");
+        nd.frame = pg->act_frame[0] ? pg->act_frame : jstr(js, "frame");
         nd.name_attr = jstr(js, "nattr");
         nd.index = index;
         nd.ident.testid = (char *)jstr(js, "testid");
@@ -1085,7 +1097,7 @@ static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int 
         break;
     }
     case REG_OP_SCREENSHOT:
-        rc = screenshot(h, a, i, deadline, out, err, errlen);
+        rc = screenshot(pg, h, a, i, deadline, out, err, errlen);
         break;
     case REG_OP_INSPECT:
         rc = inspect(pg, h, i, out, err, errlen);
@@ -1135,6 +1147,45 @@ static int checked_in_page(reg_page *pg, const reg_action *a, const char *ref, r
     return 0;
 }
 
+/*
+ * A ref whose element is in a frame of another site (its entry's frame is
+ * "x<key>", registry/frames.c): the action runs in the frame's own target,
+ * whose input events take the frame's coordinates, as a page's do. Sets
+ * pg's act_* for the frame and *fh to the frame's handle (its session in *x)
+ * and returns 1; 0 for a ref of the page itself; RG_ESTALE when the frame
+ * is gone.
+ */
+static int frame_of(reg_page *pg, reg_page_handle h, const char *ref, reg_xframe *x,
+                    reg_page_handle *fh, char *err, size_t errlen)
+{
+    int rc;
+    if (!pg->loaded && (rc = reg_page_load(pg)) < 0)
+        return rc;
+    const reg_entry *e = entry_of(pg, ref);
+    char *end;
+    long key = e && e->frame && e->frame[0] == 'x' ? strtol(e->frame + 1, &end, 10) : -1;
+    if (key < 0 || key > INT_MAX || *end)
+        return 0;
+    int base, n;
+    if (reg_frames_find(pg, h, (int)key, x, &base, &n) < 0) {
+        snprintf(err, errlen,
+                 "the frame that held %s is gone (the page changed): observe again", ref);
+        return RG_ESTALE;
+    }
+    *fh = x->h;
+    fh->session = x->session;
+    pg->act_hint = -1;
+    snprintf(pg->act_ref, sizeof pg->act_ref, "%s", ref);
+    if (base < 0 && (rc = reg_frames_locate(*fh, e, &pg->act_hint)) < 0) {
+        snprintf(err, errlen, "the frame that holds %s did not answer: %s", ref, rg_err_code(rc));
+        return rc;
+    }
+    snprintf(pg->act_frame, sizeof pg->act_frame, "%s", e->frame);
+    pg->act_base = base;
+    pg->act_n = n;
+    return 1;
+}
+
 int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_result *out, char *err,
             size_t errlen)
 {
@@ -1154,6 +1205,17 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
     if (needs_target && !has_target) {
         snprintf(err, errlen, "this operation needs a target");
         return RG_EBADREQ;
+    }
+    reg_xframe xf;
+    reg_page_handle top = h;
+    int in_frame = 0;
+    if (has_target && t.kind == REG_T_REF) {
+        if ((rc = frame_of(pg, h, t.value, &xf, &h, err, errlen)) < 0)
+            goto out;
+        in_frame = rc;
+        rc = 0;
+        pg->act_top = top;
+        pg->act_xf = xf;
     }
     if (a->op == REG_OP_WAIT) {
         if (!has_target && !a->text && !a->url) {
@@ -1209,5 +1271,15 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
 out:
     if (has_target)
         reg_target_destroy(&t);
+    if (in_frame) {
+        double fxy[4];
+        /* the point in the page's viewport, as for any click */
+        if (rc == 0 && out->has_point && reg_frames_offset(top, &xf, fxy) == 0) {
+            out->x += fxy[0];
+            out->y += fxy[1];
+        }
+        pg->act_frame[0] = '\0';
+        out->has_scroll = 0; /* the frame's scroll, not the page's */
+    }
     return rc;
 }

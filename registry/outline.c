@@ -112,7 +112,10 @@ static int landmark(const reg_node *nd)
 {
     static const char *const roles[] = {"banner", "navigation", "main", "contentinfo",
                                         "complementary", "search", "dialog", "alertdialog",
-                                        "region", "form", NULL};
+                                        "region", "form",
+                                        /* a frame of another site holding refs: an agent
+                                           sees which refs are in it */
+                                        "Iframe", NULL};
     for (int i = 0; roles[i]; i++)
         if (role_is(nd, roles[i]))
             return 1;

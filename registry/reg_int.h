@@ -48,6 +48,76 @@ void reg_world_set_ctx(reg_world *w, int ctx);
 unsigned reg_world_gen(reg_world *w);
 const char *reg_world_frame(reg_world *w);
 
+/* ---- frames of other sites (world.c, frames.c) ---- */
+
+#define REG_XFRAMES_MAX 8 /* frames of other sites observed in one page */
+
+/** The page-side indexes [base, base + n) of an observation that are frame target's. */
+typedef struct reg_xseg {
+    char target[64];
+    int base, n;
+} reg_xseg;
+
+/** A frame of another site in a page, as reg_world_xframes lists it. */
+typedef struct reg_xframe {
+    reg_page_handle h;  /* its session and world (h.session points into this struct) */
+    char session[64], target[64];
+    size_t slot;
+    int key;            /* its owner element's key in the page's document, -1: not known yet */
+    unsigned info;      /* its target's info changes seen when listed */
+    int error;          /* 1: the browser's error page is in it, 0: not, -1: not known yet */
+} reg_xframe;
+
+/**
+ * The frames of other sites attached to the page of w (a page's world, not
+ * a frame's), at most max, in out. The worlds of detached ones are freed.
+ * The page's holder only.
+ */
+size_t reg_world_xframes(reg_world *w, reg_xframe *out, size_t max);
+/** Makes x's world if it has none yet (x->h.world stays NULL if that fails). */
+void reg_world_xframe_open(reg_world *w, reg_xframe *x, int timeout_ms);
+/**
+ * Adds the outline of a frame of another site, the page-side reply root
+ * (taken over, freed with o), to o, to go under o's node at once refs are
+ * given (reg_observation_place_frames): its nodes one level deeper, with
+ * indexes of their own past the page's (pg->xsegs), "frame" "x<key>". 0 or
+ * RG_ENOMEM.
+ */
+int reg_observation_add_frame(reg_page *pg, reg_observation *o, size_t at, const reg_xframe *x,
+                              cJSON *root);
+/**
+ * Adds the outlines of the page's frames of other sites to o, each to go
+ * under its Iframe line (registry/frames.c), with at most max refs among
+ * them all. A frame that does not answer is left out, and so is everything
+ * past REG_XFRAMES_MAX. 0 or RG_ENOMEM.
+ */
+int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts, size_t max,
+                       reg_observation *o);
+/**
+ * The frame of another site whose key in the page's current document is key
+ * into *x, and where its indexes start in the last observation into *base
+ * (-1: not known), how many into *n. RG_ENOTFOUND when no attached frame has
+ * that key.
+ */
+int reg_frames_find(reg_page *pg, reg_page_handle h, int key, reg_xframe *x, int *base, int *n);
+/**
+ * Where frame x's viewport is in the page's (h): xy[0], xy[1] in CSS px of
+ * the page's viewport, and the page's scroll in xy[2], xy[3]. 0 or an error.
+ */
+int reg_frames_offset(reg_page_handle h, const reg_xframe *x, double xy[4]);
+/**
+ * The frame's element that is e's, found by identity (the frame observed
+ * now), into *local (the frame's own index; -1 when no single element scores
+ * at least REG_SAME_SCORE). For a frame whose indexes are not known here (a
+ * session restored on this worker before its frames were in). 0 or the
+ * call's error.
+ */
+int reg_frames_locate(reg_page_handle fh, const reg_entry *e, int *local);
+/** Keeps whether x holds the browser's error page, until its target's info changes. */
+void reg_world_xframe_error(reg_world *w, const reg_xframe *x, int error);
+/** Keeps x's key for the page's current document. */
+void reg_world_xframe_key(reg_world *w, const reg_xframe *x, int key);
+
 /* A page's registry (see registry.c). */
 struct reg_page {
     reg_store *store;
@@ -63,6 +133,19 @@ struct reg_page {
     uint64_t seq;
     unsigned obs_gen;   /* 1 + reg_world_gen at the last observation (its document); 0: unknown */
     struct reg_base *base; /* the page's last reply as decoded, for its next delta, or NULL */
+    /* Frames of other sites: the page-side indexes of the last observation
+       that are a frame's (its own index plus base), by the frame's target. */
+    reg_xseg xsegs[REG_XFRAMES_MAX];
+    size_t n_xsegs;
+    /* An action on a ref in a frame (act.c): indexes are the frame's, and
+       reg_page_index and reg_page_bind add or take away act_base (-1: the
+       frame's indexes of the last observation are not known here). */
+    char act_frame[16]; /* the frame's "x<key>", "" for none */
+    int act_base, act_n;
+    int act_hint;               /* act_base -1: act_ref's element found by identity, or -1 */
+    char act_ref[REG_REF_MAX];
+    reg_page_handle act_top;    /* the page the frame is in */
+    reg_xframe act_xf;          /* the frame (act_xf.h.session is not set) */
 };
 
 

@@ -74,7 +74,21 @@ struct reg_base {
     size_t n_chunks;
 };
 
+/* A frame's outline added to an observation (reg_observation_add_frame). */
+struct xpart {
+    cJSON *root;       /* the frame's reply, which its nodes borrow from */
+    const char **alts; /* its nodes' alternative selectors */
+    size_t at;         /* the page's node it goes under */
+    size_t first, n;   /* its nodes in the observation, until they are placed */
+    char frame[16];    /* "x<key>": its nodes' frame */
+};
+
 struct obs_priv {
+    struct xpart xparts[REG_XFRAMES_MAX];
+    size_t n_xparts;
+    size_t n_page;      /* nodes of the page itself, before the frames' */
+    int next_index;     /* the first page-side index a frame added next would take */
+    reg_xseg segs[REG_XFRAMES_MAX]; /* the frames' indexes, pg->xsegs once committed */
     struct chunk *chunks[BASE_CHUNKS_MAX + 1]; /* replies the nodes borrow from, referenced */
     size_t n_chunks;
     unsigned char *chunk_of; /* by node: its chunk */
@@ -168,6 +182,10 @@ void reg_observation_free(reg_observation *o)
         free(p->chunk_of);
         for (size_t i = 0; i < p->n_chunks; i++)
             chunk_unref(p->chunks[i]);
+        for (size_t i = 0; i < p->n_xparts; i++) {
+            cJSON_Delete(p->xparts[i].root);
+            free(p->xparts[i].alts);
+        }
         free(p);
     }
     free(o->nodes);
@@ -220,6 +238,7 @@ static void decode_one(const cJSON *it, reg_node *nd, const char **alts, size_t 
         nd->is_text = 1;
         nd->text = x;
         nd->role = "text"; /* never NULL: callers compare roles and names */
+        nd->xk = -1;
         nd->name = nd->tag = "";
         nd->index = -1;
         o->n_text++;
@@ -228,6 +247,14 @@ static void decode_one(const cJSON *it, reg_node *nd, const char **alts, size_t 
     nd->text = jstr(it, "tx");
     nd->placeholder = jstr(it, "ph");
     nd->url = jstr(it, "u");
+    nd->xk = jint(it, "xk", -1);
+    const cJSON *xo = cJSON_GetObjectItemCaseSensitive(it, "xo");
+    for (int k = 0; k < 2 && cJSON_IsArray(xo); k++) {
+        const cJSON *v = cJSON_GetArrayItem(xo, k);
+        nd->xo[k] = cJSON_IsNumber(v) && v->valuedouble > -1e9 && v->valuedouble < 1e9
+                        ? (int)v->valuedouble
+                        : 0;
+    }
     nd->role = jstr(it, "role");
     nd->name = jstr(it, "name");
     nd->tag = jstr(it, "tag");
@@ -301,6 +328,116 @@ static int decode_nodes(const cJSON *arr, reg_observation *o, struct obs_priv *p
         i++;
     }
     o->n_nodes = i;
+    return 0;
+}
+
+static int moved(int v, int d);
+
+/* The index the frame's node had in the last observation, or -1. */
+static int frame_prev(const reg_page *pg, const char *target, int prev)
+{
+    for (size_t k = 0; prev >= 0 && k < pg->n_xsegs; k++)
+        if (!strcmp(pg->xsegs[k].target, target))
+            return prev < pg->xsegs[k].n ? pg->xsegs[k].base + prev : -1;
+    return -1;
+}
+
+int reg_observation_add_frame(reg_page *pg, reg_observation *o, size_t at, const reg_xframe *x,
+                              cJSON *root)
+{
+    struct obs_priv *p = o->priv;
+    const cJSON *arr = cJSON_GetObjectItemCaseSensitive(root, "nodes");
+    size_t n = (size_t)cJSON_GetArraySize(arr), n_alt = 0, total = o->n_nodes + n;
+    if (!p || at >= o->n_nodes || p->n_xparts == REG_XFRAMES_MAX || !n) {
+        cJSON_Delete(root);
+        return 0;
+    }
+    if (!p->n_xparts) {
+        p->n_page = o->n_nodes;
+        for (size_t i = 0; i < o->n_nodes; i++)
+            if (o->nodes[i].index >= p->next_index)
+                p->next_index = o->nodes[i].index + 1;
+    }
+    const cJSON *it;
+    cJSON_ArrayForEach(it, arr)
+    {
+        n_alt += n_sel(it);
+    }
+    const char **alts = calloc(n_alt ? n_alt : 1, sizeof *alts);
+    reg_node *nodes = realloc(o->nodes, total * sizeof *nodes);
+    if (nodes)
+        o->nodes = nodes;
+    char **refs = nodes ? realloc(p->refs, total * sizeof *refs) : NULL;
+    if (refs)
+        p->refs = refs;
+    int *prev = refs ? realloc(p->prev, total * sizeof *prev) : NULL;
+    if (prev)
+        p->prev = prev;
+    unsigned char *chunk_of = prev ? realloc(p->chunk_of, total) : NULL;
+    if (chunk_of)
+        p->chunk_of = chunk_of;
+    if (!alts || !chunk_of) {
+        free(alts);
+        cJSON_Delete(root);
+        return RG_ENOMEM;
+    }
+    memset(refs + o->n_nodes, 0, n * sizeof *refs);
+    memset(chunk_of + o->n_nodes, 0, n); /* not read: the base is the page's nodes only */
+    struct xpart *xp = &p->xparts[p->n_xparts++];
+    *xp = (struct xpart){.root = root, .alts = alts, .at = at, .first = o->n_nodes, .n = n};
+    snprintf(xp->frame, sizeof xp->frame, "x%d", x->key);
+    /* "same": the frame handed back its unchanged last answer, whose nodes
+       sit at the indexes they had (as assign_refs reads a page's) */
+    int same = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "same"));
+    int depth = o->nodes[at].depth + 1, base = p->next_index, n_index = 0;
+    int ox = o->nodes[at].xo[0], oy = o->nodes[at].xo[1];
+    size_t i = o->n_nodes, a = 0, used;
+    cJSON_ArrayForEach(it, arr)
+    {
+        reg_node *nd = &nodes[i];
+        decode_one(it, nd, &alts[a], &used, &prev[i], o);
+        a += used;
+        nd->depth += depth;
+        nd->frame = xp->frame;
+        nd->bounds[0] = moved(nd->bounds[0], ox); /* in the top viewport, as the page's */
+        nd->bounds[1] = moved(nd->bounds[1], oy);
+        if (nd->index >= 0) {
+            if (nd->index >= n_index)
+                n_index = nd->index + 1;
+            prev[i] = frame_prev(pg, x->target, same ? nd->index : prev[i]);
+            nd->index += base;
+        }
+        i++;
+    }
+    reg_xseg *sg = &p->segs[p->n_xparts - 1];
+    snprintf(sg->target, sizeof sg->target, "%s", x->target);
+    sg->base = base;
+    sg->n = n_index;
+    p->next_index = base + n_index;
+    o->n_nodes = total;
+    return 0;
+}
+
+/* Moves each frame's nodes under its Iframe line, once refs are given. */
+static int place_frames(reg_observation *o, struct obs_priv *p)
+{
+    if (!p->n_xparts)
+        return 0;
+    reg_node *nodes = malloc(o->n_nodes * sizeof *nodes);
+    if (!nodes)
+        return RG_ENOMEM;
+    size_t k = 0;
+    for (size_t i = 0; i < p->n_page; i++) {
+        nodes[k++] = o->nodes[i];
+        for (size_t f = 0; f < p->n_xparts; f++) {
+            if (p->xparts[f].at != i)
+                continue;
+            memcpy(&nodes[k], &o->nodes[p->xparts[f].first], p->xparts[f].n * sizeof *nodes);
+            k += p->xparts[f].n;
+        }
+    }
+    free(o->nodes);
+    o->nodes = nodes;
     return 0;
 }
 
@@ -418,6 +555,8 @@ static int decode_delta(const cJSON *ops, long count, const struct reg_base *b,
 static void keep_base(reg_page *pg, const reg_observation *o, const struct obs_priv *p,
                       const char *rid)
 {
+    /* the page's own nodes: its next delta is against its own reply */
+    size_t n_nodes = p->n_xparts ? p->n_page : o->n_nodes;
     base_free(pg->base);
     pg->base = NULL;
     if (!rid || strlen(rid) >= sizeof pg->base->id || !pg->cfg.keep_max)
@@ -425,7 +564,7 @@ static void keep_base(reg_page *pg, const reg_observation *o, const struct obs_p
     int map[BASE_CHUNKS_MAX + 1];
     for (size_t c = 0; c < p->n_chunks; c++)
         map[c] = -1;
-    for (size_t i = 0; i < o->n_nodes; i++)
+    for (size_t i = 0; i < n_nodes; i++)
         map[p->chunk_of[i]] = 0;
     size_t n_ch = 0, bytes = 0, n_alt = 0;
     for (size_t c = 0; c < p->n_chunks; c++) {
@@ -436,12 +575,12 @@ static void keep_base(reg_page *pg, const reg_observation *o, const struct obs_p
     }
     if (n_ch > BASE_CHUNKS_MAX || bytes > pg->cfg.keep_max)
         return;
-    for (size_t i = 0; i < o->n_nodes; i++)
+    for (size_t i = 0; i < n_nodes; i++)
         n_alt += o->nodes[i].n_alt;
     struct reg_base *b = calloc(1, sizeof *b);
     if (!b)
         return;
-    size_t n = o->n_nodes;
+    size_t n = n_nodes;
     b->nodes = malloc((n ? n : 1) * sizeof *b->nodes);
     b->alts = malloc((n_alt ? n_alt : 1) * sizeof *b->alts);
     b->chunk_of = malloc(n ? n : 1);
@@ -1139,6 +1278,14 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         goto fail;
     int same = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "same"));
     out->reused = same;
+    if ((rc = reg_frames_observe(pg, h, opts, max, out)) < 0)
+        goto fail;
+    if (p->n_xparts && same) {
+        /* as assign_refs reads "same": every page node at the index it had */
+        for (size_t i = 0; i < p->n_page; i++)
+            p->prev[i] = out->nodes[i].index;
+        same = 0;
+    }
     if ((rc = assign_refs(pg, out, p, same, &up, &n_up)) < 0)
         goto fail;
     rc = commit_and_cache(pg, up, n_up, &out->n_removed, 0);
@@ -1147,7 +1294,11 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         goto fail;
     remember(pg, out);
     pg->obs_gen = gen;
+    memcpy(pg->xsegs, p->segs, sizeof pg->xsegs);
+    pg->n_xsegs = p->n_xparts;
     keep_base(pg, out, p, jstr(root, "rid"));
+    if ((rc = place_frames(out, p)) < 0)
+        goto fail;
     out->snapshot_id = ++pg->seq;
     out->mode = opts->mode == REG_MODE_INTERACTIVE ? REG_MODE_INTERACTIVE : REG_MODE_FULL;
     out->depth = opts->depth > 0 ? opts->depth : 0;
@@ -1181,14 +1332,32 @@ fail:
 
 int reg_page_index(const reg_page *pg, const char *ref)
 {
-    for (size_t i = 0; ref && i < pg->n_prev; i++)
-        if (pg->prev_refs[i] && !strcmp(pg->prev_refs[i], ref))
+    for (size_t i = 0; ref && i < pg->n_prev; i++) {
+        if (!pg->prev_refs[i] || strcmp(pg->prev_refs[i], ref))
+            continue;
+        if (!pg->act_frame[0])
             return (int)i;
+        /* an action in a frame: the frame's own index */
+        int k = (int)i - pg->act_base;
+        if (pg->act_base >= 0)
+            return k < pg->act_n ? k : -1;
+        break;
+    }
+    /* a frame's indexes not known here: the element found by identity */
+    if (pg->act_frame[0] && pg->act_base < 0 && ref && !strcmp(ref, pg->act_ref))
+        return pg->act_hint;
     return -1;
 }
 
 int reg_page_bind(reg_page *pg, int index, const char *ref)
 {
+    if (pg->act_frame[0]) {
+        /* a frame's index: a place past the page's is its when its place is
+           known, else the binding waits for the next observation */
+        if (pg->act_base < 0 || index >= pg->act_n)
+            return 0;
+        index += pg->act_base;
+    }
     if (index < 0)
         return 0;
     if ((size_t)index >= pg->n_prev) {

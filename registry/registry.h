@@ -108,7 +108,8 @@ typedef struct reg_entry {
     char **alt;         /* alternative selectors, best first */
     size_t n_alt;
     char *css_path;     /* cached CSS path */
-    char *frame;        /* "" for the main document, else the frame path */
+    char *frame;        /* "" for the main document, "0", "0.1" for same-origin frames,
+                           "x<key>" for a frame of another site (registry/frames.c) */
     char *name_attr;    /* the element's name attribute (self-healing), or NULL */
     int bounds[4];      /* x, y, w, h in CSS px at the last observation */
     int64_t last_seen_ms; /* as the store has it */
@@ -319,6 +320,9 @@ typedef struct reg_node {
     const char *text;     /* a text line's text; an element's text after the colon, or NULL */
     const char *placeholder; /* a field's placeholder when it is not its name, or NULL */
     const char *url;         /* an Iframe of another site: its src's origin and path, or NULL */
+    int xk;                  /* an Iframe's key in its document (its frame's outline goes
+                                under it: registry/frames.c), else -1 */
+    int xo[2];               /* an Iframe: where its viewport starts in the top one */
     const char *role, *name, *tag, *value;
     int level;            /* heading level or 0 */
     unsigned states;      /* REG_S_* bits */

@@ -50,14 +50,37 @@
 /* A load report larger than this is not kept (the page is asked instead). */
 #define LOAD_JSON_MAX 65536
 
+/*
+ * A frame of another site in the page: Chromium gives it a renderer process
+ * and a DevTools target of its own, out of reach of the page's world. Each
+ * is attached (Target.setAutoAttach on the page's session, flattened), and
+ * the registry observes it through a world of its own (registry/frames.c).
+ */
+struct xframe {
+    char target[64];  /* the target's id, which is also its frame's id */
+    char session[64]; /* the flattened session the attach made */
+    reg_world *w;     /* its world, made on first use by the page's holder, or NULL */
+    int gone;         /* detached: its world is freed by the holder (reader thread sets it) */
+    unsigned key_gen; /* 1 + the page's world generation key was found in, 0: not found */
+    int key;          /* its owner element's key there (50-observe.js, xkeyOf) */
+    unsigned info;    /* Target.targetInfoChanged events seen (its URL or title changed) */
+    unsigned probed;  /* 1 + info when error was found, 0: not yet */
+    int error;        /* the browser's error page is in it (a frame that did not load) */
+};
+
 struct reg_world {
     cdp_conn *conn;
+    int child;      /* the world of a frame of another site: no frames, no load reports */
+    struct xframe xf[REG_XFRAMES_MAX]; /* guarded by mu */
+    size_t n_xf;
     char frame[64]; /* the main frame's id */
     int sub;
     int ctx;      /* the world's execution context in the main frame's document, 0: unknown */
     unsigned gen; /* contexts the world was given in the main frame: one per document */
     pthread_mutex_t mu;
-    pthread_cond_t cv;    /* a report came, or the document went */
+    pthread_cond_t cv;    /* a report came, or the document went, or a probe answered */
+    int probes;           /* frames' error probes still out (on_probe) */
+    int closing;          /* being freed: no more probes */
     char *load;           /* the last load report (JSON text), or NULL */
     unsigned load_gen;    /* gen when it came */
     int load_final;       /* it is the second report, the one with the storage */
@@ -72,10 +95,110 @@ static void wake(reg_world *w)
     pthread_mutex_unlock(&w->mu);
 }
 
+/*
+ * Whether a frame holds the browser's error page (a frame that did not
+ * load) is asked as soon as its URL changes, without waiting, so that an
+ * observe right after the page's load finds it known (registry/frames.c
+ * asks what is not known yet itself).
+ */
+struct probe {
+    reg_world *w;
+    char session[64];
+    unsigned info;
+};
+
+static void on_probe(void *ud, int rc, cdp_reply *r)
+{
+    struct probe *pr = ud;
+    reg_world *w = pr->w;
+    const char *proto =
+        rc == 0 ? jstr(cJSON_GetObjectItemCaseSensitive(r->result, "result"), "value") : NULL;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; proto && i < w->n_xf; i++) {
+        struct xframe *x = &w->xf[i];
+        if (!strcmp(x->session, pr->session) && x->info == pr->info) {
+            x->error = !strcmp(proto, "chrome-error:");
+            x->probed = x->info + 1;
+        }
+    }
+    w->probes--;
+    pthread_cond_broadcast(&w->cv);
+    pthread_mutex_unlock(&w->mu);
+    free(pr);
+}
+
+/* Under w->mu. */
+static void probe(reg_world *w, const struct xframe *x)
+{
+    struct probe *pr = malloc(sizeof *pr);
+    if (!pr)
+        return;
+    pr->w = w;
+    snprintf(pr->session, sizeof pr->session, "%s", x->session);
+    pr->info = x->info;
+    w->probes++;
+    if (cdp_call_async(w->conn, x->session, "Runtime.evaluate",
+                       "{\"expression\":\"location.protocol\",\"returnByValue\":true}", 5000,
+                       on_probe, pr) < 0) {
+        w->probes--;
+        free(pr);
+    }
+}
+
+/* A frame of another site was attached to the page's session, or detached. */
+static void on_target(reg_world *w, const char *method, const cJSON *params)
+{
+    const char *sid = jstr(params, "sessionId");
+    int info = !strcmp(method, "Target.targetInfoChanged"); /* no session in it */
+    if (!info && (!sid || strlen(sid) >= sizeof w->xf[0].session))
+        return;
+    pthread_mutex_lock(&w->mu);
+    if (!strcmp(method, "Target.attachedToTarget")) {
+        const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
+        const char *type = jstr(ti, "type"), *tid = jstr(ti, "targetId");
+        size_t slot = w->n_xf;
+        for (size_t i = 0; i < w->n_xf && slot == w->n_xf; i++)
+            if (w->xf[i].gone && !w->xf[i].w)
+                slot = i; /* a detached one whose world is already freed */
+        if (type && !strcmp(type, "iframe") && tid && strlen(tid) < sizeof w->xf[0].target &&
+            slot < REG_XFRAMES_MAX) {
+            struct xframe *x = &w->xf[slot];
+            memset(x, 0, sizeof *x);
+            snprintf(x->target, sizeof x->target, "%s", tid);
+            snprintf(x->session, sizeof x->session, "%s", sid);
+            if (slot == w->n_xf)
+                w->n_xf++;
+        }
+        /* past REG_XFRAMES_MAX the frame is attached but not observed: its
+           line in the outline says where it comes from, as before */
+    } else if (!strcmp(method, "Target.targetInfoChanged")) {
+        const char *tid = jstr(cJSON_GetObjectItemCaseSensitive(params, "targetInfo"), "targetId");
+        for (size_t i = 0; tid && i < w->n_xf; i++) {
+            if (!strcmp(w->xf[i].target, tid) && !w->xf[i].gone) {
+                w->xf[i].info++;
+                if (!w->closing)
+                    probe(w, &w->xf[i]);
+            }
+        }
+    } else if (!strcmp(method, "Target.detachedFromTarget")) {
+        for (size_t i = 0; i < w->n_xf; i++)
+            if (!strcmp(w->xf[i].session, sid))
+                w->xf[i].gone = 1;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
 static void on_context(void *ud, const char *session_id, const char *method, const cJSON *params)
 {
     reg_world *w = ud;
     (void)session_id;
+    if (method && !strncmp(method, "Target.", 7)) {
+        if (!w->child)
+            on_target(w, method, params);
+        return;
+    }
+    if (method && strncmp(method, "Runtime.", 8))
+        return;
     if (!method) {
         __atomic_store_n(&w->ctx, 0, __ATOMIC_SEQ_CST);
         wake(w);
@@ -188,13 +311,15 @@ int reg_main_frame(reg_page_handle h, int timeout_ms, char *out, size_t outlen)
     return rc;
 }
 
-int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out)
+static int world_new(cdp_conn *conn, const char *session, int child, int timeout_ms,
+                     reg_world **out)
 {
     *out = NULL;
     reg_world *w = calloc(1, sizeof *w);
     if (!w)
         return RG_ENOMEM;
     w->conn = conn;
+    w->child = child;
     pthread_mutex_init(&w->mu, NULL);
     pthread_condattr_t ca;
     pthread_condattr_init(&ca);
@@ -204,9 +329,10 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
     reg_page_handle h = {conn, session, NULL};
     int rc = reg_main_frame(h, timeout_ms, w->frame, sizeof w->frame);
     if (rc == 0) {
-        /* The domain: a method name without its final '.' would match only
-           itself (cdp_subscribe), and the context events are three. */
-        int sub = cdp_subscribe(conn, session, "Runtime.", on_context, w);
+        /* Every event of the session: the Runtime ones follow the world's
+           context, the Target ones the frames of other sites (on_context
+           sorts them; one subscription a tab, not two). */
+        int sub = cdp_subscribe(conn, session, NULL, on_context, w);
         if (sub < 0)
             rc = sub;
         else
@@ -216,7 +342,7 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
        never has it). Before the script: a document the script reaches has
        it by its load event. Without it there are no reports, and a
        navigation asks the page, as before: not a reason to fail the page. */
-    if (rc == 0 && cdp_call(conn, session, "Runtime.addBinding",
+    if (rc == 0 && !child && cdp_call(conn, session, "Runtime.addBinding",
                             "{\"name\":\"" REG_LOAD_BINDING
                             "\",\"executionContextName\":\"" REG_WORLD_NAME "\"}",
                             timeout_ms, NULL) < 0)
@@ -236,6 +362,21 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
                                  timeout_ms, NULL);
         rg_buf_destroy(&q);
     }
+    /*
+     * A frame's world follows its contexts through the Runtime events too
+     * (the page's holder enables Runtime on the page itself). The page's
+     * frames of other sites are attached, existing ones at once, and run
+     * on without waiting: nothing of refgate's needs to be in them before
+     * they load (the observer is installed when first asked for).
+     */
+    if (rc == 0 && child)
+        rc = cdp_call(conn, session, "Runtime.enable", NULL, timeout_ms, NULL);
+    if (rc == 0 && !child &&
+        cdp_call_async(conn, session, "Target.setAutoAttach",
+                       "{\"autoAttach\":true,\"waitForDebuggerOnStart\":false,\"flatten\":true,"
+                       "\"filter\":[{\"type\":\"iframe\"}]}",
+                       timeout_ms, NULL, NULL) < 0)
+        rg_log(RG_LOG_INFO, "registry", "frames of other sites are not observed in this page");
     if (rc < 0) {
         reg_world_free(w);
         return rc;
@@ -244,12 +385,26 @@ int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world
     return 0;
 }
 
+int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out)
+{
+    return world_new(conn, session, 0, timeout_ms, out);
+}
+
 void reg_world_free(reg_world *w)
 {
     if (!w)
         return;
     if (w->sub)
-        cdp_unsubscribe(w->conn, w->sub);
+        cdp_unsubscribe(w->conn, w->sub); /* first: no attach changes the list after it */
+    /* The probes' answers point at w: wait for them (each has a timeout,
+       and a broken connection answers them all at once). */
+    pthread_mutex_lock(&w->mu);
+    w->closing = 1;
+    while (w->probes > 0)
+        pthread_cond_wait(&w->cv, &w->mu);
+    pthread_mutex_unlock(&w->mu);
+    for (size_t i = 0; i < w->n_xf; i++)
+        reg_world_free(w->xf[i].w);
     pthread_mutex_destroy(&w->mu);
     pthread_cond_destroy(&w->cv);
     free(w->load);
@@ -275,4 +430,80 @@ void reg_world_set_ctx(reg_world *w, int ctx)
 const char *reg_world_frame(reg_world *w)
 {
     return w ? w->frame : NULL;
+}
+
+size_t reg_world_xframes(reg_world *w, reg_xframe *out, size_t max)
+{
+    size_t n = 0;
+    if (!w || w->child)
+        return 0;
+    pthread_mutex_lock(&w->mu);
+    for (size_t i = 0; i < w->n_xf; i++) {
+        struct xframe *x = &w->xf[i];
+        reg_world *dead = x->gone ? x->w : NULL;
+        if (x->gone) {
+            x->w = NULL; /* the slot may be taken again once its world is gone */
+            pthread_mutex_unlock(&w->mu);
+            reg_world_free(dead);
+            pthread_mutex_lock(&w->mu);
+            continue;
+        }
+        if (n == max)
+            continue;
+        reg_xframe *o = &out[n++];
+        memset(o, 0, sizeof *o);
+        o->slot = i;
+        snprintf(o->session, sizeof o->session, "%s", x->session);
+        snprintf(o->target, sizeof o->target, "%s", x->target);
+        o->key = x->key_gen == __atomic_load_n(&w->gen, __ATOMIC_SEQ_CST) + 1 ? x->key : -1;
+        o->info = x->info;
+        o->error = x->probed == x->info + 1 ? x->error : -1;
+        o->h.conn = w->conn;
+        o->h.session = o->session;
+        o->h.world = x->w;
+    }
+    pthread_mutex_unlock(&w->mu);
+    return n;
+}
+
+void reg_world_xframe_open(reg_world *w, reg_xframe *x, int timeout_ms)
+{
+    /* Made by the page's holder: only it touches a frame's world besides
+       the free in reg_world_xframes, so no other thread makes one meanwhile. */
+    if (x->h.world)
+        return;
+    reg_world *cw = NULL;
+    if (world_new(w->conn, x->session, 1, timeout_ms, &cw) < 0)
+        return; /* every call then finds the world itself */
+    pthread_mutex_lock(&w->mu);
+    struct xframe *f = &w->xf[x->slot];
+    if (!f->gone && !f->w && !strcmp(f->session, x->session)) {
+        f->w = cw;
+        x->h.world = cw;
+        cw = NULL;
+    }
+    pthread_mutex_unlock(&w->mu);
+    reg_world_free(cw); /* detached meanwhile: its calls fail, and it is skipped */
+}
+
+void reg_world_xframe_key(reg_world *w, const reg_xframe *x, int key)
+{
+    pthread_mutex_lock(&w->mu);
+    struct xframe *f = &w->xf[x->slot];
+    if (!strcmp(f->session, x->session)) {
+        f->key = key;
+        f->key_gen = __atomic_load_n(&w->gen, __ATOMIC_SEQ_CST) + 1;
+    }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void reg_world_xframe_error(reg_world *w, const reg_xframe *x, int error)
+{
+    pthread_mutex_lock(&w->mu);
+    struct xframe *f = &w->xf[x->slot];
+    if (!strcmp(f->session, x->session)) {
+        f->error = error;
+        f->probed = x->info + 1;
+    }
+    pthread_mutex_unlock(&w->mu);
 }

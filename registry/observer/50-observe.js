@@ -162,6 +162,22 @@
     try { return observeOnce(optsJson, base); } finally { sheetsNow = null; }
   }
 
+  /*
+   * A frame's key in this document: a number given the first time a walk
+   * meets the frame element, kept on the element in this world (the page
+   * never sees it) for the document's life. The worker finds which frame of
+   * another site (a DevTools target of its own) sits in which frame element
+   * by asking xkey of the element the browser names as its owner
+   * (registry/frames.c), and puts that frame's outline under the line
+   * whose "xk" it is.
+   */
+  var xkeys = new WeakMap(), xkeyNext = 0;
+  function xkeyOf(el) {
+    var k = xkeys.get(el);
+    if (k === undefined) { k = xkeyNext++; xkeys.set(el, k); }
+    return k;
+  }
+
   /* An iframe's src as origin and path (at most 150 characters), or ''. */
   function frameSource(el) {
     try {
@@ -397,9 +413,10 @@
         else if (role === 'image') include = 'named';
         else if (CONDITIONAL[role] || (textOn && TEXT_ROLES[role])) { include = true; cond = true; }
         /* a frame of another site (its own process): its content is out of
-           this world's reach, so the outline says where it is (Chromium's
-           Iframe, named by its title) and no more */
-        else if (textOn && role === 'Iframe' && !frameDoc(el)) include = true;
+           this world's reach; the line says where it is (Chromium's Iframe,
+           named by its title), and the worker puts the frame's own outline
+           under it (registry/frames.c), in both modes */
+        else if (role === 'Iframe' && !frameDoc(el)) include = true;
         else if (!QUIET_ROLE[role] && isFocusable(el) && attr(el, 'tabindex') !== null &&
                  parseInt(attr(el, 'tabindex'), 10) >= 0 && role !== 'Iframe' && role !== 'SvgRoot') {
           include = true; ia = 1;
@@ -630,11 +647,18 @@
           }
         }
         /* a frame of another site: where it comes from (its origin and path,
-           no query), since its content is out of reach; an agent may open it
-           in a tab of its own */
+           no query), its key, by which the worker puts the frame's outline
+           under it, and where its viewport starts in the top one (inside
+           its border and padding), which the frame's bounds are offset by */
         if (n.role === 'Iframe') {
           var fu = frameSource(e);
           if (fu) node.u = fu;
+          node.xk = xkeyOf(e);
+          var fr = e.getBoundingClientRect(), fs = style(e);
+          node.xo = [Math.round(n.off[0] + fr.left + (parseFloat(fs.borderLeftWidth) || 0) +
+                                (parseFloat(fs.paddingLeft) || 0)),
+                     Math.round(n.off[1] + fr.top + (parseFloat(fs.borderTopWidth) || 0) +
+                                (parseFloat(fs.paddingTop) || 0))];
         }
         if (n.extra && n.extra.nr) node.nr = 1;
         /* ce: the outline shows the text as content, not again as a value */

@@ -18,6 +18,8 @@
     waitCheck: guarded(waitCheck),
     captureState: guarded(captureState),
     editedFields: guarded(editedFields),
+    /* a frame element's key (50-observe.js, xkeyOf): called on the element itself */
+    xkey: function (el) { return el && el.nodeType === 1 ? xkeyOf(el) : -1; },
     restoreState: guarded(restoreState),
     /* counters of the observer's walks: full, incremental, answered unchanged; warm: 1 once
        the idle warm-up ran (95-warm.js); pseudo: ::before/::after styles read for names */

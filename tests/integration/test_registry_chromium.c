@@ -21,6 +21,7 @@
 
 #include "pool/pool.h"
 #include "registry/registry.h"
+#include "registry/reg_int.h"
 #include "tests/support/expect.h"
 #include "tests/support/fixture.h"
 #include "tests/support/page.h"
@@ -485,6 +486,143 @@ static void test_a_frame_of_another_site_says_where_from(void **state)
     assert_non_null(strstr(a.text, "\n  - button \"Inner\" [ref=@")); /* our frame: walked */
     reg_observation_free(&a);
     fx_close(&f);
+}
+
+/* An action on the page of f, 0 or the error. */
+static int act_on(struct fx *f, reg_action *a)
+{
+    char err[256];
+    reg_action_result r;
+    a->timeout_ms = a->timeout_ms ? a->timeout_ms : 5000;
+    int rc = reg_act(f->pg, f->h, a, &r, err, sizeof err);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("op %d %s: %s %s\n", a->op, a->target, rc ? rg_err_code(rc) : "ok", err);
+    reg_action_result_free(&r);
+    return rc;
+}
+
+/*
+ * A frame of another site runs in a process of its own, out of the page's
+ * world. Its content is in the outline under its line, with refs, and
+ * actions on those refs land in the frame: fill, type (key events), click.
+ * The page's own refs are as before. When the frame goes, its refs are
+ * stale, not acted on elsewhere.
+ */
+static void test_a_frame_of_another_site_is_read_and_driven(void **state)
+{
+    (void)state;
+    struct fx f;
+    reg_world *w = NULL;
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &f.l, NULL), 0);
+    assert_int_equal(page_handle(f.l, &f.h, &w), 0);
+    char url[256];
+    assert_int_equal(
+        page_navigate(f.h.conn, f.h.session, httpd_url(chrome.pages, "/xsite.html", url, sizeof url)),
+        0);
+    f.store = reg_store_mem_new();
+    assert_int_equal(reg_page_new(f.store, "t:s:p", NULL, &f.pg), 0);
+    reg_observation a;
+    int seen = 0;
+    for (int i = 0; i < 50 && !seen; i++) { /* until the frame is attached and loaded */
+        observe(&f, &a, 0);
+        seen = strstr(a.text, "Your card was declined") != NULL;
+        if (!seen) {
+            reg_observation_free(&a);
+            usleep(100 * 1000);
+        }
+    }
+    assert_true(seen);
+    /* under the frame's line, one level deeper, in the frame's order */
+    const char *fl = strstr(a.text, "- Iframe \"Card payment\" [url=\"http://localhost:");
+    assert_non_null(fl);
+    assert_null(strstr(a.text, "tok123")); /* the query stays out */
+    const char *field =
+        strstr(a.text, "\n    - textbox \"Card number\" [placeholder=\"1234 1234 1234 1234\"] [ref=@");
+    const char *alert = strstr(a.text, "\n    - alert: Your card was declined.\n");
+    const char *pay = strstr(a.text, "\n    - button \"Pay 42.00\" [ref=@");
+    const char *order = strstr(a.text, "\n  - button \"Place order\" [ref=@");
+    assert_non_null(field);
+    assert_non_null(alert);
+    assert_non_null(pay);
+    assert_non_null(order);
+    assert_true(fl < field && field < alert && alert < pay && pay < order);
+    char card[REG_REF_MAX], payref[REG_REF_MAX], orderref[REG_REF_MAX];
+    snprintf(card, sizeof card, "%s", by_name(&a, "textbox", "Card number")->ref);
+    snprintf(payref, sizeof payref, "%s", by_name(&a, "button", "Pay 42.00")->ref);
+    snprintf(orderref, sizeof orderref, "%s", by_name(&a, "button", "Place order")->ref);
+    reg_observation_free(&a);
+
+    /* refs are stable across observes, the frame's as the page's */
+    observe(&f, &a, 0);
+    assert_string_equal(by_name(&a, "textbox", "Card number")->ref, card);
+    assert_string_equal(by_name(&a, "button", "Pay 42.00")->ref, payref);
+    assert_int_equal(a.n_new, 0);
+    reg_observation_free(&a);
+    /* the interactive outline: the frame's refs under the frame's line */
+    reg_observe_opts io = {.mode = REG_MODE_INTERACTIVE};
+    assert_int_equal(reg_observe(f.pg, f.h, &io, &a), 0);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("%s\n", a.text);
+    char want[160];
+    snprintf(want, sizeof want, "\n  - Iframe \"Card payment\" [url=\"http://localhost:");
+    fl = strstr(a.text, want);
+    snprintf(want, sizeof want, "\n    - button \"Pay 42.00\" [ref=%s]\n", payref);
+    assert_non_null(fl);
+    assert_true(strstr(a.text, want) > fl);
+    assert_null(strstr(a.text, "declined")); /* no text in this mode */
+    assert_string_equal(by_name(&a, "textbox", "Card number")->ref, card);
+    reg_observation_free(&a);
+
+    /* fill, then type after it with key events, then click: all in the frame */
+    reg_action fill = {.op = REG_OP_FILL, .target = card, .value = "4242 4242"};
+    assert_int_equal(act_on(&f, &fill), 0);
+    reg_action type = {.op = REG_OP_TYPE, .target = card, .text = " 4242"};
+    assert_int_equal(act_on(&f, &type), 0);
+    reg_action click = {.op = REG_OP_CLICK, .target = payref};
+    assert_int_equal(act_on(&f, &click), 0);
+    observe(&f, &a, 1);
+    assert_non_null(strstr(a.text, "[value=\"4242 4242 4242\"]"));
+    assert_non_null(strstr(a.text, "-     - alert: Your card was declined."));
+    assert_non_null(strstr(a.text, "+     - alert: Paid with card ending 4242"));
+    reg_observation_free(&a);
+    /* Another worker (a registry of the same store, nothing observed
+       there yet), as after a restore: the frame's refs are found in it by
+       their identity, the button's too, which has no id, test id or name */
+    reg_page *pg1 = f.pg;
+    assert_int_equal(reg_page_new(f.store, "t:s:p", NULL, &f.pg), 0);
+    reg_action fill2 = {.op = REG_OP_FILL, .target = card, .value = "5555 6666"};
+    assert_int_equal(act_on(&f, &fill2), 0);
+    assert_int_equal(act_on(&f, &click), 0);
+    observe(&f, &a, 0);
+    assert_non_null(strstr(a.text, "- alert: Paid with card ending 6666\n"));
+    assert_string_equal(by_name(&a, "button", "Pay 42.00")->ref, payref);
+    reg_observation_free(&a);
+    reg_page_free(f.pg);
+    f.pg = pg1;
+    /* the page's own button is clicked in the page */
+    char out[64];
+    assert_int_equal(page_eval(f.h.conn, f.h.session,
+                               "document.querySelector('button').onclick = function () "
+                               "{ document.title = 'ordered'; }, 'ok'",
+                               out, sizeof out),
+                     0);
+    reg_action order_click = {.op = REG_OP_CLICK, .target = orderref};
+    assert_int_equal(act_on(&f, &order_click), 0);
+    assert_int_equal(page_eval(f.h.conn, f.h.session, "document.title", out, sizeof out), 0);
+    assert_string_equal(out, "ordered");
+
+    /* the frame goes: its refs are stale, and nothing else is clicked */
+    assert_int_equal(page_eval(f.h.conn, f.h.session,
+                               "document.querySelector('iframe').remove(), document.title = 'x'",
+                               out, sizeof out),
+                     0);
+    usleep(200 * 1000); /* the detach comes as an event */
+    reg_action again = {.op = REG_OP_CLICK, .target = payref, .timeout_ms = 1000};
+    assert_int_equal(act_on(&f, &again), RG_ESTALE);
+    assert_int_equal(page_eval(f.h.conn, f.h.session, "document.title", out, sizeof out), 0);
+    assert_string_equal(out, "x");
+    fx_close(&f);
+    reg_world_free(w);
 }
 
 static void test_editable_regions(void **state)
@@ -1216,6 +1354,7 @@ int main(void)
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_editable_regions),
         cmocka_unit_test(test_a_frame_of_another_site_says_where_from),
+        cmocka_unit_test(test_a_frame_of_another_site_is_read_and_driven),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),

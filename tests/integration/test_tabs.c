@@ -5,8 +5,9 @@
  * limit (REFGATE_TABS_MAX=4 here: more popups are closed and reported on
  * the WebSocket), a popup aimed at an address the tenant's policy refuses
  * (nothing of it is fetched), refs that belong to their tab (stale_ref
- * naming the tab), a hostile page that opens a hundred popups, and park
- * and restore with three tabs (ids, URLs, scroll, active tab, refs).
+ * naming the tab), a hostile page that opens a hundred popups, park and
+ * restore with three tabs (ids, URLs, scroll, active tab, refs), and a
+ * frame of another site, read and driven by ref like a tab's page.
  *
  * Nothing asserts on time: waits are bounded only so that a hang fails.
  */
@@ -455,6 +456,117 @@ static void test_refs_per_tab(void **state)
     close_as(NULL, sid);
 }
 
+/* The outline's text of an observe (caller frees), args a JSON object's members or "". */
+static char *outline_of(const char *sid, const char *args)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"op\":\"observe\",\"args\":{%s}}", args);
+    cJSON *r = expect_ok(&gw, sid, body);
+    char *t = strdup(reply_str(r, "text"));
+    cJSON_Delete(r);
+    return t;
+}
+
+/* The ref on the outline's line that has needle, into ref. */
+static void ref_on_line(const char *text, const char *needle, char ref[32])
+{
+    const char *l = strstr(text, needle);
+    if (!l)
+        fail_msg("no line with %s in:\n%s", needle, text);
+    const char *r = strstr(l, "[ref=@");
+    const char *eol = strchr(l, '\n');
+    if (!r || (eol && r > eol))
+        fail_msg("no ref on the line of %s in:\n%s", needle, text);
+    size_t n = strcspn(r + 5, "]");
+    snprintf(ref, 32, "%.*s", (int)(n < 31 ? n : 31), r + 5);
+}
+
+/*
+ * A checkout whose card form is a frame of another site (localhost in a page
+ * of 127.0.0.1: a renderer process of its own), through the gateway as an
+ * agent meets it: the frame's content is in the outline under its line,
+ * with refs; fill, type and click by those refs land in the frame; a click's
+ * point is in the page's viewport; elements name the frame; and after a
+ * park, the next worker acts on the same refs without an observe first.
+ */
+static void test_a_frame_of_another_site(void **state)
+{
+    (void)state;
+    char sid[64], card[32], pay[32], body[256];
+    create_as(NULL, "xsite.html", sid);
+    char *t = NULL;
+    for (int i = 0; i < 100; i++) { /* the frame loads after the page */
+        free(t);
+        t = outline_of(sid, "");
+        if (strstr(t, "Your card was declined"))
+            break;
+        rg_sleep_ms(100);
+    }
+    assert_non_null(strstr(t, "  - Iframe \"Card payment\" [url=\"http://localhost:"));
+    assert_non_null(strstr(t, "\n    - alert: Your card was declined.\n"));
+    ref_on_line(t, "- textbox \"Card number\"", card);
+    ref_on_line(t, "- button \"Pay 42.00\"", pay);
+    free(t);
+    snprintf(body, sizeof body, "{\"op\":\"fill\",\"args\":{\"target\":\"%s\",\"value\":\"4242\"}}",
+             card);
+    ok(sid, body);
+    snprintf(body, sizeof body, "{\"op\":\"type\",\"args\":{\"target\":\"%s\",\"text\":\" 7777\"}}",
+             card);
+    ok(sid, body);
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", pay);
+    cJSON *r = expect_ok(&gw, sid, body);
+    /* the point is in the page's viewport: below the page's heading and
+       paragraph, where the frame is, not at the top of the frame's own */
+    const cJSON *y = cJSON_GetObjectItemCaseSensitive(result(r), "y");
+    assert_true(cJSON_IsNumber(y) && y->valuedouble > 100);
+    cJSON_Delete(r);
+    t = outline_of(sid, "\"diff\":true");
+    assert_non_null(strstr(t, "+     - alert: Paid with card ending 7777"));
+    assert_non_null(strstr(t, "[value=\"4242 7777\"]"));
+    free(t);
+    r = expect_ok(&gw, sid, "{\"op\":\"observe\",\"args\":{\"format\":\"elements\"}}");
+    int in_frame = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(result(r), "elements"))
+    {
+        if (!strcmp(json_str(e, "ref"), pay)) {
+            assert_string_equal(json_str(e, "frame"), "x0");
+            in_frame = 1;
+        }
+    }
+    assert_true(in_frame);
+    cJSON_Delete(r);
+    /* a dialog the frame opens is answered as the command says */
+    char rm[32];
+    t = outline_of(sid, "");
+    ref_on_line(t, "- button \"Remove card\"", rm);
+    free(t);
+    snprintf(body, sizeof body,
+             "{\"op\":\"click\",\"args\":{\"target\":\"%s\",\"dialog\":\"accept\"}}", rm);
+    ok(sid, body);
+    t = outline_of(sid, "");
+    assert_non_null(strstr(t, "- alert: Card removed\n"));
+    free(t);
+    /* parked: the next command restores it, and the frame's refs still act */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    snprintf(body, sizeof body,
+             "{\"op\":\"fill\",\"args\":{\"target\":\"%s\",\"value\":\"5555 1234\"}}", card);
+    for (int i = 0; i < 50; i++) { /* the restored page's frame loads after it */
+        int status;
+        cJSON *f = cmd_as(NULL, sid, body, &status);
+        cJSON_Delete(f);
+        if (status == 200)
+            break;
+        rg_sleep_ms(100);
+    }
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", pay);
+    ok(sid, body);
+    t = outline_of(sid, "");
+    assert_non_null(strstr(t, "- alert: Paid with card ending 1234\n"));
+    free(t);
+    close_as(NULL, sid);
+}
+
 /* Park and restore keep every tab: ids, URLs, scroll, refs and the active one. */
 static void test_park_and_restore_three_tabs(void **state)
 {
@@ -547,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_refused_popup_target),
         cmocka_unit_test(test_refs_per_tab),
         cmocka_unit_test(test_park_and_restore_three_tabs),
+        cmocka_unit_test(test_a_frame_of_another_site),
         cmocka_unit_test(test_tabs_survive_a_killed_worker),
     };
     int rc = FX_RUN("tabs", tests, NULL, NULL);
