@@ -34,7 +34,8 @@
  * (reg_frames_locate).
  *
  * Limits: one level (a frame of another site inside such a frame is its
- * line only); at most REG_XFRAMES_MAX frames a page; locators other than
+ * line only); at most REG_XFRAMES_MAX frames a page observed (of REG_XFRAMES_TRACK
+ * followed); locators other than
  * refs (css:, role:, text:, ...) search the page only.
  */
 #define _GNU_SOURCE
@@ -176,7 +177,7 @@ struct probes {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int pending, refs; /* refs: the waiter and each call still out */
-    int error[REG_XFRAMES_MAX];
+    int error[REG_XFRAMES_TRACK];
 };
 
 struct probe {
@@ -275,13 +276,14 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
 {
     if (!h.world || opts->scope_css || !has_iframe_line(o))
         return 0;
-    reg_xframe xs[REG_XFRAMES_MAX];
+    reg_xframe xs[REG_XFRAMES_TRACK];
     int timeout = opts->timeout_ms > 0 && opts->timeout_ms < FRAME_TIMEOUT_MS ? opts->timeout_ms
                                                                                : FRAME_TIMEOUT_MS;
-    size_t n = reg_world_xframes(h.world, xs, REG_XFRAMES_MAX);
+    size_t n = reg_world_xframes(h.world, xs, REG_XFRAMES_TRACK);
     size_t used = refable(o, 0);
     failed_loads(h, xs, n, timeout);
-    for (size_t k = 0; k < n; k++) {
+    size_t spliced = 0;
+    for (size_t k = 0; k < n && spliced < REG_XFRAMES_MAX; k++) {
         reg_xframe *x = &xs[k];
         if (x->error)
             continue;
@@ -319,6 +321,7 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
         size_t first = o->n_nodes;
         if ((rc = reg_observation_add_frame(pg, o, at, x, root)) < 0)
             return rc;
+        spliced++;
         used += refable(o, first);
     }
     return 0;
@@ -330,8 +333,8 @@ int reg_frames_find(reg_page *pg, reg_page_handle h, int key, reg_xframe *x, int
     *n = 0;
     if (!h.world)
         return RG_ENOTFOUND;
-    reg_xframe xs[REG_XFRAMES_MAX];
-    size_t nx = reg_world_xframes(h.world, xs, REG_XFRAMES_MAX);
+    reg_xframe xs[REG_XFRAMES_TRACK];
+    size_t nx = reg_world_xframes(h.world, xs, REG_XFRAMES_TRACK);
     for (size_t k = 0; k < nx; k++) {
         if (key_of(h, &xs[k], FRAME_TIMEOUT_MS) != key)
             continue;

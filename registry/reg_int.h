@@ -51,6 +51,9 @@ const char *reg_world_frame(reg_world *w);
 /* ---- frames of other sites (world.c, frames.c) ---- */
 
 #define REG_XFRAMES_MAX 8 /* frames of other sites observed in one page */
+/* Frames of other sites followed in one page: a page's dead or hidden ad
+   frames must not take the places of the one an agent needs. */
+#define REG_XFRAMES_TRACK 32
 
 /** The page-side indexes [base, base + n) of an observation that are frame target's. */
 typedef struct reg_xseg {

@@ -71,7 +71,7 @@ struct xframe {
 struct reg_world {
     cdp_conn *conn;
     int child;      /* the world of a frame of another site: no frames, no load reports */
-    struct xframe xf[REG_XFRAMES_MAX]; /* guarded by mu */
+    struct xframe xf[REG_XFRAMES_TRACK]; /* guarded by mu */
     size_t n_xf;
     char frame[64]; /* the main frame's id */
     int sub;
@@ -161,7 +161,7 @@ static void on_target(reg_world *w, const char *method, const cJSON *params)
             if (w->xf[i].gone && !w->xf[i].w)
                 slot = i; /* a detached one whose world is already freed */
         if (type && !strcmp(type, "iframe") && tid && strlen(tid) < sizeof w->xf[0].target &&
-            slot < REG_XFRAMES_MAX) {
+            slot < REG_XFRAMES_TRACK) {
             struct xframe *x = &w->xf[slot];
             memset(x, 0, sizeof *x);
             snprintf(x->target, sizeof x->target, "%s", tid);
@@ -169,7 +169,7 @@ static void on_target(reg_world *w, const char *method, const cJSON *params)
             if (slot == w->n_xf)
                 w->n_xf++;
         }
-        /* past REG_XFRAMES_MAX the frame is attached but not observed: its
+        /* past REG_XFRAMES_TRACK the frame is attached but not observed: its
            line in the outline says where it comes from, as before */
     } else if (!strcmp(method, "Target.targetInfoChanged")) {
         const char *tid = jstr(cJSON_GetObjectItemCaseSensitive(params, "targetInfo"), "targetId");

@@ -625,6 +625,56 @@ static void test_a_frame_of_another_site_is_read_and_driven(void **state)
     reg_world_free(w);
 }
 
+/*
+ * Ten ad frames of another site that did not load (each holds the
+ * browser's error page), then the card form: the dead frames stay their
+ * lines, with nothing of the error page under them, and do not take the
+ * places of the frame an agent needs.
+ */
+static void test_dead_frames_leave_room(void **state)
+{
+    (void)state;
+    struct fx f;
+    reg_world *w = NULL;
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &f.l, NULL), 0);
+    assert_int_equal(page_handle(f.l, &f.h, &w), 0);
+    char url[256];
+    assert_int_equal(page_navigate(f.h.conn, f.h.session,
+                                   httpd_url(chrome.pages, "/xsite-ads.html", url, sizeof url)),
+                     0);
+    f.store = reg_store_mem_new();
+    assert_int_equal(reg_page_new(f.store, "t:s:p", NULL, &f.pg), 0);
+    reg_observation a;
+    int seen = 0;
+    for (int i = 0; i < 50 && !seen; i++) {
+        observe(&f, &a, 0);
+        seen = strstr(a.text, "Your card was declined") != NULL;
+        if (!seen) {
+            reg_observation_free(&a);
+            usleep(100 * 1000);
+        }
+    }
+    assert_true(seen);
+    assert_non_null(strstr(a.text, "\n  - Iframe \"Ad 9\" [url=\"http://localhost:1/ad9.html\"]\n"
+                                   "  - Iframe \"Card payment\""));
+    /* each ad's line is followed by the next frame's: nothing under it */
+    for (int i = 0; i < 10; i++) {
+        char ad[64];
+        snprintf(ad, sizeof ad, "- Iframe \"Ad %d\"", i);
+        const char *l = strstr(a.text, ad);
+        assert_non_null(l);
+        l = strchr(l, '\n');
+        assert_non_null(l);
+        assert_int_equal(strncmp(l, "\n  - Iframe ", 12), 0);
+    }
+    assert_null(strstr(a.text, "temporarily down")); /* the error page's words */
+    reg_xframe xs[REG_XFRAMES_TRACK];
+    assert_int_equal(reg_world_xframes(w, xs, REG_XFRAMES_TRACK), 11);
+    reg_observation_free(&a);
+    fx_close(&f);
+    reg_world_free(w);
+}
+
 static void test_editable_regions(void **state)
 {
     (void)state;
@@ -1355,6 +1405,7 @@ int main(void)
         cmocka_unit_test(test_editable_regions),
         cmocka_unit_test(test_a_frame_of_another_site_says_where_from),
         cmocka_unit_test(test_a_frame_of_another_site_is_read_and_driven),
+        cmocka_unit_test(test_dead_frames_leave_room),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
