@@ -488,6 +488,33 @@ static void test_a_frame_of_another_site_says_where_from(void **state)
     fx_close(&f);
 }
 
+/* fx_open with refgate's world installed once for the page, as a session has it. */
+static reg_world *fx_open_world(struct fx *f, const char *path)
+{
+    reg_world *w = NULL;
+    char url[256];
+    assert_int_equal(pool_acquire(chrome.pool, 20000, &f->l, NULL), 0);
+    assert_int_equal(page_handle(f->l, &f->h, &w), 0);
+    assert_int_equal(
+        page_navigate(f->h.conn, f->h.session, httpd_url(chrome.pages, path, url, sizeof url)), 0);
+    f->store = reg_store_mem_new();
+    assert_int_equal(reg_page_new(f->store, "t:s:p", NULL, &f->pg), 0);
+    return w;
+}
+
+/* Observes until the card form's frame (xsite-card.html) is in the outline. */
+static void observe_card(struct fx *f, reg_observation *a)
+{
+    for (int i = 0; i < 50; i++) { /* until the frame is attached and loaded */
+        observe(f, a, 0);
+        if (strstr(a->text, "Your card was declined"))
+            return;
+        reg_observation_free(a);
+        usleep(100 * 1000);
+    }
+    fail_msg("the card form's frame never came into the outline");
+}
+
 /* An action on the page of f, 0 or the error. */
 static int act_on(struct fx *f, reg_action *a)
 {
@@ -512,26 +539,9 @@ static void test_a_frame_of_another_site_is_read_and_driven(void **state)
 {
     (void)state;
     struct fx f;
-    reg_world *w = NULL;
-    assert_int_equal(pool_acquire(chrome.pool, 20000, &f.l, NULL), 0);
-    assert_int_equal(page_handle(f.l, &f.h, &w), 0);
-    char url[256];
-    assert_int_equal(
-        page_navigate(f.h.conn, f.h.session, httpd_url(chrome.pages, "/xsite.html", url, sizeof url)),
-        0);
-    f.store = reg_store_mem_new();
-    assert_int_equal(reg_page_new(f.store, "t:s:p", NULL, &f.pg), 0);
+    reg_world *w = fx_open_world(&f, "/xsite.html");
     reg_observation a;
-    int seen = 0;
-    for (int i = 0; i < 50 && !seen; i++) { /* until the frame is attached and loaded */
-        observe(&f, &a, 0);
-        seen = strstr(a.text, "Your card was declined") != NULL;
-        if (!seen) {
-            reg_observation_free(&a);
-            usleep(100 * 1000);
-        }
-    }
-    assert_true(seen);
+    observe_card(&f, &a);
     /* under the frame's line, one level deeper, in the frame's order */
     const char *fl = strstr(a.text, "- Iframe \"Card payment\" [url=\"http://localhost:");
     assert_non_null(fl);
@@ -635,26 +645,9 @@ static void test_dead_frames_leave_room(void **state)
 {
     (void)state;
     struct fx f;
-    reg_world *w = NULL;
-    assert_int_equal(pool_acquire(chrome.pool, 20000, &f.l, NULL), 0);
-    assert_int_equal(page_handle(f.l, &f.h, &w), 0);
-    char url[256];
-    assert_int_equal(page_navigate(f.h.conn, f.h.session,
-                                   httpd_url(chrome.pages, "/xsite-ads.html", url, sizeof url)),
-                     0);
-    f.store = reg_store_mem_new();
-    assert_int_equal(reg_page_new(f.store, "t:s:p", NULL, &f.pg), 0);
+    reg_world *w = fx_open_world(&f, "/xsite-ads.html");
     reg_observation a;
-    int seen = 0;
-    for (int i = 0; i < 50 && !seen; i++) {
-        observe(&f, &a, 0);
-        seen = strstr(a.text, "Your card was declined") != NULL;
-        if (!seen) {
-            reg_observation_free(&a);
-            usleep(100 * 1000);
-        }
-    }
-    assert_true(seen);
+    observe_card(&f, &a);
     assert_non_null(strstr(a.text, "\n  - Iframe \"Ad 9\" [url=\"http://localhost:1/ad9.html\"]\n"
                                    "  - Iframe \"Card payment\""));
     /* each ad's line is followed by the next frame's: nothing under it */
