@@ -668,6 +668,69 @@ static void test_dead_frames_leave_room(void **state)
     reg_world_free(w);
 }
 
+/* Points the page's iframe at path on host (the page's own or localhost) and waits for it. */
+static void frame_goes_to(struct fx *f, const char *host, const char *path, const char *needle)
+{
+    char js[300], out[64];
+    snprintf(js, sizeof js,
+             "document.querySelector('iframe').src = location.protocol + '//%s:' + "
+             "location.port + '%s', 'ok'",
+             host, path);
+    assert_int_equal(page_eval(f->h.conn, f->h.session, js, out, sizeof out), 0);
+    for (int i = 0; i < 50; i++) {
+        reg_observation a;
+        observe(f, &a, 0);
+        int in = strstr(a.text, needle) != NULL;
+        reg_observation_free(&a);
+        if (in)
+            return;
+        usleep(100 * 1000);
+    }
+    fail_msg("the frame did not show %s", needle);
+}
+
+/* Clicks the button named name in the outline, and observes after it into a. */
+static void click_named(struct fx *f, const char *name, reg_observation *a)
+{
+    observe(f, a, 0);
+    const reg_node *b = by_name(a, "button", name);
+    assert_non_null(b);
+    reg_action c = {.op = REG_OP_CLICK, .target = b->ref};
+    assert_int_equal(act_on(f, &c), 0);
+    reg_observation_free(a);
+    observe(f, a, 0);
+}
+
+/*
+ * The frame navigates: within its site (the same target, a new document),
+ * to the page's own site (then it is a same-origin frame, walked by the
+ * page's observer), and back to another site (a target again). Its content
+ * follows each time, and a click by ref lands.
+ */
+static void test_a_frame_that_navigates(void **state)
+{
+    (void)state;
+    struct fx f;
+    reg_world *w = fx_open_world(&f, "/xsite.html");
+    reg_observation a;
+    observe_card(&f, &a);
+    reg_observation_free(&a);
+    frame_goes_to(&f, "localhost", "/xsite-card.html?step=2", "- paragraph: Form 2\n");
+    click_named(&f, "Pay 42.00", &a);
+    assert_non_null(strstr(a.text, "- alert: Paid with card ending"));
+    reg_observation_free(&a);
+    frame_goes_to(&f, "127.0.0.1", "/xsite-card.html?step=same", "- paragraph: Form same\n");
+    click_named(&f, "Pay 42.00", &a);
+    assert_non_null(strstr(a.text, "- alert: Paid with card ending"));
+    reg_observation_free(&a);
+    frame_goes_to(&f, "localhost", "/xsite-card.html?step=3", "- paragraph: Form 3\n");
+    click_named(&f, "Pay 42.00", &a);
+    assert_non_null(strstr(a.text, "- alert: Paid with card ending"));
+    reg_observation_free(&a);
+    fx_close(&f);
+    reg_world_free(w);
+}
+
 static void test_editable_regions(void **state)
 {
     (void)state;
@@ -1399,6 +1462,7 @@ int main(void)
         cmocka_unit_test(test_a_frame_of_another_site_says_where_from),
         cmocka_unit_test(test_a_frame_of_another_site_is_read_and_driven),
         cmocka_unit_test(test_dead_frames_leave_room),
+        cmocka_unit_test(test_a_frame_that_navigates),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
