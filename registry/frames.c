@@ -397,3 +397,26 @@ int reg_frames_locate(reg_page_handle fh, const reg_entry *e, int *local)
         *local = -1;
     return 0;
 }
+
+int reg_frames_any(reg_page_handle h, const char *call)
+{
+    if (!h.world)
+        return 0;
+    reg_xframe xs[REG_XFRAMES_TRACK];
+    size_t n = reg_world_xframes(h.world, xs, REG_XFRAMES_TRACK);
+    failed_loads(h, xs, n, FRAME_TIMEOUT_MS);
+    for (size_t k = 0; k < n; k++) {
+        if (xs[k].error)
+            continue;
+        reg_world_xframe_open(h.world, &xs[k], FRAME_TIMEOUT_MS);
+        cJSON *js = NULL;
+        char err[128];
+        if (reg_js(xs[k].h, call, 0, FRAME_TIMEOUT_MS, &js, err, sizeof err) < 0)
+            continue; /* gone or busy: as if it had not */
+        int ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(js, "ok"));
+        cJSON_Delete(js);
+        if (ok)
+            return 1;
+    }
+    return 0;
+}

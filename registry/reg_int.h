@@ -104,6 +104,12 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
  */
 int reg_frames_find(reg_page *pg, reg_page_handle h, int key, reg_xframe *x, int *base, int *n);
 /**
+ * 1 when call (a page call answering {"ok": bool}, as waitCheck) answers ok
+ * in any frame of another site of the page h that holds a page of its own,
+ * else 0. A frame that does not answer counts as not ok.
+ */
+int reg_frames_any(reg_page_handle h, const char *call);
+/**
  * Where frame x's viewport is in the page's (h): xy[0], xy[1] in CSS px of
  * the page's viewport, and the page's scroll in xy[2], xy[3]. 0 or an error.
  */

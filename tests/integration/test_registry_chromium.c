@@ -590,6 +590,11 @@ static void test_a_frame_of_another_site_is_read_and_driven(void **state)
     assert_int_equal(act_on(&f, &type), 0);
     reg_action click = {.op = REG_OP_CLICK, .target = payref};
     assert_int_equal(act_on(&f, &click), 0);
+    /* a wait for text finds the frame's as the page's */
+    reg_action wait_paid = {.op = REG_OP_WAIT, .text = "Paid with card ending 4242"};
+    assert_int_equal(act_on(&f, &wait_paid), 0);
+    reg_action wait_none = {.op = REG_OP_WAIT, .text = "Refunded", .timeout_ms = 300};
+    assert_int_equal(act_on(&f, &wait_none), RG_ETIMEOUT);
     observe(&f, &a, 1);
     assert_non_null(strstr(a.text, "[value=\"4242 4242 4242\"]"));
     assert_non_null(strstr(a.text, "-     - alert: Your card was declined."));
