@@ -299,9 +299,11 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
         /* the refs left under the cap (at least one: 0 is no cap to the observer) */
         char call[200];
         snprintf(call, sizeof call,
-                 "g.observe('{\"viewport_only\":false,\"max_elements\":%zu,\"sel\":%s,"
+                 "g.observe('{\"viewport_only\":%s,\"max_elements\":%zu,\"sel\":%s,"
                  "\"text\":%s,\"scope\":null}')",
-                 used < max ? max - used : 1, opts->no_selectors ? "false" : "true",
+                 /* in view: what the frame shows of itself (its line is in view) */
+                 opts->viewport_only ? "true" : "false", used < max ? max - used : 1,
+                 opts->no_selectors ? "false" : "true",
                  opts->mode == REG_MODE_INTERACTIVE ? "false" : "true");
         reg_world_xframe_open(h.world, x, timeout);
         cJSON *root = NULL;
