@@ -183,6 +183,7 @@ enum cli_out {
     CLI_OUT_FILE,     /* result.data (binary) written to out_file */
     CLI_OUT_REPLY,    /* the whole reply as JSON (call) */
     CLI_OUT_CONSOLE,  /* result.messages, one line each: "[type] text (url:line)" */
+    CLI_OUT_NETWORK,  /* result.requests, one line each: "METHOD URL => STATUS" */
 };
 
 /** One call of the gateway, built from the command line. */

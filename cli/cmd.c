@@ -122,6 +122,10 @@ static const cmd_spec cmds[] = {
     {"console", WIRE_OP_CONSOLE, NULL, {NULL}, 0, CLI_OUT_CONSOLE,
      {{"--since", NULL, "since", VT_INT}, {"--level", NULL, "level", VT_STR}},
      "console [--since N] [--level all|warning|error]"},
+    {"network", WIRE_OP_NETWORK, NULL, {NULL}, 0, CLI_OUT_NETWORK,
+     {{"--since", NULL, "since", VT_INT}, {"--filter", NULL, "filter", VT_STR},
+      {"--static", NULL, "static", VT_TRUE}},
+     "network [--since N] [--filter TEXT] [--static]"},
     {"download", WIRE_OP_DOWNLOAD_GET, NULL, {"id"}, 1, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}}, "download ID -o FILE"},
     {"eval", WIRE_OP_EVAL, NULL, {"expression"}, 1, CLI_OUT_VALUE,
@@ -576,7 +580,8 @@ void cli_print_help(FILE *f)
           "inspect, info and list JSON; screenshot writes the image to FILE (- for stdout),\n"
           "download the downloaded file; upload reads each local FILE and sends its bytes;\n"
           "console one line per message, \"[type] text (url:line)\", then \"next N\" for\n"
-          "--since; call prints the whole reply as JSON. The dialogs (confirm, prompt) a\n"
+          "--since; network one line per request, \"METHOD URL => STATUS\" (or the\n"
+          "failure), then \"next N\"; call prints the whole reply as JSON. The dialogs (confirm, prompt) a\n"
           "command made the page open are named on stderr; they are dismissed unless\n"
           "--dialog accept. So are the page's errors no earlier reply named.\n"
           "\nMCP server (for agent hosts; JSON-RPC on stdin and stdout):\n"

@@ -183,6 +183,35 @@ static int print_console(FILE *out, const cJSON *res)
     return ferror(out) ? -1 : 0;
 }
 
+/* The requests, one line each, as Playwright's MCP server lists them, then
+   the count to pass as --since. */
+static int print_network(FILE *out, const cJSON *res)
+{
+    const cJSON *q;
+    cJSON_ArrayForEach(q, item(res, "requests"))
+    {
+        const cJSON *m = item(q, "method"), *u = item(q, "url"), *st = item(q, "status"),
+                    *stt = item(q, "status_text"), *f = item(q, "failure");
+        fprintf(out, "[%s] %s", cJSON_IsString(m) ? m->valuestring : "?",
+                cJSON_IsString(u) ? u->valuestring : "");
+        if (cJSON_IsString(f))
+            fprintf(out, " => %s", f->valuestring);
+        else if (cJSON_IsNumber(st))
+            fprintf(out, " => [%d]%s%s", st->valueint,
+                    cJSON_IsString(stt) && *stt->valuestring ? " " : "",
+                    cJSON_IsString(stt) ? stt->valuestring : "");
+        else
+            fputs(" => (pending)", out);
+        fputc('\n', out);
+    }
+    const cJSON *d = item(res, "dropped"), *n = item(res, "next");
+    if (cJSON_IsNumber(d))
+        fprintf(out, "(%.0f earlier requests are no longer kept)\n", d->valuedouble);
+    if (cJSON_IsNumber(n))
+        fprintf(out, "next %.0f\n", n->valuedouble);
+    return ferror(out) ? -1 : 0;
+}
+
 static int print_result(const cli_call *c, FILE *out, FILE *errf, const cJSON *res)
 {
     const cJSON *v;
@@ -223,6 +252,8 @@ static int print_result(const cli_call *c, FILE *out, FILE *errf, const cJSON *r
         return print_file(c, out, errf, res);
     case CLI_OUT_CONSOLE:
         return print_console(out, res);
+    case CLI_OUT_NETWORK:
+        return print_network(out, res);
     default:
         return 0;
     }

@@ -30,6 +30,7 @@ static int op_subscribe(gw_cmd *c);
 static int op_upload(gw_cmd *c);
 static int op_downloads(gw_cmd *c);
 static int op_console(gw_cmd *c);
+static int op_network(gw_cmd *c);
 static int op_resize(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
@@ -846,6 +847,49 @@ static int op_console(gw_cmd *c)
     if (l.reset)
         cJSON_AddBoolToObject(c->result, "reset", 1);
     sess_console_list_free(&l);
+    return 0;
+}
+
+/* The requests the session's pages made (session/netlog.c), after `since`. */
+static int op_network(gw_cmd *c)
+{
+    int64_t since = gw_arg_int(c, "since", 0);
+    if (since < 0)
+        return gw_fail(c, RG_EBADREQ, "args.since must be at least 0 (a network reply's next)");
+    sess_net_list l;
+    int rc = sess_network(c->s, (uint64_t)since, gw_arg_str(c, "filter"), gw_arg_bool(c, "static"),
+                          &l);
+    if (rc < 0)
+        return gw_fail(c, rc, "the requests could not be listed");
+    c->result = cJSON_CreateObject();
+    cJSON *arr = cJSON_AddArrayToObject(c->result, "requests");
+    for (size_t i = 0; i < l.n; i++) {
+        const sess_net_req *e = &l.reqs[i];
+        cJSON *o = cJSON_CreateObject();
+        cJSON_AddNumberToObject(o, "seq", (double)e->seq);
+        cJSON_AddStringToObject(o, "method", e->method);
+        cJSON_AddStringToObject(o, "url", e->url);
+        cJSON_AddStringToObject(o, "type", e->type);
+        if (e->status) {
+            cJSON_AddNumberToObject(o, "status", e->status);
+            cJSON_AddStringToObject(o, "status_text", e->status_text);
+        }
+        if (e->failure[0])
+            cJSON_AddStringToObject(o, "failure", e->failure);
+        if (e->done)
+            cJSON_AddNumberToObject(o, "ms", (double)(int64_t)(e->ms * 100 + 0.5) / 100);
+        else
+            cJSON_AddBoolToObject(o, "pending", 1);
+        cJSON_AddStringToObject(o, "tab", e->tab);
+        cJSON_AddNumberToObject(o, "ts", (double)e->ts_ms);
+        cJSON_AddItemToArray(arr, o);
+    }
+    cJSON_AddNumberToObject(c->result, "next", (double)l.next);
+    if (l.dropped)
+        cJSON_AddNumberToObject(c->result, "dropped", (double)l.dropped);
+    if (l.reset)
+        cJSON_AddBoolToObject(c->result, "reset", 1);
+    sess_net_list_free(&l);
     return 0;
 }
 

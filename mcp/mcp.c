@@ -623,6 +623,42 @@ static void t_console(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/*
+ * The requests the page made since it was opened, oldest first, as
+ * Playwright's tool lists them ("[GET] url => [200] OK"); static resources
+ * (images, fonts, scripts, style sheets) only with includeStatic, or when
+ * they failed.
+ */
+static void t_network(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    if (cJSON_IsTrue(item(a, "includeStatic")))
+        cJSON_AddBoolToObject(args, "static", 1);
+    if (run(m, r, "network", args, &reply, &res) < 0)
+        return;
+    const cJSON *q, *reqs = item(res, "requests");
+    const cJSON *dropped = item(res, "dropped");
+    if (cJSON_IsNumber(dropped))
+        add_text(r, "(%.0f earlier requests are no longer kept)", dropped->valuedouble);
+    cJSON_ArrayForEach(q, reqs)
+    {
+        const char *method = or_empty(str_of(q, "method")), *url = or_empty(str_of(q, "url"));
+        const char *fail = str_of(q, "failure");
+        const cJSON *st = item(q, "status");
+        if (fail)
+            add_text(r, "[%s] %s => [FAILED] %s", method, url, fail);
+        else if (cJSON_IsNumber(st))
+            add_text(r, "[%s] %s => [%d] %s", method, url, st->valueint,
+                     or_empty(str_of(q, "status_text")));
+        else
+            add_text(r, "[%s] %s => (pending)", method, url);
+    }
+    if (!cJSON_GetArraySize(reqs))
+        add_text(r, "No requests.");
+    cJSON_Delete(reply);
+}
+
 static void t_park(mcp_session *m, const cJSON *a, result *r)
 {
     (void)a;
@@ -669,6 +705,11 @@ static const tool tools[] = {
      "\"description\":\"The least severe level to return; each level includes the more severe ones. Default: all\"},"
      "\"onlyErrors\":{\"type\":\"boolean\",\"description\":\"Only errors (as level error)\"}}}",
      "", t_console},
+    {"browser_network_requests", "List network requests",
+     "Returns the requests the page made since it was loaded: method, URL, status or failure",
+     "{\"type\":\"object\",\"properties\":{\"includeStatic\":{\"type\":\"boolean\","
+     "\"description\":\"Also the images, fonts, scripts and style sheets that loaded (failed ones are always listed). Default: false\"}}}",
+     "", t_network},
     {"browser_snapshot", "Page snapshot",
      "The page as a compact outline: its elements with refs (@ref) to act on, its structure and its text",
      "{\"type\":\"object\",\"properties\":{}}", "", t_snapshot},

@@ -363,6 +363,7 @@ void sess_release_local(sess *s)
     s->egress = NULL;
     sess_files_clear(s); /* uploads and downloads go with the context */
     sess_console_clear(s); /* and so does what its pages said */
+    sess_netlog_clear(s);  /* and the requests they made */
 }
 
 /* Forgets the local context of s (the browser died, or another worker took over). */

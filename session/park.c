@@ -106,6 +106,9 @@ int sess_apply_options(sess *s)
        failed to load): nothing waits for them. */
     if (rc0 == 0)
         sess_call_async(s, "Log.enable", NULL, SESS_CALL_TIMEOUT_MS);
+    /* The requests for the network op, likewise (SESS_NETWORK_PARAMS). */
+    if (rc0 == 0)
+        sess_call_async(s, "Network.enable", SESS_NETWORK_PARAMS, SESS_CALL_TIMEOUT_MS);
     tp[2] = rg_now_ms();
     /* The observer, installed once for the page in its own world. */
     if (rc0 == 0) {

@@ -8,6 +8,8 @@
  *   events.c     DevTools event handlers (dialogs, crashes, reports)
  *   console.c    what the pages said: the console op's log (events.c hands it
  *                the console, exception and log events)
+ *   netlog.c     the requests the pages made: the network op's log (events.c
+ *                hands it the Network events)
  *   files.c      the scratch directory: uploads, downloads (events.c hands it
  *                the download events; lease.c clears it with the context)
  *   tabs.c       the session's tabs: popups adopted before they load, the
@@ -165,6 +167,7 @@ struct sess {
     } dlg_last[SESS_DIALOGS_KEPT];
     struct sess_files *files;      /* uploads and downloads (files.c; its own mutex) */
     struct sess_console *console;  /* what the pages said (console.c; its own mutex) */
+    struct sess_netlog *netlog;    /* the requests they made (netlog.c; its own mutex) */
     /* The live view (cast.c). */
     int cast_on;                   /* the page streams (the holder sets it, under m->mu) */
     cdp_conn *cast_conn;           /* where acks go; guarded by cast.c's lock */
@@ -249,6 +252,22 @@ void sess_console_free(struct sess_console *c);
 void sess_console_clear(sess *s);
 /** A console, exception or log event of tab t (reader thread); text: a console call's, joined. */
 void sess_console_event(sess_tab *t, const char *method, const cJSON *params, const char *text);
+
+/* ---- netlog.c ---- */
+
+/*
+ * Network.enable's parameters: the network op reads the events only, so the
+ * browser keeps no response bodies for us (1 byte a page, 1 a resource: 0
+ * is not "none" to every Chromium) and sends no request bodies.
+ */
+#define SESS_NETWORK_PARAMS "{\"maxTotalBufferSize\":1,\"maxResourceBufferSize\":1,\"maxPostDataSize\":0}"
+
+struct sess_netlog *sess_netlog_new(void);
+void sess_netlog_free(struct sess_netlog *l);
+/** Forgets the kept requests (with the context); the count goes on. */
+void sess_netlog_clear(sess *s);
+/** A Network event of tab t (reader thread). */
+void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params);
 
 /* ---- events.c: handlers on the reader thread ---- */
 

@@ -119,8 +119,10 @@ static sess *sess_alloc(sess_mgr *m, const char *tenant, const char *sid)
     sess *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
-    if (!(s->files = sess_files_new()) || !(s->console = sess_console_new())) {
+    if (!(s->files = sess_files_new()) || !(s->console = sess_console_new()) ||
+        !(s->netlog = sess_netlog_new())) {
         sess_files_free(s->files);
+        sess_console_free(s->console);
         free(s);
         return NULL;
     }
@@ -147,6 +149,8 @@ static void sess_free_locals(sess *s)
     s->files = NULL;
     sess_console_free(s->console);
     s->console = NULL;
+    sess_netlog_free(s->netlog);
+    s->netlog = NULL;
 }
 
 static void table_add(sess_mgr *m, sess *s)

@@ -545,6 +545,48 @@ int sess_console(sess *s, uint64_t since, int level, sess_console_list *out);
 int sess_console_untold(sess *s, int level, sess_console_list *out);
 void sess_console_list_free(sess_console_list *l);
 
+/*
+ * The network log: the requests the session's pages made (netlog.c). The
+ * last SESS_NET_KEPT live with the session's context on this worker, as
+ * the console's messages do.
+ */
+#define SESS_NET_KEPT 500     /* requests kept, the last ones */
+#define SESS_NET_URL_MAX 1000 /* bytes of a request's URL kept */
+
+/** One request (one hop of a redirect chain). */
+typedef struct sess_net_req {
+    uint64_t seq;          /* 1, 2, ...: the session's count of requests when it was sent */
+    char id[48];           /* the browser's request id, while the request may still change */
+    char tab[16];
+    char method[16];
+    char type[24];         /* the browser's resource type: Document, XHR, Fetch, Script, ... */
+    char *url;             /* clipped at SESS_NET_URL_MAX bytes */
+    int status;            /* the HTTP status, 0 while none came (or it failed first) */
+    char status_text[48];
+    char failure[64];      /* the browser's error ("net::ERR_CONNECTION_REFUSED"), "" if none */
+    int done;              /* answered (its headers came) or failed */
+    double start_ms, ms;   /* sent (the browser's clock), and how long until done */
+    int64_t ts_ms;         /* Unix time in ms when it was sent */
+} sess_net_req;
+
+typedef struct sess_net_list {
+    sess_net_req *reqs;
+    size_t n;
+    uint64_t next;    /* the count now: pass it as since for what comes later */
+    uint64_t dropped; /* after since, but no longer kept */
+    int reset;        /* since was past the count: the log started again here */
+} sess_net_list;
+
+/**
+ * The held session's kept requests after since, oldest first: those whose
+ * URL has filter (NULL or "": all), and static resources (images, fonts,
+ * style sheets, scripts, media) only with with_static or when they failed.
+ * Into *out (sess_net_list_free). 0 or RG_ENOMEM.
+ */
+int sess_network(sess *s, uint64_t since, const char *filter, int with_static,
+                 sess_net_list *out);
+void sess_net_list_free(sess_net_list *l);
+
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);
 

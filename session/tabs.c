@@ -315,6 +315,7 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     t->page_enabled = 1;
     child_call(s, child, "Runtime.enable", NULL);
     child_call(s, child, "Log.enable", NULL);
+    child_call(s, child, "Network.enable", SESS_NETWORK_PARAMS);
     char vp[128];
     snprintf(vp, sizeof vp, "{\"width\":%d,\"height\":%d,\"deviceScaleFactor\":1,\"mobile\":false}",
              s->width, s->height);

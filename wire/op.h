@@ -119,6 +119,8 @@ typedef struct wire_arg {
       WIRE_TGT_REQ, {"files", WIRE_MAPS | WIRE_REQ})                                               \
     X(DOWNLOADS, "downloads", 0, downloads, 0, {NULL, 0})                                          \
     X(CONSOLE, "console", 0, console, 0, {"since", WIRE_INT}, {"level", WIRE_STR})                 \
+    X(NETWORK, "network", 0, network, 0, {"since", WIRE_INT}, {"filter", WIRE_STR},                \
+      {"static", WIRE_BOOL})                                                                       \
     X(RESIZE, "resize", WIRE_F_CHANGES, resize, 0, {"width", WIRE_INT | WIRE_REQ},                 \
       {"height", WIRE_INT | WIRE_REQ})                                                             \
     X(DOWNLOAD_GET, "download.get", 0, download_get, 0, {"id", WIRE_STR | WIRE_REQ})               \

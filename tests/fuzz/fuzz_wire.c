@@ -190,6 +190,7 @@ static const struct op_rule op_rules[] = {
     {"upload", {"target", "nth", "files"}, "siM"},
     {"downloads", {NULL}, ""},
     {"console", {"since", "level"}, "is"},
+    {"network", {"since", "filter", "static"}, "isb"},
     {"resize", {"width", "height"}, "ii"},
     {"download.get", {"id"}, "s"},
     {"subscribe", {"events", "format", "quality", "max_width", "max_height"}, "Ssiii"},

@@ -1224,6 +1224,128 @@ static cJSON *console_until(const char *sid, int since, const char *text)
     return NULL;
 }
 
+static cJSON *network_of(const char *sid, const char *args)
+{
+    char body[256];
+    snprintf(body, sizeof body, "{\"op\":\"network\",\"args\":{%s}}", args);
+    return expect_ok(&gw, sid, body);
+}
+
+/* The request of a network reply whose method is method and whose path (and query) is path, or NULL. */
+static const cJSON *request_with(const cJSON *r, const char *method, const char *path)
+{
+    const cJSON *q;
+    cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(result(r), "requests"))
+    {
+        const char *u = strstr(json_str(q, "url"), "://");
+        u = u ? strchr(u + 3, '/') : NULL;
+        if (!strcmp(json_str(q, "method"), method) && u && !strcmp(u, path))
+            return q;
+    }
+    return NULL;
+}
+
+static int requests_in(const cJSON *r)
+{
+    return cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result(r), "requests"));
+}
+
+/* Waits (up to 10 s) until a request with method and url is listed after since, answered. */
+static cJSON *network_until(const char *sid, int since, const char *method, const char *url)
+{
+    char args[64];
+    snprintf(args, sizeof args, "\"since\":%d", since);
+    cJSON *r = NULL;
+    for (int i = 0; i < 100; i++) {
+        cJSON_Delete(r);
+        r = network_of(sid, args);
+        const cJSON *q = request_with(r, method, url);
+        if (q && !cJSON_GetObjectItemCaseSensitive(q, "pending"))
+            return r;
+        usleep(100 * 1000);
+    }
+    fail_msg("no request %s %s after %d: %s", method, url, since, cJSON_PrintUnformatted(r));
+    return NULL;
+}
+
+static int status_of(const cJSON *q)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(q, "status");
+    return cJSON_IsNumber(s) ? s->valueint : -1;
+}
+
+/*
+ * The network log lists what the page asked for, as an agent debugging a
+ * form wants it: the document and the page's own requests with method and
+ * status, a POST that came back 404, a static resource that failed, each
+ * hop of a redirect; static resources that loaded only on request; a
+ * filter on the URL; since pages it. Bad arguments are refused.
+ */
+static void test_network_lists_what_the_page_asked(void **state)
+{
+    (void)state;
+    char url[256], body[512], sid[64];
+    httpd_url(gw.pages, "/network.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"session.create\",\"args\":{\"url\":\"%s\"}}", url);
+    int status;
+    cJSON *made = post_json("/v1/sessions", body, 0, &status);
+    assert_int_equal(status, 200);
+    snprintf(sid, sizeof sid, "%s", reply_str(made, "session"));
+    cJSON_Delete(made);
+
+    cJSON *r = network_until(sid, 0, "GET", "/orders-data?page=1");
+    const cJSON *q = request_with(r, "GET", "/network.html");
+    assert_non_null(q);
+    assert_string_equal(json_str(q, "type"), "Document");
+    assert_int_equal(status_of(q), 200);
+    assert_string_equal(json_str(q, "tab"), "t1");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(q, "seq")->valueint, 1);
+    q = request_with(r, "GET", "/orders-data?page=1");
+    assert_string_equal(json_str(q, "type"), "Fetch");
+    assert_int_equal(status_of(q), 200);
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(q, "ms")));
+    cJSON_Delete(r);
+    /* the image that failed is listed; the style sheet that loaded is not */
+    r = network_until(sid, 0, "GET", "/missing/logo.png");
+    q = request_with(r, "GET", "/missing/logo.png");
+    assert_string_equal(json_str(q, "type"), "Image");
+    assert_int_equal(status_of(q), 404);
+    assert_null(request_with(r, "GET", "/style-of-orders.css"));
+    int next = next_of(r);
+    cJSON_Delete(r);
+    r = network_of(sid, "\"static\":true");
+    q = request_with(r, "GET", "/style-of-orders.css");
+    assert_non_null(q);
+    assert_string_equal(json_str(q, "type"), "Stylesheet");
+    cJSON_Delete(r);
+
+    /* the save: a POST the server answers 404, after next */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#save\"}}"));
+    r = network_until(sid, next, "POST", "/missing/save");
+    q = request_with(r, "POST", "/missing/save");
+    assert_int_equal(status_of(q), 404);
+    assert_string_equal(json_str(q, "status_text"), "Not Found");
+    assert_null(request_with(r, "GET", "/orders-data?page=1")); /* before since */
+    cJSON_Delete(r);
+    /* a redirect: each hop, the first with its 302 */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#away\"}}"));
+    r = network_until(sid, next, "GET", "/moved-here");
+    assert_int_equal(status_of(request_with(r, "GET", "/redirect?to=/moved-here")), 302);
+    assert_int_equal(status_of(request_with(r, "GET", "/moved-here")), 200);
+    cJSON_Delete(r);
+    /* a filter on the URL */
+    r = network_of(sid, "\"filter\":\"/missing/\"");
+    assert_int_equal(requests_in(r), 2);
+    assert_non_null(request_with(r, "POST", "/missing/save"));
+    assert_non_null(request_with(r, "GET", "/missing/logo.png"));
+    cJSON_Delete(r);
+    /* bad arguments are refused */
+    cmd_err(sid, "{\"op\":\"network\",\"args\":{\"since\":-1}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"network\",\"args\":{\"static\":\"yes\"}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"network\",\"args\":{\"filter\":3}}", 400, "bad_request");
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.close\"}"));
+}
+
 /*
  * The console keeps what the page said: its console calls, uncaught errors
  * and the browser's errors about it (a resource that failed), with where
@@ -1989,6 +2111,7 @@ int main(void)
         cmocka_unit_test(test_navigation_to_no_content_keeps_the_page),
         cmocka_unit_test(test_dialogs_answered_as_the_command_asks),
         cmocka_unit_test(test_console_keeps_what_the_page_said),
+        cmocka_unit_test(test_network_lists_what_the_page_asked),
         cmocka_unit_test(test_resize_keeps_its_viewport),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),

@@ -62,7 +62,7 @@ const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
   'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
-  'browser_resize'])
+  'browser_resize', 'browser_network_requests'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -117,6 +117,16 @@ check(!r.isError && /\[warning\] checking out Banana @ \S+item\.html\S*:\d+/.tes
 r = await client.callTool({ name: 'browser_console_messages', arguments: { level: 'error' } });
 check(!r.isError && !textOf(r).includes('checking out') && textOf(r).includes('payment service unavailable'),
   'level error leaves the warning out', textOf(r));
+// What the checkout sent, and what came back: the requests, the page's
+// own first (the style of Playwright's tool: "[METHOD] url => [status]").
+r = await client.callTool({ name: 'browser_network_requests', arguments: {} });
+for (let i = 0; i < 50 && !/\[POST\] \S+\/missing\/checkout\?item=Banana => \[404\]/.test(textOf(r)); i++) {
+  await new Promise((ok) => setTimeout(ok, 100));
+  r = await client.callTool({ name: 'browser_network_requests', arguments: {} });
+}
+check(!r.isError && /\[POST\] \S+\/missing\/checkout\?item=Banana => \[404\] Not Found/.test(textOf(r)) &&
+  /\[GET\] \S+item\.html\?name=Banana => \[200\] OK/.test(textOf(r)),
+  'the requests list the refused checkout and the page itself', textOf(r));
 
 // A phone's viewport: the page's media queries answer at once.
 r = await client.callTool({ name: 'browser_resize', arguments: { width: 390, height: 844 } });

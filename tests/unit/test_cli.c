@@ -704,6 +704,14 @@ static void test_parse_click(void **state)
     assert_int_equal(c.out, CLI_OUT_CONSOLE);
     assert_body(&c, "{\"op\":\"console\",\"args\":{\"since\":12,\"level\":\"error\"}}");
     cli_call_destroy(&c);
+    /* the requests, after a count, with the static ones, those of a URL */
+    assert_int_equal(PARSE(&g, &c, err, "-s", "S1", "network", "--since", "4", "--filter", "/api/",
+                           "--static"),
+                     CLI_CMD_GATEWAY);
+    assert_int_equal(c.out, CLI_OUT_NETWORK);
+    assert_body(&c, "{\"op\":\"network\",\"args\":{\"since\":4,\"filter\":\"/api/\","
+                    "\"static\":true}}");
+    cli_call_destroy(&c);
     assert_int_equal(PARSE(&g, &c, err, "-s", "S1", "resize", "--width", "390", "--height", "844"),
                      CLI_CMD_GATEWAY);
     assert_body(&c, "{\"op\":\"resize\",\"args\":{\"width\":390,\"height\":844}}");
@@ -1192,6 +1200,23 @@ static void test_print_friendly(void **state)
                      0);
     assert_string_equal(cap.out_buf, "[log] hi (http://a/:7)\n[error] Failed (http://a/x.png)\n"
                                      "[warning] w\n(2 earlier messages are no longer kept)\nnext 5\n");
+    capture_free(&cap);
+    /* the requests: a line each, as the Playwright MCP server lists them */
+    c.out = CLI_OUT_NETWORK;
+    assert_int_equal(print_json_reply(&cap, &c, 0,
+                                      "{\"ok\":true,\"result\":{\"requests\":["
+                                      "{\"seq\":1,\"method\":\"GET\",\"url\":\"http://a/\",\"status\":200,"
+                                      "\"status_text\":\"OK\"},"
+                                      "{\"seq\":2,\"method\":\"POST\",\"url\":\"http://a/api\",\"status\":401,"
+                                      "\"status_text\":\"\"},"
+                                      "{\"seq\":3,\"method\":\"GET\",\"url\":\"http://b/\","
+                                      "\"failure\":\"net::ERR_CONNECTION_REFUSED\"},"
+                                      "{\"seq\":4,\"method\":\"GET\",\"url\":\"http://a/slow\",\"pending\":true}],"
+                                      "\"next\":4}}"),
+                     0);
+    assert_string_equal(cap.out_buf, "[GET] http://a/ => [200] OK\n[POST] http://a/api => [401]\n"
+                                     "[GET] http://b/ => net::ERR_CONNECTION_REFUSED\n"
+                                     "[GET] http://a/slow => (pending)\nnext 4\n");
     capture_free(&cap);
     c.out = CLI_OUT_SESSION;
 

@@ -1,0 +1,254 @@
+/*
+ * netlog.c - the requests a live session's pages made, kept so that an
+ * agent can see what its click sent and what came back ("POST /api/login
+ * 401") without having subscribed to anything: the `network` op, as the
+ * Playwright MCP server's browser_network_requests and agent-browser's
+ * `network requests`.
+ *
+ * The log is a ring of the last SESS_NET_KEPT requests, each URL clipped at
+ * SESS_NET_URL_MAX bytes: a page that polls costs a bounded amount of
+ * memory. A request is listed from the moment it is sent; its status (or
+ * its failure) and the time until it came are filled in as the browser
+ * reports them (Network.responseReceived, loadingFailed), found again by
+ * the browser's request id among the kept ones. The time is to the
+ * response's headers: a body the page never reads never finishes loading. A redirect ends its hop
+ * (with the 3xx status) and the next hop is a request of its own, as the
+ * browser sends it. data: URLs are left out (no request leaves the page).
+ *
+ * As console.c: numbered from 1 by the session's count (seq, the client's
+ * `since`), its own mutex (the handlers run on the browser's reader thread),
+ * cleared with the context, never written to Redis.
+ */
+#define _GNU_SOURCE
+#include "session/sess_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sess_netlog {
+    pthread_mutex_t mu;
+    sess_net_req *ring; /* SESS_NET_KEPT entries once the first request comes */
+    uint64_t seq;       /* requests so far: the last one's seq */
+    uint64_t base;      /* seq when the log was last cleared: kept are after it */
+};
+
+struct sess_netlog *sess_netlog_new(void)
+{
+    struct sess_netlog *l = calloc(1, sizeof *l);
+    if (l)
+        pthread_mutex_init(&l->mu, NULL);
+    return l;
+}
+
+static void req_clear(sess_net_req *e)
+{
+    free(e->url);
+    memset(e, 0, sizeof *e);
+}
+
+static void clear_locked(struct sess_netlog *l)
+{
+    if (l->ring)
+        for (size_t i = 0; i < SESS_NET_KEPT; i++)
+            req_clear(&l->ring[i]);
+    free(l->ring);
+    l->ring = NULL;
+    l->base = l->seq;
+}
+
+void sess_netlog_free(struct sess_netlog *l)
+{
+    if (!l)
+        return;
+    clear_locked(l);
+    pthread_mutex_destroy(&l->mu);
+    free(l);
+}
+
+void sess_netlog_clear(sess *s)
+{
+    struct sess_netlog *l = s->netlog;
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    clear_locked(l);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* The kept request of the browser's id (under l->mu), newest first, or NULL. */
+static sess_net_req *find_locked(struct sess_netlog *l, const char *tab, const char *id)
+{
+    uint64_t oldest = l->seq > SESS_NET_KEPT ? l->seq - SESS_NET_KEPT + 1 : 1;
+    if (oldest <= l->base)
+        oldest = l->base + 1;
+    for (uint64_t q = l->seq; q >= oldest && q > 0; q--) {
+        sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
+        if (e->seq == q && !strcmp(e->id, id) && !strcmp(e->tab, tab))
+            return e;
+    }
+    return NULL;
+}
+
+/* Seconds of the browser's monotonic clock, as ms; 0 when absent. */
+static double ms_of(const cJSON *ts)
+{
+    return cJSON_IsNumber(ts) ? ts->valuedouble * 1000.0 : 0;
+}
+
+/* Fills e's outcome from a response object (responseReceived, a redirect's). */
+static void took_response(sess_net_req *e, const cJSON *resp)
+{
+    const cJSON *st = cJSON_GetObjectItemCaseSensitive(resp, "status");
+    e->status = cJSON_IsNumber(st) && st->valuedouble >= 0 && st->valuedouble < 1000
+                    ? (int)st->valuedouble
+                    : 0;
+    snprintf(e->status_text, sizeof e->status_text, "%s", sess_jstr(resp, "statusText"));
+}
+
+/* The answer (or the failure) came at ts: how long it took. */
+static void ended(sess_net_req *e, const cJSON *ts)
+{
+    double end = ms_of(ts);
+    e->done = 1;
+    if (end > 0 && e->start_ms > 0 && end >= e->start_ms)
+        e->ms = end - e->start_ms;
+}
+
+/* The browser's own request for the site's icon: not the page's (as console.c). */
+static int site_icon(const char *url, const char *type)
+{
+    const char *path = strstr(url, "://");
+    path = path ? strchr(path + 3, '/') : NULL;
+    return !strcmp(type, "Other") && path && !strncmp(path, "/favicon.ico", 12) &&
+           (!path[12] || path[12] == '?');
+}
+
+/* A request sent (reader thread, under l->mu). */
+static void sent_locked(struct sess_netlog *l, sess_tab *t, const cJSON *p)
+{
+    const cJSON *rq = cJSON_GetObjectItemCaseSensitive(p, "request");
+    const char *url = sess_jstr(rq, "url"), *id = sess_jstr(p, "requestId");
+    if (!strncmp(url, "data:", 5) || !*id || site_icon(url, sess_jstr(p, "type")))
+        return;
+    /* a redirect: the hop before ends with its 3xx, and this is a new request */
+    const cJSON *redir = cJSON_GetObjectItemCaseSensitive(p, "redirectResponse");
+    if (redir && l->ring) {
+        sess_net_req *prev = find_locked(l, t->id, id);
+        if (prev && !prev->done) {
+            took_response(prev, redir);
+            ended(prev, cJSON_GetObjectItemCaseSensitive(p, "timestamp"));
+            prev->id[0] = '\0'; /* the id now names the next hop */
+        }
+    }
+    char *u = strndup(url, rg_utf8_prefix(url, SESS_NET_URL_MAX));
+    if (!l->ring)
+        l->ring = calloc(SESS_NET_KEPT, sizeof *l->ring);
+    if (!l->ring || !u) {
+        l->base = ++l->seq; /* counted: a client sees one is missing */
+        free(u);
+        return;
+    }
+    uint64_t q = ++l->seq;
+    sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
+    req_clear(e);
+    e->seq = q;
+    e->url = u;
+    snprintf(e->id, sizeof e->id, "%s", id);
+    snprintf(e->tab, sizeof e->tab, "%s", t->id);
+    snprintf(e->method, sizeof e->method, "%s", sess_jstr(rq, "method"));
+    snprintf(e->type, sizeof e->type, "%s", sess_jstr(p, "type"));
+    e->start_ms = ms_of(cJSON_GetObjectItemCaseSensitive(p, "timestamp"));
+    const cJSON *wall = cJSON_GetObjectItemCaseSensitive(p, "wallTime");
+    e->ts_ms = cJSON_IsNumber(wall) ? (int64_t)(wall->valuedouble * 1000.0) : 0;
+}
+
+void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params)
+{
+    struct sess_netlog *l = t->s->netlog;
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->mu);
+    if (!strcmp(method, "Network.requestWillBeSent")) {
+        sent_locked(l, t, params);
+    } else if (l->ring) {
+        sess_net_req *e = find_locked(l, t->id, sess_jstr(params, "requestId"));
+        if (!e) {
+            /* not kept (a data: URL, or gone from the ring) */
+        } else if (!strcmp(method, "Network.responseReceived")) {
+            took_response(e, cJSON_GetObjectItemCaseSensitive(params, "response"));
+            ended(e, cJSON_GetObjectItemCaseSensitive(params, "timestamp"));
+            const char *type = sess_jstr(params, "type");
+            if (*type)
+                snprintf(e->type, sizeof e->type, "%s", type);
+        } else if (!strcmp(method, "Network.loadingFailed")) {
+            const char *why = sess_jstr(params, "errorText");
+            snprintf(e->failure, sizeof e->failure, "%s", *why ? why : "failed");
+            ended(e, cJSON_GetObjectItemCaseSensitive(params, "timestamp"));
+        }
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/* Images, fonts, style sheets, scripts, media: what a page loads to show itself. */
+static int is_static(const sess_net_req *e)
+{
+    static const char *const kinds[] = {"Image", "Font",     "Stylesheet", "Script",
+                                        "Media", "Manifest", "TextTrack",  NULL};
+    for (int i = 0; kinds[i]; i++)
+        if (!strcmp(e->type, kinds[i]))
+            return 1;
+    return 0;
+}
+
+int sess_network(sess *s, uint64_t since, const char *filter, int with_static,
+                 sess_net_list *out)
+{
+    memset(out, 0, sizeof *out);
+    struct sess_netlog *l = s->netlog;
+    if (!l)
+        return 0;
+    pthread_mutex_lock(&l->mu);
+    out->next = l->seq;
+    if (since > l->seq) { /* another worker's count: all of this one */
+        out->reset = 1;
+        since = 0;
+    }
+    uint64_t from = since + 1, kept_from = l->base + 1;
+    if (l->seq >= SESS_NET_KEPT && l->seq - SESS_NET_KEPT + 1 > kept_from)
+        kept_from = l->seq - SESS_NET_KEPT + 1;
+    if (from < kept_from) {
+        out->dropped = kept_from - from;
+        from = kept_from;
+    }
+    size_t cap = from <= l->seq ? (size_t)(l->seq - from + 1) : 0;
+    int rc = 0;
+    if (cap && !(out->reqs = calloc(cap, sizeof *out->reqs)))
+        rc = RG_ENOMEM;
+    for (uint64_t q = from; q <= l->seq && out->reqs; q++) {
+        const sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
+        if (e->seq != q)
+            continue;
+        /* a static resource only when asked for, or when it failed */
+        int failed = e->failure[0] || e->status >= 400;
+        if (is_static(e) && !with_static && !failed)
+            continue;
+        if (filter && *filter && !strstr(e->url, filter))
+            continue;
+        sess_net_req *o = &out->reqs[out->n];
+        *o = *e;
+        if (!(o->url = strdup(e->url)))
+            break;
+        out->n++;
+    }
+    pthread_mutex_unlock(&l->mu);
+    return rc;
+}
+
+void sess_net_list_free(sess_net_list *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        free(l->reqs[i].url);
+    free(l->reqs);
+    memset(l, 0, sizeof *l);
+}
