@@ -941,6 +941,12 @@
     if (win) {
       for (var i = 0; i < DIRTY_EVENTS.length; i++)
         win.addEventListener(DIRTY_EVENTS[i], win === window ? onEvent : onFonts, true);
+      /* An element's load (a frame's new document, an image) never reaches
+         the window, even in the capture phase (the DOM standard leaves the
+         window out of a load event's path): the document hears it. A
+         same-origin frame that navigated was otherwise walked again only
+         when something else changed. */
+      root.addEventListener('load', win === window ? onEvent : onFonts, true);
       try {
         if (win.document.fonts) win.document.fonts.addEventListener('loadingdone', onFonts);
       } catch (e) { /* no font set: nothing to watch */ }

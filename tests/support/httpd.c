@@ -158,6 +158,13 @@ static void *conn_main(void *arg)
         respond(c->fd, 404, "text/plain", "not found\n", 10, cacheable);
         goto out;
     }
+    if (!strncmp(path, "/late/", 6)) {
+        /* GET /late/PATH: PATH, 300 ms late (a document that is still on its
+           way when the test looks) */
+        struct pollfd pf = {h->stop_pipe[0], POLLIN, 0};
+        poll(&pf, 1, 300);
+        memmove(path, path + 5, strlen(path + 5) + 1);
+    }
     if (!strcmp(path, "/slow")) {
         struct pollfd pf = {h->stop_pipe[0], POLLIN, 0};
         poll(&pf, 1, 60000);
