@@ -48,8 +48,10 @@
 #include <string.h>
 #include <time.h>
 
-/* A frame that does not answer within this is left out of the observation. */
+/* A frame that does not answer within this is left out of the observation,
+   and of the observations of the next FRAME_QUIET_MS. */
 #define FRAME_TIMEOUT_MS 2000
+#define FRAME_QUIET_MS 10000
 
 static int has_iframe_line(const reg_observation *o)
 {
@@ -177,7 +179,8 @@ struct probes {
     pthread_mutex_t mu;
     pthread_cond_t cv;
     int pending, refs; /* refs: the waiter and each call still out */
-    int error[REG_XFRAMES_TRACK];
+    int error[REG_XFRAMES_TRACK]; /* -1 no answer (yet), 0 a page, 1 an error page,
+                                     2 the call failed */
 };
 
 struct probe {
@@ -225,6 +228,8 @@ static void failed_loads(reg_page_handle h, reg_xframe *xs, size_t n, int timeou
     pthread_cond_init(&ps->cv, &ca);
     pthread_condattr_destroy(&ca);
     ps->refs = 1;
+    for (size_t k = 0; k < REG_XFRAMES_TRACK; k++)
+        ps->error[k] = -1;
     for (size_t k = 0; k < n; k++) {
         struct probe *pr = xs[k].error < 0 ? malloc(sizeof *pr) : NULL;
         if (!pr)
@@ -255,9 +260,13 @@ static void failed_loads(reg_page_handle h, reg_xframe *xs, size_t n, int timeou
         if (xs[k].error >= 0)
             continue;
         int e = ps->error[k];
-        xs[k].error = e ? 1 : 0; /* no answer yet (0 in error[]) is as good as none */
-        if (e < 2 && ps->pending == 0)
+        /* no answer, or a failed call: left out this time, nothing kept;
+           no answer at all, for a while (a frame stuck in a loop) */
+        xs[k].error = e != 0;
+        if (e == 0 || e == 1)
             reg_world_xframe_error(h.world, &xs[k], e);
+        else if (e < 0)
+            reg_world_xframe_quiet(h.world, &xs[k], FRAME_QUIET_MS);
     }
     pthread_mutex_unlock(&ps->mu);
     probes_unref(ps);
@@ -285,7 +294,7 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
     size_t spliced = 0;
     for (size_t k = 0; k < n && spliced < REG_XFRAMES_MAX; k++) {
         reg_xframe *x = &xs[k];
-        if (x->error)
+        if (x->error || x->quiet)
             continue;
         if (key_of(h, x, timeout) < 0)
             continue; /* not in this document yet, or gone: the next observe */
@@ -311,6 +320,10 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
         int rc = reg_js(x->h, call, 0, timeout, &root, err, sizeof err);
         if (rc < 0) {
             rg_log(RG_LOG_DEBUG, "registry", "a frame of another site was left out: %s", err);
+            /* a frame that does not answer (busy, or hostile) costs one wait,
+               not one every observe */
+            if (rc == RG_ETIMEOUT)
+                reg_world_xframe_quiet(h.world, x, FRAME_QUIET_MS);
             continue;
         }
         const char *fu = jstr(root, "url");
@@ -408,12 +421,15 @@ int reg_frames_any(reg_page_handle h, const char *call)
     size_t n = reg_world_xframes(h.world, xs, REG_XFRAMES_TRACK);
     failed_loads(h, xs, n, FRAME_TIMEOUT_MS);
     for (size_t k = 0; k < n; k++) {
-        if (xs[k].error)
+        if (xs[k].error || xs[k].quiet)
             continue;
         reg_world_xframe_open(h.world, &xs[k], FRAME_TIMEOUT_MS);
         cJSON *js = NULL;
         char err[128];
-        if (reg_js(xs[k].h, call, 0, FRAME_TIMEOUT_MS, &js, err, sizeof err) < 0)
+        int rc = reg_js(xs[k].h, call, 0, FRAME_TIMEOUT_MS, &js, err, sizeof err);
+        if (rc == RG_ETIMEOUT)
+            reg_world_xframe_quiet(h.world, &xs[k], FRAME_QUIET_MS);
+        if (rc < 0)
             continue; /* gone or busy: as if it had not */
         int ok = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(js, "ok"));
         cJSON_Delete(js);

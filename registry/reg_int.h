@@ -69,6 +69,7 @@ typedef struct reg_xframe {
     int key;            /* its owner element's key in the page's document, -1: not known yet */
     unsigned info;      /* its target's info changes seen when listed */
     int error;          /* 1: the browser's error page is in it, 0: not, -1: not known yet */
+    int quiet;          /* it did not answer a while ago: left out for now */
 } reg_xframe;
 
 /**
@@ -122,6 +123,8 @@ int reg_frames_offset(reg_page_handle h, const reg_xframe *x, double xy[4]);
  * call's error.
  */
 int reg_frames_locate(reg_page_handle fh, const reg_entry *e, int *local);
+/** Leaves x out of observations for ms (it did not answer). */
+void reg_world_xframe_quiet(reg_world *w, const reg_xframe *x, int ms);
 /** Keeps whether x holds the browser's error page, until its target's info changes. */
 void reg_world_xframe_error(reg_world *w, const reg_xframe *x, int error);
 /** Keeps x's key for the page's current document. */

@@ -66,6 +66,7 @@ struct xframe {
     unsigned info;    /* Target.targetInfoChanged events seen (its URL or title changed) */
     unsigned probed;  /* 1 + info when error was found, 0: not yet */
     int error;        /* the browser's error page is in it (a frame that did not load) */
+    int64_t quiet_until; /* it did not answer: left out until then (rg_now_ms) */
 };
 
 struct reg_world {
@@ -458,6 +459,7 @@ size_t reg_world_xframes(reg_world *w, reg_xframe *out, size_t max)
         o->key = x->key_gen == __atomic_load_n(&w->gen, __ATOMIC_SEQ_CST) + 1 ? x->key : -1;
         o->info = x->info;
         o->error = x->probed == x->info + 1 ? x->error : -1;
+        o->quiet = x->quiet_until > rg_now_ms();
         o->h.conn = w->conn;
         o->h.session = o->session;
         o->h.world = x->w;
@@ -505,5 +507,14 @@ void reg_world_xframe_error(reg_world *w, const reg_xframe *x, int error)
         f->error = error;
         f->probed = x->info + 1;
     }
+    pthread_mutex_unlock(&w->mu);
+}
+
+void reg_world_xframe_quiet(reg_world *w, const reg_xframe *x, int ms)
+{
+    pthread_mutex_lock(&w->mu);
+    struct xframe *f = &w->xf[x->slot];
+    if (!strcmp(f->session, x->session))
+        f->quiet_until = rg_now_ms() + ms;
     pthread_mutex_unlock(&w->mu);
 }

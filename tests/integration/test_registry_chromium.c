@@ -747,6 +747,29 @@ static void test_a_frame_that_navigates(void **state)
     reg_world_free(w);
 }
 
+/*
+ * A frame of another site whose script never returns answers nothing: the
+ * page is observed all the same, the frame left as its line, and its refs
+ * of nothing. (That it waits once and not at every observe is not timed
+ * here: tests do not assert on time.)
+ */
+static void test_a_frame_that_does_not_answer(void **state)
+{
+    (void)state;
+    struct fx f;
+    reg_world *w = fx_open_world(&f, "/xsite-stuck.html");
+    usleep(500 * 1000); /* the frame loads and starts its loop */
+    for (int i = 0; i < 3; i++) {
+        reg_observation a;
+        observe(&f, &a, 0);
+        assert_non_null(strstr(a.text, "\n  - Iframe \"Widget\" [url=\"http://localhost:"));
+        assert_non_null(strstr(a.text, "- button \"Place order\" [ref=@"));
+        reg_observation_free(&a);
+    }
+    fx_close(&f);
+    reg_world_free(w);
+}
+
 static void test_editable_regions(void **state)
 {
     (void)state;
@@ -1479,6 +1502,7 @@ int main(void)
         cmocka_unit_test(test_a_frame_of_another_site_is_read_and_driven),
         cmocka_unit_test(test_dead_frames_leave_room),
         cmocka_unit_test(test_a_frame_that_navigates),
+        cmocka_unit_test(test_a_frame_that_does_not_answer),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
