@@ -811,6 +811,16 @@ static int op_downloads(gw_cmd *c)
     return 0;
 }
 
+/* The end of a console or network reply: the count to pass as since next, and what it lost. */
+static void log_tail(cJSON *res, uint64_t next, uint64_t dropped, int reset)
+{
+    cJSON_AddNumberToObject(res, "next", (double)next);
+    if (dropped)
+        cJSON_AddNumberToObject(res, "dropped", (double)dropped);
+    if (reset)
+        cJSON_AddBoolToObject(res, "reset", 1);
+}
+
 /* What the session's pages said (session/console.c), after `since`. */
 static int op_console(gw_cmd *c)
 {
@@ -841,11 +851,7 @@ static int op_console(gw_cmd *c)
         cJSON_AddNumberToObject(o, "ts", (double)e->ts_ms);
         cJSON_AddItemToArray(arr, o);
     }
-    cJSON_AddNumberToObject(c->result, "next", (double)l.next);
-    if (l.dropped)
-        cJSON_AddNumberToObject(c->result, "dropped", (double)l.dropped);
-    if (l.reset)
-        cJSON_AddBoolToObject(c->result, "reset", 1);
+    log_tail(c->result, l.next, l.dropped, l.reset);
     sess_console_list_free(&l);
     return 0;
 }
@@ -884,11 +890,7 @@ static int op_network(gw_cmd *c)
         cJSON_AddNumberToObject(o, "ts", (double)e->ts_ms);
         cJSON_AddItemToArray(arr, o);
     }
-    cJSON_AddNumberToObject(c->result, "next", (double)l.next);
-    if (l.dropped)
-        cJSON_AddNumberToObject(c->result, "dropped", (double)l.dropped);
-    if (l.reset)
-        cJSON_AddBoolToObject(c->result, "reset", 1);
+    log_tail(c->result, l.next, l.dropped, l.reset);
     sess_net_list_free(&l);
     return 0;
 }

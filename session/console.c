@@ -234,24 +234,33 @@ int sess_console_untold(sess *s, int level, sess_console_list *out)
     return rc;
 }
 
+void sess_log_window(uint64_t seq, uint64_t base, uint64_t kept, uint64_t since, uint64_t *from,
+                     uint64_t *dropped, int *reset)
+{
+    *dropped = 0;
+    *reset = 0;
+    /* since past the count: a count of another worker's (the session moved,
+       and this log started again), so all of this one */
+    if (since > seq) {
+        *reset = 1;
+        since = 0;
+    }
+    *from = since + 1;
+    /* lost: after since, but no longer kept (the cap, or a cleared log) */
+    uint64_t kept_from = base + 1;
+    if (seq >= kept && seq - kept + 1 > kept_from)
+        kept_from = seq - kept + 1;
+    if (*from < kept_from) {
+        *dropped = kept_from - *from;
+        *from = kept_from;
+    }
+}
+
 static int list_locked(struct sess_console *c, uint64_t since, int level, sess_console_list *out)
 {
     out->next = c->seq;
-    /* since past the count: a count of another worker's (the session moved,
-       and this log started again), so all of this one */
-    if (since > c->seq) {
-        out->reset = 1;
-        since = 0;
-    }
-    uint64_t from = since + 1;
-    /* lost: after since, but no longer kept (the cap, or a cleared log) */
-    uint64_t kept_from = c->base + 1;
-    if (c->seq >= SESS_CONSOLE_KEPT && c->seq - SESS_CONSOLE_KEPT + 1 > kept_from)
-        kept_from = c->seq - SESS_CONSOLE_KEPT + 1;
-    if (from < kept_from)
-        out->dropped = kept_from - from;
-    if (from < kept_from)
-        from = kept_from;
+    uint64_t from;
+    sess_log_window(c->seq, c->base, SESS_CONSOLE_KEPT, since, &from, &out->dropped, &out->reset);
     size_t cap = from <= c->seq ? (size_t)(c->seq - from + 1) : 0;
     if (cap) {
         out->msgs = calloc(cap, sizeof *out->msgs);

@@ -210,17 +210,8 @@ int sess_network(sess *s, uint64_t since, const char *filter, int with_static,
         return 0;
     pthread_mutex_lock(&l->mu);
     out->next = l->seq;
-    if (since > l->seq) { /* another worker's count: all of this one */
-        out->reset = 1;
-        since = 0;
-    }
-    uint64_t from = since + 1, kept_from = l->base + 1;
-    if (l->seq >= SESS_NET_KEPT && l->seq - SESS_NET_KEPT + 1 > kept_from)
-        kept_from = l->seq - SESS_NET_KEPT + 1;
-    if (from < kept_from) {
-        out->dropped = kept_from - from;
-        from = kept_from;
-    }
+    uint64_t from;
+    sess_log_window(l->seq, l->base, SESS_NET_KEPT, since, &from, &out->dropped, &out->reset);
     size_t cap = from <= l->seq ? (size_t)(l->seq - from + 1) : 0;
     int rc = 0;
     if (cap && !(out->reqs = calloc(cap, sizeof *out->reqs)))

@@ -253,6 +253,16 @@ void sess_console_clear(sess *s);
 /** A console, exception or log event of tab t (reader thread); text: a console call's, joined. */
 void sess_console_event(sess_tab *t, const char *method, const cJSON *params, const char *text);
 
+/**
+ * The kept part of a numbered log after since (console.c, netlog.c): a log
+ * whose last entry is seq, cleared when its count was base, keeping the last
+ * kept. *from is the first entry to list (past seq: none); *dropped how many
+ * after since are no longer kept; *reset 1 when since was past seq (another
+ * worker's count: the whole log then).
+ */
+void sess_log_window(uint64_t seq, uint64_t base, uint64_t kept, uint64_t since, uint64_t *from,
+                     uint64_t *dropped, int *reset);
+
 /* ---- netlog.c ---- */
 
 /*
