@@ -1446,12 +1446,18 @@ int reg_observation_check(const reg_observation *o, const cJSON *reply, char *wh
             a->states != b->states || a->interactive != b->interactive || a->no_ref != b->no_ref ||
             a->editable != b->editable)
             what = "depth, kind, level, states or flags";
-        else if (str_differ(a->text, b->text) || str_differ(a->placeholder, b->placeholder) ||
-                 str_differ(a->url, b->url) ||
-                 str_differ(a->role, b->role) || str_differ(a->name, b->name) ||
-                 str_differ(a->tag, b->tag) || str_differ(a->value, b->value) ||
-                 str_differ(a->frame, b->frame) || str_differ(a->name_attr, b->name_attr))
-            what = "text, role, name, tag, value, url, frame or name attribute";
+        else if (str_differ(a->text, b->text))
+            what = "text";
+        else if (str_differ(a->placeholder, b->placeholder))
+            what = "placeholder";
+        else if (str_differ(a->url, b->url))
+            what = "url";
+        else if (str_differ(a->role, b->role) || str_differ(a->name, b->name))
+            what = "role or name";
+        else if (str_differ(a->tag, b->tag) || str_differ(a->value, b->value))
+            what = "tag or value";
+        else if (str_differ(a->frame, b->frame) || str_differ(a->name_attr, b->name_attr))
+            what = "frame or name attribute";
         else if (a->index != b->index || pa != pb)
             what = "index or previous index";
         else if (memcmp(a->bounds, b->bounds, sizeof a->bounds))
@@ -1468,9 +1474,12 @@ int reg_observation_check(const reg_observation *o, const cJSON *reply, char *wh
             if (str_differ(a->alt[k], b->alt[k]))
                 what = "selectors";
         if (what) {
-            snprintf(why, whylen, "node %zu (%s \"%.60s\"): %s differ (index %d/%d, previous %d/%d)",
+            snprintf(why, whylen,
+                     "node %zu (%s \"%.60s\"): %s differ (index %d/%d, previous %d/%d; "
+                     "delta's %s \"%.60s\" text \"%.60s\")",
                      i, b->role ? b->role : "?", b->name ? b->name : (b->text ? b->text : ""),
-                     what, a->index, b->index, pa, pb);
+                     what, a->index, b->index, pa, pb, a->role ? a->role : "?",
+                     a->name ? a->name : "", a->text ? a->text : "");
             goto out;
         }
     }

@@ -1127,13 +1127,18 @@
      */
     var sib = risk.sib, struct = risk.struct;
     var todo = inc.roots.slice(), shallow = new Set();
+    for (var ad = 0; ad < inc.added.length; ad++)
+      if (inc.added[ad].isConnected) todo.push(inc.added[ad]);
+    /* An element that is a root of its own (an attribute of it changed, or
+       it came in or moved) stays one when its children changed too: seed
+       78083, a section's class made its heading upper case while a table
+       left it, and the heading's old name was replayed. */
+    var whole = new Set(todo);
     for (var c = 0; c < inc.kids.length; c++) {
       var kt = inc.kids[c];
       if (struct || lower(kt) === 'details') todo.push(kt);
-      else shallow.add(kt);
+      else if (!whole.has(kt)) shallow.add(kt);
     }
-    for (var ad = 0; ad < inc.added.length; ad++)
-      if (inc.added[ad].isConnected) todo.push(inc.added[ad]);
     shallow.forEach(function (el) { todo.push(el); });
     var roots = new Set(), path = new Set();
     for (var r = 0; r < todo.length; r++) {
