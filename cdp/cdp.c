@@ -31,6 +31,10 @@
 #define CDP_BUCKETS 256
 #define CDP_SID_MAX 80
 #define CDP_PIPE_BYTES (1024 * 1024)
+/* Sessions whose target is gone, remembered so that a call sent on one
+   later fails at once instead of waiting out its timeout: the last ones
+   (a call on an older one waits, as before). */
+#define CDP_GONE_MAX 32
 
 struct pending {
     int64_t id;
@@ -72,6 +76,11 @@ struct cdp_conn {
     pthread_condattr_t condattr;
     int err;
     char errstr[256];
+    struct {
+        char sid[CDP_SID_MAX];
+        char why[64];
+    } gone[CDP_GONE_MAX]; /* a ring; mu */
+    int gone_next;
     int64_t next_id;
     struct pending *buckets[CDP_BUCKETS];
     int n_async;
@@ -269,10 +278,29 @@ int cdp_conn_err(cdp_conn *c, char *buf, size_t len)
 }
 
 /* Fails every pending call of one flattened session (its target went away). */
+/* The slot of sid among the sessions known to be gone, or -1 (mu held). */
+static int gone_find(const cdp_conn *c, const char *sid)
+{
+    for (int i = 0; i < CDP_GONE_MAX; i++)
+        if (c->gone[i].sid[0] && !strcmp(c->gone[i].sid, sid))
+            return i;
+    return -1;
+}
+
 static void fail_session(cdp_conn *c, const char *sid, const char *why)
 {
     struct pending *later = NULL;
     pthread_mutex_lock(&c->mu);
+    /* A command that checked the page before this and calls it after
+       would otherwise wait out its whole timeout on a target that never
+       answers (test_faults: a renderer that ran out of memory between two
+       calls of one eval). */
+    if (gone_find(c, sid) < 0) {
+        int g = c->gone_next;
+        c->gone_next = (g + 1) % CDP_GONE_MAX;
+        rg_strlcpy(c->gone[g].sid, sid, sizeof c->gone[g].sid);
+        rg_strlcpy(c->gone[g].why, why, sizeof c->gone[g].why);
+    }
     for (int b = 0; b < CDP_BUCKETS; b++) {
         struct pending **pp = &c->buckets[b];
         while (*pp) {
@@ -442,6 +470,12 @@ static int start_call(cdp_conn *c, struct pending *p, const char *sid, const cha
         rg_strlcpy(p->why, c->errstr, sizeof p->why);
         pthread_mutex_unlock(&c->mu);
         return err;
+    }
+    int g = p->sid[0] ? gone_find(c, p->sid) : -1;
+    if (g >= 0) {
+        rg_strlcpy(p->why, c->gone[g].why, sizeof p->why);
+        pthread_mutex_unlock(&c->mu);
+        return RG_ECRASHED;
     }
     p->id = ++c->next_id;
     pending_add(c, p);

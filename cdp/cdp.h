@@ -79,7 +79,10 @@ void cdp_conn_fail(cdp_conn *c, int err, const char *why);
 /**
  * Fails at once, with RG_ECRASHED and why, every pending call of the
  * flattened session sid: its target is gone (a browser-level event such as
- * Target.targetCrashed said so) and will never answer them.
+ * Target.targetCrashed said so) and will never answer them. Later calls on
+ * sid fail the same way at once (the last 32 sessions that went are
+ * remembered). The connection does the same by itself on
+ * Target.detachedFromTarget and Inspector.targetCrashed.
  */
 void cdp_fail_session(cdp_conn *c, const char *sid, const char *why);
 
