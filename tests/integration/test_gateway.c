@@ -1339,6 +1339,38 @@ static void test_network_lists_what_the_page_asked(void **state)
     assert_non_null(request_with(r, "POST", "/missing/save"));
     assert_non_null(request_with(r, "GET", "/missing/logo.png"));
     cJSON_Delete(r);
+    /* 520 requests: the last 500 are kept, and the reply says 20 are not */
+    r = network_of(sid, "");
+    next = next_of(r);
+    cJSON_Delete(r);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#many\"}}"));
+    r = network_until(sid, next, "GET", "/orders-data?n=520");
+    assert_int_equal(requests_in(r), 500);
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "dropped")->valueint, 20);
+    const cJSON *reqs = cJSON_GetObjectItemCaseSensitive(result(r), "requests");
+    assert_ptr_equal(cJSON_GetArrayItem(reqs, 0), request_with(r, "GET", "/orders-data?n=21"));
+    assert_null(request_with(r, "GET", "/orders-data?n=20"));
+    next = next_of(r);
+    cJSON_Delete(r);
+    /* a long URL is clipped at 1,000 bytes */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#long\"}}"));
+    r = NULL;
+    for (int i = 0; i < 100 && !r; i++) {
+        r = network_of(sid, "\"filter\":\"long=\"");
+        if (requests_in(r) != 1) {
+            cJSON_Delete(r);
+            r = NULL;
+            usleep(100 * 1000);
+        }
+    }
+    assert_non_null(r);
+    const char *lu = json_str(cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(result(r),
+                                                                                  "requests"),
+                                                 0),
+                              "url");
+    assert_int_equal(strlen(lu), 1000);
+    assert_non_null(strstr(lu, "/orders-data?long=xxxx"));
+    cJSON_Delete(r);
     /* bad arguments are refused */
     cmd_err(sid, "{\"op\":\"network\",\"args\":{\"since\":-1}}", 400, "bad_request");
     cmd_err(sid, "{\"op\":\"network\",\"args\":{\"static\":\"yes\"}}", 400, "bad_request");
