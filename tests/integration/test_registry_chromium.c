@@ -673,6 +673,59 @@ static void test_dead_frames_leave_room(void **state)
     reg_world_free(w);
 }
 
+static int count_of(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = strstr(text, needle); p; p = strstr(p + 1, needle))
+        n++;
+    return n;
+}
+
+/*
+ * Nine live frames of another site: the outline takes the content of
+ * REG_XFRAMES_MAX (8) of them, and the ninth is its line alone, observe
+ * after observe. A page of many embeds costs a bounded number of frame
+ * observes.
+ */
+static void test_frames_past_the_cap(void **state)
+{
+    (void)state;
+    struct fx f;
+    reg_world *w = fx_open_world(&f, "/xsite-nine.html");
+    /* until the nine frames are attached and hold their documents */
+    reg_xframe xs[REG_XFRAMES_TRACK];
+    int live = 0;
+    for (int i = 0; i < 100 && live < 9; i++) {
+        size_t n = reg_world_xframes(w, xs, REG_XFRAMES_TRACK);
+        live = 0;
+        for (size_t k = 0; k < n; k++)
+            live += xs[k].error == 0;
+        if (live < 9)
+            usleep(100 * 1000);
+    }
+    assert_int_equal(live, 9);
+    int shown = 0;
+    for (int i = 0; i < 50 && shown < REG_XFRAMES_MAX; i++) {
+        reg_observation a;
+        observe(&f, &a, 0);
+        shown = count_of(a.text, "Your card was declined");
+        reg_observation_free(&a);
+        assert_true(shown <= REG_XFRAMES_MAX);
+        if (shown < REG_XFRAMES_MAX)
+            usleep(100 * 1000);
+    }
+    assert_int_equal(shown, REG_XFRAMES_MAX);
+    for (int i = 0; i < 2; i++) {
+        reg_observation a;
+        observe(&f, &a, 0);
+        assert_int_equal(count_of(a.text, "- Iframe \"Card "), 9);
+        assert_int_equal(count_of(a.text, "Your card was declined"), REG_XFRAMES_MAX);
+        reg_observation_free(&a);
+    }
+    fx_close(&f);
+    reg_world_free(w);
+}
+
 /* Points the page's iframe at path on host (the page's own or localhost) and waits for it. */
 static void frame_goes_to(struct fx *f, const char *host, const char *path, const char *needle)
 {
@@ -1505,6 +1558,7 @@ int main(void)
         cmocka_unit_test(test_a_frame_of_another_site_says_where_from),
         cmocka_unit_test(test_a_frame_of_another_site_is_read_and_driven),
         cmocka_unit_test(test_dead_frames_leave_room),
+        cmocka_unit_test(test_frames_past_the_cap),
         cmocka_unit_test(test_a_frame_that_navigates),
         cmocka_unit_test(test_a_frame_that_does_not_answer),
         cmocka_unit_test(test_outline_modes),
