@@ -256,6 +256,17 @@ typedef struct reg_page_handle {
  * error. Free with reg_world_free after the page's last call.
  */
 int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out);
+/**
+ * The same for a caller that attaches the page's frames of other sites
+ * itself (Target.setAutoAttach on the page's session, iframes, flattened),
+ * as the session does to check their requests before they run: the world
+ * sends no setAutoAttach of its own, which would change how frames are
+ * held. It follows the frames attached after it is made; the caller tells
+ * it of those attached before (reg_world_xframe_known).
+ */
+int reg_world_new_attached(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out);
+/** A frame of another site (its target and flattened session) attached before w was made. */
+void reg_world_xframe_known(reg_world *w, const char *target, const char *session);
 void reg_world_free(reg_world *w);
 /**
  * Where the main frame's current document ended its load: the JSON text

@@ -147,6 +147,40 @@ static void probe(reg_world *w, const struct xframe *x)
 }
 
 /* A frame of another site was attached to the page's session, or detached. */
+/* Follows the frame of target tid on session sid, once (w->mu held). */
+static void add_xframe(reg_world *w, const char *tid, const char *sid)
+{
+    if (!tid || !sid || strlen(tid) >= sizeof w->xf[0].target ||
+        strlen(sid) >= sizeof w->xf[0].session)
+        return;
+    size_t slot = w->n_xf;
+    for (size_t i = 0; i < w->n_xf; i++) {
+        if (!w->xf[i].gone && !strcmp(w->xf[i].session, sid))
+            return; /* known (the caller told of it, and the event came too) */
+        if (slot == w->n_xf && w->xf[i].gone && !w->xf[i].w)
+            slot = i; /* a detached one whose world is already freed */
+    }
+    /* past REG_XFRAMES_TRACK the frame is attached but not observed: its
+       line in the outline says where it comes from, as before */
+    if (slot >= REG_XFRAMES_TRACK)
+        return;
+    struct xframe *x = &w->xf[slot];
+    memset(x, 0, sizeof *x);
+    snprintf(x->target, sizeof x->target, "%s", tid);
+    snprintf(x->session, sizeof x->session, "%s", sid);
+    if (slot == w->n_xf)
+        w->n_xf++;
+}
+
+void reg_world_xframe_known(reg_world *w, const char *target, const char *session)
+{
+    if (!w || w->child)
+        return;
+    pthread_mutex_lock(&w->mu);
+    add_xframe(w, target, session);
+    pthread_mutex_unlock(&w->mu);
+}
+
 static void on_target(reg_world *w, const char *method, const cJSON *params)
 {
     const char *sid = jstr(params, "sessionId");
@@ -156,22 +190,9 @@ static void on_target(reg_world *w, const char *method, const cJSON *params)
     pthread_mutex_lock(&w->mu);
     if (!strcmp(method, "Target.attachedToTarget")) {
         const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
-        const char *type = jstr(ti, "type"), *tid = jstr(ti, "targetId");
-        size_t slot = w->n_xf;
-        for (size_t i = 0; i < w->n_xf && slot == w->n_xf; i++)
-            if (w->xf[i].gone && !w->xf[i].w)
-                slot = i; /* a detached one whose world is already freed */
-        if (type && !strcmp(type, "iframe") && tid && strlen(tid) < sizeof w->xf[0].target &&
-            slot < REG_XFRAMES_TRACK) {
-            struct xframe *x = &w->xf[slot];
-            memset(x, 0, sizeof *x);
-            snprintf(x->target, sizeof x->target, "%s", tid);
-            snprintf(x->session, sizeof x->session, "%s", sid);
-            if (slot == w->n_xf)
-                w->n_xf++;
-        }
-        /* past REG_XFRAMES_TRACK the frame is attached but not observed: its
-           line in the outline says where it comes from, as before */
+        const char *type = jstr(ti, "type");
+        if (type && !strcmp(type, "iframe"))
+            add_xframe(w, jstr(ti, "targetId"), sid);
     } else if (!strcmp(method, "Target.targetInfoChanged")) {
         const char *tid = jstr(cJSON_GetObjectItemCaseSensitive(params, "targetInfo"), "targetId");
         for (size_t i = 0; tid && i < w->n_xf; i++) {
@@ -312,7 +333,7 @@ int reg_main_frame(reg_page_handle h, int timeout_ms, char *out, size_t outlen)
     return rc;
 }
 
-static int world_new(cdp_conn *conn, const char *session, int child, int timeout_ms,
+static int world_new(cdp_conn *conn, const char *session, int child, int attach, int timeout_ms,
                      reg_world **out)
 {
     *out = NULL;
@@ -367,12 +388,15 @@ static int world_new(cdp_conn *conn, const char *session, int child, int timeout
      * A frame's world follows its contexts through the Runtime events too
      * (the page's holder enables Runtime on the page itself). The page's
      * frames of other sites are attached, existing ones at once, and run
-     * on without waiting: nothing of refgate's needs to be in them before
-     * they load (the observer is installed when first asked for).
+     * on without waiting: nothing of the registry's needs to be in them
+     * before they load (the observer is installed when first asked for).
+     * A caller that attaches them itself (reg_world_new_attached: the
+     * session, which may hold them until their requests are checked)
+     * gets no setAutoAttach from here.
      */
     if (rc == 0 && child)
         rc = cdp_call(conn, session, "Runtime.enable", NULL, timeout_ms, NULL);
-    if (rc == 0 && !child &&
+    if (rc == 0 && attach &&
         cdp_call_async(conn, session, "Target.setAutoAttach",
                        "{\"autoAttach\":true,\"waitForDebuggerOnStart\":false,\"flatten\":true,"
                        "\"filter\":[{\"type\":\"iframe\"}]}",
@@ -388,7 +412,12 @@ static int world_new(cdp_conn *conn, const char *session, int child, int timeout
 
 int reg_world_new(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out)
 {
-    return world_new(conn, session, 0, timeout_ms, out);
+    return world_new(conn, session, 0, 1, timeout_ms, out);
+}
+
+int reg_world_new_attached(cdp_conn *conn, const char *session, int timeout_ms, reg_world **out)
+{
+    return world_new(conn, session, 0, 0, timeout_ms, out);
 }
 
 void reg_world_free(reg_world *w)
@@ -475,7 +504,7 @@ void reg_world_xframe_open(reg_world *w, reg_xframe *x, int timeout_ms)
     if (x->h.world)
         return;
     reg_world *cw = NULL;
-    if (world_new(w->conn, x->session, 1, timeout_ms, &cw) < 0)
+    if (world_new(w->conn, x->session, 1, 0, timeout_ms, &cw) < 0)
         return; /* every call then finds the world itself */
     pthread_mutex_lock(&w->mu);
     struct xframe *f = &w->xf[x->slot];

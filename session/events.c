@@ -62,11 +62,20 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
 {
     sess_tab *t = ud;
     sess *s = t->s;
-    (void)session_id; /* the subscription's: always the tab's page */
+    /* session_id: the subscription's, the tab's page or one of its frames
+       of other sites (xframes.c), whose console and requests are the tab's */
     if (!method)
         return;
     if (!strcmp(method, "Fetch.requestPaused")) {
-        sess_on_request_paused(t, params);
+        sess_on_request_paused(t, session_id, params);
+        return;
+    }
+    if (!strcmp(method, "Target.attachedToTarget")) {
+        sess_xframe_attached(t, params);
+        return;
+    }
+    if (!strcmp(method, "Target.detachedFromTarget")) {
+        sess_xframe_detached(t, params);
         return;
     }
     if (!strncmp(method, "Page.download", 13)) {

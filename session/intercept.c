@@ -4,6 +4,8 @@
  * pauses each request (main frame, same-process frames, subresources,
  * fetch/XHR, form posts, redirects: each hop is a new pause), and the
  * request goes on (Fetch.continueRequest) or fails with BlockedByClient.
+ * A frame of another site runs in a process of its own, which the page's
+ * Fetch does not see: it gets its own (xframes.c), before it runs.
  * With the proxy, the proxy checks every connection instead
  * (sess_intercept_params).
  *
@@ -141,8 +143,10 @@ void sess_checkers_stop(sess_mgr *m)
     m->checkers = NULL;
 }
 
-/* A paused request of tab t (reader thread): decided at once when no DNS is needed. */
-void sess_on_request_paused(sess_tab *t, const cJSON *params)
+/* A paused request of tab t, on session (the tab's page or one of its
+   frames of other sites: the answer goes where it paused), on the reader
+   thread: decided at once when no DNS is needed. */
+void sess_on_request_paused(sess_tab *t, const char *session, const cJSON *params)
 {
     sess *s = t->s;
     sess_mgr *m = s->m;
@@ -152,7 +156,7 @@ void sess_on_request_paused(sess_tab *t, const cJSON *params)
     if (!cJSON_IsString(rid))
         return;
     if (!cJSON_IsString(url)) {
-        answer(s, t->session, rid->valuestring, 0);
+        answer(s, session, rid->valuestring, 0);
         return;
     }
     char why[256] = "";
@@ -160,21 +164,21 @@ void sess_on_request_paused(sess_tab *t, const cJSON *params)
     if (rc <= 0) {
         if (rc < 0)
             rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", s->id, why);
-        answer(s, t->session, rid->valuestring, rc == 0);
+        answer(s, session, rid->valuestring, rc == 0);
         return;
     }
     struct sess_checkers *k = m->checkers;
     struct check_job *j = k ? calloc(1, sizeof *j) : NULL;
     if (j) {
         j->s = s;
-        snprintf(j->session, sizeof j->session, "%s", t->session);
+        snprintf(j->session, sizeof j->session, "%s", session);
         j->request_id = strdup(rid->valuestring);
         j->url = strdup(url->valuestring);
     }
     if (!j || !j->request_id || !j->url) {
         if (j)
             job_free(j);
-        answer(s, t->session, rid->valuestring, 0);
+        answer(s, session, rid->valuestring, 0);
         return;
     }
     pthread_mutex_lock(&m->mu);
@@ -193,7 +197,7 @@ void sess_on_request_paused(sess_tab *t, const cJSON *params)
     }
     pthread_mutex_unlock(&k->mu);
     if (full) {
-        answer(s, t->session, rid->valuestring, 0);
+        answer(s, session, rid->valuestring, 0);
         job_done(s);
         job_free(j);
     }

@@ -115,8 +115,14 @@ int sess_apply_options(sess *s)
         reg_world_free(s->cur->world);
         s->cur->world = NULL;
         reg_page_handle h = sess_handle(s);
-        rc0 = reg_world_new(h.conn, h.session, SESS_CALL_TIMEOUT_MS, &s->cur->world);
+        rc0 = reg_world_new_attached(h.conn, h.session, SESS_CALL_TIMEOUT_MS, &s->cur->world);
+        sess_xframes_to_world(s, s->cur);
     }
+    /* The page's frames of other sites, each set up as it attaches
+       (xframes.c): after the world, which hears of those attached now. */
+    if (rc0 == 0)
+        sess_call_async(s, "Target.setAutoAttach", sess_xframes_params(s->m),
+                        SESS_CALL_TIMEOUT_MS);
     tp[3] = rg_now_ms();
     if (rc0 == 0)
         rc0 = sess_intercept(s);

@@ -59,6 +59,11 @@ struct sess_waiter {
  * the list and is freed only by the holder (sess_tabs_reap), after its
  * subscription ended, so a handler never sees it freed.
  */
+/* Frames of other sites followed in one tab: as many as the registry follows
+   (REG_XFRAMES_TRACK). Past them, without the egress proxy, a frame is not
+   let run (its requests could not be checked). */
+#define SESS_XFRAMES_MAX 32
+
 typedef struct sess_tab {
     sess *s;
     char id[SESS_TAB_ID_MAX];      /* "t1", "t2": stable, survives park and restore */
@@ -75,6 +80,14 @@ typedef struct sess_tab {
     char *start_url;               /* a popup's URL when it opened (set before it is listed):
                                       what it lists and parks on until it commits */
     int committed;                 /* a document of its own committed (atomic; reader thread) */
+    /* Its frames of other sites (xframes.c): their sessions and event
+       subscriptions. Written on the reader thread, read by the holder,
+       both under m->mu. */
+    struct sess_xframe {
+        char target[64], session[64];
+        int sub;
+    } xf[SESS_XFRAMES_MAX];
+    int n_xf;
 } sess_tab;
 
 #define SESS_TABS_CAP 64 /* REFGATE_TABS_MAX is at most this */
@@ -236,7 +249,20 @@ int sess_enable_page(sess *s);
 int sess_checkers_start(sess_mgr *m);
 void sess_checkers_stop(sess_mgr *m);
 /** Fetch.requestPaused of tab t's page (reader thread). */
-void sess_on_request_paused(sess_tab *t, const cJSON *params);
+void sess_on_request_paused(sess_tab *t, const char *session, const cJSON *params);
+
+/* ---- xframes.c: frames of other sites in a tab ---- */
+
+/* The Target.setAutoAttach parameters for a tab's page: its frames of other
+   sites attached, held until set up when requests are checked (no proxy). */
+const char *sess_xframes_params(const sess_mgr *m);
+/* Target.attachedToTarget and detachedFromTarget on t's page (reader thread). */
+void sess_xframe_attached(sess_tab *t, const cJSON *params);
+void sess_xframe_detached(sess_tab *t, const cJSON *params);
+/* Tells t's world of the frames attached before it was made (the holder). */
+void sess_xframes_to_world(sess *s, sess_tab *t);
+/* Ends t's frames' subscriptions (the holder, before t is freed). */
+void sess_xframes_end(sess *s, sess_tab *t);
 /** Waits until s has no URL check in flight. */
 void sess_checks_drain(sess *s);
 /** Pauses every request of s's page for the URL policy. */

@@ -52,6 +52,7 @@ static void tab_free(sess *s, sess_tab *t)
 {
     if (t->sub && s->lease)
         cdp_unsubscribe(pool_lease_conn(s->lease), t->sub);
+    sess_xframes_end(s, t); /* after: no frame is added once the page's events stop */
     reg_world_free(t->world);
     reg_page_free(t->reg);
     free(t->open_url);
@@ -180,8 +181,10 @@ int sess_tab_prepare(sess *s, sess_tab *t)
         return rc;
     if (!t->world) {
         reg_world *w = NULL;
-        if (reg_world_new(pool_lease_conn(s->lease), t->session, SESS_CALL_TIMEOUT_MS, &w) == 0)
+        if (reg_world_new_attached(pool_lease_conn(s->lease), t->session, SESS_CALL_TIMEOUT_MS,
+                                   &w) == 0)
             t->world = w; /* without it, every call finds the world itself */
+        sess_xframes_to_world(s, t);
     }
     /* A page in the background has its timers throttled: the one a command acts on is shown. */
     if (s->front != t) {
@@ -316,6 +319,8 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     child_call(s, child, "Runtime.enable", NULL);
     child_call(s, child, "Log.enable", NULL);
     child_call(s, child, "Network.enable", SESS_NETWORK_PARAMS);
+    /* its frames of other sites, each set up as it comes (xframes.c) */
+    child_call(s, child, "Target.setAutoAttach", sess_xframes_params(m));
     char vp[128];
     snprintf(vp, sizeof vp, "{\"width\":%d,\"height\":%d,\"deviceScaleFactor\":1,\"mobile\":false}",
              s->width, s->height);

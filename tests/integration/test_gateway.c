@@ -2117,10 +2117,58 @@ static int stop_without_proxy(void **state)
     return 0;
 }
 
+/*
+ * A frame of another site runs in a renderer process of its own, which the
+ * page's own interception does not see. Its requests to an address the
+ * tenant may not reach (an image and a fetch to a service beside the
+ * allowed ones) never arrive, while its request to its own site does.
+ * With the proxy that is the proxy's work; without it (the caller's
+ * setup), the frame's own interception's, set up before the frame runs.
+ */
+static void test_url_policy_frame_of_another_site(void **state)
+{
+    (void)state;
+    int port = httpd_port(gw.pages);
+    httpd *decoy = httpd_start(NULL);
+    assert_non_null(decoy);
+    char allow[64], hdr[256], url[256], body[400], path[96];
+    static int runs; /* once with the proxy, once without: a tenant each */
+    tenant t;
+    tenant_init(&t);
+    snprintf(t.name, sizeof t.name, "xframes%d", runs++);
+    t.rate = 1000;
+    t.max_sessions = 10;
+    snprintf(allow, sizeof allow, "127.0.0.1:%d", port);
+    assert_int_equal(tenant_add_host(&t, 0, allow), 0);
+    snprintf(allow, sizeof allow, "localhost:%d", port);
+    assert_int_equal(tenant_add_host(&t, 0, allow), 0);
+    snprintf(allow, sizeof allow, "[::1]:%d", port); /* where localhost resolves first */
+    assert_int_equal(tenant_add_host(&t, 0, allow), 0);
+    expect_tenant(stack_redis_url(gw.st), &t, hdr, sizeof hdr);
+    tenant_destroy(&t);
+    size_t before = httpd_count(gw.pages, "/probe-frame-ok");
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/xsite-probe.html?d=%d", port,
+             httpd_port(decoy));
+    snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
+    cJSON *r;
+    if (post_raw("/v1/sessions", hdr, body, &r) != 200)
+        fail_msg("create: %s", cJSON_PrintUnformatted(r));
+    snprintf(path, sizeof path, "/v1/sessions/%s", reply_str(r, "session"));
+    cJSON_Delete(r);
+    /* the frame ran: its request to its own site came, after the others */
+    for (int i = 0; i < 100 && httpd_count(gw.pages, "/probe-frame-ok") == before; i++)
+        rg_sleep_ms(100);
+    assert_int_equal(httpd_count(gw.pages, "/probe-frame-ok"), before + 1);
+    assert_int_equal(httpd_requests(decoy), 0);
+    httpd_stop(decoy);
+    delete_as(hdr, path);
+}
+
 static void test_url_policy_without_the_proxy(void **state)
 {
     test_url_policy_inside_the_page(state);
     test_url_policy_one_local_service(state);
+    test_url_policy_frame_of_another_site(state);
 }
 
 int main(void)
@@ -2148,6 +2196,7 @@ int main(void)
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),
+        cmocka_unit_test(test_url_policy_frame_of_another_site),
         cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,
                                         stop_without_proxy),
         cmocka_unit_test(test_other_tenants_session_for_every_op),

@@ -520,6 +520,31 @@ static void test_a_frame_of_another_site(void **state)
     const cJSON *y = cJSON_GetObjectItemCaseSensitive(result(r), "y");
     assert_true(cJSON_IsNumber(y) && y->valuedouble > 100);
     cJSON_Delete(r);
+    /* what the frame said and asked for is in the session's logs, as the
+       page's own is: its console warning, and its POST, which got a 404 */
+    int said = 0, asked = 0;
+    for (int i = 0; i < 50 && !(said && asked); i++) {
+        if (i)
+            rg_sleep_ms(100);
+        r = expect_ok(&gw, sid, "{\"op\":\"console\"}");
+        const cJSON *m;
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(result(r), "messages"))
+        {
+            said |= !strcmp(json_str(m, "text"), "card charged in the frame") &&
+                    !strcmp(json_str(m, "type"), "warning");
+        }
+        cJSON_Delete(r);
+        r = expect_ok(&gw, sid, "{\"op\":\"network\",\"args\":{\"filter\":\"/missing/pay\"}}");
+        cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(result(r), "requests"))
+        {
+            const cJSON *st = cJSON_GetObjectItemCaseSensitive(m, "status");
+            asked |= !strcmp(json_str(m, "method"), "POST") && cJSON_IsNumber(st) &&
+                     st->valueint == 404 && !strcmp(json_str(m, "tab"), "t1");
+        }
+        cJSON_Delete(r);
+    }
+    assert_true(said);
+    assert_true(asked);
     t = outline_of(sid, "\"diff\":true");
     assert_non_null(strstr(t, "+     - alert: Paid with card ending 7777"));
     assert_non_null(strstr(t, "[value=\"4242 7777\"]"));

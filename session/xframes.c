@@ -1,0 +1,143 @@
+/*
+ * xframes.c - the frames of other sites in a session's tabs. Chromium runs
+ * such a frame (a payment form, a sign-in button, an embed) in a renderer
+ * process of its own, a DevTools target of its own: what the page's session
+ * intercepts and hears is the page's process only. So each tab's page
+ * attaches its frames from the start (Target.setAutoAttach, iframes,
+ * flattened), and each frame, as it attaches, gets what the page has:
+ *
+ *   - without the egress proxy, Fetch interception, so that its requests
+ *     pass the tenant's URL policy as the page's do (intercept.c). The
+ *     frame is held (waitForDebuggerOnStart) until that is in place, and
+ *     one that cannot be followed (past SESS_XFRAMES_MAX, or no room for
+ *     its events) is never let run: nobody would check its requests;
+ *   - Runtime, Log and Network, whose events go to the tab's console and
+ *     network logs: the tab's handler (sess_page_event) subscribes to the
+ *     frame's session too.
+ *
+ * The registry's world observes the same frames (registry/frames.c). It is
+ * made with reg_world_new_attached, so that it sends no setAutoAttach of
+ * its own (which would stop the holding), and told of the frames attached
+ * before it (sess_xframes_to_world).
+ *
+ * Threading: attach and detach come on the browser's reader thread; the
+ * tab's list is under m->mu, which is never held across a DevTools call
+ * or a subscription change.
+ */
+#define _GNU_SOURCE
+#include "session/sess_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#define ATTACH_HELD                                                                             \
+    "{\"autoAttach\":true,\"waitForDebuggerOnStart\":true,\"flatten\":true,"                  \
+    "\"filter\":[{\"type\":\"iframe\"}]}"
+#define ATTACH_RUN                                                                              \
+    "{\"autoAttach\":true,\"waitForDebuggerOnStart\":false,\"flatten\":true,"                 \
+    "\"filter\":[{\"type\":\"iframe\"}]}"
+
+const char *sess_xframes_params(const sess_mgr *m)
+{
+    /* With the proxy every connection is checked there: nothing to hold for. */
+    return sess_intercept_params(m) ? ATTACH_HELD : ATTACH_RUN;
+}
+
+/* Sends method to the frame's session, in order after what was sent before (reader thread). */
+static void frame_call(sess *s, const char *sid, const char *method, const char *params)
+{
+    cdp_call_async(pool_lease_conn(s->lease), sid, method, params, 10000, NULL, NULL);
+}
+
+void sess_xframe_attached(sess_tab *t, const cJSON *params)
+{
+    sess *s = t->s;
+    sess_mgr *m = s->m;
+    const cJSON *ti = cJSON_GetObjectItemCaseSensitive(params, "targetInfo");
+    const char *sid = sess_jstr(params, "sessionId"), *tid = sess_jstr(ti, "targetId");
+    int held = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(params, "waitingForDebugger"));
+    if (!*sid || !s->lease)
+        return;
+    cdp_conn *conn = pool_lease_conn(s->lease);
+    const char *fetch = sess_intercept_params(m);
+    int kept = 0;
+    if (!strcmp(sess_jstr(ti, "type"), "iframe") && strlen(sid) < sizeof t->xf[0].session &&
+        strlen(tid) < sizeof t->xf[0].target) {
+        int sub = cdp_subscribe(conn, sid, NULL, sess_page_event, t);
+        if (sub > 0) {
+            pthread_mutex_lock(&m->mu);
+            if (t->n_xf < SESS_XFRAMES_MAX) {
+                struct sess_xframe *x = &t->xf[t->n_xf++];
+                snprintf(x->target, sizeof x->target, "%s", tid);
+                snprintf(x->session, sizeof x->session, "%s", sid);
+                x->sub = sub;
+                kept = 1;
+            }
+            pthread_mutex_unlock(&m->mu);
+            if (!kept)
+                cdp_unsubscribe(conn, sub);
+        }
+    }
+    if (!kept) {
+        if (fetch && held) {
+            rg_log(RG_LOG_WARN, "session",
+                   "%s: a frame of another site in tab %s is not let run: past %d frames, its "
+                   "requests could not be checked",
+                   s->id, t->id, SESS_XFRAMES_MAX);
+            return;
+        }
+        if (held)
+            frame_call(s, sid, "Runtime.runIfWaitingForDebugger", NULL);
+        return;
+    }
+    /* In order on the pipe: all of it is in place before the frame runs. */
+    if (fetch)
+        frame_call(s, sid, "Fetch.enable", fetch);
+    frame_call(s, sid, "Runtime.enable", NULL);
+    frame_call(s, sid, "Log.enable", NULL);
+    frame_call(s, sid, "Network.enable", SESS_NETWORK_PARAMS);
+    if (held)
+        frame_call(s, sid, "Runtime.runIfWaitingForDebugger", NULL);
+}
+
+void sess_xframe_detached(sess_tab *t, const cJSON *params)
+{
+    sess *s = t->s;
+    const char *sid = sess_jstr(params, "sessionId");
+    int sub = 0;
+    pthread_mutex_lock(&s->m->mu);
+    for (int i = 0; i < t->n_xf; i++) {
+        if (!strcmp(t->xf[i].session, sid)) {
+            sub = t->xf[i].sub;
+            t->xf[i] = t->xf[--t->n_xf];
+            break;
+        }
+    }
+    pthread_mutex_unlock(&s->m->mu);
+    if (sub && s->lease)
+        cdp_unsubscribe(pool_lease_conn(s->lease), sub);
+}
+
+void sess_xframes_to_world(sess *s, sess_tab *t)
+{
+    struct sess_xframe v[SESS_XFRAMES_MAX];
+    pthread_mutex_lock(&s->m->mu);
+    int n = t->n_xf;
+    memcpy(v, t->xf, sizeof *v * (size_t)n);
+    pthread_mutex_unlock(&s->m->mu);
+    for (int i = 0; t->world && i < n; i++)
+        reg_world_xframe_known(t->world, v[i].target, v[i].session);
+}
+
+void sess_xframes_end(sess *s, sess_tab *t)
+{
+    int subs[SESS_XFRAMES_MAX];
+    pthread_mutex_lock(&s->m->mu);
+    int n = t->n_xf;
+    for (int i = 0; i < n; i++)
+        subs[i] = t->xf[i].sub;
+    t->n_xf = 0;
+    pthread_mutex_unlock(&s->m->mu);
+    for (int i = 0; s->lease && i < n; i++)
+        cdp_unsubscribe(pool_lease_conn(s->lease), subs[i]);
+}
