@@ -55,6 +55,16 @@ static int free_owned(void **state)
     return 0;
 }
 
+/* A pool made from cfg, which the running test owns (freed by the teardown
+   when an assertion cuts the test short). */
+static pool *owned_pool(const pool_config *cfg)
+{
+    pool *p = NULL;
+    assert_int_equal(pool_new(cfg, &p), 0);
+    owned = p;
+    return p;
+}
+
 static void base_config(pool_config *cfg)
 {
     pool_config_default(cfg);
@@ -159,9 +169,7 @@ static void test_twenty_leases_navigate_evaluate_isolated(void **state)
        machine its health-check answer took over the default 5 s and the
        pool replaced it mid-test. Health checks are tested on their own. */
     cfg.ping_timeout_ms = 30000;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
 
     pthread_barrier_t bar;
     pthread_barrier_init(&bar, NULL, N_LEASES);
@@ -248,9 +256,7 @@ static void test_queue_is_bounded_fifo_and_times_out(void **state)
     cfg.browsers = 1;
     cfg.contexts_per_browser = 2;
     cfg.queue_max = 1;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pool_lease *a, *b;
     assert_int_equal(pool_acquire(p, 5000, &a, NULL), 0);
     assert_int_equal(pool_acquire(p, 5000, &b, NULL), 0);
@@ -339,9 +345,7 @@ static void test_queue_serves_owners_by_turns(void **state)
     base_config(&cfg);
     cfg.browsers = 1;
     cfg.contexts_per_browser = 1;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pool_lease *held;
     assert_int_equal(pool_acquire(p, 5000, &held, NULL), 0);
 
@@ -397,9 +401,7 @@ static void test_browser_runs_a_bounded_number_of_parks_and_restores(void **stat
     cfg.browsers = 1;
     cfg.contexts_per_browser = 4;
     cfg.work_per_browser = 1;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pool_lease *a, *b;
     assert_int_equal(pool_acquire(p, 5000, &a, NULL), 0);
     assert_int_equal(pool_acquire(p, 5000, &b, NULL), 0);
@@ -498,9 +500,7 @@ static void browser_failure(int sig)
     cfg.browsers = 2;
     cfg.ping_interval_ms = 300; /* find the frozen one quickly */
     cfg.ping_timeout_ms = 1500;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pool_lease *l[4];
     for (int i = 0; i < 4; i++)
         assert_int_equal(pool_acquire(p, 10000, &l[i], NULL), 0);
@@ -582,9 +582,7 @@ static void test_a_call_to_a_crashed_page_fails_at_once(void **state)
     pool_config cfg;
     base_config(&cfg);
     cfg.browsers = 1;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pool_lease *a, *b;
     char url[256], v[64];
     assert_int_equal(pool_acquire(p, 10000, &a, NULL), 0);
@@ -628,9 +626,7 @@ static void test_browser_that_misses_one_check_is_kept(void **state)
     cfg.ping_interval_ms = 200;
     cfg.ping_timeout_ms = 1000;
     cfg.ping_misses = 4;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pool_lease *l;
     assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
     struct lost_flag lost = {0};
@@ -672,9 +668,7 @@ static void test_browser_recycled_after_n_contexts(void **state)
     base_config(&cfg);
     cfg.browsers = 1;
     cfg.recycle_after = 3;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pid_t first;
     assert_int_equal(pool_guards(p, &first, 1), 1);
     pid_t old_tree[128];
@@ -709,9 +703,7 @@ static void test_shutdown_leaves_no_process_or_directory(void **state)
     pool_config cfg;
     base_config(&cfg);
     cfg.browsers = 2;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     pool_lease *l;
     assert_int_equal(pool_acquire(p, 10000, &l, NULL), 0);
     char url[128];
@@ -810,9 +802,7 @@ static void test_owner_killed_leaves_nothing_and_next_owner_starts_clean(void **
     pool_config cfg;
     base_config(&cfg);
     cfg.browsers = 1;
-    pool *p;
-    assert_int_equal(pool_new(&cfg, &p), 0);
-    owned = p;
+    pool *p = owned_pool(&cfg);
     assert_int_equal(count_dirs("chromium-"), 1);
     /* The dead owner's files directory too: only the new pool's is left. */
     char mine[64];
