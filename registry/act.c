@@ -999,14 +999,8 @@ static int upload(reg_page_handle h, const reg_action *a, int i, char *err, size
         cdp_reply_free(&r);
     }
     /* The handle is ours to release, whatever happened. */
-    rg_buf_reset(&q);
-    rg_buf_puts(&q, "{\"objectId\":");
-    rg_buf_json_str(&q, obj, strlen(obj));
-    rg_buf_puts(&q, "}");
-    if (!q.failed)
-        cdp_call_async(h.conn, h.session, "Runtime.releaseObject", q.data, JS_TIMEOUT_MS, NULL,
-                       NULL);
     rg_buf_destroy(&q);
+    reg_release_object(h, obj);
     free(obj);
     return rc;
 }

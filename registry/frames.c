@@ -109,13 +109,7 @@ static int on_owner(reg_page_handle h, const reg_xframe *x, const char *fn, int 
     }
     cdp_reply_free(&r);
     rg_buf_destroy(&b);
-    rg_buf_init(&b);
-    rg_buf_puts(&b, "{\"objectId\":");
-    rg_buf_json_str(&b, obj, strlen(obj));
-    rg_buf_puts(&b, "}");
-    if (!b.failed)
-        cdp_call_async(h.conn, h.session, "Runtime.releaseObject", b.data, timeout_ms, NULL, NULL);
-    rg_buf_destroy(&b);
+    reg_release_object(h, obj);
     free(obj);
     return rc;
 }

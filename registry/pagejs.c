@@ -274,3 +274,15 @@ int reg_js_element(reg_page_handle h, int index, int timeout_ms, char **object_i
     cdp_reply_free(&r);
     return rc;
 }
+
+void reg_release_object(reg_page_handle h, const char *obj)
+{
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_puts(&q, "{\"objectId\":");
+    rg_buf_json_str(&q, obj, strlen(obj));
+    rg_buf_puts(&q, "}");
+    if (!q.failed)
+        cdp_call_async(h.conn, h.session, "Runtime.releaseObject", q.data, 5000, NULL, NULL);
+    rg_buf_destroy(&q);
+}

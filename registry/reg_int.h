@@ -18,6 +18,8 @@
  */
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen);
+/* Lets the page forget a remote object of ours (objectId obj), without waiting. */
+void reg_release_object(reg_page_handle h, const char *obj);
 
 /** reg_js, and the length of the reply's JSON text into *len (NULL: not wanted). */
 int reg_js_sized(reg_page_handle h, const char *call, int await_promise, int timeout_ms,
