@@ -367,6 +367,29 @@ int reg_frames_find(reg_page *pg, reg_page_handle h, int key, reg_xframe *x, int
     return RG_ENOTFOUND;
 }
 
+size_t reg_frames_last(reg_page *pg, reg_page_handle h, reg_xframe *x, int *base, int *n,
+                       size_t max)
+{
+    if (!h.world || pg->obs_gen != reg_world_gen(h.world) + 1)
+        return 0;
+    reg_xframe xs[REG_XFRAMES_TRACK];
+    size_t nx = reg_world_xframes(h.world, xs, REG_XFRAMES_TRACK), out = 0;
+    for (size_t s = 0; s < pg->n_xsegs && out < max; s++) {
+        for (size_t k = 0; k < nx; k++) {
+            if (strcmp(xs[k].target, pg->xsegs[s].target))
+                continue;
+            x[out] = xs[k];
+            x[out].h.session = x[out].session; /* into x, not the array here */
+            reg_world_xframe_open(h.world, &x[out], FRAME_TIMEOUT_MS);
+            base[out] = pg->xsegs[s].base;
+            n[out] = pg->xsegs[s].n;
+            out++;
+            break;
+        }
+    }
+    return out;
+}
+
 int reg_frames_locate(reg_page_handle fh, const reg_entry *e, int *local)
 {
     *local = -1;

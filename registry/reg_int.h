@@ -107,6 +107,14 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
  */
 int reg_frames_find(reg_page *pg, reg_page_handle h, int key, reg_xframe *x, int *base, int *n);
 /**
+ * The frames of other sites that the last observation holds content of,
+ * when it was of the page's current document: each into x[k] (opened, its
+ * handle ready) with where its indexes start (base[k]) and how many (n[k]),
+ * at most max. Their count.
+ */
+size_t reg_frames_last(reg_page *pg, reg_page_handle h, reg_xframe *x, int *base, int *n,
+                       size_t max);
+/**
  * 1 when call (a page call answering {"ok": bool}, as waitCheck) answers ok
  * in any frame of another site of the page h that holds a page of its own,
  * else 0. A frame that does not answer counts as not ok.

@@ -1113,6 +1113,50 @@ static void test_state_survives_a_reload(void **state)
     fx_close(&f);
 }
 
+/*
+ * What was typed in a frame of another site is kept by its ref when the
+ * page is loaded again (LRU parking reloads it): captured in the frame's
+ * world, put back in the reloaded frame once an observation has bound the
+ * ref again.
+ */
+static void test_state_in_a_frame_survives_a_reload(void **state)
+{
+    (void)state;
+    struct fx f;
+    reg_world *w = fx_open_world(&f, "/xsite.html");
+    reg_observation a;
+    observe_card(&f, &a);
+    char card[REG_REF_MAX];
+    snprintf(card, sizeof card, "%s", by_name(&a, "textbox", "Card number")->ref);
+    reg_observation_free(&a);
+    reg_action fill = {.op = REG_OP_FILL, .target = card, .value = "4242 9999"};
+    assert_int_equal(act_on(&f, &fill), 0);
+    char *st = NULL;
+    assert_int_equal(reg_state_capture(f.pg, f.h, &st), 0);
+    if (getenv("RG_TEST_VERBOSE"))
+        printf("%s\n", st);
+    assert_non_null(strstr(st, "4242 9999"));
+    assert_non_null(strstr(st, card));
+
+    char url[256];
+    httpd_url(chrome.pages, "/xsite.html", url, sizeof url);
+    assert_int_equal(page_navigate(f.h.conn, f.h.session, url), 0);
+    observe_card(&f, &a); /* the reloaded frame's field, empty, has the same ref */
+    assert_string_equal(by_name(&a, "textbox", "Card number")->ref, card);
+    assert_null(strstr(a.text, "4242 9999"));
+    reg_observation_free(&a);
+    int restored = -1, lost = -1;
+    assert_int_equal(reg_state_restore(f.pg, f.h, st, &restored, &lost), 0);
+    free(st);
+    assert_int_equal(restored, 1);
+    assert_int_equal(lost, 0);
+    observe(&f, &a, 0);
+    assert_non_null(strstr(a.text, "[value=\"4242 9999\"]"));
+    reg_observation_free(&a);
+    fx_close(&f);
+    reg_world_free(w);
+}
+
 static void test_cap_and_stale_threshold(void **state)
 {
     (void)state;
@@ -1563,6 +1607,7 @@ int main(void)
         cmocka_unit_test(test_a_frame_that_does_not_answer),
         cmocka_unit_test(test_outline_modes),
         cmocka_unit_test(test_state_survives_a_reload),
+        cmocka_unit_test(test_state_in_a_frame_survives_a_reload),
         cmocka_unit_test(test_warm_up_in_idle_time_changes_nothing),
         cmocka_unit_test(test_load_reports),
     };

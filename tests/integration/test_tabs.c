@@ -572,8 +572,13 @@ static void test_a_frame_of_another_site(void **state)
     t = outline_of(sid, "");
     assert_non_null(strstr(t, "- alert: Card removed\n"));
     free(t);
-    /* parked: the next command restores it, and the frame's refs still act */
+    /* parked: the next command restores it, with what was typed in the
+       frame, and the frame's refs still act */
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    t = outline_of(sid, "");
+    if (!strstr(t, "[value=\"4242 7777\"]"))
+        fail_msg("the frame's field was not restored:\n%s", t);
+    free(t);
     snprintf(body, sizeof body,
              "{\"op\":\"fill\",\"args\":{\"target\":\"%s\",\"value\":\"5555 1234\"}}", card);
     for (int i = 0; i < 50; i++) { /* the restored page's frame loads after it */
