@@ -269,6 +269,24 @@ static int from_cache(const cJSON *params)
            cJSON_IsString(type) && !strcmp(type->valuestring, "BackForwardCacheRestore");
 }
 
+/* Why a history step's page did not come from the back/forward cache
+   (Page.backForwardCacheNotUsed), in the log: "JavaScriptExecution,
+   OutstandingNetworkRequestFetch". */
+static void log_not_cached(sess *s, const cJSON *params)
+{
+    char why[512] = "";
+    size_t n = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, cJSON_GetObjectItemCaseSensitive(params, "notRestoredExplanations"))
+    {
+        const char *r = sess_jstr(e, "reason");
+        if (*r && n + strlen(r) + 3 < sizeof why)
+            n += (size_t)snprintf(why + n, sizeof why - n, "%s%s", n ? ", " : "", r);
+    }
+    rg_log(RG_LOG_INFO, "session", "%s: the page did not come from the back/forward cache: %s",
+           s->id, n ? why : "no reason given");
+}
+
 int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav *out, char *err,
                  size_t errlen)
 {
@@ -314,6 +332,10 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
             cdp_waiter_free(w);
             return rc;
         }
+        /* and when it did not, the browser says why: for the log */
+        cdp_waiter *nw = NULL;
+        if (fw && sess_page_waiter(s, "Page.backForwardCacheNotUsed", &nw) < 0)
+            nw = NULL;
         reg_world_forget_load(s->cur->world);
         int64_t deadline = rg_now_ms() + (delta && timeout_ms > 5000 ? 5000 : timeout_ms);
         rc = sess_call(s, method, params[0] ? params : NULL, timeout_ms, NULL);
@@ -334,6 +356,10 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
                 snprintf(err, errlen, "the page did not reach '%s' within %d ms",
                          wait ? wait : "load", timeout_ms);
         }
+        const cJSON *np = NULL;
+        if (rc == 0 && nw && !cached && cdp_waiter_wait(nw, 1, &np) == 0)
+            log_not_cached(s, np);
+        cdp_waiter_free(nw);
         cdp_waiter_free(fw);
         cdp_waiter_free(w);
         if (rc < 0)

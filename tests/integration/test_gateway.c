@@ -961,7 +961,20 @@ static cJSON *history_step(const char *sid, const char *op, const char *page, in
     cJSON *r = expect_ok(&gw, sid, body);
     assert_non_null(strstr(reply_str(r, "url"), page));
     const cJSON *fc = cJSON_GetObjectItemCaseSensitive(result(r), "from_cache");
-    assert_true(cJSON_IsBool(fc) && cJSON_IsTrue(fc) == from_cache);
+    if (!cJSON_IsBool(fc) || cJSON_IsTrue(fc) != from_cache) {
+        /* what the browser said of its cache, which the workers log */
+        for (int i = 1; i <= 2; i++) {
+            char path[256], line[1024];
+            snprintf(path, sizeof path, "%s/worker-w%d.log", stack_dir(gw.st), i);
+            FILE *f = fopen(path, "r");
+            while (f && fgets(line, sizeof line, f))
+                if (strstr(line, "back/forward cache"))
+                    printf("w%d: %s", i, line);
+            if (f)
+                fclose(f);
+        }
+        fail_msg("%s: from_cache is not %d: %s", op, from_cache, cJSON_PrintUnformatted(r));
+    }
     return r;
 }
 
