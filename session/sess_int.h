@@ -60,8 +60,8 @@ struct sess_waiter {
  * subscription ended, so a handler never sees it freed.
  */
 /* Frames of other sites followed in one tab: as many as the registry follows
-   (REG_XFRAMES_TRACK). Past them, without the egress proxy, a frame is not
-   let run (its requests could not be checked). */
+   (REG_XFRAMES_TRACK). Past them, without the egress proxy, a frame gets
+   none of its requests through (they could not be checked). */
 #define SESS_XFRAMES_MAX 32
 
 typedef struct sess_tab {

@@ -8,9 +8,10 @@
  *
  *   - without the egress proxy, Fetch interception, so that its requests
  *     pass the tenant's URL policy as the page's do (intercept.c). The
- *     frame is held (waitForDebuggerOnStart) until that is in place, and
- *     one that cannot be followed (past SESS_XFRAMES_MAX, or no room for
- *     its events) is never let run: nobody would check its requests;
+ *     frame is held (waitForDebuggerOnStart) until that is in place. One
+ *     that cannot be followed (past SESS_XFRAMES_MAX, or no room for its
+ *     events) runs with every request of its own blocked: nobody would
+ *     check them;
  *   - Runtime, Log and Network, whose events go to the tab's console and
  *     network logs: the tab's handler (sess_page_event) subscribes to the
  *     frame's session too.
@@ -79,12 +80,16 @@ void sess_xframe_attached(sess_tab *t, const cJSON *params)
         }
     }
     if (!kept) {
+        /* Its requests could not be checked: every one of them fails
+           (blocked by the browser itself, no handler needed). Held for
+           good instead, it would keep the page from its load event. */
         if (fetch && held) {
             rg_log(RG_LOG_WARN, "session",
-                   "%s: a frame of another site in tab %s is not let run: past %d frames, its "
-                   "requests could not be checked",
+                   "%s: a frame of another site in tab %s gets no request through: they could "
+                   "not be checked (past %d frames, or no room for its events)",
                    s->id, t->id, SESS_XFRAMES_MAX);
-            return;
+            frame_call(s, sid, "Network.enable", SESS_NETWORK_PARAMS);
+            frame_call(s, sid, "Network.setBlockedURLs", "{\"urls\":[\"*\"]}");
         }
         if (held)
             frame_call(s, sid, "Runtime.runIfWaitingForDebugger", NULL);

@@ -2131,21 +2131,17 @@ static int stop_without_proxy(void **state)
 }
 
 /*
- * A frame of another site runs in a renderer process of its own, which the
- * page's own interception does not see. Its requests to an address the
- * tenant may not reach (an image and a fetch to a service beside the
- * allowed ones) never arrive, while its request to its own site does.
- * With the proxy that is the proxy's work; without it (the caller's
- * setup), the frame's own interception's, set up before the frame runs.
+ * A session of a tenant that may reach the fixture server as 127.0.0.1 and
+ * as localhost (another site), on xsite-probe.html with n frames of
+ * localhost whose requests try the decoy first. How many frames ran (their
+ * request to their own site came, after the refused ones were tried) once
+ * at least want did, or 10 s passed; then settle_ms more for any other.
  */
-static void test_url_policy_frame_of_another_site(void **state)
+static size_t frames_that_ran(int n, httpd *decoy, size_t want, int settle_ms)
 {
-    (void)state;
     int port = httpd_port(gw.pages);
-    httpd *decoy = httpd_start(NULL);
-    assert_non_null(decoy);
-    char allow[64], hdr[256], url[256], body[400], path[96];
-    static int runs; /* once with the proxy, once without: a tenant each */
+    char allow[64], hdr[256], url[256], body[400], path[96], probe[64];
+    static int runs; /* a tenant each */
     tenant t;
     tenant_init(&t);
     snprintf(t.name, sizeof t.name, "xframes%d", runs++);
@@ -2159,22 +2155,53 @@ static void test_url_policy_frame_of_another_site(void **state)
     assert_int_equal(tenant_add_host(&t, 0, allow), 0);
     expect_tenant(stack_redis_url(gw.st), &t, hdr, sizeof hdr);
     tenant_destroy(&t);
-    size_t before = httpd_count(gw.pages, "/probe-frame-ok");
-    snprintf(url, sizeof url, "http://127.0.0.1:%d/xsite-probe.html?d=%d", port,
-             httpd_port(decoy));
+    snprintf(url, sizeof url, "http://127.0.0.1:%d/xsite-probe.html?d=%d&n=%d", port,
+             httpd_port(decoy), n);
+    snprintf(probe, sizeof probe, "/probe-frame-ok?d=%d&n=%d&", httpd_port(decoy), n);
     snprintf(body, sizeof body, "{\"args\":{\"url\":\"%s\"}}", url);
     cJSON *r;
     if (post_raw("/v1/sessions", hdr, body, &r) != 200)
         fail_msg("create: %s", cJSON_PrintUnformatted(r));
     snprintf(path, sizeof path, "/v1/sessions/%s", reply_str(r, "session"));
     cJSON_Delete(r);
-    /* the frame ran: its request to its own site came, after the others */
-    for (int i = 0; i < 100 && httpd_count(gw.pages, "/probe-frame-ok") == before; i++)
+    for (int i = 0; i < 100 && httpd_count(gw.pages, probe) < want; i++)
         rg_sleep_ms(100);
-    assert_int_equal(httpd_count(gw.pages, "/probe-frame-ok"), before + 1);
+    rg_sleep_ms(settle_ms);
+    size_t ran = httpd_count(gw.pages, probe);
+    delete_as(hdr, path);
+    return ran;
+}
+
+/*
+ * A frame of another site runs in a renderer process of its own, which the
+ * page's own interception does not see. Its requests to an address the
+ * tenant may not reach (an image and a fetch to a service beside the
+ * allowed ones) never arrive, while its request to its own site does.
+ * With the proxy that is the proxy's work; without it (the caller's
+ * setup), the frame's own interception's, set up before the frame runs.
+ */
+static void test_url_policy_frame_of_another_site(void **state)
+{
+    (void)state;
+    httpd *decoy = httpd_start(NULL);
+    assert_non_null(decoy);
+    assert_int_equal(frames_that_ran(1, decoy, 1, 0), 1);
     assert_int_equal(httpd_requests(decoy), 0);
     httpd_stop(decoy);
-    delete_as(hdr, path);
+}
+
+/*
+ * Without the proxy, a tab's frames of another site past the 32 whose
+ * requests it checks (SESS_XFRAMES_MAX) are never let run: 33 frames, 32
+ * run, and a second later still 32; none reached the decoy.
+ */
+static void test_url_policy_frames_past_the_cap(void)
+{
+    httpd *decoy = httpd_start(NULL);
+    assert_non_null(decoy);
+    assert_int_equal(frames_that_ran(33, decoy, 33, 1000), 32);
+    assert_int_equal(httpd_requests(decoy), 0);
+    httpd_stop(decoy);
 }
 
 static void test_url_policy_without_the_proxy(void **state)
@@ -2182,6 +2209,7 @@ static void test_url_policy_without_the_proxy(void **state)
     test_url_policy_inside_the_page(state);
     test_url_policy_one_local_service(state);
     test_url_policy_frame_of_another_site(state);
+    test_url_policy_frames_past_the_cap();
 }
 
 int main(void)
