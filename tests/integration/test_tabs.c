@@ -597,6 +597,38 @@ static void test_a_frame_of_another_site(void **state)
     close_as(NULL, sid);
 }
 
+/*
+ * A popup whose frame of another site loaded before any command used the
+ * popup: the popup's world, made at that first command, hears of the frame
+ * attached before it (sess_xframes_to_world), and the frame's content is in
+ * the popup's outline.
+ */
+static void test_a_popup_with_a_frame_of_another_site(void **state)
+{
+    (void)state;
+    char sid[64];
+    create_as(NULL, "tabs-opener.html", sid);
+    size_t frames = httpd_count(gw.pages, "/xsite-card.html");
+    ok(sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#checkout\"}}");
+    cJSON_Delete(wait_tabs(NULL, sid, 2, "t2", "xsite.html"));
+    /* the frame's document came, before any command used t2 */
+    for (int i = 0; i < 100 && httpd_count(gw.pages, "/xsite-card.html") == frames; i++)
+        rg_sleep_ms(100);
+    assert_true(httpd_count(gw.pages, "/xsite-card.html") > frames);
+    char *t = NULL;
+    for (int i = 0; i < 50; i++) { /* its process may still be starting */
+        free(t);
+        t = outline_of(sid, "\"tab\":\"t2\"");
+        if (strstr(t, "Your card was declined"))
+            break;
+        rg_sleep_ms(100);
+    }
+    if (!strstr(t, "\n    - alert: Your card was declined.\n"))
+        fail_msg("the popup's frame is not in its outline:\n%s", t);
+    free(t);
+    close_as(NULL, sid);
+}
+
 /* Park and restore keep every tab: ids, URLs, scroll, refs and the active one. */
 static void test_park_and_restore_three_tabs(void **state)
 {
@@ -690,6 +722,7 @@ int main(void)
         cmocka_unit_test(test_refs_per_tab),
         cmocka_unit_test(test_park_and_restore_three_tabs),
         cmocka_unit_test(test_a_frame_of_another_site),
+        cmocka_unit_test(test_a_popup_with_a_frame_of_another_site),
         cmocka_unit_test(test_tabs_survive_a_killed_worker),
     };
     int rc = FX_RUN("tabs", tests, NULL, NULL);
