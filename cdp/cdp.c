@@ -277,7 +277,6 @@ int cdp_conn_err(cdp_conn *c, char *buf, size_t len)
     return err;
 }
 
-/* Fails every pending call of one flattened session (its target went away). */
 /* The slot of sid among the sessions known to be gone, or -1 (mu held). */
 static int gone_find(const cdp_conn *c, const char *sid)
 {
@@ -287,6 +286,8 @@ static int gone_find(const cdp_conn *c, const char *sid)
     return -1;
 }
 
+/* Fails every pending call of one flattened session (its target went away),
+   and every later one. */
 static void fail_session(cdp_conn *c, const char *sid, const char *why)
 {
     struct pending *later = NULL;

@@ -146,7 +146,6 @@ static void probe(reg_world *w, const struct xframe *x)
     }
 }
 
-/* A frame of another site was attached to the page's session, or detached. */
 /* Follows the frame of target tid on session sid, once (w->mu held). */
 static void add_xframe(reg_world *w, const char *tid, const char *sid)
 {
@@ -181,6 +180,7 @@ void reg_world_xframe_known(reg_world *w, const char *target, const char *sessio
     pthread_mutex_unlock(&w->mu);
 }
 
+/* A frame of another site was attached to the page's session, or detached. */
 static void on_target(reg_world *w, const char *method, const cJSON *params)
 {
     const char *sid = jstr(params, "sessionId");
