@@ -812,14 +812,25 @@ static void test_a_frame_that_does_not_answer(void **state)
     (void)state;
     struct fx f;
     reg_world *w = fx_open_world(&f, "/xsite-stuck.html");
-    usleep(500 * 1000); /* the frame loads and starts its loop */
+    /* until the frame has loaded and started its loop, and an observe found
+       it not answering (a fixed wait was too short under ASan) */
+    reg_xframe xs[REG_XFRAMES_TRACK];
+    int stuck = 0;
+    for (int i = 0; i < 50 && !stuck; i++) {
+        reg_observation a;
+        observe(&f, &a, 0);
+        reg_observation_free(&a);
+        stuck = reg_world_xframes(w, xs, REG_XFRAMES_TRACK) == 1 && xs[0].quiet;
+        if (!stuck)
+            usleep(100 * 1000);
+    }
+    assert_true(stuck);
     for (int i = 0; i < 3; i++) {
         reg_observation a;
         observe(&f, &a, 0);
         assert_non_null(strstr(a.text, "\n  - Iframe \"Widget\" [url=\"http://localhost:"));
         assert_non_null(strstr(a.text, "- button \"Place order\" [ref=@"));
         reg_observation_free(&a);
-        reg_xframe xs[REG_XFRAMES_TRACK];
         assert_int_equal(reg_world_xframes(w, xs, REG_XFRAMES_TRACK), 1);
         assert_true(xs[0].quiet); /* not waited for again at the next observe */
     }
