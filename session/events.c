@@ -71,7 +71,7 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         return;
     }
     if (!strcmp(method, "Target.attachedToTarget")) {
-        sess_xframe_attached(t, params);
+        sess_xframe_attached(t, session_id, params);
         return;
     }
     if (!strcmp(method, "Target.detachedFromTarget")) {

@@ -85,6 +85,7 @@ typedef struct sess_tab {
        both under m->mu. */
     struct sess_xframe {
         char target[64], session[64];
+        char parent[64]; /* the session it attached on: the page's, or a frame's */
         int sub;
     } xf[SESS_XFRAMES_MAX];
     int n_xf;
@@ -256,8 +257,9 @@ void sess_on_request_paused(sess_tab *t, const char *session, const cJSON *param
 /* The Target.setAutoAttach parameters for a tab's page: its frames of other
    sites attached, held until set up when requests are checked (no proxy). */
 const char *sess_xframes_params(const sess_mgr *m);
-/* Target.attachedToTarget and detachedFromTarget on t's page (reader thread). */
-void sess_xframe_attached(sess_tab *t, const cJSON *params);
+/* Target.attachedToTarget and detachedFromTarget on t's page or one of its
+   frames, parent the session they came on (reader thread). */
+void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params);
 void sess_xframe_detached(sess_tab *t, const cJSON *params);
 /* Tells t's world of the frames attached before it was made (the holder). */
 void sess_xframes_to_world(sess *s, sess_tab *t);

@@ -14,12 +14,16 @@
  *     check them;
  *   - Runtime, Log and Network, whose events go to the tab's console and
  *     network logs: the tab's handler (sess_page_event) subscribes to the
- *     frame's session too.
+ *     frame's session too;
+ *   - the same attaching for its own frames of other sites (a card issuer's
+ *     check inside a payment frame), whose events come on the frame's
+ *     session, so they are the tab's as well. All levels share the tab's
+ *     SESS_XFRAMES_MAX, and a frame that goes takes those under it.
  *
- * The registry's world observes the same frames (registry/frames.c). It is
- * made with reg_world_new_attached, so that it sends no setAutoAttach of
- * its own (which would stop the holding), and told of the frames attached
- * before it (sess_xframes_to_world).
+ * The registry's world observes the same frames, one level (registry/frames.c).
+ * It is made with reg_world_new_attached, so that it sends no setAutoAttach
+ * of its own (which would stop the holding), and told of the page's frames
+ * attached before it (sess_xframes_to_world).
  *
  * Threading: attach and detach come on the browser's reader thread; the
  * tab's list is under m->mu, which is never held across a DevTools call
@@ -50,7 +54,7 @@ static void frame_call(sess *s, const char *sid, const char *method, const char 
     cdp_call_async(pool_lease_conn(s->lease), sid, method, params, 10000, NULL, NULL);
 }
 
-void sess_xframe_attached(sess_tab *t, const cJSON *params)
+void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params)
 {
     sess *s = t->s;
     sess_mgr *m = s->m;
@@ -62,8 +66,10 @@ void sess_xframe_attached(sess_tab *t, const cJSON *params)
     cdp_conn *conn = pool_lease_conn(s->lease);
     const char *fetch = sess_intercept_params(m);
     int kept = 0;
+    if (!parent)
+        parent = "";
     if (!strcmp(sess_jstr(ti, "type"), "iframe") && strlen(sid) < sizeof t->xf[0].session &&
-        strlen(tid) < sizeof t->xf[0].target) {
+        strlen(tid) < sizeof t->xf[0].target && strlen(parent) < sizeof t->xf[0].parent) {
         int sub = cdp_subscribe(conn, sid, NULL, sess_page_event, t);
         if (sub > 0) {
             pthread_mutex_lock(&m->mu);
@@ -71,6 +77,7 @@ void sess_xframe_attached(sess_tab *t, const cJSON *params)
                 struct sess_xframe *x = &t->xf[t->n_xf++];
                 snprintf(x->target, sizeof x->target, "%s", tid);
                 snprintf(x->session, sizeof x->session, "%s", sid);
+                snprintf(x->parent, sizeof x->parent, "%s", parent);
                 x->sub = sub;
                 kept = 1;
             }
@@ -101,26 +108,48 @@ void sess_xframe_attached(sess_tab *t, const cJSON *params)
     frame_call(s, sid, "Runtime.enable", NULL);
     frame_call(s, sid, "Log.enable", NULL);
     frame_call(s, sid, "Network.enable", SESS_NETWORK_PARAMS);
+    frame_call(s, sid, "Target.setAutoAttach", sess_xframes_params(m));
     if (held)
         frame_call(s, sid, "Runtime.runIfWaitingForDebugger", NULL);
+}
+
+/* Drops the frame on session sid and every frame under it (their sessions
+   end with it, whether or not the browser says so for each); their
+   subscriptions into subs. Under m->mu. */
+static int drop_frames(sess_tab *t, const char *sid, int *subs)
+{
+    int n = 0;
+    char gone[SESS_XFRAMES_MAX + 1][64]; /* sid, then each dropped frame's */
+    int n_gone = 0;
+    snprintf(gone[n_gone++], sizeof gone[0], "%s", sid);
+    for (int g = 0; g < n_gone; g++) {
+        for (int i = 0; i < t->n_xf;) {
+            struct sess_xframe *x = &t->xf[i];
+            if (strcmp(x->session, gone[g]) && strcmp(x->parent, gone[g])) {
+                i++;
+                continue;
+            }
+            if (strcmp(x->session, gone[g]) && n_gone <= SESS_XFRAMES_MAX)
+                snprintf(gone[n_gone++], sizeof gone[0], "%s", x->session);
+            subs[n++] = x->sub;
+            *x = t->xf[--t->n_xf];
+        }
+    }
+    return n;
 }
 
 void sess_xframe_detached(sess_tab *t, const cJSON *params)
 {
     sess *s = t->s;
     const char *sid = sess_jstr(params, "sessionId");
-    int sub = 0;
+    int subs[SESS_XFRAMES_MAX];
+    if (!*sid)
+        return;
     pthread_mutex_lock(&s->m->mu);
-    for (int i = 0; i < t->n_xf; i++) {
-        if (!strcmp(t->xf[i].session, sid)) {
-            sub = t->xf[i].sub;
-            t->xf[i] = t->xf[--t->n_xf];
-            break;
-        }
-    }
+    int n = drop_frames(t, sid, subs);
     pthread_mutex_unlock(&s->m->mu);
-    if (sub && s->lease)
-        cdp_unsubscribe(pool_lease_conn(s->lease), sub);
+    for (int i = 0; s->lease && i < n; i++)
+        cdp_unsubscribe(pool_lease_conn(s->lease), subs[i]);
 }
 
 void sess_xframes_to_world(sess *s, sess_tab *t)
@@ -131,7 +160,8 @@ void sess_xframes_to_world(sess *s, sess_tab *t)
     memcpy(v, t->xf, sizeof *v * (size_t)n);
     pthread_mutex_unlock(&s->m->mu);
     for (int i = 0; t->world && i < n; i++)
-        reg_world_xframe_known(t->world, v[i].target, v[i].session);
+        if (!strcmp(v[i].parent, t->session)) /* the world's are the page's own */
+            reg_world_xframe_known(t->world, v[i].target, v[i].session);
 }
 
 void sess_xframes_end(sess *s, sess_tab *t)

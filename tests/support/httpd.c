@@ -231,7 +231,7 @@ httpd *httpd_start(const char *docroot)
     return httpd_start_port(docroot, 0);
 }
 
-httpd *httpd_start_port(const char *docroot, int port)
+static httpd *start(const char *docroot, int port, int v6)
 {
     httpd *h = calloc(1, sizeof *h);
     if (h)
@@ -239,14 +239,24 @@ httpd *httpd_start_port(const char *docroot, int port)
     if (!h)
         return NULL;
     h->docroot = docroot ? strdup(docroot) : NULL;
-    h->lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    h->lfd = socket(v6 ? AF_INET6 : AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     int one = 1;
     setsockopt(h->lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port)};
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t al = sizeof a;
-    if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&a, sizeof a) < 0 ||
-        listen(h->lfd, 128) < 0 || getsockname(h->lfd, (struct sockaddr *)&a, &al) < 0 ||
+    struct sockaddr_storage ss = {0};
+    struct sockaddr_in *a = (struct sockaddr_in *)&ss;
+    struct sockaddr_in6 *a6 = (struct sockaddr_in6 *)&ss;
+    if (v6) {
+        a6->sin6_family = AF_INET6;
+        a6->sin6_port = htons((uint16_t)port);
+        a6->sin6_addr = in6addr_loopback;
+    } else {
+        a->sin_family = AF_INET;
+        a->sin_port = htons((uint16_t)port);
+        a->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    }
+    socklen_t al = v6 ? sizeof *a6 : sizeof *a;
+    if (h->lfd < 0 || bind(h->lfd, (struct sockaddr *)&ss, al) < 0 || listen(h->lfd, 128) < 0 ||
+        getsockname(h->lfd, (struct sockaddr *)&ss, &al) < 0 ||
         pipe2(h->stop_pipe, O_CLOEXEC) < 0) {
         if (h->lfd >= 0)
             close(h->lfd);
@@ -254,7 +264,7 @@ httpd *httpd_start_port(const char *docroot, int port)
         free(h);
         return NULL;
     }
-    h->port = ntohs(a.sin_port);
+    h->port = ntohs(v6 ? a6->sin6_port : a->sin_port);
     if (pthread_create(&h->thread, NULL, accept_main, h) != 0) {
         close(h->lfd);
         free(h->docroot);
@@ -262,6 +272,16 @@ httpd *httpd_start_port(const char *docroot, int port)
         return NULL;
     }
     return h;
+}
+
+httpd *httpd_start_port(const char *docroot, int port)
+{
+    return start(docroot, port, 0);
+}
+
+httpd *httpd_start_ipv6(const char *docroot)
+{
+    return start(docroot, 0, 1);
 }
 
 int httpd_port(const httpd *h)

@@ -26,6 +26,9 @@ typedef struct httpd httpd;
 httpd *httpd_start(const char *docroot);
 /** The same on 127.0.0.1:port (0: any free port). */
 httpd *httpd_start_port(const char *docroot, int port);
+/** The same on [::1], any free port: a site apart from 127.0.0.1 and
+    localhost (httpd_url's URLs are 127.0.0.1's: write its own). */
+httpd *httpd_start_ipv6(const char *docroot);
 /**
  * From now on /favicon.ico is 404, as on a server without a site icon
  * (before the first request). Not the default: with this server's icon
