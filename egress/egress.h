@@ -4,8 +4,9 @@
  * checked.
  *
  * Why a proxy. DevTools Fetch interception sees URLs, not connections: it
- * misses WebSocket handshakes and requests of service workers, and it
- * checks a name that Chromium then resolves again, so a name that answers
+ * misses WebSocket handshakes, it sees a frame's or a worker's requests
+ * only once that target is attached with a Fetch of its own
+ * (session/xframes.c), and it checks a name that Chromium then resolves again, so a name that answers
  * a public address at check time and 127.0.0.1 a moment later (DNS
  * rebinding) gets through. Here the decision is made on the connection:
  * Chromium sends the host name to the proxy (SOCKS5 carries names, so the

@@ -134,9 +134,9 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
         sc.connect_ud = g;
     } else {
         rg_log(RG_LOG_WARN, "gateway",
-               "REFGATE_EGRESS=0: the URL policy sees the tabs' own requests only; WebSockets, "
-               "service workers and cross-site iframes reach any address (docs/policy.md): "
-               "enforce egress in the network");
+               "REFGATE_EGRESS=0: the URL policy sees the URLs that tabs, their frames and "
+               "their workers ask for; WebSockets reach any address, and a name checked is "
+               "resolved again by the browser (docs/policy.md): enforce egress in the network");
     }
     if ((rc = sess_mgr_new(&sc, g->pool, g->redis, g->store, &g->sessions)) < 0) {
         snprintf(err, errlen, "cannot start the session manager");

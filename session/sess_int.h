@@ -87,6 +87,7 @@ typedef struct sess_tab {
         char target[64], session[64];
         char parent[64]; /* the session it attached on: the page's, or a frame's */
         int sub;
+        int frame; /* an iframe; else a worker */
     } xf[SESS_XFRAMES_MAX];
     int n_xf;
 } sess_tab;

@@ -141,8 +141,8 @@ typedef struct sess_config {
      * The tenant's rules for connections. When set, every session's browser
      * context goes out through the egress proxy (egress/egress.h), on a port
      * of its own bound to the session's tenant, loopback included, and each
-     * TCP connection its pages open (WebSocket, service workers, everything
-     * url_check cannot see) is decided here; the proxy connects only to the
+     * TCP connection its pages open (WebSocket, everything url_check cannot
+     * see) is decided here; the proxy connects only to the
      * addresses this returns. Called on the proxy's connection threads, with
      * the tenant as tag and connect_ud as ud. NULL: no proxy.
      */

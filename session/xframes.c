@@ -1,10 +1,13 @@
 /*
- * xframes.c - the frames of other sites in a session's tabs. Chromium runs
- * such a frame (a payment form, a sign-in button, an embed) in a renderer
- * process of its own, a DevTools target of its own: what the page's session
- * intercepts and hears is the page's process only. So each tab's page
- * attaches its frames from the start (Target.setAutoAttach, iframes,
- * flattened), and each frame, as it attaches, gets what the page has:
+ * xframes.c - the frames of other sites and the workers in a session's
+ * tabs. Chromium runs such a frame (a payment form, a sign-in button, an
+ * embed) in a renderer process of its own, and a page's worker (dedicated,
+ * shared or service worker) apart from its document, each a DevTools target
+ * of its own: what the page's session intercepts and hears is the page's
+ * document only. So each tab's page attaches its frames and workers from
+ * the start (Target.setAutoAttach, flattened), and each, as it attaches,
+ * gets what the page has (below, "frame" stands for both; only the iframes
+ * go to the registry):
  *
  *   - without the egress proxy, Fetch interception, so that its requests
  *     pass the tenant's URL policy as the page's do (intercept.c). The
@@ -35,12 +38,22 @@
 #include <stdio.h>
 #include <string.h>
 
+#define ATTACH_TYPES                                                                            \
+    "\"filter\":[{\"type\":\"iframe\"},{\"type\":\"worker\"},{\"type\":\"shared_worker\"},"      \
+    "{\"type\":\"service_worker\"}]}"
 #define ATTACH_HELD                                                                             \
-    "{\"autoAttach\":true,\"waitForDebuggerOnStart\":true,\"flatten\":true,"                  \
-    "\"filter\":[{\"type\":\"iframe\"}]}"
+    "{\"autoAttach\":true,\"waitForDebuggerOnStart\":true,\"flatten\":true," ATTACH_TYPES
 #define ATTACH_RUN                                                                              \
-    "{\"autoAttach\":true,\"waitForDebuggerOnStart\":false,\"flatten\":true,"                 \
-    "\"filter\":[{\"type\":\"iframe\"}]}"
+    "{\"autoAttach\":true,\"waitForDebuggerOnStart\":false,\"flatten\":true," ATTACH_TYPES
+
+/* The kinds of target that run a tab's code apart from its page. A worker
+   left out would still be held by the attaching (waitForDebuggerOnStart
+   reaches it): it never ran its first request without the proxy. */
+static int followed(const char *type)
+{
+    return !strcmp(type, "iframe") || !strcmp(type, "worker") || !strcmp(type, "shared_worker") ||
+           !strcmp(type, "service_worker");
+}
 
 const char *sess_xframes_params(const sess_mgr *m)
 {
@@ -68,7 +81,8 @@ void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params)
     int kept = 0;
     if (!parent)
         parent = "";
-    if (!strcmp(sess_jstr(ti, "type"), "iframe") && strlen(sid) < sizeof t->xf[0].session &&
+    const char *type = sess_jstr(ti, "type");
+    if (followed(type) && strlen(sid) < sizeof t->xf[0].session &&
         strlen(tid) < sizeof t->xf[0].target && strlen(parent) < sizeof t->xf[0].parent) {
         int sub = cdp_subscribe(conn, sid, NULL, sess_page_event, t);
         if (sub > 0) {
@@ -78,6 +92,7 @@ void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params)
                 snprintf(x->target, sizeof x->target, "%s", tid);
                 snprintf(x->session, sizeof x->session, "%s", sid);
                 snprintf(x->parent, sizeof x->parent, "%s", parent);
+                x->frame = !strcmp(type, "iframe");
                 x->sub = sub;
                 kept = 1;
             }
@@ -160,7 +175,7 @@ void sess_xframes_to_world(sess *s, sess_tab *t)
     memcpy(v, t->xf, sizeof *v * (size_t)n);
     pthread_mutex_unlock(&s->m->mu);
     for (int i = 0; t->world && i < n; i++)
-        if (!strcmp(v[i].parent, t->session)) /* the world's are the page's own */
+        if (v[i].frame && !strcmp(v[i].parent, t->session)) /* the page's own frames */
             reg_world_xframe_known(t->world, v[i].target, v[i].session);
 }
 

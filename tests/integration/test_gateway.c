@@ -2285,8 +2285,69 @@ static void test_frames_leave_their_place(void **state)
     httpd_stop(decoy);
 }
 
+/*
+ * A page's workers run apart from its document: a dedicated worker's and
+ * a service worker's requests to a service beside the allowed one never
+ * arrive, while the same requests to the allowed one do, and what a
+ * worker says is in the session's console, under its tab. With the proxy
+ * that is the proxy's work; without it (the caller's setup), the workers'
+ * own interception's: until 5 December a dedicated worker there never
+ * ran its first request, and a service worker's reached the decoy.
+ */
+static void test_url_policy_workers(void **state)
+{
+    (void)state;
+    int port = httpd_port(gw.pages);
+    httpd *decoy = httpd_start(NULL);
+    assert_non_null(decoy);
+    int d = httpd_port(decoy);
+    char hdr[256], body[2400], path[96];
+    allowed_one_service("workers", port, hdr, path);
+    cJSON *r;
+    snprintf(body, sizeof body,
+             "{\"op\":\"eval\",\"args\":{\"await\":true,\"timeout_ms\":20000,\"expression\":"
+             "\"(async()=>{var d=%d,a=%d,out=[];"
+             "var run=u=>new Promise(r=>{var w=new Worker('/worker-probe.js?to='+"
+             "encodeURIComponent(u));w.onmessage=e=>r(e.data);w.onerror=()=>r('error');"
+             "setTimeout(()=>r('timeout'),3000)});"
+             "out.push(await run('http://127.0.0.1:'+d+'/worker-decoy'));"
+             "out.push(await run('http://127.0.0.1:'+a+'/worker-ok'));"
+             "var sw=navigator.serviceWorker;"
+             "await sw.register('/sw-probe.js?to='+encodeURIComponent('http://127.0.0.1:'+d+"
+             "'/sw-decoy'),{scope:'/c/'}).then(()=>out.push('sw1'),e=>out.push(''+e));"
+             "await sw.register('/sw-probe.js?to='+encodeURIComponent('http://127.0.0.1:'+a+"
+             "'/sw-ok2'),{scope:'/d/'}).then(()=>out.push('sw2'),e=>out.push(''+e));"
+             "await new Promise(r=>setTimeout(r,1500));return out.join()})()\"}}",
+             d, port);
+    int status = post_raw(path, hdr, body, &r);
+    if (status != 200)
+        fail_msg("eval -> %d %s", status, cJSON_PrintUnformatted(r));
+    assert_string_equal(reply_str(r, "value"), "blocked,reached,sw1,sw2");
+    cJSON_Delete(r);
+    for (int i = 0;
+         i < 50 && (httpd_count(gw.pages, "/worker-ok") < 1 || httpd_count(gw.pages, "/sw-ok2") < 1);
+         i++)
+        rg_sleep_ms(100);
+    assert_int_equal(post_raw(path, hdr, "{\"op\":\"console\"}", &r), 200);
+    int said = 0;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, cJSON_GetObjectItemCaseSensitive(result(r), "messages"))
+        said += (!strcmp(json_str(m, "text"), "worker: blocked /worker-decoy") ||
+                 !strcmp(json_str(m, "text"), "worker: reached /worker-ok")) &&
+                !strcmp(json_str(m, "tab"), "t1");
+    if (said != 2)
+        fail_msg("the workers said %d of 2: %s", said, cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    assert_int_equal(httpd_count(gw.pages, "/worker-ok"), 1);
+    assert_int_equal(httpd_count(gw.pages, "/sw-ok2"), 1);
+    assert_int_equal(httpd_requests(decoy), 0);
+    httpd_stop(decoy);
+    delete_as(hdr, path);
+}
+
 static void test_url_policy_without_the_proxy(void **state)
 {
+    test_url_policy_workers(state);
     test_url_policy_inside_the_page(state);
     test_url_policy_one_local_service(state);
     test_url_policy_frame_of_another_site(state);
@@ -2321,6 +2382,7 @@ int main(void)
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),
         cmocka_unit_test(test_url_policy_frame_of_another_site),
         cmocka_unit_test(test_frames_leave_their_place),
+        cmocka_unit_test(test_url_policy_workers),
         cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,
                                         stop_without_proxy),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
