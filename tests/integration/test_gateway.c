@@ -2338,6 +2338,12 @@ static void test_url_policy_workers(void **state)
     if (said != 2)
         fail_msg("the workers said %d of 2: %s", said, cJSON_PrintUnformatted(r));
     cJSON_Delete(r);
+    /* and what a worker asked for is in the network log, under its tab */
+    assert_int_equal(post_raw(path, hdr, "{\"op\":\"network\"}", &r), 200);
+    const cJSON *q = request_with(r, "GET", "/worker-ok");
+    if (!q || strcmp(json_str(q, "tab"), "t1"))
+        fail_msg("the worker's request is not listed: %s", cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
     assert_int_equal(httpd_count(gw.pages, "/worker-ok"), 1);
     assert_int_equal(httpd_count(gw.pages, "/sw-ok2"), 1);
     assert_int_equal(httpd_requests(decoy), 0);
