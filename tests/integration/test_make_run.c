@@ -57,19 +57,6 @@ static int http_port, fcgi_base, ws_base, redis_port;
 static httpd *pages;
 static char auth[256];
 
-/* A base whose base+1 .. base+WORKERS are free. */
-static int free_base(void)
-{
-    for (int tries = 0; tries < 200; tries++) {
-        int base = support_free_port();
-        int ok = base > 0 && base + WORKERS < 65536;
-        for (int i = 1; ok && i <= WORKERS; i++)
-            ok = support_port_free(base + i);
-        if (ok)
-            return base;
-    }
-    return -1;
-}
 
 static pid_t pid_in(const char *name)
 {
@@ -259,14 +246,30 @@ static void test_sigterm_leaves_nothing(void **state)
         assert_int_equal(pid_in(names[i]), -1);
 }
 
+/* 1 when port is one of the block group_setup took for the stack. */
+static int in_block(int block, int port)
+{
+    return port > block && port <= block + 2 + 2 * WORKERS;
+}
+
 static int group_setup(void **state)
 {
     (void)state;
     snprintf(run_dir, sizeof run_dir, "/tmp/refgate-makerun-%d%s", (int)getpid(),
              cluster_mode ? "-cluster" : "");
     mkdir(run_dir, 0755);
-    http_port = support_free_port();
-    redis_port = support_free_port();
+    /* The stack's ports, bound seconds later by run.sh, in one block below
+       the kernel's ephemeral range: nginx's, Redis's (unless a cluster's,
+       below), then the workers' FastCGI and WebSocket ports. A port the
+       kernel hands out (support_free_port) can be taken meanwhile by any
+       outgoing connection; one taken so failed a test stack's nginx in CI. */
+    int block = support_free_range(2 + 2 * WORKERS, 0);
+    if (block <= 0)
+        return -1;
+    http_port = block + 1;
+    redis_port = block + 2;
+    fcgi_base = block + 2;          /* its workers: + 1 .. + WORKERS */
+    ws_base = block + 2 + WORKERS;  /* the same */
     /* A cluster takes the port, the next two, and each one's bus port (+10000),
        chosen here and bound seconds later by the script: all six below the
        kernel's ephemeral range (32768 and up), so no outgoing connection of
@@ -276,15 +279,13 @@ static int group_setup(void **state)
         redis_port = 12000 + (int)((getpid() * 7919u + (unsigned)tries * 104729u) % 10000u);
         int ok = 1;
         for (int i = 0; ok && i < 3; i++)
-            ok = support_port_free(redis_port + i) && support_port_free(redis_port + 10000 + i);
+            ok = support_port_free(redis_port + i) && support_port_free(redis_port + 10000 + i) &&
+                 !in_block(block, redis_port + i) && !in_block(block, redis_port + 10000 + i);
         if (ok)
             break;
         redis_port = -1;
     }
-    fcgi_base = free_base();
-    ws_base = free_base();
-    if (http_port <= 0 || redis_port <= 0 || fcgi_base <= 0 || ws_base <= 0 ||
-        ws_base == fcgi_base)
+    if (redis_port <= 0)
         return -1;
     pages = httpd_start("tests/fixtures");
     if (!pages)

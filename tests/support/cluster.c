@@ -372,8 +372,11 @@ redissentinel *redissentinel_start(void)
         free(s);
         return NULL;
     }
+    /* below the ephemeral range: the five start one after another, and
+       each one's outgoing connections could take a later one's port */
+    int base = support_free_range(5, 0);
     for (int i = 0; i < 5; i++)
-        s->port[i] = support_free_port();
+        s->port[i] = base > 0 ? base + 1 + i : -1;
     for (int i = 0; i < 2; i++) {
         char port[16], dir[160], master[16];
         snprintf(port, sizeof port, "%d", s->port[i]);

@@ -160,6 +160,19 @@ static void print_log_tail(const stack *s, int i, const char *why)
             tail, n && tail[n - 1] != '\n' ? "\n" : "", i);
 }
 
+/* 1 when nginx's error log says its port was taken; with print, the log's end to stderr. */
+static int nginx_log(const stack *s, int print)
+{
+    char path[192];
+    static char buf[4096];
+    snprintf(path, sizeof path, "%s/nginx/error.log", s->dir);
+    const char *tail = support_file_tail(path, buf, sizeof buf);
+    if (print)
+        fprintf(stderr, "stack: the end of %s:\n%s\n-- end of nginx's log\n", path,
+                tail ? tail : "(none)");
+    return tail && strstr(tail, "Address already in use");
+}
+
 static int wait_until(stack *s, int i, int timeout_ms)
 {
     for (int64_t end = rg_now_ms() + timeout_ms; rg_now_ms() < end; rg_sleep_ms(50)) {
@@ -168,6 +181,10 @@ static int wait_until(stack *s, int i, int timeout_ms)
         if (i && waitpid(s->workers[i], NULL, WNOHANG) == s->workers[i]) {
             s->workers[i] = 0;
             print_log_tail(s, i, "exited before it was healthy");
+            return -1;
+        }
+        if (!i && s->nginx > 0 && waitpid(s->nginx, NULL, WNOHANG) == s->nginx) {
+            s->nginx = 0; /* its master gave up: no use waiting */
             return -1;
         }
     }
@@ -342,10 +359,14 @@ stack *stack_start_on(int workers, const char *const *env, const char *redis_url
     chmod(s->dir, 0755); /* nginx's workers run as nobody */
     s->n = workers;
     s->env = env;
-    s->port = support_free_port();
     /* Room for workers added later (stack_add_worker). */
     s->fcgi_base = free_range(WORKERS_MAX);
     s->ws_base = free_range(WORKERS_MAX + 10) + 10;
+    /* nginx's port, past those and below the ephemeral range too: the
+       workers start first, for seconds, and an outgoing connection of
+       theirs (or of anything else on the machine) could take a port the
+       kernel had just handed out; one took nginx's in a CI run. */
+    s->port = free_range(WORKERS_MAX + 21) + WORKERS_MAX + 21;
     if (redis_url)
         snprintf(s->redis_url, sizeof s->redis_url, "%s", redis_url);
     else if ((s->redis = redissrv_start(NULL)))
@@ -365,8 +386,18 @@ stack *stack_start_on(int workers, const char *const *env, const char *redis_url
                     s->dir, i);
             goto fail;
         }
-    if (start_nginx(s) < 0 || wait_until(s, 0, 20000) < 0) {
-        fprintf(stderr, "stack: nginx did not start (see %s/nginx)\n", s->dir);
+    for (int tries = 0;; tries++) {
+        if (start_nginx(s) == 0 && wait_until(s, 0, 20000) == 0)
+            break;
+        /* Taken after all (a port may be in use without a listener, which
+           the check cannot see): another, below the ephemeral range. */
+        if (tries < 3 && s->nginx == 0 && nginx_log(s, 0)) {
+            fprintf(stderr, "stack: nginx's port %d was taken; another\n", s->port);
+            s->port = support_free_range(1, 0) + 1 + tries;
+            continue;
+        }
+        fprintf(stderr, "stack: nginx did not start on port %d\n", s->port);
+        nginx_log(s, 1);
         goto fail;
     }
     return s;
