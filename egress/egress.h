@@ -6,9 +6,9 @@
  * Why a proxy. DevTools Fetch interception sees URLs, not connections: it
  * misses WebSocket handshakes, it sees a frame's or a worker's requests
  * only once that target is attached with a Fetch of its own
- * (session/xframes.c), and it checks a name that Chromium then resolves again, so a name that answers
- * a public address at check time and 127.0.0.1 a moment later (DNS
- * rebinding) gets through. Here the decision is made on the connection:
+ * (session/xframes.c), and it checks a name that Chromium then resolves
+ * again, so a name that answers a public address at check time and
+ * 127.0.0.1 a moment later (DNS rebinding) gets through. Here the decision is made on the connection:
  * Chromium sends the host name to the proxy (SOCKS5 carries names, so the
  * browser does no DNS of its own), the proxy asks the owner's rules, gets
  * the checked addresses back and connects to one of them. Nothing else

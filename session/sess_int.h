@@ -59,9 +59,10 @@ struct sess_waiter {
  * the list and is freed only by the holder (sess_tabs_reap), after its
  * subscription ended, so a handler never sees it freed.
  */
-/* Frames of other sites followed in one tab: as many as the registry follows
-   (REG_XFRAMES_TRACK). Past them, without the egress proxy, a frame gets
-   none of its requests through (they could not be checked). */
+/* Frames of other sites (at any depth) and workers followed in one tab: as
+   many as the registry follows (REG_XFRAMES_TRACK). Past them, without the
+   egress proxy, one gets none of its requests through (they could not be
+   checked). */
 #define SESS_XFRAMES_MAX 32
 
 typedef struct sess_tab {
@@ -255,8 +256,9 @@ void sess_on_request_paused(sess_tab *t, const char *session, const cJSON *param
 
 /* ---- xframes.c: frames of other sites in a tab ---- */
 
-/* The Target.setAutoAttach parameters for a tab's page: its frames of other
-   sites attached, held until set up when requests are checked (no proxy). */
+/* The Target.setAutoAttach parameters for a tab's page and its frames: their
+   frames of other sites and workers attached, held until set up when
+   requests are checked (no proxy). */
 const char *sess_xframes_params(const sess_mgr *m);
 /* Target.attachedToTarget and detachedFromTarget on t's page or one of its
    frames, parent the session they came on (reader thread). */

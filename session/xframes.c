@@ -107,9 +107,9 @@ void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params)
            good instead, it would keep the page from its load event. */
         if (fetch && held) {
             rg_log(RG_LOG_WARN, "session",
-                   "%s: a frame of another site in tab %s gets no request through: they could "
-                   "not be checked (past %d frames, or no room for its events)",
-                   s->id, t->id, SESS_XFRAMES_MAX);
+                   "%s: a %s in tab %s gets no request through: they could not be checked "
+                   "(past %d frames and workers, or no room for its events)",
+                   s->id, *type ? type : "target", t->id, SESS_XFRAMES_MAX);
             frame_call(s, sid, "Network.enable", SESS_NETWORK_PARAMS);
             frame_call(s, sid, "Network.setBlockedURLs", "{\"urls\":[\"*\"]}");
         }

@@ -467,6 +467,21 @@ static char *outline_of(const char *sid, const char *args)
     return t;
 }
 
+/* The outline (as outline_of) once it has text, or the last one after
+   tries observes 100 ms apart: a frame of another site loads after its page. */
+static char *outline_with(const char *sid, const char *args, const char *text, int tries)
+{
+    char *t = NULL;
+    for (int i = 0; i < tries; i++) {
+        free(t);
+        t = outline_of(sid, args);
+        if (strstr(t, text))
+            break;
+        rg_sleep_ms(100);
+    }
+    return t;
+}
+
 /* The ref on the outline's line that has needle, into ref. */
 static void ref_on_line(const char *text, const char *needle, char ref[32])
 {
@@ -494,14 +509,7 @@ static void test_a_frame_of_another_site(void **state)
     (void)state;
     char sid[64], card[32], pay[32], body[256];
     create_as(NULL, "xsite.html", sid);
-    char *t = NULL;
-    for (int i = 0; i < 100; i++) { /* the frame loads after the page */
-        free(t);
-        t = outline_of(sid, "");
-        if (strstr(t, "Your card was declined"))
-            break;
-        rg_sleep_ms(100);
-    }
+    char *t = outline_with(sid, "", "Your card was declined", 100);
     assert_non_null(strstr(t, "  - Iframe \"Card payment\" [url=\"http://localhost:"));
     assert_non_null(strstr(t, "\n    - alert: Your card was declined.\n"));
     ref_on_line(t, "- textbox \"Card number\"", card);
@@ -615,14 +623,8 @@ static void test_a_popup_with_a_frame_of_another_site(void **state)
     for (int i = 0; i < 100 && httpd_count(gw.pages, "/xsite-card.html") == frames; i++)
         rg_sleep_ms(100);
     assert_true(httpd_count(gw.pages, "/xsite-card.html") > frames);
-    char *t = NULL;
-    for (int i = 0; i < 50; i++) { /* its process may still be starting */
-        free(t);
-        t = outline_of(sid, "\"tab\":\"t2\"");
-        if (strstr(t, "Your card was declined"))
-            break;
-        rg_sleep_ms(100);
-    }
+    /* its process may still be starting */
+    char *t = outline_with(sid, "\"tab\":\"t2\"", "Your card was declined", 50);
     if (!strstr(t, "\n    - alert: Your card was declined.\n"))
         fail_msg("the popup's frame is not in its outline:\n%s", t);
     free(t);

@@ -366,7 +366,10 @@ stack *stack_start_on(int workers, const char *const *env, const char *redis_url
        workers start first, for seconds, and an outgoing connection of
        theirs (or of anything else on the machine) could take a port the
        kernel had just handed out; one took nginx's in a CI run. */
-    s->port = free_range(WORKERS_MAX + 21) + WORKERS_MAX + 21;
+    int top = free_range(WORKERS_MAX + 21);
+    s->port = top + WORKERS_MAX + 21;
+    if (s->fcgi_base < 0 || s->ws_base < 10 || top < 0)
+        goto fail; /* no room below the ephemeral range */
     if (redis_url)
         snprintf(s->redis_url, sizeof s->redis_url, "%s", redis_url);
     else if ((s->redis = redissrv_start(NULL)))
@@ -391,9 +394,12 @@ stack *stack_start_on(int workers, const char *const *env, const char *redis_url
             break;
         /* Taken after all (a port may be in use without a listener, which
            the check cannot see): another, below the ephemeral range. */
-        if (tries < 3 && s->nginx == 0 && nginx_log(s, 0)) {
+        int other = tries < 3 && s->nginx == 0 && nginx_log(s, 0)
+                        ? support_free_range(1 + tries, 0) /* each try a base of its own */
+                        : -1;
+        if (other > 0) {
             fprintf(stderr, "stack: nginx's port %d was taken; another\n", s->port);
-            s->port = support_free_range(1, 0) + 1 + tries;
+            s->port = other + 1 + tries; /* checked free with those below it */
             continue;
         }
         fprintf(stderr, "stack: nginx did not start on port %d\n", s->port);
