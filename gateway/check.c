@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TIMEOUT_MS 600000
 
 int gw_fail(gw_cmd *c, int rc, const char *fmt, ...)
 {
@@ -95,9 +94,9 @@ static int check_args(gw_cmd *c, const wire_op *o)
     cJSON_ArrayForEach(a, c->args)
     {
         if (!strcmp(a->string, "timeout_ms")) {
-            if (!gw_is_int(a) || a->valuedouble < 1 || a->valuedouble > MAX_TIMEOUT_MS)
+            if (!gw_is_int(a) || a->valuedouble < 1 || a->valuedouble > GW_MAX_TIMEOUT_MS)
                 return gw_fail(c, RG_EBADREQ, "args.timeout_ms must be an integer from 1 to %d",
-                               MAX_TIMEOUT_MS);
+                               GW_MAX_TIMEOUT_MS);
             continue;
         }
         const wire_arg *sp = wire_op_arg(c->id, a->string);

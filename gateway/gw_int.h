@@ -99,6 +99,8 @@ static inline void gw_event(gw *g, const char *tid, const char *sid, const char 
 
 #define GW_DEFAULT_TIMEOUT_MS 5000
 #define GW_NAV_TIMEOUT_MS 30000
+/* The largest timeout_ms a command takes, and the bound of an act that gives none. */
+#define GW_MAX_TIMEOUT_MS 600000
 
 /** A command on its way through the pipeline; one thread at a time. */
 typedef struct gw_cmd {

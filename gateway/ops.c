@@ -937,23 +937,33 @@ static int op_download_get(gw_cmd *c)
 
 /* ---- act and subscribe ---- */
 
-static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok);
+static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline, int *ok);
 
+/*
+ * The act's timeout_ms bounds the whole batch (GW_MAX_TIMEOUT_MS when it
+ * gives none): each step gets at most what is left of it, and once it has
+ * run out no further step starts, whatever stop_on_error says: the next one
+ * is the last entry, a timeout. Before, a
+ * batch of 100 steps could hold the session for 100 times its steps'
+ * timeouts, long after nginx had answered the client with a 504.
+ */
 static int op_act(gw_cmd *c)
 {
     const cJSON *steps = cJSON_GetObjectItemCaseSensitive(c->args, "steps");
     if (cJSON_GetArraySize(steps) > ACT_STEPS_MAX)
         return gw_fail(c, RG_EBADREQ, "args.steps holds at most %d steps", ACT_STEPS_MAX);
     int stop = !gw_has_arg(c, "stop_on_error") || gw_arg_bool(c, "stop_on_error");
+    int64_t deadline =
+        rg_now_ms() + (gw_has_arg(c, "timeout_ms") ? c->timeout_ms : GW_MAX_TIMEOUT_MS);
     c->result = cJSON_CreateObject();
     cJSON *results = cJSON_AddArrayToObject(c->result, "results");
     const cJSON *st;
     cJSON_ArrayForEach(st, steps)
     {
-        int ok = 0;
-        cJSON *reply = run_in_session(c, st, &ok);
+        int ok = 0, late = rg_now_ms() >= deadline; /* then the step says so, and ends it */
+        cJSON *reply = run_in_session(c, st, deadline, &ok);
         cJSON_AddItemToArray(results, reply);
-        if (!ok && stop)
+        if ((!ok && stop) || late)
             break;
     }
     return 0;
@@ -1010,8 +1020,8 @@ static int op_subscribe(gw_cmd *c)
     return 0;
 }
 
-/* One act step on the parent's held session: its reply map. */
-static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok)
+/* One act step on the parent's held session, ending by deadline (ms): its reply map. */
+static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline, int *ok)
 {
     int64_t t0 = rg_now_us();
     gw_cmd c = {.g = parent->g,
@@ -1031,8 +1041,20 @@ static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int *ok)
         else if ((o = gw_prepare(&c, step, NULL)) && (o->flags & WIRE_F_NOT_IN_ACT))
             gw_fail(&c, RG_EBADREQ, "%s cannot be an act step", c.op);
         else if (o) {
-            sess_note_scroll(c.s, 0, 0, 0); /* a step that does not say may scroll (eval) */
-            gw_op_run(&c);
+            int64_t left = deadline - rg_now_ms();
+            int cut = left < c.timeout_ms;
+            if (left <= 0) {
+                gw_fail(&c, RG_ETIMEOUT, "the act's timeout_ms ran out before this step");
+            } else {
+                if (cut)
+                    c.timeout_ms = (int)left;
+                sess_note_scroll(c.s, 0, 0, 0); /* a step that does not say may scroll (eval) */
+                gw_op_run(&c);
+                if (c.rc < 0 && cut && rg_now_ms() >= deadline) {
+                    size_t n = strlen(c.err);
+                    snprintf(c.err + n, sizeof c.err - n, " (cut short: the act's timeout_ms ran out)");
+                }
+            }
         }
     }
     if (c.rc == 0 && o && (o->flags & WIRE_F_CHANGES))

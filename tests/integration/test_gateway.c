@@ -226,6 +226,33 @@ static void test_every_op(void **state)
     assert_string_equal(reply_code(cJSON_GetArrayItem(res, 1)), "stale_ref");
     cJSON_Delete(r);
     clicks_are(sid, "clicks=2");
+    /* The act's timeout_ms bounds the batch: the words come 4 s after the first step, the
+       third step would wait 10 s for them, but the act has 2.5 s in all. So that step
+       ends with the act's time, and the fourth does not start, stop_on_error or not: it
+       says why, and nothing comes after it. */
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"act\",\"args\":{\"timeout_ms\":2500,\"stop_on_error\":false,"
+                  "\"steps\":[{\"op\":\"eval\",\"args\":{\"expression\":\"setTimeout(function(){"
+                  "document.body.insertAdjacentHTML('beforeend','<p>late words</p>')},4000),1\"}},"
+                  "{\"op\":\"wait\",\"args\":{\"text\":\"never here\",\"timeout_ms\":1000}},"
+                  "{\"op\":\"wait\",\"args\":{\"text\":\"late words\",\"timeout_ms\":10000}},"
+                  "{\"op\":\"read\"},{\"op\":\"read\"}]}}");
+    res = cJSON_GetObjectItemCaseSensitive(result(r), "results");
+    assert_int_equal(cJSON_GetArraySize(res), 4);
+    assert_string_equal(reply_code(cJSON_GetArrayItem(res, 1)), "timeout");
+    const cJSON *cut = cJSON_GetArrayItem(res, 2);
+    assert_string_equal(reply_code(cut), "timeout");
+    const cJSON *msg = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(cut, "error"), "message");
+    assert_true(cJSON_IsString(msg));
+    assert_non_null(strstr(msg->valuestring, "cut short: the act's timeout_ms ran out"));
+    const cJSON *late = cJSON_GetArrayItem(res, 3);
+    assert_string_equal(reply_code(late), "timeout");
+    msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(late, "error"),
+                                           "message");
+    assert_true(cJSON_IsString(msg));
+    assert_non_null(strstr(msg->valuestring, "ran out before this step"));
+    cJSON_Delete(r);
     char url[256];
     page_url("form.html", url, sizeof url);
     snprintf(nav, sizeof nav, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
