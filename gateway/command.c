@@ -89,16 +89,29 @@ static void idem_put(gw *g, const char *key, const cJSON *reply, int status)
 
 /* ---- running one command ---- */
 
+/*
+ * A command over HTTP has until who->deadline_ms (REFGATE_HTTP_COMMAND_MAX_MS
+ * after it came), below nginx's fastcgi_read_timeout: its wait for the
+ * session and its op each get at most what is left. Without it nginx
+ * answered 504 at 120 s while the worker went on, holding the session, and
+ * the client's next command waited behind it.
+ */
+int gw_left_ms(const gw_cmd *c, int want)
+{
+    if (!c->who || !c->who->deadline_ms)
+        return want;
+    int64_t left = c->who->deadline_ms - rg_now_ms();
+    return left < 1 ? 1 : left < want ? (int)left : want;
+}
+
 static int open_for(gw_cmd *c, const wire_op *o, sess_restore_info *ri)
 {
-    int rc;
+    int rc, wait = gw_left_ms(c, c->timeout_ms > 10000 ? c->timeout_ms : 10000);
     if (o->flags & WIRE_F_CLAIM)
-        rc =
-            sess_claim(c->g->sessions, c->who->tenant, c->sid,
-                       c->timeout_ms > 10000 ? c->timeout_ms : 10000, &c->s, c->err, sizeof c->err);
+        rc = sess_claim(c->g->sessions, c->who->tenant, c->sid, wait, &c->s, c->err,
+                        sizeof c->err);
     else
-        rc = sess_open(c->g->sessions, c->who->tenant, c->sid,
-                       c->timeout_ms > 10000 ? c->timeout_ms : 10000, &c->s, ri, c->err,
+        rc = sess_open(c->g->sessions, c->who->tenant, c->sid, wait, &c->s, ri, c->err,
                        sizeof c->err);
     if (rc == RG_EPOOL)
         c->retry_after_ms = POOL_RETRY_AFTER_MS;
@@ -167,6 +180,14 @@ cJSON *gw_command(gw *g, const gw_caller *who, const char *sid, const cJSON *m, 
     sess_restore_info ri = {0};
     if (gw_check_cmd(&c, m, &o, &id, &idem) < 0)
         goto out;
+    if (who->deadline_ms && gw_has_arg(&c, "timeout_ms") &&
+        c.timeout_ms > g->cfg.http_command_max_ms) {
+        gw_fail(&c, RG_EBADREQ,
+                "args.timeout_ms is at most %d over HTTP, where a command answers within that "
+                "(REFGATE_HTTP_COMMAND_MAX_MS); send longer waits over the WebSocket",
+                g->cfg.http_command_max_ms);
+        goto out;
+    }
     if (idem) {
         idem_key(ikey, sizeof ikey, who, sid, idem);
         int st = 200;
@@ -192,7 +213,7 @@ cJSON *gw_command(gw *g, const gw_caller *who, const char *sid, const cJSON *m, 
     }
     if (sid && (o->flags & WIRE_F_PARKS)) {
         /* Parking a parked session changes nothing (and restores nothing). */
-        sess_wait_turn(g->sessions, who->tenant, sid, c.timeout_ms);
+        sess_wait_turn(g->sessions, who->tenant, sid, gw_left_ms(&c, c.timeout_ms));
         sess_info in;
         if (sess_get_info(g->sessions, who->tenant, sid, &in) == 0) {
             int parked = !strcmp(in.state, "parked");
@@ -213,7 +234,15 @@ cJSON *gw_command(gw *g, const gw_caller *who, const char *sid, const cJSON *m, 
             session_event(&c, &ri);
     }
     c.ri = &ri;
+    int asked = c.timeout_ms;
+    c.timeout_ms = gw_left_ms(&c, asked);
     gw_op_run(&c);
+    if (c.rc < 0 && c.timeout_ms < asked && rg_now_ms() >= who->deadline_ms) {
+        size_t n = strlen(c.err);
+        snprintf(c.err + n, sizeof c.err - n,
+                 " (cut short: a command over HTTP answers within %d ms)",
+                 g->cfg.http_command_max_ms);
+    }
     if (c.rc == 0 && o && (o->flags & WIRE_F_CHANGES))
         c.changed = 1;
     /* Reading ops leave nothing to checkpoint (act steps report through c.changed). */

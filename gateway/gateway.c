@@ -24,6 +24,7 @@ void gw_config_default(gw_config *cfg)
     cfg->threads = 16;
     cfg->max_body = 1u << 20;
     cfg->idempotency_ms = 10 * 60 * 1000;
+    cfg->http_command_max_ms = 100000;
 }
 
 void gw_config_from_env(gw_config *cfg)
@@ -38,6 +39,8 @@ void gw_config_from_env(gw_config *cfg)
     cfg->threads = (int)rg_env_long("REFGATE_GATEWAY_THREADS", cfg->threads, 1, 256);
     cfg->max_body =
         (size_t)rg_env_long("REFGATE_MAX_BODY_BYTES", (long)cfg->max_body, 1024, 64L << 20);
+    cfg->http_command_max_ms = (int)rg_env_long("REFGATE_HTTP_COMMAND_MAX_MS",
+                                                cfg->http_command_max_ms, 1000, 3600000);
 }
 
 /* The registry store, once Redis answers (it may still be starting). */

@@ -31,6 +31,9 @@ typedef struct gw_config {
     int threads;             /* REFGATE_GATEWAY_THREADS [16]: FastCGI threads */
     size_t max_body;         /* REFGATE_MAX_BODY_BYTES [1 MiB] */
     int64_t idempotency_ms;  /* how long a reply is kept for its idempotency_key [10 min] */
+    int http_command_max_ms; /* REFGATE_HTTP_COMMAND_MAX_MS [100000]: the longest a command over
+                                HTTP may take, waiting for its session included; below nginx's
+                                fastcgi_read_timeout (120 s), so that nginx never gives up first */
 } gw_config;
 
 void gw_config_default(gw_config *cfg);
@@ -98,6 +101,7 @@ typedef struct gw_caller {
     const char *locale;
     int viewer;                /* came with a view token: subscribe and input only */
     int control;               /* the view token lets it send input */
+    int64_t deadline_ms;       /* over HTTP: answer by then (rg_now_ms clock); 0: no bound */
 } gw_caller;
 
 

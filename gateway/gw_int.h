@@ -126,6 +126,8 @@ typedef struct gw_cmd {
     const sess_restore_info *ri; /* what opening the session restored */
 } gw_cmd;
 
+/** want (ms), or less: what is left of the caller's deadline (an HTTP command's), at least 1. */
+int gw_left_ms(const gw_cmd *c, int want);
 /** Sets c's error (rc and a printf message) and returns rc. */
 int gw_fail(gw_cmd *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /** 1 when v is a number holding an integer a double represents exactly. */

@@ -358,7 +358,8 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
                      .request_id = rid,
                      .max_sessions = t.max_sessions,
                      .user_agent = t.user_agent,
-                     .locale = t.locale};
+                     .locale = t.locale,
+                     .deadline_ms = rg_now_ms() + g->cfg.http_command_max_ms};
     if (admit(g, &t, f, resp) < 0)
         goto log;
     if (kind == GW_ROUTE_SESSIONS && !strcmp(method, "GET")) {

@@ -236,7 +236,7 @@ static void add_capacity(gw_cmd *c, cJSON *cap)
 
 static int op_info(gw_cmd *c)
 {
-    sess_wait_turn(c->g->sessions, c->who->tenant, c->sid, c->timeout_ms);
+    sess_wait_turn(c->g->sessions, c->who->tenant, c->sid, gw_left_ms(c, c->timeout_ms));
     sess_info in;
     int rc = sess_get_info(c->g->sessions, c->who->tenant, c->sid, &in);
     if (rc == RG_ENOTFOUND)
@@ -937,7 +937,8 @@ static int op_download_get(gw_cmd *c)
 
 /* ---- act and subscribe ---- */
 
-static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline, int *ok);
+static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline,
+                             const char *why, int *ok);
 
 /*
  * The act's timeout_ms bounds the whole batch (GW_MAX_TIMEOUT_MS when it
@@ -955,13 +956,19 @@ static int op_act(gw_cmd *c)
     int stop = !gw_has_arg(c, "stop_on_error") || gw_arg_bool(c, "stop_on_error");
     int64_t deadline =
         rg_now_ms() + (gw_has_arg(c, "timeout_ms") ? c->timeout_ms : GW_MAX_TIMEOUT_MS);
+    char why[96] = "the act's timeout_ms ran out";
+    if (c->who->deadline_ms && c->who->deadline_ms < deadline) { /* over HTTP */
+        deadline = c->who->deadline_ms;
+        snprintf(why, sizeof why, "a command over HTTP answers within %d ms",
+                 c->g->cfg.http_command_max_ms);
+    }
     c->result = cJSON_CreateObject();
     cJSON *results = cJSON_AddArrayToObject(c->result, "results");
     const cJSON *st;
     cJSON_ArrayForEach(st, steps)
     {
         int ok = 0, late = rg_now_ms() >= deadline; /* then the step says so, and ends it */
-        cJSON *reply = run_in_session(c, st, deadline, &ok);
+        cJSON *reply = run_in_session(c, st, deadline, why, &ok);
         cJSON_AddItemToArray(results, reply);
         if ((!ok && stop) || late)
             break;
@@ -1020,8 +1027,10 @@ static int op_subscribe(gw_cmd *c)
     return 0;
 }
 
-/* One act step on the parent's held session, ending by deadline (ms): its reply map. */
-static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline, int *ok)
+/* One act step on the parent's held session, ending by deadline (ms), which why names: its
+   reply map. */
+static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline,
+                             const char *why, int *ok)
 {
     int64_t t0 = rg_now_us();
     gw_cmd c = {.g = parent->g,
@@ -1044,7 +1053,7 @@ static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline
             int64_t left = deadline - rg_now_ms();
             int cut = left < c.timeout_ms;
             if (left <= 0) {
-                gw_fail(&c, RG_ETIMEOUT, "the act's timeout_ms ran out before this step");
+                gw_fail(&c, RG_ETIMEOUT, "%s: no time was left for this step", why);
             } else {
                 if (cut)
                     c.timeout_ms = (int)left;
@@ -1052,7 +1061,7 @@ static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline
                 gw_op_run(&c);
                 if (c.rc < 0 && cut && rg_now_ms() >= deadline) {
                     size_t n = strlen(c.err);
-                    snprintf(c.err + n, sizeof c.err - n, " (cut short: the act's timeout_ms ran out)");
+                    snprintf(c.err + n, sizeof c.err - n, " (cut short: %s)", why);
                 }
             }
         }

@@ -251,7 +251,7 @@ static void test_every_op(void **state)
     msg = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(late, "error"),
                                            "message");
     assert_true(cJSON_IsString(msg));
-    assert_non_null(strstr(msg->valuestring, "ran out before this step"));
+    assert_non_null(strstr(msg->valuestring, "the act's timeout_ms ran out: no time was left"));
     cJSON_Delete(r);
     char url[256];
     page_url("form.html", url, sizeof url);
@@ -2130,6 +2130,105 @@ static void test_worker_runs_without_thread_caches(void **state)
 }
 
 /*
+ * A command over HTTP answers within REFGATE_HTTP_COMMAND_MAX_MS, below
+ * nginx's fastcgi_read_timeout, so that nginx never answers 504 while the
+ * worker goes on holding the session. On a stack where that is 3 s: a wait of
+ * the default 5 s is cut short and says so, an act's step is cut the same
+ * way, and a timeout_ms above it is refused at once. Over the WebSocket the
+ * same wait has its whole 5 s (it ends as a plain timeout).
+ */
+static fx_stack with_default_limit;
+
+static int start_short_http(void **state)
+{
+    (void)state;
+    static const char *const env[] = {"REFGATE_HTTP_COMMAND_MAX_MS=3000", NULL};
+    fx_stack short_http;
+    if (fx_stack_start(&short_http, "test_gateway_short_http", "tests/fixtures", 1, env) < 0)
+        return -1;
+    with_default_limit = gw;
+    gw = short_http;
+    return 0;
+}
+
+static int stop_short_http(void **state)
+{
+    (void)state;
+    fx_stack_stop(&gw);
+    gw = with_default_limit;
+    return 0;
+}
+
+/* body on session sid, which must answer with HTTP status want: the reply. */
+static cJSON *expect_status(const char *sid, const char *body, int want)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    int status;
+    cJSON *r = expect_post(&gw, 0, path, body, &status);
+    if (status != want) {
+        char *t = cJSON_PrintUnformatted(r);
+        fail_msg("%s -> %d %s (expected %d)", body, status, t, want);
+    }
+    return r;
+}
+
+static const char *error_message(const cJSON *reply)
+{
+    const cJSON *m =
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(reply, "error"), "message");
+    return cJSON_IsString(m) ? m->valuestring : "";
+}
+
+static void test_http_commands_end_before_nginx_gives_up(void **state)
+{
+    (void)state;
+    char sid[64];
+    create("actions.html", sid);
+    static const char never[] = "{\"op\":\"wait\",\"args\":{\"text\":\"never here\"}}";
+    cJSON *r = expect_status(sid, never, 504);
+    assert_string_equal(reply_code(r), "timeout");
+    assert_non_null(strstr(error_message(r), "cut short: a command over HTTP answers within 3000 ms"));
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"act\",\"args\":{\"steps\":[{\"op\":\"read\"},"
+                  "{\"op\":\"wait\",\"args\":{\"text\":\"never here\"}},{\"op\":\"read\"}]}}");
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(result(r), "results");
+    assert_int_equal(cJSON_GetArraySize(res), 2);
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(cJSON_GetArrayItem(res, 0), "ok")));
+    assert_string_equal(reply_code(cJSON_GetArrayItem(res, 1)), "timeout");
+    assert_non_null(strstr(error_message(cJSON_GetArrayItem(res, 1)),
+                           "cut short: a command over HTTP answers within 3000 ms"));
+    cJSON_Delete(r);
+    r = expect_status(sid, "{\"op\":\"read\",\"args\":{\"timeout_ms\":3001}}", 400);
+    assert_string_equal(reply_code(r), "bad_request");
+    assert_non_null(strstr(error_message(r), "WebSocket"));
+    cJSON_Delete(r);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"read\",\"args\":{\"timeout_ms\":3000}}"));
+    /* The WebSocket has no such bound: the wait runs its own 5 s. */
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s/ws", sid);
+    int status;
+    wsc *w = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
+    if (!w)
+        fail_msg("WebSocket through nginx: HTTP %d", status);
+    static const char never_ws[] =
+        "{\"id\":1,\"op\":\"wait\",\"args\":{\"text\":\"never here\",\"timeout_ms\":5000}}";
+    assert_int_equal(wsc_send(w, never_ws, strlen(never_ws), 1), 0);
+    rg_buf in;
+    rg_buf_init(&in);
+    assert_int_equal(wsc_recv(w, &in, 20000), 1);
+    cJSON *wr = cJSON_Parse(in.data);
+    assert_non_null(wr);
+    assert_string_equal(reply_code(wr), "timeout");
+    assert_non_null(strstr(error_message(wr), "5000 ms"));
+    assert_null(strstr(error_message(wr), "cut short"));
+    cJSON_Delete(wr);
+    rg_buf_destroy(&in);
+    wsc_close(w);
+}
+
+/*
  * Without the egress proxy (REFGATE_EGRESS=0, for deployments that enforce
  * egress in the network), the DevTools Fetch pause of every request is the
  * only line: the policy tests of a page's own requests run again on a stack
@@ -2427,6 +2526,8 @@ int main(void)
         cmocka_unit_test(test_url_policy_workers),
         cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,
                                         stop_without_proxy),
+        cmocka_unit_test_setup_teardown(test_http_commands_end_before_nginx_gives_up,
+                                        start_short_http, stop_short_http),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_concurrency_limit),

@@ -359,7 +359,7 @@ static void test_hundred_popups_stay_cheap(void **state)
     int before = procs_descendants(stack_worker_pid(gw.st, 1), all, 512);
     rg_buf steps;
     rg_buf_init(&steps);
-    rg_buf_puts(&steps, "{\"op\":\"act\",\"args\":{\"timeout_ms\":120000,\"steps\":[");
+    rg_buf_puts(&steps, "{\"op\":\"act\",\"args\":{\"timeout_ms\":90000,\"steps\":[");
     for (int i = 0; i < 100; i++)
         rg_buf_printf(&steps, "%s{\"op\":\"click\",\"args\":{\"target\":\"@popup\"}}",
                       i ? "," : "");
