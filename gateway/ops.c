@@ -330,8 +330,10 @@ static int op_history(gw_cmd *c)
     if (rc < 0)
         return c->rc = rc;
     nav_result(c, &nav, 0);
-    if (c->param != 0) /* back and forward: the page as it was left, or loaded again */
+    if (c->param != 0) { /* back and forward: the page as it was left, or loaded again */
+        cJSON_AddBoolToObject(c->result, "moved", nav.moved);
         cJSON_AddBoolToObject(c->result, "from_cache", nav.from_cache);
+    }
     sess_nav_free(&nav);
     c->full = 1;
     return 0;

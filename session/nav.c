@@ -367,5 +367,6 @@ int sess_history(sess *s, int delta, const char *wait, int timeout_ms, sess_nav 
     }
     rc = where_after(s, loaded, out);
     out->from_cache = cached;
+    out->moved = method != NULL;
     return rc;
 }

@@ -339,6 +339,7 @@ typedef struct sess_nav {
     char *url, *title;   /* owned */
     int status;          /* HTTP status of the main document, 0 when unknown */
     int from_cache;      /* sess_history: the page came back from the back/forward cache */
+    int moved;           /* sess_history: there was an entry to go to (0: the page stayed) */
 } sess_nav;
 
 void sess_nav_free(sess_nav *n);

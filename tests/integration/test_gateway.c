@@ -261,9 +261,16 @@ static void test_every_op(void **state)
     cJSON_Delete(r);
     r = expect_ok(&gw, sid, "{\"op\":\"back\"}");
     assert_non_null(strstr(reply_str(r, "url"), "actions.html"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "moved")));
     cJSON_Delete(r);
     r = expect_ok(&gw, sid, "{\"op\":\"forward\"}");
     assert_non_null(strstr(reply_str(r, "url"), "form.html"));
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(result(r), "moved")));
+    cJSON_Delete(r);
+    /* Nothing further forward: the page stays, and the reply says so. */
+    r = expect_ok(&gw, sid, "{\"op\":\"forward\"}");
+    assert_non_null(strstr(reply_str(r, "url"), "form.html"));
+    assert_true(cJSON_IsFalse(cJSON_GetObjectItemCaseSensitive(result(r), "moved")));
     cJSON_Delete(r);
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"reload\"}"));
     r = expect_ok(&gw, sid, "{\"op\":\"session.park\"}");
