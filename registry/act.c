@@ -343,14 +343,16 @@ static char *expect_literal(const reg_entry *e)
     return b.failed ? (rg_buf_destroy(&b), NULL) : rg_buf_steal(&b);
 }
 
-/* A page-side answer's "error", as reg_js reports it at the top level. */
+/* A page-side answer's "error", as reg_js reports it at the top level: bad_request, or
+   not_actionable when its "code" says so (the element was disabled or left the page). */
 static int page_error(const cJSON *js, char *err, size_t errlen)
 {
     const char *e = cJSON_IsObject(js) ? jstr(js, "error") : NULL;
     if (!e)
         return 0;
     snprintf(err, errlen, "%s", e);
-    return RG_EBADREQ;
+    const char *code = jstr(js, "code");
+    return code && !strcmp(code, "not_actionable") ? RG_ENOTACTIONABLE : RG_EBADREQ;
 }
 
 /*

@@ -232,9 +232,12 @@ int reg_js_sized(reg_page_handle h, const char *call, int await_promise, int tim
     }
     const char *e = cJSON_IsObject(root) ? jstr(root, "error") : NULL;
     if (e) {
+        /* "code": "not_actionable" for what may pass when sent again (60-table.js, notNow) */
+        const char *code = jstr(root, "code");
+        rc = code && !strcmp(code, "not_actionable") ? RG_ENOTACTIONABLE : RG_EBADREQ;
         snprintf(err, errlen, "%s", e);
         cJSON_Delete(root);
-        return RG_EBADREQ;
+        return rc;
     }
     *out = root;
     return 0;

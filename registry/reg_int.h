@@ -12,7 +12,8 @@
  * (registry/observer/; installed first when the document does not have
  * it). call must evaluate to a JSON string (or, with await_promise, a
  * promise of one). On success *out is the parsed object (caller owns).
- * A reply {"error": "..."} is RG_EBADREQ with the message in err; DevTools
+ * A reply {"error": "..."} is RG_EBADREQ with the message in err (RG_ENOTACTIONABLE
+ * with "code": "not_actionable": the element was disabled or left); DevTools
  * errors keep their code (RG_ETIMEOUT, RG_ECRASHED, ...); a page exception
  * or a malformed reply is RG_EINTERNAL.
  */

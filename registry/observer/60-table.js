@@ -40,13 +40,16 @@
 
   var J = JSON.stringify;
   function fail(msg) { return J({ error: msg }); }
-  var DETACHED = 'the element is no longer in the document';
+  /* a refusal that may pass if the command is sent again (the element was
+     disabled or left the document meanwhile): not_actionable, not bad_request */
+  function notNow(msg) { return J({ error: msg, code: 'not_actionable' }); }
+  var DETACHED = 'the element is not actionable: it is no longer in the document';
 
   /* the element at i, or an error string */
   function target(i) {
     var el = elAt(i);
     if (!el) return { err: fail('no element at index ' + i + ': observe or resolve again') };
-    if (!connected(el)) return { err: fail(DETACHED) };
+    if (!connected(el)) return { err: notNow(DETACHED) };
     return { el: el };
   }
 

@@ -50,9 +50,11 @@
     if (tag === 'input' || tag === 'textarea') {
       var type = tag === 'input' ? (el.type || 'text').toLowerCase() : 'textarea';
       if (UNFILLABLE[type]) return fail('cannot fill an input of type ' + type);
-      if (isDisabled(el)) return fail('the element is disabled');
+      if (isDisabled(el)) return notNow('the element is not actionable: disabled');
       if (el.readOnly) return fail('the element is read-only');
       el.focus({ preventScroll: true });
+      /* the page's focus handler may take the field away: nothing to fill */
+      if (!connected(el)) return notNow(DETACHED);
       try { el.select(); } catch (e) { /* types without selection */ }
       var set = nativeSetter(el);
       if (set) set.call(el, value); else el.value = value;
@@ -63,8 +65,9 @@
       return J({ ok: true });
     }
     if (el.isContentEditable) {
-      if (isDisabled(el)) return fail('the element is disabled');
+      if (isDisabled(el)) return notNow('the element is not actionable: disabled');
       el.focus({ preventScroll: true });
+      if (!connected(el)) return notNow(DETACHED);
       var sel = el.ownerDocument.getSelection && el.ownerDocument.getSelection();
       if (sel) {
         try { sel.selectAllChildren(el); } catch (e) { /* ignore */ }
@@ -90,7 +93,7 @@
     if (vals === null || vals === undefined) vals = [];
     if (!Array.isArray(vals)) vals = [vals];
     for (var q = 0; q < vals.length; q++) vals[q] = String(vals[q]);
-    if (isDisabled(el)) return fail('the element is disabled');
+    if (isDisabled(el)) return notNow('the element is not actionable: disabled');
     if (!el.multiple && vals.length > 1) return fail('the <select> takes one value, not ' + vals.length);
     var opts = el.options, pick = [];
     for (var k = 0; k < vals.length; k++) {

@@ -286,6 +286,18 @@ static void test_fill_type_press_select_check(void **state)
     assert_string_equal(js(f, "q.value"), "hello world");
     assert_string_equal(js(f, "String(window.inputs > 0 && window.changes > 0)"), "true");
 
+    /* A field the page takes away as it gets the focus: nothing is filled, and the answer
+       is not_actionable (it may be there again), not bad_request and not a success. */
+    js(f, "(function(){var i=document.createElement('input');i.id='fleeting';"
+          "i.setAttribute('aria-label','Fleeting');i.addEventListener('focus',function(){"
+          "i.remove()});document.body.appendChild(i);return 'ok'})()");
+    reg_action gone = {.op = REG_OP_FILL, .target = "css:#fleeting", .value = "lost"};
+    char gerr[256];
+    gone.timeout_ms = 2000;
+    assert_int_equal(reg_act(f->pg, f->h, &gone, &r, gerr, sizeof gerr), RG_ENOTACTIONABLE);
+    assert_non_null(strstr(gerr, "no longer in the document"));
+    assert_string_equal(js(f, "String(!document.getElementById('fleeting'))"), "true");
+
     reg_action t = {.op = REG_OP_TYPE, .target = "@q", .text = "!"};
     assert_int_equal(act(f, &t, &r), 0);
     reg_action_result_free(&r);
