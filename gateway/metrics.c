@@ -101,6 +101,10 @@ void gw_metrics_text(gw *g, rg_buf *out)
     pthread_mutex_lock(&g->mu);
     m = g->m;
     pthread_mutex_unlock(&g->mu);
+    /* which worker this is: /metrics through nginx answers from any one of them */
+    rg_buf_puts(out, "# HELP refgate_worker_info The worker that answered (REFGATE_WORKER_ID).\n"
+                     "# TYPE refgate_worker_info gauge\n");
+    rg_buf_printf(out, "refgate_worker_info{worker=\"%s\"} 1\n", g->worker);
     ops_text(&m, out);
     rg_buf_puts(out, "# TYPE refgate_http_responses_total counter\n");
     for (int c = 1; c <= 5; c++)

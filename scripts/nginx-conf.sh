@@ -201,6 +201,18 @@ for g in $(printf '%s\n' "$routes" | awk '{ print $2 }' | sort -u); do
     fcgi_groups="$fcgi_groups        keepalive $keepalive;$nl        keepalive_timeout 30s;$nl    }$nl"
     ws_groups="$ws_groups    }$nl"
 done
+# One group and two locations a worker for /healthz/wI and /metrics/wI: a
+# monitor reaches each worker, where /healthz and /metrics reach one worker
+# that nginx picks. No keepalive: a scrape every few seconds needs no idle
+# connection holding a gateway thread.
+probe_groups=""
+probe_routes=""
+for i in $ids; do
+    probe_groups="$probe_groups    upstream rg_fcgi_only_w$i {$nl        server $(addr fcgi "$i") max_fails=0;$nl    }$nl"
+    for p in healthz metrics; do
+        probe_routes="$probe_routes        location = /$p/w$i {$nl            rewrite ^ /$p break;$nl            fastcgi_pass rg_fcgi_only_w$i;$nl        }$nl"
+    done
+done
 tries=2
 [ "$workers" -gt 1 ] || tries=1
 body_buffer=$max_body
@@ -233,6 +245,7 @@ trap 'rm -f "$tmp"' EXIT
 HEADER=$header STATE_DIR=$state_dir CONFIG_DIR=$config_dir ERROR_LOG=$error_log \
 VIEW_SCRIPT_HASH=$view_hash ACCESS_LOG=$access_log LISTEN=$listen MAX_BODY=$max_body BODY_BUFFER=$body_buffer TRIES=$tries \
 ROUTES=${split%"$nl"} FCGI_GROUPS=${fcgi_groups%"$nl"} WS_GROUPS=${ws_groups%"$nl"} \
+PROBE_GROUPS=${probe_groups%"$nl"} PROBE_ROUTES=${probe_routes%"$nl"} \
     awk '
     {
         line = $0
@@ -300,7 +313,7 @@ error_body() { # CODE KIND MESSAGE [RETRY_AFTER_MS]
 
 error_body bad_request permanent "nginx could not parse the HTTP request"
 error_body not_found permanent \
-    "no such route: refgate serves /v1/sessions, /v1/sessions/{sid}, /v1/sessions/{sid}/ws, /healthz and /metrics"
+    "no such route: refgate serves /v1/sessions, /v1/sessions/{sid}, /v1/sessions/{sid}/ws, /healthz and /metrics (of one worker: /healthz/wN, /metrics/wN)"
 error_body payload_too_large permanent "the request body is larger than the limit of $max_body bytes"
 error_body internal transient "nginx failed on this request; its error log has the request id"
 error_body unavailable transient "no gateway worker could be reached; retry shortly" 1000

@@ -2078,6 +2078,30 @@ static void test_health_and_metrics(void **state)
     assert_true(metric_value(r.body.data, "refgate_heap_in_use_bytes") >= 0);
     assert_true(metric_value(r.body.data, "refgate_heap_free_bytes") >= 0);
     rg_buf_destroy(&r.body);
+    /* Each worker's own, as a monitor scrapes them: /healthz and /metrics above answer
+       from whichever worker nginx picks. Twice each, so a route that picked at random
+       would be caught out sooner or later. */
+    for (int round = 0; round < 2; round++) {
+        for (int i = 1; i <= 2; i++) {
+            char path[32], want[64];
+            snprintf(path, sizeof path, "/healthz/w%d", i);
+            assert_int_equal(http_request(stack_port(gw.st), "GET", path, NULL, NULL, 0, &r), 0);
+            assert_int_equal(r.status, 200);
+            snprintf(want, sizeof want, "\"worker\":\"w%d\"", i);
+            assert_non_null(strstr(r.body.data, want));
+            rg_buf_destroy(&r.body);
+            snprintf(path, sizeof path, "/metrics/w%d", i);
+            assert_int_equal(http_request(stack_port(gw.st), "GET", path, NULL, NULL, 0, &r), 0);
+            assert_int_equal(r.status, 200);
+            snprintf(want, sizeof want, "refgate_worker_info{worker=\"w%d\"} 1\n", i);
+            assert_non_null(strstr(r.body.data, want));
+            rg_buf_destroy(&r.body);
+        }
+    }
+    /* A worker the stack does not have is no route. */
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/metrics/w3", NULL, NULL, 0, &r), 0);
+    assert_int_equal(r.status, 404);
+    rg_buf_destroy(&r.body);
 }
 
 /* The first Chromium browser process (not a renderer) below pid, or 0. */
