@@ -13,8 +13,14 @@
  * with LWS_PRE headroom.
  *
  * Events carry one seq per session, increasing, the same for every
- * subscriber (while the session has a connection on this worker; a session
- * that moves to another worker starts again there).
+ * subscriber: one past the last this worker gave the session's connections,
+ * so a gap says an event was dropped. When the session has no connection
+ * here that saw one (its connections all closed, or it came from another
+ * worker), seq goes on from the wall clock in microseconds: a client that
+ * reconnects, or follows its session to another worker, still sees seq go
+ * up, as long as fewer events came than microseconds passed since the last
+ * run began (across hosts, as far as their clocks agree). Before, seq
+ * started again at 1.
  *
  * Bounds: frames up to max_body bytes, 32 commands waiting per connection
  * (more are answered `unavailable` at once), 8 MiB of unsent frames (events
@@ -1135,14 +1141,15 @@ static struct sframe *sframe_of(const cJSON *ev, int json)
     return f;
 }
 
-/* The next event seq of a session (ws->mu held): one past the highest any connection saw. */
+/* The next event seq of a session (ws->mu held): one past the highest any connection saw,
+   or the wall clock's microseconds when none saw one. */
 static uint64_t next_seq(struct gw_ws *ws, const char *tid, const char *sid)
 {
     uint64_t next = 0;
     for (struct wsconn *c = ws->conns; c; c = c->next)
         if (!strcmp(c->sid, sid) && !strcmp(c->tenant, tid) && c->seq > next)
             next = c->seq;
-    next++;
+    next = next ? next + 1 : (uint64_t)rg_wall_ms() * 1000;
     for (struct wsconn *c = ws->conns; c; c = c->next)
         if (!strcmp(c->sid, sid) && !strcmp(c->tenant, tid))
             c->seq = next;

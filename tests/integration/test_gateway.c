@@ -690,6 +690,28 @@ static void test_websocket_snapshot_event(void **state)
     if (!(seqs[0] > 1 && seqs[0] == seqs[1]))
         fail_msg("seq %g and %g for the same event", seqs[0], seqs[1]);
     wsc_close(w2);
+    wsc_close(w);
+    /* Every connection of the session closed, then a new one: seq goes on up, so a client
+       that reconnects can tell new events from those it has seen. */
+    w = wsc_open(stack_port(gw.st), path, gw.auth[0], &status);
+    assert_non_null(w);
+    assert_int_equal(wsc_send(w, sub2, strlen(sub2), 1), 0);
+    rg_buf_reset(&in);
+    assert_int_equal(wsc_recv(w, &in, 10000), 1);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"uncheck\",\"args\":{\"target\":\"label:Agree\"}}"));
+    double again = -1;
+    for (int i = 0; i < 8 && again < 0; i++) {
+        rg_buf_reset(&in);
+        if (wsc_recv(w, &in, 10000) < 0)
+            break;
+        cJSON *v = cJSON_Parse(in.data);
+        const cJSON *evk = cJSON_GetObjectItemCaseSensitive(v, "event");
+        if (cJSON_IsString(evk) && !strcmp(evk->valuestring, "snapshot"))
+            again = cJSON_GetObjectItemCaseSensitive(v, "seq")->valuedouble;
+        cJSON_Delete(v);
+    }
+    if (!(again > seqs[0]))
+        fail_msg("after reconnecting, seq %g, not above %g", again, seqs[0]);
     rg_buf_destroy(&b);
     rg_buf_destroy(&in);
     cJSON_Delete(m);
