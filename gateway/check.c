@@ -165,7 +165,11 @@ int gw_check_map(gw_cmd *c, const cJSON *m, int need_op, const cJSON **id, const
     *idem = NULL;
     if (!cJSON_IsObject(m))
         return gw_fail(c, RG_EBADREQ, "the command must be a map");
-    const cJSON *e;
+    /* A valid id first, wherever it stands in the map, so that the reply to any other
+       error in it carries the id (a client matches replies to commands by it). */
+    const cJSON *e = cJSON_GetObjectItemCaseSensitive(m, "id");
+    if ((cJSON_IsString(e) && !wire_is_bin(e)) || (gw_is_int(e) && e->valuedouble >= 0))
+        *id = e;
     cJSON_ArrayForEach(e, m)
     {
         const char *k = e->string;

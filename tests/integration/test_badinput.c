@@ -1269,6 +1269,12 @@ static const ws_row ws_rows[] = {
      B("{\"id\":7,\"op\":\"navigate\",\"args\":{\"url\":\"javascript:alert(1)\"}}"), NULL,
      "blocked_url", 1},
     {"a text frame of invalid UTF-8", 1, B("{\"id\":7,\"op\":\"\xff\xfe\"}"), NULL, NULL, 0},
+    /* the id comes back whatever else is wrong in the map, wherever it stands */
+    {"JSON op a number before the id", 1, B("{\"op\":7,\"id\":7}"), NULL, "bad_request", 1},
+    {"JSON unknown key before the id", 1, B("{\"colour\":1,\"id\":7,\"op\":\"observe\"}"), NULL,
+     "bad_request", 1},
+    {"JSON args a list before the id", 1, B("{\"op\":\"observe\",\"args\":[],\"id\":7}"), NULL,
+     "bad_request", 1},
 };
 // clang-format on
 
