@@ -135,7 +135,9 @@ static const cmd_spec cmds[] = {
     {"restore", WIRE_OP_SESSION_RESTORE, NULL, {NULL}, 0, CLI_OUT_STATE, NO_FLAGS, "restore"},
     {"close", WIRE_OP_SESSION_CLOSE, "DELETE", {NULL}, 0, CLI_OUT_NONE, NO_FLAGS, "close"},
     {"info", WIRE_OP_SESSION_INFO, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "info"},
-    {"list", NONE, "GET", {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "list"},
+    {"list", NONE, "GET", {NULL}, 0, CLI_OUT_RESULT,
+     {{"--limit", NULL, "limit", VT_INT}, {"--after", NULL, "after", VT_STR}},
+     "list [--limit N] [--after NEXT]   (a page; pass its next as --after for the next)"},
     {"call", NONE, NULL, {"op", "args"}, 1, CLI_OUT_REPLY, NO_FLAGS,
      "call OP ['JSON ARGS']"},
 };
@@ -387,6 +389,32 @@ static int make_path(cli_call *c, const char *sid, char *err, size_t errlen)
     return rc;
 }
 
+/* args (strings and integers) as c->path's query string. */
+static int add_query(cli_call *c, const cJSON *args, char *err, size_t errlen)
+{
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, c->path);
+    const cJSON *a;
+    char sep = '?';
+    cJSON_ArrayForEach(a, args)
+    {
+        rg_buf_printf(&b, "%c%s=", sep, a->string);
+        sep = '&';
+        if (cJSON_IsString(a))
+            cli_path_escape(&b, a->valuestring);
+        else
+            rg_buf_printf(&b, "%.0f", a->valuedouble);
+    }
+    int rc = 0;
+    if (b.failed || b.len >= sizeof c->path)
+        rc = rg_errf(err, errlen, RG_EBADREQ, "the query is too long");
+    else
+        memcpy(c->path, b.data, b.len + 1);
+    rg_buf_destroy(&b);
+    return rc;
+}
+
 /* call OP ['JSON']: the op and its args as given. */
 static int call_command(const char **pos, int npos, cJSON **args, const char **op, char *err,
                         size_t errlen)
@@ -443,9 +471,10 @@ static int build(const cmd_spec *spec, const char **pos, int npos, cJSON *args, 
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(args, "format");
     c->observe_elements = spec->out == CLI_OUT_OBSERVE && cJSON_IsString(fmt) &&
                           strcmp(fmt->valuestring, "text") != 0;
-    if (!op || spec->method) { /* GET and DELETE carry no body */
+    if (!op || spec->method) { /* GET and DELETE carry no body: a GET's flags are its query */
+        rc = !strcmp(c->method, "GET") ? add_query(c, args, err, errlen) : 0;
         cJSON_Delete(args);
-        return 0;
+        return rc;
     }
     if (g->timeout_given)
         set_arg(args, "timeout_ms", cJSON_CreateNumber(g->timeout_ms));

@@ -166,6 +166,7 @@ static const struct keyspec {
     {"SISMEMBER", 1, 1, 1}, {"ZADD", 1, 1, 1},          {"ZREM", 1, 1, 1},
     {"ZRANGE", 1, 1, 1},    {"ZRANGEBYSCORE", 1, 1, 1}, {"ZCARD", 1, 1, 1},
     {"ZSCORE", 1, 1, 1},    {"ZINCRBY", 1, 1, 1},       {"ZREMRANGEBYSCORE", 1, 1, 1},
+    {"ZCOUNT", 1, 1, 1},
     {"LPUSH", 1, 1, 1},     {"RPUSH", 1, 1, 1},         {"LRANGE", 1, 1, 1},
     {"LPOP", 1, 1, 1},      {"RPOP", 1, 1, 1},          {"LLEN", 1, 1, 1},
     {"LREM", 1, 1, 1},      {"MEMORY", 2, 2, 1},        {"OBJECT", 2, 2, 1},

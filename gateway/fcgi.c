@@ -152,6 +152,7 @@ static void serve_one(gw *g, FCGX_Request *r)
                        .authorization = FCGX_GetParam("HTTP_AUTHORIZATION", r->envp),
                        .request_id = FCGX_GetParam("HTTP_X_REQUEST_ID", r->envp),
                        .mcp_session = FCGX_GetParam("HTTP_MCP_SESSION_ID", r->envp),
+                       .query = FCGX_GetParam("QUERY_STRING", r->envp),
                        .body = body,
                        .body_len = body ? len : 0,
                        .body_too_large = too_large};

@@ -64,6 +64,7 @@ typedef struct gw_after {
 typedef struct gw_http_req {
     const char *method;        /* "GET", "POST", "DELETE" */
     const char *path;          /* without the query */
+    const char *query;         /* after the '?', may be NULL */
     const char *content_type;  /* may be NULL */
     const char *accept;        /* may be NULL */
     const char *authorization; /* the header, may be NULL */

@@ -6,6 +6,7 @@
 #define _GNU_SOURCE
 #include "gateway/gw_int.h"
 
+#include <errno.h>
 #include <hiredis/hiredis.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -114,18 +115,96 @@ static void healthz(gw *g, gw_http_resp *resp)
 
 /* ---- sessions ---- */
 
-static void list_sessions(gw *g, const gw_caller *who, enum fmt f, gw_http_resp *resp)
+static int hex_digit(int c)
 {
-    char **sids;
+    if (c >= '0' && c <= '9')
+        return c - '0';
+    if (c >= 'a' && c <= 'f')
+        return c - 'a' + 10;
+    return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+/* Query value v (n bytes, %XX and + decoded) into out (len): 0, or -1 when malformed or long. */
+static int query_value(const char *v, size_t n, char *out, size_t len)
+{
+    size_t o = 0;
+    for (size_t i = 0; i < n; i++) {
+        int c = (unsigned char)v[i];
+        if (c == '%') {
+            if (i + 2 >= n || hex_digit(v[i + 1]) < 0 || hex_digit(v[i + 2]) < 0)
+                return -1;
+            c = hex_digit(v[i + 1]) * 16 + hex_digit(v[i + 2]);
+            i += 2;
+        } else if (c == '+') {
+            c = ' ';
+        }
+        if (c == 0 || o + 1 >= len)
+            return -1;
+        out[o++] = (char)c;
+    }
+    out[o] = '\0';
+    return 0;
+}
+
+/*
+ * GET /v1/sessions[?limit=N][&after=CURSOR]: a page of the tenant's
+ * sessions, oldest first, and `next`, the cursor of the page after it,
+ * while there may be more. Any other parameter is bad_request.
+ */
+static void list_sessions(gw *g, const gw_caller *who, const char *query, enum fmt f,
+                          gw_http_resp *resp)
+{
+    char after[SESS_CURSOR_MAX] = "", num[16] = "";
+    int have_after = 0, have_limit = 0;
+    for (const char *q = query ? query : ""; *q;) {
+        const char *amp = strchr(q, '&'), *end = amp ? amp : q + strlen(q);
+        const char *eq = memchr(q, '=', (size_t)(end - q));
+        size_t klen = (size_t)((eq ? eq : end) - q);
+        const char *v = eq ? eq + 1 : end;
+        size_t vlen = (size_t)(end - v);
+        int bad = 0;
+        if (klen == 5 && !strncmp(q, "limit", 5))
+            bad = have_limit++ || query_value(v, vlen, num, sizeof num) < 0;
+        else if (klen == 5 && !strncmp(q, "after", 5))
+            bad = have_after++ || query_value(v, vlen, after, sizeof after) < 0;
+        else if (klen)
+            bad = 1;
+        if (bad) {
+            respond_error(resp, f, RG_EBADREQ,
+                          "GET /v1/sessions takes limit (1 to 1000) and after (the next of the "
+                          "page before), each once",
+                          0, 0);
+            return;
+        }
+        q = amp ? amp + 1 : end;
+    }
+    long limit = SESS_LIST_MAX;
+    if (have_limit) {
+        char *e;
+        errno = 0;
+        limit = strtol(num, &e, 10);
+        if (errno || !*num || *e || limit < 1 || limit > SESS_LIST_MAX) {
+            respond_error(resp, f, RG_EBADREQ, "limit must be an integer from 1 to 1000", 0, 0);
+            return;
+        }
+    }
+    char **sids, next[SESS_CURSOR_MAX];
     size_t n;
-    int rc = sess_list(g->sessions, who->tenant, &sids, &n);
+    int rc = sess_list(g->sessions, who->tenant, after, (size_t)limit, &sids, &n, next);
+    if (rc == RG_EBADREQ) {
+        respond_error(resp, f, rc, "after must be the next of an earlier page", 0, 0);
+        return;
+    }
     if (rc < 0) {
         respond_error(resp, f, rc, "Redis is unavailable; try again", 0, 1000);
         return;
     }
     cJSON *r = cJSON_CreateObject();
     cJSON_AddBoolToObject(r, "ok", 1);
-    cJSON *arr = cJSON_AddArrayToObject(cJSON_AddObjectToObject(r, "result"), "sessions");
+    cJSON *res = cJSON_AddObjectToObject(r, "result");
+    cJSON *arr = cJSON_AddArrayToObject(res, "sessions");
+    if (next[0])
+        cJSON_AddStringToObject(res, "next", next);
     for (size_t i = 0; i < n; i++) {
         sess_info in;
         if (sess_get_info(g->sessions, who->tenant, sids[i], &in) == 0) {
@@ -364,7 +443,7 @@ void gw_handle_http(gw *g, const gw_http_req *req, gw_http_resp *resp)
         goto log;
     if (kind == GW_ROUTE_SESSIONS && !strcmp(method, "GET")) {
         op = "list";
-        list_sessions(g, &who, f, resp);
+        list_sessions(g, &who, req->query, f, resp);
         gw_leave(g, t.id);
         goto log;
     }

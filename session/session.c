@@ -701,24 +701,69 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
     return rc;
 }
 
-int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
+/* "<ms>:<sid>" into *ms and sid: 0, or -1 when it is not such a cursor. */
+static int parse_cursor(const char *c, long long *ms, char *sid)
+{
+    char *end;
+    errno = 0;
+    if (c[0] < '0' || c[0] > '9')
+        return -1;
+    *ms = strtoll(c, &end, 10);
+    if (errno || *end != ':' || !valid_name(end + 1, SESS_ID_MAX))
+        return -1;
+    snprintf(sid, SESS_ID_MAX + 1, "%s", end + 1);
+    return 0;
+}
+
+int sess_list(sess_mgr *m, const char *tenant, const char *after, size_t limit, char ***sids,
+              size_t *n, char *next)
 {
     *sids = NULL;
     *n = 0;
+    next[0] = '\0';
+    long long from = 0;
+    char last[SESS_ID_MAX + 1] = "";
+    if (after && *after && parse_cursor(after, &from, last) < 0)
+        return RG_EBADREQ;
+    if (limit < 1 || limit > SESS_LIST_MAX)
+        limit = SESS_LIST_MAX;
     if (!valid_name(tenant, SESS_TENANT_MAX))
         return 0;
     char ik[256];
     sess_index_key(ik, sizeof ik, tenant);
-    redisReply *rep = rg_redis_command(m->redis, "ZRANGE %s 0 %d", ik, SESS_LIST_MAX - 1);
+    /* The index is ordered by creation (ms), then by id among sessions of one
+       ms, as Redis orders equal scores: a page starts at the cursor's ms,
+       past the ids up to the cursor's of that ms. */
+    long long ties = 0;
+    if (last[0]) {
+        redisReply *t = rg_redis_command(m->redis, "ZCOUNT %s %lld %lld", ik, from, from);
+        if (!t || t->type != REDIS_REPLY_INTEGER) {
+            freeReplyObject(t);
+            return RG_EUNAVAIL;
+        }
+        ties = t->integer;
+        freeReplyObject(t);
+    }
+    size_t want = limit + (size_t)(ties < 0 ? 0 : ties > SESS_LIST_MAX ? SESS_LIST_MAX : ties);
+    /* (hiredis's format knows %lld, not %zu) */
+    redisReply *rep =
+        rg_redis_command(m->redis, "ZRANGE %s %lld +inf BYSCORE LIMIT 0 %lld WITHSCORES", ik, from,
+                         (long long)want);
     int failed = rep == NULL;
-    int rc = rep && rep->type == REDIS_REPLY_ARRAY ? 0 : RG_EUNAVAIL;
-    char **v = rc == 0 ? calloc(rep->elements + 1, sizeof *v) : NULL;
+    int rc = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements % 2 == 0 ? 0 : RG_EUNAVAIL;
+    char **v = rc == 0 ? calloc(rep->elements / 2 + 1, sizeof *v) : NULL;
     if (rc == 0 && !v)
         rc = RG_ENOMEM;
+    size_t seen = 0; /* entries of this page, live or expired */
     /* Sessions whose keys expired leave the index here. */
-    for (size_t i = 0; v && i < rep->elements; i++) {
+    for (size_t i = 0; v && i + 1 < rep->elements && seen < limit; i += 2) {
         const char *sid = rep->element[i]->str;
-        if (!sid || !valid_name(sid, SESS_ID_MAX))
+        long long ms = rep->element[i + 1]->str ? strtoll(rep->element[i + 1]->str, NULL, 10) : 0;
+        if (!sid || (last[0] && ms == from && strcmp(sid, last) <= 0))
+            continue; /* on the cursor's page or before it */
+        seen++;
+        snprintf(next, SESS_CURSOR_MAX, "%lld:%s", ms, sid);
+        if (!valid_name(sid, SESS_ID_MAX))
             continue;
         sess tmp;
         memset(&tmp, 0, sizeof tmp);
@@ -739,6 +784,8 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
         freeReplyObject(ex);
     }
     freeReplyObject(rep);
+    if (seen < limit)
+        next[0] = '\0'; /* the index ended within this page */
     if (failed && rc == 0)
         rc = RG_EUNAVAIL;
     if (rc < 0) {
@@ -746,6 +793,7 @@ int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n)
             free(v[i]);
         free(v);
         *n = 0;
+        next[0] = '\0';
         return rc;
     }
     *sids = v;

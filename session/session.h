@@ -617,9 +617,19 @@ void sess_cast_ack(sess_mgr *m, const char *tenant, const char *sid, int ack);
 void sess_cast_pause(sess_mgr *m, const char *tenant, const char *sid, int pause);
 
 #define SESS_LIST_MAX 1000 /* sessions a listing returns at most */
+#define SESS_CURSOR_MAX 96 /* bytes of a listing's cursor, with its NUL */
 
-/** The tenant's session ids (caller frees each and the array). RG_EUNAVAIL. */
-int sess_list(sess_mgr *m, const char *tenant, char ***sids, size_t *n);
+/**
+ * The tenant's session ids, oldest first (caller frees each and the
+ * array): at most limit (1 to SESS_LIST_MAX) of them, after the cursor
+ * `after` (NULL or "": from the first). When more may follow, *next is the
+ * cursor to pass next time, else "" (next holds SESS_CURSOR_MAX bytes).
+ * A cursor is "<created ms>:<sid>" of the last session a page looked at, so
+ * sessions made or closed between pages neither repeat nor push others out.
+ * RG_EBADREQ for a malformed cursor, RG_EUNAVAIL.
+ */
+int sess_list(sess_mgr *m, const char *tenant, const char *after, size_t limit, char ***sids,
+              size_t *n, char *next);
 /**
  * How many sessions the tenant's quota counts (live, parked and being
  * created), sessions whose keys expired dropped first; 0 when Redis cannot

@@ -2051,6 +2051,98 @@ static void test_concurrency_limit(void **state)
     rg_buf_destroy(&d.body);
 }
 
+/* GET /v1/sessions?QUERY as the tenant of hdr: the status, the reply into *out. */
+static int list_page(const char *hdr, const char *query, cJSON **out)
+{
+    char path[256];
+    snprintf(path, sizeof path, "/v1/sessions%s%s", *query ? "?" : "", query);
+    http_resp r;
+    assert_int_equal(http_request(stack_port(gw.st), "GET", path, hdr, NULL, 0, &r), 0);
+    char err[64];
+    *out = NULL;
+    wire_json_decode(r.body.data ? r.body.data : "", r.body.len, out, err, sizeof err);
+    rg_buf_destroy(&r.body);
+    return r.status;
+}
+
+/*
+ * The list comes in pages: limit of them, oldest first, and next for the
+ * page after. Five sessions, two a page: every session once, in the order
+ * they were made, also when one the pages passed is closed between two
+ * pages; the last page has no next. Bad parameters are bad_request.
+ */
+static void test_session_list_in_pages(void **state)
+{
+    (void)state;
+    char hdr[300], sids[5][64];
+    make_tenant("pager", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
+    strncat(hdr, "Accept: application/json\r\n", sizeof hdr - strlen(hdr) - 1);
+    for (int i = 0; i < 5; i++) {
+        cJSON *v = NULL;
+        assert_int_equal(post_raw("/v1/sessions", hdr, "{}", &v), 200);
+        snprintf(sids[i], sizeof sids[i], "%s",
+                 cJSON_GetObjectItemCaseSensitive(result(v), "session")->valuestring);
+        cJSON_Delete(v);
+        rg_sleep_ms(2); /* each its own millisecond: the order is theirs */
+    }
+    char got[8][64], cursor[128] = "";
+    int n = 0, pages = 0;
+    for (;;) {
+        char q[200];
+        snprintf(q, sizeof q, "limit=2%s%s", cursor[0] ? "&after=" : "", cursor);
+        cJSON *v = NULL;
+        assert_int_equal(list_page(hdr, q, &v), 200);
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(result(v), "sessions");
+        assert_true(cJSON_GetArraySize(arr) <= 2);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, arr)
+        {
+            assert_true(n < 8);
+            snprintf(got[n++], sizeof got[0], "%s",
+                     cJSON_GetObjectItemCaseSensitive(e, "session")->valuestring);
+        }
+        const cJSON *next = cJSON_GetObjectItemCaseSensitive(result(v), "next");
+        pages++;
+        if (pages == 1) {
+            /* one the first page showed goes: the next pages neither miss nor repeat */
+            char path[96];
+            snprintf(path, sizeof path, "/v1/sessions/%.64s", sids[1]);
+            delete_as(hdr, path);
+        }
+        if (!cJSON_IsString(next)) {
+            cJSON_Delete(v);
+            break;
+        }
+        snprintf(cursor, sizeof cursor, "%s", next->valuestring);
+        cJSON_Delete(v);
+        assert_true(pages < 6);
+    }
+    assert_int_equal(n, 5);
+    for (int i = 0; i < 5; i++)
+        assert_string_equal(got[i], sids[i]);
+    /* Without a limit: all of them, the closed one gone, and no next. */
+    cJSON *v = NULL;
+    assert_int_equal(list_page(hdr, "", &v), 200);
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(result(v), "sessions");
+    assert_int_equal(cJSON_GetArraySize(all), 4);
+    assert_null(cJSON_GetObjectItemCaseSensitive(result(v), "next"));
+    cJSON_Delete(v);
+    static const char *const bad[] = {"limit=0",  "limit=1001", "limit=2x",     "limit=",
+                                      "after=zz", "after=1%3A", "colour=blue", "limit=1&limit=2",
+                                      "after=%zz"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        assert_int_equal(list_page(hdr, bad[i], &v), 400);
+        assert_string_equal(reply_code(v), "bad_request");
+        cJSON_Delete(v);
+    }
+    for (int i = 0; i < 5; i++) {
+        char path[96];
+        snprintf(path, sizeof path, "/v1/sessions/%.64s", sids[i]);
+        if (i != 1)
+            delete_as(hdr, path);
+    }
+}
+
 /* A revoked key stops working within the key cache's time. */
 static void test_revoked_key(void **state)
 {
@@ -2583,6 +2675,7 @@ int main(void)
                                         start_short_http, stop_short_http),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
+        cmocka_unit_test(test_session_list_in_pages),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),

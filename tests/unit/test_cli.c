@@ -864,6 +864,12 @@ static void test_parse_session_ops(void **state)
     assert_string_equal(c.path, "/v1/sessions");
     assert_null(c.body);
     cli_call_destroy(&c);
+    /* A page of the list: its flags are the query, the cursor escaped as a value. */
+    assert_int_equal(PARSE(&g, &c, err, "list", "--limit", "50", "--after", "1764504000123:s1"),
+                     CLI_CMD_GATEWAY);
+    assert_string_equal(c.path, "/v1/sessions?limit=50&after=1764504000123%3As1");
+    assert_null(c.body);
+    cli_call_destroy(&c);
     static const char *ops[][2] = {{"park", "session.park"},
                                    {"restore", "session.restore"},
                                    {"info", "session.info"},
