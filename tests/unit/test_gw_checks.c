@@ -138,6 +138,19 @@ static void test_ops_and_routes(void **state)
 static void test_args_against_the_table(void **state)
 {
     (void)state;
+    /* A msgpack bin where strings are wanted, also inside an array of them: refused, not
+       read as its base64 text. */
+    {
+        cJSON *m =
+            cJSON_Parse("{\"op\":\"select\",\"args\":{\"target\":\"@a\",\"values\":[\"a\"]}}");
+        cJSON *vals = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(m, "args"),
+                                                       "values");
+        cJSON_AddItemToArray(vals, wire_bin_new((const unsigned char *)"ab", 2));
+        char err[256] = "";
+        assert_int_equal(gw_check_command(&http_caller, "s1", m, err, sizeof err), RG_EBADREQ);
+        assert_non_null(strstr(err, "args.values"));
+        cJSON_Delete(m);
+    }
     refused(&http_caller, "s1", "{\"op\":\"observe\",\"args\":{\"colour\":1}}", RG_EBADREQ,
             "observe takes no argument \"colour\"");
     refused(&http_caller, "s1", "{\"op\":\"navigate\"}", RG_EBADREQ, "navigate needs args.url");
