@@ -370,6 +370,18 @@ static int positional(const cmd_spec *spec, const char **pos, int npos, cJSON *a
     return 0;
 }
 
+/* b (destroyed) as c->path; what: what made it too long. */
+static int set_path(cli_call *c, rg_buf *b, const char *what, char *err, size_t errlen)
+{
+    int rc = 0;
+    if (b->failed || b->len >= sizeof c->path)
+        rc = rg_errf(err, errlen, RG_EBADREQ, "%s is too long", what);
+    else
+        memcpy(c->path, b->data, b->len + 1);
+    rg_buf_destroy(b);
+    return rc;
+}
+
 /* "/v1/sessions" and, with sid, "/<escaped sid>". */
 static int make_path(cli_call *c, const char *sid, char *err, size_t errlen)
 {
@@ -380,13 +392,7 @@ static int make_path(cli_call *c, const char *sid, char *err, size_t errlen)
         rg_buf_puts(&b, "/");
         cli_path_escape(&b, sid);
     }
-    int rc = 0;
-    if (b.failed || b.len >= sizeof c->path)
-        rc = rg_errf(err, errlen, RG_EBADREQ, "the session id is too long");
-    else
-        memcpy(c->path, b.data, b.len + 1);
-    rg_buf_destroy(&b);
-    return rc;
+    return set_path(c, &b, "the session id", err, errlen);
 }
 
 /* args (strings and integers) as c->path's query string. */
@@ -406,13 +412,7 @@ static int add_query(cli_call *c, const cJSON *args, char *err, size_t errlen)
         else
             rg_buf_printf(&b, "%.0f", a->valuedouble);
     }
-    int rc = 0;
-    if (b.failed || b.len >= sizeof c->path)
-        rc = rg_errf(err, errlen, RG_EBADREQ, "the query is too long");
-    else
-        memcpy(c->path, b.data, b.len + 1);
-    rg_buf_destroy(&b);
-    return rc;
+    return set_path(c, &b, "the query", err, errlen);
 }
 
 /* call OP ['JSON']: the op and its args as given. */

@@ -2274,6 +2274,26 @@ static void test_worker_runs_without_thread_caches(void **state)
     assert_string_equal(bv, "glibc.malloc.tcache_count=3");
 }
 
+/* A stack of one worker with env stands in for gw (setup), until swap_back (teardown). */
+static fx_stack saved_gw;
+
+static int swap_in(const char *who, const char *const *env)
+{
+    fx_stack other;
+    if (fx_stack_start(&other, who, "tests/fixtures", 1, env) < 0)
+        return -1;
+    saved_gw = gw;
+    gw = other;
+    return 0;
+}
+
+static int swap_back(void)
+{
+    fx_stack_stop(&gw);
+    gw = saved_gw;
+    return 0;
+}
+
 /*
  * A command over HTTP answers within REFGATE_HTTP_COMMAND_MAX_MS, below
  * nginx's fastcgi_read_timeout, so that nginx never answers 504 while the
@@ -2282,26 +2302,17 @@ static void test_worker_runs_without_thread_caches(void **state)
  * way, and a timeout_ms above it is refused at once. Over the WebSocket the
  * same wait has its whole 5 s (it ends as a plain timeout).
  */
-static fx_stack with_default_limit;
-
 static int start_short_http(void **state)
 {
     (void)state;
     static const char *const env[] = {"REFGATE_HTTP_COMMAND_MAX_MS=3000", NULL};
-    fx_stack short_http;
-    if (fx_stack_start(&short_http, "test_gateway_short_http", "tests/fixtures", 1, env) < 0)
-        return -1;
-    with_default_limit = gw;
-    gw = short_http;
-    return 0;
+    return swap_in("test_gateway_short_http", env);
 }
 
 static int stop_short_http(void **state)
 {
     (void)state;
-    fx_stack_stop(&gw);
-    gw = with_default_limit;
-    return 0;
+    return swap_back();
 }
 
 /* body on session sid, which must answer with HTTP status want: the reply. */
@@ -2379,26 +2390,17 @@ static void test_http_commands_end_before_nginx_gives_up(void **state)
  * only line: the policy tests of a page's own requests run again on a stack
  * of one worker started that way (setup and teardown swap it in for gw).
  */
-static fx_stack with_proxy;
-
 static int start_without_proxy(void **state)
 {
     (void)state;
     static const char *const env[] = {"REFGATE_EGRESS=0", NULL};
-    fx_stack without;
-    if (fx_stack_start(&without, "test_gateway_noproxy", "tests/fixtures", 1, env) < 0)
-        return -1;
-    with_proxy = gw;
-    gw = without;
-    return 0;
+    return swap_in("test_gateway_noproxy", env);
 }
 
 static int stop_without_proxy(void **state)
 {
     (void)state;
-    fx_stack_stop(&gw);
-    gw = with_proxy;
-    return 0;
+    return swap_back();
 }
 
 /*
