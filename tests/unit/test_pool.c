@@ -246,6 +246,17 @@ static void test_memory_sample_reads_only_what_moved(void **state)
             usleep(10000);
     }
     assert_int_equal(procs, 1);
+    /* While the child's memory is torn down, pages it shared with the parent
+       become the parent's alone: the parent's PSS rises, and reading it again
+       is right. On a slow machine (or under ASan) that takes several samples;
+       wait until one sample finds nothing moved (2 s at most). */
+    walked = -1;
+    for (int i = 0; i < 200 && walked != 0; i++) {
+        tree_pss(root, c, &procs, &walked);
+        if (walked != 0)
+            usleep(10000);
+    }
+    assert_int_equal(walked, 0);
     int64_t alone = 0;
     int walks = 0;
     for (int i = 0; i < POOL_PSS_FULL_EVERY; i++) {
