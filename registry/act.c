@@ -343,18 +343,6 @@ static char *expect_literal(const reg_entry *e)
     return b.failed ? (rg_buf_destroy(&b), NULL) : rg_buf_steal(&b);
 }
 
-/* A page-side answer's "error", as reg_js reports it at the top level: bad_request, or
-   not_actionable when its "code" says so (the element was disabled or left the page). */
-static int page_error(const cJSON *js, char *err, size_t errlen)
-{
-    const char *e = cJSON_IsObject(js) ? jstr(js, "error") : NULL;
-    if (!e)
-        return 0;
-    snprintf(err, errlen, "%s", e);
-    const char *code = jstr(js, "code");
-    return code && !strcmp(code, "not_actionable") ? RG_ENOTACTIONABLE : RG_EBADREQ;
-}
-
 /*
  * Waits until index i is actionable (opts: scroll, enabled, hit) and gives
  * its click point and box. RG_ENOTACTIONABLE with the last reason after the
@@ -402,7 +390,7 @@ static int wait_actionable(reg_page_handle h, int i, const char *opts, const cha
             }
             act = cJSON_GetObjectItemCaseSensitive(js, "act");
             if (rc == 0)
-                rc = page_error(act, err, errlen);
+                rc = reg_page_error(act, err, errlen);
         }
         if (rc < 0) {
             cJSON_Delete(js);
@@ -417,7 +405,7 @@ static int wait_actionable(reg_page_handle h, int i, const char *opts, const cha
             }
             if (then) {
                 cJSON *t = cJSON_DetachItemFromObjectCaseSensitive(js, "then");
-                rc = page_error(t, err, errlen);
+                rc = reg_page_error(t, err, errlen);
                 if (rc == 0 && !cJSON_IsObject(t)) {
                     snprintf(err, errlen, "the page-side script returned malformed JSON");
                     rc = RG_EINTERNAL;

@@ -230,17 +230,23 @@ int reg_js_sized(reg_page_handle h, const char *call, int await_promise, int tim
         snprintf(err, errlen, "the page-side script returned malformed JSON");
         return RG_EINTERNAL;
     }
-    const char *e = cJSON_IsObject(root) ? jstr(root, "error") : NULL;
-    if (e) {
-        /* "code": "not_actionable" for what may pass when sent again (60-table.js, notNow) */
-        const char *code = jstr(root, "code");
-        rc = code && !strcmp(code, "not_actionable") ? RG_ENOTACTIONABLE : RG_EBADREQ;
-        snprintf(err, errlen, "%s", e);
+    if ((rc = reg_page_error(root, err, errlen)) < 0) {
         cJSON_Delete(root);
         return rc;
     }
     *out = root;
     return 0;
+}
+
+int reg_page_error(const cJSON *js, char *err, size_t errlen)
+{
+    const char *e = cJSON_IsObject(js) ? jstr(js, "error") : NULL;
+    if (!e)
+        return 0;
+    snprintf(err, errlen, "%s", e);
+    /* "code": "not_actionable" for what may pass when sent again (60-table.js, notNow) */
+    const char *code = jstr(js, "code");
+    return code && !strcmp(code, "not_actionable") ? RG_ENOTACTIONABLE : RG_EBADREQ;
 }
 
 int reg_js_element(reg_page_handle h, int index, int timeout_ms, char **object_id, char *err,

@@ -19,6 +19,12 @@
  */
 int reg_js(reg_page_handle h, const char *call, int await_promise, int timeout_ms, cJSON **out,
            char *err, size_t errlen);
+/**
+ * A page-side answer's {"error": "..."} (js may be any value): 0 when it has
+ * none, else the message into err and RG_EBADREQ, or RG_ENOTACTIONABLE when
+ * its "code" is "not_actionable". reg_js applies it to every reply.
+ */
+int reg_page_error(const cJSON *js, char *err, size_t errlen);
 /* Lets the page forget a remote object of ours (objectId obj), without waiting. */
 void reg_release_object(reg_page_handle h, const char *obj);
 
