@@ -96,12 +96,23 @@ static void idem_put(gw *g, const char *key, const cJSON *reply, int status)
  * answered 504 at 120 s while the worker went on, holding the session, and
  * the client's next command waited behind it.
  */
+int gw_clamp_ms(int64_t deadline_ms, int want)
+{
+    if (!deadline_ms)
+        return want;
+    int64_t left = deadline_ms - rg_now_ms();
+    return left < 1 ? 1 : left < want ? (int)left : want;
+}
+
 int gw_left_ms(const gw_cmd *c, int want)
 {
-    if (!c->who || !c->who->deadline_ms)
-        return want;
-    int64_t left = c->who->deadline_ms - rg_now_ms();
-    return left < 1 ? 1 : left < want ? (int)left : want;
+    return gw_clamp_ms(c->who ? c->who->deadline_ms : 0, want);
+}
+
+void gw_note_cut(gw_cmd *c, const char *why)
+{
+    size_t n = strlen(c->err);
+    snprintf(c->err + n, sizeof c->err - n, " (cut short: %s)", why);
 }
 
 static int open_for(gw_cmd *c, const wire_op *o, sess_restore_info *ri)
@@ -237,12 +248,8 @@ cJSON *gw_command(gw *g, const gw_caller *who, const char *sid, const cJSON *m, 
     int asked = c.timeout_ms;
     c.timeout_ms = gw_left_ms(&c, asked);
     gw_op_run(&c);
-    if (c.rc < 0 && c.timeout_ms < asked && rg_now_ms() >= who->deadline_ms) {
-        size_t n = strlen(c.err);
-        snprintf(c.err + n, sizeof c.err - n,
-                 " (cut short: a command over HTTP answers within %d ms)",
-                 g->cfg.http_command_max_ms);
-    }
+    if (c.rc < 0 && c.timeout_ms < asked && rg_now_ms() >= who->deadline_ms)
+        gw_note_cut(&c, g->http_cut);
     if (c.rc == 0 && o && (o->flags & WIRE_F_CHANGES))
         c.changed = 1;
     /* Reading ops leave nothing to checkpoint (act steps report through c.changed). */

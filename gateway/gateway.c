@@ -87,6 +87,8 @@ int gw_new(const gw_config *cfg, gw **out, char *err, size_t errlen)
     if (!g)
         return RG_ENOMEM;
     g->cfg = *cfg;
+    snprintf(g->http_cut, sizeof g->http_cut, "a command over HTTP answers within %d ms",
+             cfg->http_command_max_ms);
     /* Commands and pages send their events to the WebSocket's subscribers. */
     g->events = (gw_events){.wants = gw_ws_wants, .emit = gw_ws_event};
     snprintf(g->worker, sizeof g->worker, "%s", cfg->worker_id);

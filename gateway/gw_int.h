@@ -62,6 +62,7 @@ typedef struct gw_limits gw_limits;
 
 struct gw {
     gw_config cfg;
+    char http_cut[80]; /* why an HTTP command ended early: "a command over HTTP answers ..." */
     char worker[64];
     pool *pool;
     rg_redis *redis;
@@ -126,8 +127,13 @@ typedef struct gw_cmd {
     const sess_restore_info *ri; /* what opening the session restored */
 } gw_cmd;
 
-/** want (ms), or less: what is left of the caller's deadline (an HTTP command's), at least 1. */
+/** want (ms), or what is left until deadline_ms (rg_now_ms clock) when less, at least 1;
+    deadline_ms 0: want. */
+int gw_clamp_ms(int64_t deadline_ms, int want);
+/** gw_clamp_ms to the caller's deadline (an HTTP command's). */
 int gw_left_ms(const gw_cmd *c, int want);
+/** Appends " (cut short: why)" to c's error message: a deadline ended the op early. */
+void gw_note_cut(gw_cmd *c, const char *why);
 /** Sets c's error (rc and a printf message) and returns rc. */
 int gw_fail(gw_cmd *c, int rc, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 /** 1 when v is a number holding an integer a double represents exactly. */

@@ -958,11 +958,10 @@ static int op_act(gw_cmd *c)
     int stop = !gw_has_arg(c, "stop_on_error") || gw_arg_bool(c, "stop_on_error");
     int64_t deadline =
         rg_now_ms() + (gw_has_arg(c, "timeout_ms") ? c->timeout_ms : GW_MAX_TIMEOUT_MS);
-    char why[96] = "the act's timeout_ms ran out";
+    const char *why = "the act's timeout_ms ran out";
     if (c->who->deadline_ms && c->who->deadline_ms < deadline) { /* over HTTP */
         deadline = c->who->deadline_ms;
-        snprintf(why, sizeof why, "a command over HTTP answers within %d ms",
-                 c->g->cfg.http_command_max_ms);
+        why = c->g->http_cut;
     }
     c->result = cJSON_CreateObject();
     cJSON *results = cJSON_AddArrayToObject(c->result, "results");
@@ -1052,19 +1051,15 @@ static cJSON *run_in_session(gw_cmd *parent, const cJSON *step, int64_t deadline
         else if ((o = gw_prepare(&c, step, NULL)) && (o->flags & WIRE_F_NOT_IN_ACT))
             gw_fail(&c, RG_EBADREQ, "%s cannot be an act step", c.op);
         else if (o) {
-            int64_t left = deadline - rg_now_ms();
-            int cut = left < c.timeout_ms;
-            if (left <= 0) {
+            int asked = c.timeout_ms;
+            if (rg_now_ms() >= deadline) {
                 gw_fail(&c, RG_ETIMEOUT, "%s: no time was left for this step", why);
             } else {
-                if (cut)
-                    c.timeout_ms = (int)left;
+                c.timeout_ms = gw_clamp_ms(deadline, asked);
                 sess_note_scroll(c.s, 0, 0, 0); /* a step that does not say may scroll (eval) */
                 gw_op_run(&c);
-                if (c.rc < 0 && cut && rg_now_ms() >= deadline) {
-                    size_t n = strlen(c.err);
-                    snprintf(c.err + n, sizeof c.err - n, " (cut short: %s)", why);
-                }
+                if (c.rc < 0 && c.timeout_ms < asked && rg_now_ms() >= deadline)
+                    gw_note_cut(&c, why);
             }
         }
     }

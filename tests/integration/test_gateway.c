@@ -20,6 +20,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <hiredis/hiredis.h>
 #include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
@@ -2065,6 +2066,47 @@ static int list_page(const char *hdr, const char *query, cJSON **out)
     return r.status;
 }
 
+static int by_text(const void *a, const void *b)
+{
+    return strcmp(a, b);
+}
+
+/*
+ * Every session of the tenant of hdr, limit a page, following next: their ids into got
+ * (at most max), how many. close_after_first: a session path closed after the first page
+ * (NULL: none).
+ */
+static int list_all(const char *hdr, int limit, char (*got)[64], int max,
+                    const char *close_after_first)
+{
+    char cursor[128] = "";
+    int n = 0;
+    for (int pages = 1;; pages++) {
+        char q[200];
+        snprintf(q, sizeof q, "limit=%d%s%s", limit, cursor[0] ? "&after=" : "", cursor);
+        cJSON *v = NULL;
+        assert_int_equal(list_page(hdr, q, &v), 200);
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(result(v), "sessions");
+        assert_true(cJSON_GetArraySize(arr) <= limit);
+        const cJSON *e;
+        cJSON_ArrayForEach(e, arr)
+        {
+            assert_true(n < max);
+            snprintf(got[n++], 64, "%s", cJSON_GetObjectItemCaseSensitive(e, "session")->valuestring);
+        }
+        if (pages == 1 && close_after_first)
+            delete_as(hdr, close_after_first);
+        const cJSON *next = cJSON_GetObjectItemCaseSensitive(result(v), "next");
+        if (!cJSON_IsString(next)) {
+            cJSON_Delete(v);
+            return n;
+        }
+        snprintf(cursor, sizeof cursor, "%s", next->valuestring);
+        cJSON_Delete(v);
+        assert_true(pages < 3 * max);
+    }
+}
+
 /*
  * The list comes in pages: limit of them, oldest first, and next for the
  * page after. Five sessions, two a page: every session once, in the order
@@ -2085,41 +2127,47 @@ static void test_session_list_in_pages(void **state)
         cJSON_Delete(v);
         rg_sleep_ms(2); /* each its own millisecond: the order is theirs */
     }
-    char got[8][64], cursor[128] = "";
-    int n = 0, pages = 0;
-    for (;;) {
-        char q[200];
-        snprintf(q, sizeof q, "limit=2%s%s", cursor[0] ? "&after=" : "", cursor);
-        cJSON *v = NULL;
-        assert_int_equal(list_page(hdr, q, &v), 200);
-        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(result(v), "sessions");
-        assert_true(cJSON_GetArraySize(arr) <= 2);
-        const cJSON *e;
-        cJSON_ArrayForEach(e, arr)
-        {
-            assert_true(n < 8);
-            snprintf(got[n++], sizeof got[0], "%s",
-                     cJSON_GetObjectItemCaseSensitive(e, "session")->valuestring);
-        }
-        const cJSON *next = cJSON_GetObjectItemCaseSensitive(result(v), "next");
-        pages++;
-        if (pages == 1) {
-            /* one the first page showed goes: the next pages neither miss nor repeat */
-            char path[96];
-            snprintf(path, sizeof path, "/v1/sessions/%.64s", sids[1]);
-            delete_as(hdr, path);
-        }
-        if (!cJSON_IsString(next)) {
-            cJSON_Delete(v);
-            break;
-        }
-        snprintf(cursor, sizeof cursor, "%s", next->valuestring);
-        cJSON_Delete(v);
-        assert_true(pages < 6);
-    }
+    /* one the first page showed goes: the next pages neither miss nor repeat */
+    char got[8][64], gone[96];
+    snprintf(gone, sizeof gone, "/v1/sessions/%.64s", sids[1]);
+    int n = list_all(hdr, 2, got, 8, gone);
     assert_int_equal(n, 5);
     for (int i = 0; i < 5; i++)
         assert_string_equal(got[i], sids[i]);
+    /* Sessions made in the same millisecond: the index orders them by id, and a cursor
+       in their midst goes on past it. The four left are given one creation time. */
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    rc.url = stack_redis_url(gw.st);
+    rg_redis *rr;
+    char rerr[128];
+    assert_int_equal(rg_redis_new(&rc, &rr, rerr, sizeof rerr), 0);
+    redisReply *keys = rg_redis_command(rr, "KEYS rg:t:*:sessions");
+    assert_non_null(keys);
+    char index[256] = "";
+    for (size_t k = 0; k < keys->elements && !index[0]; k++) {
+        redisReply *sc = rg_redis_command(rr, "ZSCORE %s %s", keys->element[k]->str, sids[0]);
+        if (sc && sc->type == REDIS_REPLY_STRING)
+            snprintf(index, sizeof index, "%s", keys->element[k]->str);
+        freeReplyObject(sc);
+    }
+    freeReplyObject(keys);
+    assert_true(index[0] != '\0');
+    char left[4][64];
+    int nl = 0;
+    for (int i = 0; i < 5; i++)
+        if (i != 1)
+            snprintf(left[nl++], sizeof left[0], "%s", sids[i]);
+    for (int i = 0; i < nl; i++)
+        freeReplyObject(rg_redis_command(rr, "ZADD %s XX 1796500000000 %s", index, left[i]));
+    rg_redis_free(rr);
+    qsort(left, (size_t)nl, sizeof left[0], by_text);
+    for (int limit = 1; limit <= 3; limit += 2) {
+        n = list_all(hdr, limit, got, 8, NULL);
+        assert_int_equal(n, nl);
+        for (int i = 0; i < nl; i++)
+            assert_string_equal(got[i], left[i]);
+    }
     /* Without a limit: all of them, the closed one gone, and no next. */
     cJSON *v = NULL;
     assert_int_equal(list_page(hdr, "", &v), 200);
@@ -2287,8 +2335,10 @@ static int swap_in(const char *who, const char *const *env)
     return 0;
 }
 
-static int swap_back(void)
+/* The teardown of every stack swap_in started. */
+static int swap_back(void **state)
 {
+    (void)state;
     fx_stack_stop(&gw);
     gw = saved_gw;
     return 0;
@@ -2300,7 +2350,8 @@ static int swap_back(void)
  * worker goes on holding the session. On a stack where that is 3 s: a wait of
  * the default 5 s is cut short and says so, an act's step is cut the same
  * way, and a timeout_ms above it is refused at once. Over the WebSocket the
- * same wait has its whole 5 s (it ends as a plain timeout).
+ * same wait has its whole 5 s (it ends as a plain timeout), and an HTTP command
+ * behind it gives up waiting for the session within the 3 s.
  */
 static int start_short_http(void **state)
 {
@@ -2309,11 +2360,6 @@ static int start_short_http(void **state)
     return swap_in("test_gateway_short_http", env);
 }
 
-static int stop_short_http(void **state)
-{
-    (void)state;
-    return swap_back();
-}
 
 /* body on session sid, which must answer with HTTP status want: the reply. */
 static cJSON *expect_status(const char *sid, const char *body, int want)
@@ -2371,6 +2417,12 @@ static void test_http_commands_end_before_nginx_gives_up(void **state)
     static const char never_ws[] =
         "{\"id\":1,\"op\":\"wait\",\"args\":{\"text\":\"never here\",\"timeout_ms\":5000}}";
     assert_int_equal(wsc_send(w, never_ws, strlen(never_ws), 1), 0);
+    /* Meanwhile an HTTP command waits for the session that wait holds: its own wait would
+       be 10 s, long enough to get it at 5 s; over HTTP it gives up within the 3 s. */
+    rg_sleep_ms(300);
+    r = expect_status(sid, "{\"op\":\"read\"}", 409);
+    assert_string_equal(reply_code(r), "conflict");
+    cJSON_Delete(r);
     rg_buf in;
     rg_buf_init(&in);
     assert_int_equal(wsc_recv(w, &in, 20000), 1);
@@ -2397,11 +2449,7 @@ static int start_without_proxy(void **state)
     return swap_in("test_gateway_noproxy", env);
 }
 
-static int stop_without_proxy(void **state)
-{
-    (void)state;
-    return swap_back();
-}
+
 
 /*
  * A session of a tenant that may reach the fixture server as 127.0.0.1 and
@@ -2672,9 +2720,9 @@ int main(void)
         cmocka_unit_test(test_frames_leave_their_place),
         cmocka_unit_test(test_url_policy_workers),
         cmocka_unit_test_setup_teardown(test_url_policy_without_the_proxy, start_without_proxy,
-                                        stop_without_proxy),
+                                        swap_back),
         cmocka_unit_test_setup_teardown(test_http_commands_end_before_nginx_gives_up,
-                                        start_short_http, stop_short_http),
+                                        start_short_http, swap_back),
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_session_list_in_pages),
