@@ -1024,9 +1024,10 @@ static int run_action(reg_page *pg, reg_page_handle h, const reg_action *a, int 
         if (q)
             rg_buf_printf(&f, "g.fill(%d,%s)", i, q);
         free(q);
-        rc = q && !f.failed ? wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true}", expect,
-                                              f.data, deadline, box, &js, err, errlen)
-                            : RG_ENOMEM;
+        rc = q && !f.failed
+                 ? wait_actionable(h, i, "{\"scroll\":true,\"enabled\":true,\"editable\":true}",
+                                   expect, f.data, deadline, box, &js, err, errlen)
+                 : RG_ENOMEM;
         rg_buf_destroy(&f);
         if (rc == 0) {
             /* The fill focuses without scrolling: the scroll the check saw is the page's. */

@@ -32,6 +32,24 @@
     return false;
   }
 
+  /* 1 when fill must wait for el (or the control its label stands for) to
+     become editable, as Playwright's fill does: a field with the readonly
+     attribute, or a contenteditable widget marked aria-readonly. Inputs that fill
+     refuses outright (checkboxes, buttons) are left to that refusal. */
+  var READONLY_ROLES = table({ textbox: 1, searchbox: 1, combobox: 1, spinbutton: 1, slider: 1,
+    listbox: 1, grid: 1, gridcell: 1, checkbox: 1, radiogroup: 1, switch: 1, menuitemcheckbox: 1,
+    menuitemradio: 1, columnheader: 1, rowheader: 1, treegrid: 1 });
+  function isReadOnly(el) {
+    if (lower(el) === 'label' && el.control) el = el.control;
+    var tag = lower(el);
+    if (tag === 'input' || tag === 'textarea') {
+      var type = tag === 'input' ? (el.type || 'text').toLowerCase() : 'textarea';
+      return !UNFILLABLE[type] && el.readOnly === true;
+    }
+    return !!el.isContentEditable && attr(el, 'aria-readonly') === 'true' &&
+      !!READONLY_ROLES[roleOf(el)];
+  }
+
   /* The modal dialog that keeps el out of the pointer's and the keyboard's
      reach: its document's, or one in a document above the frame el is in;
      null when there is none. */
@@ -217,6 +235,7 @@
         if (m) return J({ state: 'blocked', by: shortDesc(m) });
       }
       if (opts.enabled && isDisabled(el)) return J({ state: 'disabled' });
+      if (opts.editable && isReadOnly(el)) return J({ state: 'read-only' });
       return null;
     }
     if (pre) return Promise.resolve(pre);

@@ -51,7 +51,7 @@
       var type = tag === 'input' ? (el.type || 'text').toLowerCase() : 'textarea';
       if (UNFILLABLE[type]) return fail('cannot fill an input of type ' + type);
       if (isDisabled(el)) return notNow('the element is not actionable: disabled');
-      if (el.readOnly) return fail('the element is read-only');
+      if (el.readOnly) return notNow('the element is not actionable: read-only');
       el.focus({ preventScroll: true });
       /* the page's focus handler may take the field away: nothing to fill */
       if (!connected(el)) return notNow(DETACHED);

@@ -381,7 +381,8 @@ static void test_ref_heals_by_testid(void **state)
  * once. A node that changed its label is still the ref's by the usual
  * score, and is clicked once; a node that became another control is stale,
  * and nothing is clicked. fill and press report the page's refusals as a
- * call of their own would, and a refused press sends no key.
+ * call of their own would, and a refused press sends no key; fill waits for
+ * a read-only field to become editable.
  */
 static void test_ref_checked_in_the_action_call(void **state)
 {
@@ -438,11 +439,22 @@ static void test_ref_checked_in_the_action_call(void **state)
     assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), RG_EBADREQ);
     assert_non_null(strstr(err, "not an <input>"));
     reg_action_result_free(&r);
+    /* A read-only field is waited for, as Playwright's fill waits for it to
+       become editable: not_actionable at the deadline, and filled once the
+       page lets it be. */
     f.target = ro;
-    assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), RG_EBADREQ);
+    f.timeout_ms = 300;
+    assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), RG_ENOTACTIONABLE);
     assert_non_null(strstr(err, "read-only"));
     reg_action_result_free(&r);
     assert_string_equal(PAGE("document.getElementById('ro').value"), "kept");
+    PAGE("setTimeout(function(){document.getElementById('ro').readOnly=false},150),'ok'");
+    f.value = "unlocked";
+    f.timeout_ms = 3000;
+    assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), 0);
+    reg_action_result_free(&r);
+    assert_string_equal(PAGE("document.getElementById('ro').value"), "unlocked");
+    f.timeout_ms = 2000;
     f.target = name;
     f.value = "Ada";
     assert_int_equal(reg_act(pg, h, &f, &r, err, sizeof err), 0);
