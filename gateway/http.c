@@ -188,9 +188,10 @@ static void list_sessions(gw *g, const gw_caller *who, const char *query, enum f
             return;
         }
     }
-    char **sids, next[SESS_CURSOR_MAX];
+    char next[SESS_CURSOR_MAX];
+    sess_listed *v;
     size_t n;
-    int rc = sess_list(g->sessions, who->tenant, after, (size_t)limit, &sids, &n, next);
+    int rc = sess_list(g->sessions, who->tenant, after, (size_t)limit, &v, &n, next);
     if (rc == RG_EBADREQ) {
         respond_error(resp, f, rc, "after must be the next of an earlier page", 0, 0);
         return;
@@ -206,22 +207,18 @@ static void list_sessions(gw *g, const gw_caller *who, const char *query, enum f
     if (next[0])
         cJSON_AddStringToObject(res, "next", next);
     for (size_t i = 0; i < n; i++) {
-        sess_info in;
-        if (sess_get_info(g->sessions, who->tenant, sids[i], &in) == 0) {
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "session", sids[i]);
-            cJSON_AddStringToObject(e, "state", in.state);
-            cJSON_AddStringToObject(e, "url", in.url);
-            cJSON_AddStringToObject(e, "title", in.title);
-            cJSON_AddNumberToObject(e, "created_ms", (double)in.created_ms);
-            cJSON_AddNumberToObject(e, "last_used_ms", (double)in.last_used_ms);
-            cJSON_AddStringToObject(e, "worker", in.worker);
-            cJSON_AddItemToArray(arr, e);
-            sess_info_free(&in);
-        }
-        free(sids[i]);
+        const sess_info *in = &v[i].info;
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "session", v[i].sid);
+        cJSON_AddStringToObject(e, "state", in->state);
+        cJSON_AddStringToObject(e, "url", in->url);
+        cJSON_AddStringToObject(e, "title", in->title);
+        cJSON_AddNumberToObject(e, "created_ms", (double)in->created_ms);
+        cJSON_AddNumberToObject(e, "last_used_ms", (double)in->last_used_ms);
+        cJSON_AddStringToObject(e, "worker", in->worker);
+        cJSON_AddItemToArray(arr, e);
     }
-    free(sids);
+    sess_list_free(v, n);
     wire_add_float(r, "ms", 0);
     respond(resp, f, 200, r, 0);
     cJSON_Delete(r);

@@ -650,11 +650,10 @@ void sess_info_free(sess_info *i)
     i->url = i->title = NULL;
 }
 
-int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out)
+/* Queues the three reads of sid's info (tenant and sid valid): its meta,
+   lease and park lengths, in that order. */
+static int queue_info_reads(rg_redis_pipe *p, const char *tenant, const char *sid)
 {
-    memset(out, 0, sizeof *out);
-    if (!valid_name(tenant, SESS_TENANT_MAX) || !valid_name(sid, SESS_ID_MAX))
-        return RG_ENOTFOUND;
     sess tmp;
     memset(&tmp, 0, sizeof tmp);
     snprintf(tmp.tag, sizeof tmp.tag, "{t:%s:s:%s}", tenant, sid);
@@ -662,42 +661,59 @@ int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *o
     sess_key(mk, sizeof mk, &tmp, "meta");
     sess_key(lk, sizeof lk, &tmp, "lease");
     sess_key(pk, sizeof pk, &tmp, "park");
+    return rg_redis_pipe_add(p, "HGETALL %s", mk) < 0 || rg_redis_pipe_add(p, "GET %s", lk) < 0 ||
+                   rg_redis_pipe_add(p, "STRLEN %s", pk) < 0
+               ? RG_ENOMEM
+               : 0;
+}
+
+/* out from the replies of queue_info_reads (NULL: none came): 0,
+   RG_ENOTFOUND (its keys expired), RG_EUNAVAIL or RG_ENOMEM. */
+static int info_from(redisReply *const rs[3], sess_info *out)
+{
+    const redisReply *meta = rs[0], *lease = rs[1], *plen = rs[2];
+    memset(out, 0, sizeof *out);
+    if (plen && plen->type == REDIS_REPLY_INTEGER)
+        out->parked_bytes = (size_t)plen->integer;
+    if (!meta || meta->type != REDIS_REPLY_ARRAY)
+        return RG_EUNAVAIL;
+    if (meta->elements == 0)
+        return RG_ENOTFOUND;
+    int held = lease && lease->type == REDIS_REPLY_STRING;
+    /* Live without a lease: its worker died; the next command restores it. */
+    snprintf(out->state, sizeof out->state, "%s", held ? "live" : "parked");
+    out->frozen = held && !strcmp(sess_hash_str(meta, "frozen"), "1");
+    snprintf(out->worker, sizeof out->worker, "%s", held ? lease->str : "");
+    out->url = strdup(sess_hash_str(meta, "url"));
+    out->title = strdup(sess_hash_str(meta, "title"));
+    out->created_ms = (int64_t)sess_hash_num(meta, "created");
+    out->last_used_ms = (int64_t)sess_hash_num(meta, "last_used");
+    out->width = (int)sess_hash_num(meta, "w");
+    out->height = (int)sess_hash_num(meta, "h");
+    if (!out->url || !out->title) {
+        sess_info_free(out);
+        return RG_ENOMEM;
+    }
+    return 0;
+}
+
+int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!valid_name(tenant, SESS_TENANT_MAX) || !valid_name(sid, SESS_ID_MAX))
+        return RG_ENOTFOUND;
     rg_redis_pipe *p = rg_redis_pipe_new(m->redis);
     if (!p)
         return RG_ENOMEM;
     redisReply *rs[3] = {NULL, NULL, NULL};
-    int failed = rg_redis_pipe_add(p, "HGETALL %s", mk) < 0 ||
-                 rg_redis_pipe_add(p, "GET %s", lk) < 0 ||
-                 rg_redis_pipe_add(p, "STRLEN %s", pk) < 0 || rg_redis_pipe_run(p, rs) < 0;
-    rg_redis_pipe_free(p);
-    redisReply *meta = rs[0], *lease = rs[1], *plen = rs[2];
-    if (plen && plen->type == REDIS_REPLY_INTEGER)
-        out->parked_bytes = (size_t)plen->integer;
-    freeReplyObject(plen);
-    int rc = 0;
-    if (failed || !meta || meta->type != REDIS_REPLY_ARRAY) {
+    int rc = queue_info_reads(p, tenant, sid);
+    if (rc == 0 && rg_redis_pipe_run(p, rs) < 0)
         rc = RG_EUNAVAIL;
-    } else if (meta->elements == 0) {
-        rc = RG_ENOTFOUND;
-    } else {
-        int held = lease && lease->type == REDIS_REPLY_STRING;
-        /* Live without a lease: its worker died; the next command restores it. */
-        snprintf(out->state, sizeof out->state, "%s", held ? "live" : "parked");
-        out->frozen = held && !strcmp(sess_hash_str(meta, "frozen"), "1");
-        snprintf(out->worker, sizeof out->worker, "%s", held ? lease->str : "");
-        out->url = strdup(sess_hash_str(meta, "url"));
-        out->title = strdup(sess_hash_str(meta, "title"));
-        out->created_ms = (int64_t)sess_hash_num(meta, "created");
-        out->last_used_ms = (int64_t)sess_hash_num(meta, "last_used");
-        out->width = (int)sess_hash_num(meta, "w");
-        out->height = (int)sess_hash_num(meta, "h");
-        if (!out->url || !out->title) {
-            sess_info_free(out);
-            rc = RG_ENOMEM;
-        }
-    }
-    freeReplyObject(meta);
-    freeReplyObject(lease);
+    rg_redis_pipe_free(p);
+    if (rc == 0)
+        rc = info_from(rs, out);
+    for (int i = 0; i < 3; i++)
+        freeReplyObject(rs[i]);
     return rc;
 }
 
@@ -715,10 +731,84 @@ static int parse_cursor(const char *c, long long *ms, char *sid)
     return 0;
 }
 
-int sess_list(sess_mgr *m, const char *tenant, const char *after, size_t limit, char ***sids,
+void sess_list_free(sess_listed *v, size_t n)
+{
+    for (size_t i = 0; v && i < n; i++)
+        sess_info_free(&v[i].info);
+    free(v);
+}
+
+typedef struct by_slot {
+    int slot;
+    size_t i; /* the session's place on the page */
+} by_slot;
+
+static int by_slot_cmp(const void *a, const void *b)
+{
+    const by_slot *x = a, *y = b;
+    return x->slot != y->slot ? (x->slot < y->slot ? -1 : 1) : (x->i < y->i ? -1 : x->i > y->i);
+}
+
+/*
+ * The page's sessions, read in one pipeline rather than a round trip or
+ * two per session, then one ZREM of those whose keys expired. Each session
+ * has its own slot: the reads are queued in slot order, so that on a
+ * cluster, where a pipeline sends consecutive commands for one node
+ * together, a page costs about a round trip per master.
+ */
+static int list_infos(sess_mgr *m, const char *tenant, const char *ik, char (*ids)[SESS_ID_MAX + 1],
+                      size_t k, sess_listed *v, size_t *n)
+{
+    rg_redis_pipe *p = rg_redis_pipe_new(m->redis);
+    redisReply **rs = calloc(3 * k + 1, sizeof *rs);
+    by_slot *ord = calloc(k + 1, sizeof *ord);
+    size_t *at = calloc(k + 1, sizeof *at); /* where a place's replies are in rs, over 3 */
+    int rc = p && rs && ord && at ? 0 : RG_ENOMEM;
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        char tag[128];
+        int len = snprintf(tag, sizeof tag, "{t:%s:s:%s}", tenant, ids[i]);
+        ord[i] = (by_slot){rg_redis_slot(tag, (size_t)len), i};
+    }
+    if (rc == 0)
+        qsort(ord, k, sizeof *ord, by_slot_cmp);
+    for (size_t j = 0; j < k && rc == 0; j++) {
+        at[ord[j].i] = j;
+        rc = queue_info_reads(p, tenant, ids[ord[j].i]);
+    }
+    if (rc == 0 && k && rg_redis_pipe_run(p, rs) < 0)
+        rc = RG_EUNAVAIL;
+    rg_redis_pipe_free(p);
+    free(ord);
+    const char **gone = calloc(k + 2, sizeof *gone);
+    size_t ngone = 0;
+    if (!gone && rc == 0)
+        rc = RG_ENOMEM;
+    for (size_t i = 0; i < k && rc == 0; i++) {
+        int got = info_from(rs + 3 * at[i], &v[*n].info);
+        if (got == 0)
+            snprintf(v[(*n)++].sid, sizeof v->sid, "%s", ids[i]);
+        else if (got == RG_ENOTFOUND)
+            gone[2 + ngone++] = ids[i]; /* its keys expired: it leaves the index */
+        else
+            rc = got;
+    }
+    for (size_t i = 0; rs && i < 3 * k; i++)
+        freeReplyObject(rs[i]);
+    free(rs);
+    free(at);
+    if (rc == 0 && ngone) {
+        gone[0] = "ZREM";
+        gone[1] = ik;
+        freeReplyObject(rg_redis_argv(m->redis, (int)ngone + 2, gone, NULL));
+    }
+    free(gone);
+    return rc;
+}
+
+int sess_list(sess_mgr *m, const char *tenant, const char *after, size_t limit, sess_listed **out,
               size_t *n, char *next)
 {
-    *sids = NULL;
+    *out = NULL;
     *n = 0;
     next[0] = '\0';
     long long from = 0;
@@ -749,54 +839,35 @@ int sess_list(sess_mgr *m, const char *tenant, const char *after, size_t limit, 
     redisReply *rep =
         rg_redis_command(m->redis, "ZRANGE %s %lld +inf BYSCORE LIMIT 0 %lld WITHSCORES", ik, from,
                          (long long)want);
-    int failed = rep == NULL;
     int rc = rep && rep->type == REDIS_REPLY_ARRAY && rep->elements % 2 == 0 ? 0 : RG_EUNAVAIL;
-    char **v = rc == 0 ? calloc(rep->elements / 2 + 1, sizeof *v) : NULL;
-    if (rc == 0 && !v)
+    char(*ids)[SESS_ID_MAX + 1] = rc == 0 ? calloc(limit, sizeof *ids) : NULL;
+    sess_listed *v = rc == 0 ? calloc(limit, sizeof *v) : NULL;
+    if (rc == 0 && (!ids || !v))
         rc = RG_ENOMEM;
-    size_t seen = 0; /* entries of this page, live or expired */
-    /* Sessions whose keys expired leave the index here. */
-    for (size_t i = 0; v && i + 1 < rep->elements && seen < limit; i += 2) {
+    size_t seen = 0, k = 0; /* entries of this page, live or expired; ids to read */
+    for (size_t i = 0; rc == 0 && i + 1 < rep->elements && seen < limit; i += 2) {
         const char *sid = rep->element[i]->str;
         long long ms = rep->element[i + 1]->str ? strtoll(rep->element[i + 1]->str, NULL, 10) : 0;
         if (!sid || (last[0] && ms == from && strcmp(sid, last) <= 0))
             continue; /* on the cursor's page or before it */
         seen++;
         snprintf(next, SESS_CURSOR_MAX, "%lld:%s", ms, sid);
-        if (!valid_name(sid, SESS_ID_MAX))
-            continue;
-        sess tmp;
-        memset(&tmp, 0, sizeof tmp);
-        snprintf(tmp.tag, sizeof tmp.tag, "{t:%s:s:%s}", tenant, sid);
-        char mk[256];
-        sess_key(mk, sizeof mk, &tmp, "meta");
-        redisReply *ex = rg_redis_command(m->redis, "EXISTS %s", mk);
-        if (!ex) {
-            failed = 1;
-            break;
-        }
-        if (ex->type == REDIS_REPLY_INTEGER && ex->integer == 0) {
-            redisReply *z = rg_redis_command(m->redis, "ZREM %s %s", ik, sid);
-            freeReplyObject(z);
-        } else if ((v[*n] = strdup(sid))) {
-            (*n)++;
-        }
-        freeReplyObject(ex);
+        if (valid_name(sid, SESS_ID_MAX))
+            snprintf(ids[k++], sizeof *ids, "%s", sid);
     }
     freeReplyObject(rep);
     if (seen < limit)
         next[0] = '\0'; /* the index ended within this page */
-    if (failed && rc == 0)
-        rc = RG_EUNAVAIL;
+    if (rc == 0)
+        rc = list_infos(m, tenant, ik, ids, k, v, n);
+    free(ids);
     if (rc < 0) {
-        for (size_t i = 0; i < *n; i++)
-            free(v[i]);
-        free(v);
+        sess_list_free(v, *n);
         *n = 0;
         next[0] = '\0';
         return rc;
     }
-    *sids = v;
+    *out = v;
     return 0;
 }
 

@@ -619,17 +619,27 @@ void sess_cast_pause(sess_mgr *m, const char *tenant, const char *sid, int pause
 #define SESS_LIST_MAX 1000 /* sessions a listing returns at most */
 #define SESS_CURSOR_MAX 96 /* bytes of a listing's cursor, with its NUL */
 
+/** One session of a listing: its id and what sess_get_info gives. */
+typedef struct sess_listed {
+    char sid[SESS_ID_MAX + 1];
+    sess_info info; /* owned */
+} sess_listed;
+
 /**
- * The tenant's session ids, oldest first (caller frees each and the
- * array): at most limit (1 to SESS_LIST_MAX) of them, after the cursor
- * `after` (NULL or "": from the first). When more may follow, *next is the
- * cursor to pass next time, else "" (next holds SESS_CURSOR_MAX bytes).
- * A cursor is "<created ms>:<sid>" of the last session a page looked at, so
- * sessions made or closed between pages neither repeat nor push others out.
- * RG_EBADREQ for a malformed cursor, RG_EUNAVAIL.
+ * The tenant's sessions, oldest first, with their info (caller frees with
+ * sess_list_free): at most limit (1 to SESS_LIST_MAX) of them, after the
+ * cursor `after` (NULL or "": from the first). When more may follow, *next
+ * is the cursor to pass next time, else "" (next holds SESS_CURSOR_MAX
+ * bytes). A cursor is "<created ms>:<sid>" of the last session a page
+ * looked at, so sessions made or closed between pages neither repeat nor
+ * push others out. Sessions whose keys expired are left out (and leave the
+ * index). A page costs Redis three round trips at most on one server (a
+ * cursor's ties, the index, one pipeline of every session's reads), not
+ * one per session. RG_EBADREQ for a malformed cursor, RG_EUNAVAIL.
  */
-int sess_list(sess_mgr *m, const char *tenant, const char *after, size_t limit, char ***sids,
+int sess_list(sess_mgr *m, const char *tenant, const char *after, size_t limit, sess_listed **out,
               size_t *n, char *next);
+void sess_list_free(sess_listed *v, size_t n);
 /**
  * How many sessions the tenant's quota counts (live, parked and being
  * created), sessions whose keys expired dropped first; 0 when Redis cannot

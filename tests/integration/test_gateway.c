@@ -2160,7 +2160,8 @@ static void test_session_list_in_pages(void **state)
             snprintf(left[nl++], sizeof left[0], "%s", sids[i]);
     for (int i = 0; i < nl; i++)
         freeReplyObject(rg_redis_command(rr, "ZADD %s XX 1796500000000 %s", index, left[i]));
-    rg_redis_free(rr);
+    /* An entry whose session's keys expired, in their midst: left out, and out of the index. */
+    freeReplyObject(rg_redis_command(rr, "ZADD %s 1796500000000 %s", index, "s_expired0"));
     qsort(left, (size_t)nl, sizeof left[0], by_text);
     for (int limit = 1; limit <= 3; limit += 2) {
         n = list_all(hdr, limit, got, 8, NULL);
@@ -2168,12 +2169,32 @@ static void test_session_list_in_pages(void **state)
         for (int i = 0; i < nl; i++)
             assert_string_equal(got[i], left[i]);
     }
-    /* Without a limit: all of them, the closed one gone, and no next. */
+    redisReply *z = rg_redis_command(rr, "ZSCORE %s %s", index, "s_expired0");
+    assert_non_null(z);
+    assert_int_equal(z->type, REDIS_REPLY_NIL);
+    freeReplyObject(z);
+    rg_redis_free(rr);
+    /* Without a limit: all of them, the closed one gone, and no next; each as
+       session.info describes it. */
     cJSON *v = NULL;
     assert_int_equal(list_page(hdr, "", &v), 200);
     const cJSON *all = cJSON_GetObjectItemCaseSensitive(result(v), "sessions");
     assert_int_equal(cJSON_GetArraySize(all), 4);
     assert_null(cJSON_GetObjectItemCaseSensitive(result(v), "next"));
+    const cJSON *e;
+    cJSON_ArrayForEach(e, all)
+    {
+        const char *st = cJSON_GetObjectItemCaseSensitive(e, "state")->valuestring;
+        const char *wk = cJSON_GetObjectItemCaseSensitive(e, "worker")->valuestring;
+        double made = cJSON_GetObjectItemCaseSensitive(e, "created_ms")->valuedouble;
+        double used = cJSON_GetObjectItemCaseSensitive(e, "last_used_ms")->valuedouble;
+        assert_true(!strcmp(st, "live") || !strcmp(st, "parked"));
+        assert_int_equal(!strcmp(st, "live"), wk[0] != '\0');
+        assert_string_equal(cJSON_GetObjectItemCaseSensitive(e, "url")->valuestring,
+                            "about:blank");
+        assert_true(cJSON_IsString(cJSON_GetObjectItemCaseSensitive(e, "title")));
+        assert_true(made > 1.7e12 && used >= made);
+    }
     cJSON_Delete(v);
     static const char *const bad[] = {"limit=0",  "limit=1001", "limit=2x",     "limit=",
                                       "after=zz", "after=1%3A", "colour=blue", "limit=1&limit=2",
