@@ -191,10 +191,13 @@ static int print_network(FILE *out, const cJSON *res)
     cJSON_ArrayForEach(q, item(res, "requests"))
     {
         const cJSON *m = item(q, "method"), *u = item(q, "url"), *st = item(q, "status"),
-                    *stt = item(q, "status_text"), *f = item(q, "failure");
+                    *stt = item(q, "status_text"), *f = item(q, "failure"),
+                    *b = item(q, "blocked");
         fprintf(out, "[%s] %s", cJSON_IsString(m) ? m->valuestring : "?",
                 cJSON_IsString(u) ? u->valuestring : "");
-        if (cJSON_IsString(f))
+        if (cJSON_IsString(f) && cJSON_IsString(b))
+            fprintf(out, " => %s (the URL policy refused it: %s)", f->valuestring, b->valuestring);
+        else if (cJSON_IsString(f))
             fprintf(out, " => %s", f->valuestring);
         else if (cJSON_IsNumber(st))
             fprintf(out, " => [%d]%s%s", st->valueint,

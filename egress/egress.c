@@ -64,6 +64,12 @@ struct egress_slot {
         int port;
         char host[EGRESS_HOST_MAX];
     } recent[EGRESS_FAILED_KEPT];
+    uint64_t refusals; /* destinations recorded in refusal[] (under e->mu) */
+    struct {           /* the last refused destinations, at refusals % EGRESS_REFUSED_KEPT */
+        int port;
+        char host[EGRESS_HOST_MAX];
+        char why[EGRESS_WHY_MAX];
+    } refusal[EGRESS_REFUSED_KEPT];
     struct conn *clist;
     egress_slot *next;
 };
@@ -446,6 +452,26 @@ static void count(egress *e, uint64_t *what)
     pthread_mutex_unlock(&e->mu);
 }
 
+/* The rules refused a connection to host:port for why (under e->mu): a
+   destination already remembered gets the new reason, others the oldest
+   place. */
+static void remember_refusal_locked(egress_slot *s, const char *host, int port, const char *why)
+{
+    uint64_t from = s->refusals > EGRESS_REFUSED_KEPT ? s->refusals - EGRESS_REFUSED_KEPT : 0;
+    unsigned i = EGRESS_REFUSED_KEPT;
+    for (uint64_t k = from; k < s->refusals && i == EGRESS_REFUSED_KEPT; k++) {
+        unsigned j = (unsigned)(k % EGRESS_REFUSED_KEPT);
+        if (s->refusal[j].port == port && !strcasecmp(s->refusal[j].host, host))
+            i = j;
+    }
+    if (i == EGRESS_REFUSED_KEPT) {
+        i = (unsigned)(s->refusals++ % EGRESS_REFUSED_KEPT);
+        s->refusal[i].port = port;
+        snprintf(s->refusal[i].host, sizeof s->refusal[i].host, "%s", host);
+    }
+    snprintf(s->refusal[i].why, sizeof s->refusal[i].why, "%s", why);
+}
+
 /* A connection to host:port that failed for a reason other than the rules. */
 static void slot_failed(egress *e, egress_slot *s, const char *host, int port)
 {
@@ -497,6 +523,7 @@ static void *conn_main(void *arg)
         if (rc == RG_EBLOCKEDURL) {
             pthread_mutex_lock(&e->mu);
             e->st.refused++, a.s->refused++;
+            remember_refusal_locked(a.s, host, port, why);
             pthread_mutex_unlock(&e->mu);
         } else {
             slot_failed(e, a.s, host, port);
@@ -807,6 +834,22 @@ uint64_t egress_slot_since(egress_slot *s, const egress_mark *mark, const char *
     }
     pthread_mutex_unlock(&s->e->mu);
     return refused;
+}
+
+int egress_slot_refusal(egress_slot *s, const char *host, int port, char *why, size_t whylen)
+{
+    int found = 0;
+    pthread_mutex_lock(&s->e->mu);
+    uint64_t from = s->refusals > EGRESS_REFUSED_KEPT ? s->refusals - EGRESS_REFUSED_KEPT : 0;
+    for (uint64_t k = s->refusals; k > from && !found; k--) {
+        unsigned j = (unsigned)((k - 1) % EGRESS_REFUSED_KEPT);
+        if (s->refusal[j].port == port && !strcasecmp(s->refusal[j].host, host)) {
+            found = 1;
+            snprintf(why, whylen, "%s", s->refusal[j].why);
+        }
+    }
+    pthread_mutex_unlock(&s->e->mu);
+    return found;
 }
 
 void egress_slot_close(egress_slot *s)

@@ -134,6 +134,21 @@ void egress_slot_mark(egress_slot *s, egress_mark *m);
 uint64_t egress_slot_since(egress_slot *s, const egress_mark *mark, const char *host, int port,
                            int *host_failed);
 
+/** How many refused destinations (host and port) a slot remembers with their reasons. */
+#define EGRESS_REFUSED_KEPT 16
+/** The bytes of a remembered reason, with its NUL. */
+#define EGRESS_WHY_MAX 192
+
+/**
+ * Why the rules last refused a connection of the slot to host:port (host
+ * as the browser sent it, compared without case), when it is among the
+ * last EGRESS_REFUSED_KEPT destinations refused: 1 with the reason in why,
+ * else 0. Recorded before the browser is answered, as egress_slot_since's
+ * counts are. What it is for: telling a client which of its page's
+ * failed requests the URL policy refused, and why.
+ */
+int egress_slot_refusal(egress_slot *s, const char *host, int port, char *why, size_t whylen);
+
 /**
  * Stops listening and ends the slot's connections (they see a reset).
  * Accepts NULL. The slot's memory goes when its last connection thread is

@@ -884,6 +884,8 @@ static int op_network(gw_cmd *c)
         }
         if (e->failure[0])
             cJSON_AddStringToObject(o, "failure", e->failure);
+        if (e->blocked)
+            cJSON_AddStringToObject(o, "blocked", e->blocked);
         if (e->done)
             cJSON_AddNumberToObject(o, "ms", (double)(int64_t)(e->ms * 100 + 0.5) / 100);
         else

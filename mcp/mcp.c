@@ -644,9 +644,12 @@ static void t_network(mcp_session *m, const cJSON *a, result *r)
     cJSON_ArrayForEach(q, reqs)
     {
         const char *method = or_empty(str_of(q, "method")), *url = or_empty(str_of(q, "url"));
-        const char *fail = str_of(q, "failure");
+        const char *fail = str_of(q, "failure"), *blocked = str_of(q, "blocked");
         const cJSON *st = item(q, "status");
-        if (fail)
+        if (fail && blocked)
+            add_text(r, "[%s] %s => [FAILED] %s (the URL policy refused it: %s)", method, url, fail,
+                     blocked);
+        else if (fail)
             add_text(r, "[%s] %s => [FAILED] %s", method, url, fail);
         else if (cJSON_IsNumber(st))
             add_text(r, "[%s] %s => [%d] %s", method, url, st->valueint,

@@ -97,8 +97,10 @@ static void *checker_main(void *arg)
         pthread_mutex_unlock(&k->mu);
         char why[256] = "";
         int rc = m->cfg.url_check(m->cfg.url_ud, j->s->tenant, j->url, 1, why, sizeof why);
-        if (rc != 0)
+        if (rc != 0) {
             rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", j->s->id, why);
+            sess_netlog_refused(j->s, j->url, why);
+        }
         answer(j->s, j->session, j->request_id, rc == 0);
         job_done(j->s);
         job_free(j);
@@ -162,8 +164,10 @@ void sess_on_request_paused(sess_tab *t, const char *session, const cJSON *param
     char why[256] = "";
     int rc = m->cfg.url_check(m->cfg.url_ud, s->tenant, url->valuestring, 0, why, sizeof why);
     if (rc <= 0) {
-        if (rc < 0)
+        if (rc < 0) {
             rg_log(RG_LOG_INFO, "session", "%s: blocked a request: %s", s->id, why);
+            sess_netlog_refused(s, url->valuestring, why);
+        }
         answer(s, session, rid->valuestring, rc == 0);
         return;
     }

@@ -104,7 +104,7 @@ static int where_after(sess *s, int loaded, sess_nav *out)
  * policy (docs/architecture.md, the arrows), and a URL this misreads only
  * leaves the answer as it was before the proxy kept failures.
  */
-static int url_host_port(const char *url, char *host, size_t len, int *port)
+int sess_url_host_port(const char *url, char *host, size_t len, int *port)
 {
     int https = !strncasecmp(url, "https://", 8);
     if (!https && strncasecmp(url, "http://", 7))
@@ -157,7 +157,7 @@ static int refused_by_proxy(sess *s, const egress_mark *mark, const char *url)
 {
     char host[256];
     int port = 0, host_failed = 0;
-    int known = url_host_port(url, host, sizeof host, &port) == 0;
+    int known = sess_url_host_port(url, host, sizeof host, &port) == 0;
     uint64_t refused = egress_slot_since(s->egress, mark, known ? host : "", port, &host_failed);
     return refused > 0 && !(known && host_failed);
 }

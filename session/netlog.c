@@ -26,11 +26,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* Destinations the URL policy refused without the egress proxy (with it,
+   the proxy's slot remembers them: egress_slot_refusal). */
+#define REFUSED_KEPT 16
+
 struct sess_netlog {
     pthread_mutex_t mu;
     sess_net_req *ring; /* SESS_NET_KEPT entries once the first request comes */
     uint64_t seq;       /* requests so far: the last one's seq */
     uint64_t base;      /* seq when the log was last cleared: kept are after it */
+    unsigned refusals;  /* recorded in refused[], the next at refusals % REFUSED_KEPT */
+    struct {
+        int port;
+        char host[256];
+        char why[EGRESS_WHY_MAX];
+    } refused[REFUSED_KEPT];
 };
 
 struct sess_netlog *sess_netlog_new(void)
@@ -55,6 +65,8 @@ static void clear_locked(struct sess_netlog *l)
     free(l->ring);
     l->ring = NULL;
     l->base = l->seq;
+    l->refusals = 0;
+    memset(l->refused, 0, sizeof l->refused);
 }
 
 void sess_netlog_free(struct sess_netlog *l)
@@ -190,6 +202,55 @@ void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params)
     pthread_mutex_unlock(&l->mu);
 }
 
+void sess_netlog_refused(sess *s, const char *url, const char *why)
+{
+    struct sess_netlog *l = s->netlog;
+    char host[256];
+    int port;
+    if (!l || sess_url_host_port(url, host, sizeof host, &port) < 0)
+        return;
+    pthread_mutex_lock(&l->mu);
+    unsigned i = REFUSED_KEPT; /* a destination refused again keeps its place */
+    for (unsigned k = 0; k < REFUSED_KEPT; k++)
+        if (l->refused[k].port == port && !strcmp(l->refused[k].host, host))
+            i = k;
+    if (i == REFUSED_KEPT) {
+        i = l->refusals++ % REFUSED_KEPT;
+        l->refused[i].port = port;
+        snprintf(l->refused[i].host, sizeof l->refused[i].host, "%s", host);
+    }
+    snprintf(l->refused[i].why, sizeof l->refused[i].why, "%s", why);
+    pthread_mutex_unlock(&l->mu);
+}
+
+/*
+ * Why the URL policy refused a request that failed as a refused one does
+ * (net::ERR_SOCKS_CONNECTION_FAILED through the proxy,
+ * net::ERR_BLOCKED_BY_CLIENT without it), when its destination is among
+ * those remembered: a strdup'ed reason, else NULL. The holder's thread
+ * (s->egress stays put).
+ */
+static char *refusal_of(sess *s, struct sess_netlog *l, const sess_net_req *e)
+{
+    char host[256], why[EGRESS_WHY_MAX] = "";
+    int port, found = 0;
+    int proxied = !strcmp(e->failure, "net::ERR_SOCKS_CONNECTION_FAILED");
+    /* (a request Fetch failed is "net::ERR_BLOCKED_BY_CLIENT.Inspector" to some of its events) */
+    if ((!proxied && strncmp(e->failure, "net::ERR_BLOCKED_BY_CLIENT", 26)) ||
+        sess_url_host_port(e->url, host, sizeof host, &port) < 0)
+        return NULL;
+    if (proxied && s->egress) {
+        found = egress_slot_refusal(s->egress, host, port, why, sizeof why);
+    } else if (!proxied) {
+        for (unsigned k = 0; k < REFUSED_KEPT && !found; k++)
+            if (l->refused[k].port == port && !strcmp(l->refused[k].host, host)) {
+                found = 1;
+                snprintf(why, sizeof why, "%s", l->refused[k].why);
+            }
+    }
+    return found ? strdup(why) : NULL;
+}
+
 /* Images, fonts, style sheets, scripts, media: what a page loads to show itself. */
 static int is_static(const sess_net_req *e)
 {
@@ -230,6 +291,7 @@ int sess_network(sess *s, uint64_t since, const char *filter, int with_static,
         *o = *e;
         if (!(o->url = strdup(e->url)))
             break;
+        o->blocked = e->failure[0] ? refusal_of(s, l, e) : NULL;
         out->n++;
     }
     pthread_mutex_unlock(&l->mu);
@@ -238,8 +300,10 @@ int sess_network(sess *s, uint64_t since, const char *filter, int with_static,
 
 void sess_net_list_free(sess_net_list *l)
 {
-    for (size_t i = 0; i < l->n; i++)
+    for (size_t i = 0; i < l->n; i++) {
         free(l->reqs[i].url);
+        free(l->reqs[i].blocked);
+    }
     free(l->reqs);
     memset(l, 0, sizeof *l);
 }

@@ -309,6 +309,13 @@ void sess_netlog_free(struct sess_netlog *l);
 void sess_netlog_clear(sess *s);
 /** A Network event of tab t (reader thread). */
 void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params);
+/** The URL policy refused a request of s's page to url, for why (without
+    the egress proxy: intercept.c; any thread). The network op names it. */
+void sess_netlog_refused(sess *s, const char *url, const char *why);
+
+/** The host (lowercase, an IPv6 address without brackets) and port of an
+    http(s) URL, as Chromium names them to its proxy (nav.c): 0, or -1. */
+int sess_url_host_port(const char *url, char *host, size_t len, int *port);
 
 /* ---- events.c: handlers on the reader thread ---- */
 

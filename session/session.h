@@ -565,6 +565,7 @@ typedef struct sess_net_req {
     int status;            /* the HTTP status, 0 while none came (or it failed first) */
     char status_text[48];
     char failure[64];      /* the browser's error ("net::ERR_CONNECTION_REFUSED"), "" if none */
+    char *blocked;         /* in a listing: why the URL policy refused it (its failure), or NULL */
     int done;              /* answered (its headers came) or failed */
     double start_ms, ms;   /* sent (the browser's clock), and how long until done */
     int64_t ts_ms;         /* Unix time in ms when it was sent */

@@ -961,6 +961,8 @@ static void test_url_policy_navigations(void **state)
    a form post to a refused host never reach it. The tenant may open only
    127.0.0.1 (where the fixture server is); "localhost" also means ::1,
    which is refused, so the same server under that name is off limits. */
+static const cJSON *request_with(const cJSON *r, const char *method, const char *path);
+
 static void test_url_policy_inside_the_page(void **state)
 {
     (void)state;
@@ -1006,6 +1008,42 @@ static void test_url_policy_inside_the_page(void **state)
     assert_string_equal(reply_str(r, "value"), "reached");
     cJSON_Delete(r);
     assert_int_equal(httpd_count(gw.pages, "/probe-ok"), 1);
+    /* An allowed address where nothing listens fails too, but not by the policy. */
+    snprintf(body, sizeof body,
+             "{\"op\":\"eval\",\"args\":{\"await\":true,\"expression\":"
+             "\"fetch('http://127.0.0.1:%d/probe-down').then(()=>'reached',()=>'failed')\"}}",
+             support_free_port());
+    assert_int_equal(post_raw(path, hdr, body, &r), 200);
+    assert_string_equal(reply_str(r, "value"), "failed");
+    cJSON_Delete(r);
+    /* The network log says which failures the URL policy caused, and why. */
+    const char *refused[] = {"/probe-fetch", "/probe-img"};
+    const cJSON *q;
+    r = NULL;
+    for (int i = 0; i < 50; i++) {
+        cJSON_Delete(r);
+        assert_int_equal(post_raw(path, hdr, "{\"op\":\"network\",\"args\":{\"filter\":\"/probe-\"}}",
+                                  &r),
+                         200);
+        q = request_with(r, "GET", "/probe-down");
+        if (q && cJSON_GetObjectItemCaseSensitive(q, "failure"))
+            break;
+        usleep(100 * 1000);
+    }
+    for (size_t i = 0; i < 2; i++) {
+        q = request_with(r, "GET", refused[i]);
+        if (!q || !cJSON_IsString(cJSON_GetObjectItemCaseSensitive(q, "failure")) ||
+            !strstr(json_str(q, "blocked"), "localhost"))
+            fail_msg("%s: %s", refused[i], cJSON_PrintUnformatted(r));
+    }
+    q = request_with(r, "GET", "/probe-ok");
+    assert_non_null(q);
+    assert_null(cJSON_GetObjectItemCaseSensitive(q, "blocked"));
+    q = request_with(r, "GET", "/probe-down");
+    if (!q || !cJSON_GetObjectItemCaseSensitive(q, "failure") ||
+        cJSON_GetObjectItemCaseSensitive(q, "blocked"))
+        fail_msg("/probe-down: %s", cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
     delete_as(hdr, path);
 }
 

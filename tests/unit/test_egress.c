@@ -340,6 +340,51 @@ static void test_slot_history_since_a_mark(void **state)
     egress_slot_close(s);
 }
 
+/* What a slot remembers for telling a client why its page's request failed
+   (session/netlog.c): the reason the rules gave for each refused
+   destination, the last EGRESS_REFUSED_KEPT of them, one place each. */
+static void test_slot_remembers_why_it_refused(void **state)
+{
+    (void)state;
+    egress_slot *s = bound_slot("acme");
+    char why[EGRESS_WHY_MAX];
+    assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port, why, sizeof why), 0);
+    int fd = connect_port(egress_slot_port(s));
+    assert_int_equal(socks_connect_name(fd, "refused.test", dst->port), 2);
+    close(fd);
+    fd = connect_port(egress_slot_port(s));
+    assert_int_equal(socks_connect_name(fd, "nowhere.test", dst->port), 4);
+    close(fd);
+    assert_int_equal(egress_slot_refusal(s, "REFUSED.test", dst->port, why, sizeof why), 1);
+    assert_string_equal(why, "refused.test is refused");
+    assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port + 1, why, sizeof why), 0);
+    /* a failure other than the rules' is no refusal */
+    assert_int_equal(egress_slot_refusal(s, "nowhere.test", dst->port, why, sizeof why), 0);
+    /* The same destination again many times takes one place: the others stay. */
+    for (int i = 0; i < 2 * EGRESS_REFUSED_KEPT; i++) {
+        fd = connect_port(egress_slot_port(s));
+        assert_int_equal(socks_connect_name(fd, "refused.test", dst->port), 2);
+        close(fd);
+    }
+    for (int i = 0; i < EGRESS_REFUSED_KEPT - 1; i++) {
+        char host[32];
+        snprintf(host, sizeof host, "other%d.test", i);
+        fd = connect_port(egress_slot_port(s));
+        assert_int_equal(socks_connect_name(fd, host, 80), 2);
+        close(fd);
+    }
+    assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port, why, sizeof why), 1);
+    assert_int_equal(egress_slot_refusal(s, "other0.test", 80, why, sizeof why), 1);
+    assert_string_equal(why, "other0.test is refused");
+    /* One more destination: the oldest is forgotten. */
+    fd = connect_port(egress_slot_port(s));
+    assert_int_equal(socks_connect_name(fd, "one-more.test", 80), 2);
+    close(fd);
+    assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port, why, sizeof why), 0);
+    assert_int_equal(egress_slot_refusal(s, "one-more.test", 80, why, sizeof why), 1);
+    egress_slot_close(s);
+}
+
 static void test_unbound_slot_refuses_without_asking(void **state)
 {
     (void)state;
@@ -625,6 +670,7 @@ int main(void)
         cmocka_unit_test(test_allowed_connection_relays_both_ways),
         cmocka_unit_test(test_refused_reaches_nothing),
         cmocka_unit_test(test_slot_history_since_a_mark),
+        cmocka_unit_test(test_slot_remembers_why_it_refused),
         cmocka_unit_test(test_unbound_slot_refuses_without_asking),
         cmocka_unit_test(test_connects_to_the_checked_addresses_in_order),
         cmocka_unit_test(test_address_types),
