@@ -147,6 +147,10 @@ void reg_world_xframe_error(reg_world *w, const reg_xframe *x, int error);
 /** Keeps x's key for the page's current document. */
 void reg_world_xframe_key(reg_world *w, const reg_xframe *x, int key);
 
+/* Shapes of observation whose last outlines a page keeps for diffs: the
+   whole page in each mode, and a scoped or partial one or two. */
+#define REG_BASELINES 4
+
 /* A page's registry (see registry.c). */
 struct reg_page {
     reg_store *store;
@@ -158,7 +162,13 @@ struct reg_page {
     int loaded;
     char **prev_refs;   /* by page-side index of the previous observation */
     size_t n_prev;
-    char *prev_text[2]; /* the last outline of each mode (REG_MODE_*), for diffs */
+    /* The last outline of each shape of observation (mode, depth, scope,
+       viewport_only, max), for diffs: at most REG_BASELINES, the one used
+       longest ago making room. */
+    struct {
+        char *shape, *text;
+        uint64_t used; /* seq of the observation that last used it */
+    } baseline[REG_BASELINES];
     uint64_t seq;
     unsigned obs_gen;   /* 1 + reg_world_gen at the last observation (its document); 0: unknown */
     struct reg_base *base; /* the page's last reply as decoded, for its next delta, or NULL */

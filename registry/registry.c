@@ -162,8 +162,10 @@ void reg_page_free(reg_page *pg)
     reg_entries_free(pg->entries, pg->n_entries);
     free_prev(pg);
     base_free(pg->base);
-    free(pg->prev_text[0]);
-    free(pg->prev_text[1]);
+    for (int i = 0; i < REG_BASELINES; i++) {
+        free(pg->baseline[i].shape);
+        free(pg->baseline[i].text);
+    }
     free(pg->key);
     free(pg);
 }
@@ -1307,21 +1309,39 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         rc = RG_ENOMEM;
         goto fail;
     }
-    /* A diff is against the previous outline of the same mode. */
-    char **prev = &pg->prev_text[out->mode];
-    if (opts->diff) {
-        out->text = reg_text_diff(*prev ? *prev : "", full);
-        if (!out->text) {
-            free(full);
-            rc = RG_ENOMEM;
-            goto fail;
-        }
-    } else {
-        out->text = strdup(full);
+    /* A diff is against the previous outline of the same shape: a scoped
+       look does not move the whole page's baseline. */
+    char *shape = NULL;
+    if (asprintf(&shape, "%d|%d|%d|%zu|%s", out->mode, out->depth, !!opts->viewport_only, max,
+                 opts->scope_css ? opts->scope_css : "") < 0) {
+        free(full);
+        rc = RG_ENOMEM;
+        goto fail;
     }
-    free(*prev);
-    *prev = full;
-    return out->text ? 0 : RG_ENOMEM;
+    int b = 0;
+    for (int i = 0; i < REG_BASELINES; i++) {
+        if (pg->baseline[i].shape && !strcmp(pg->baseline[i].shape, shape)) {
+            b = i;
+            break;
+        }
+        if (pg->baseline[i].used < pg->baseline[b].used)
+            b = i;
+    }
+    int same_shape = pg->baseline[b].shape && !strcmp(pg->baseline[b].shape, shape);
+    const char *prev = same_shape && pg->baseline[b].text ? pg->baseline[b].text : "";
+    out->text = opts->diff ? reg_text_diff(prev, full) : strdup(full);
+    if (!out->text) {
+        free(full);
+        free(shape);
+        rc = RG_ENOMEM;
+        goto fail;
+    }
+    free(pg->baseline[b].shape);
+    free(pg->baseline[b].text);
+    pg->baseline[b].shape = shape;
+    pg->baseline[b].text = full;
+    pg->baseline[b].used = out->snapshot_id;
+    return 0;
 fail:
     base_free(pg->base);
     pg->base = NULL;

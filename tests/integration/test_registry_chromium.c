@@ -441,12 +441,25 @@ static void test_outline_text(void **state)
     assert_int_equal(reg_observe(f.pg, f.h, &dopts, &d), 0);
     assert_string_equal(d.text, "");
     reg_observation_free(&d);
+    /* A look at one part in between does not become the whole page's baseline. */
+    reg_observe_opts part = {.scope_css = "form"};
+    assert_int_equal(reg_observe(f.pg, f.h, &part, &d), 0);
+    assert_non_null(strstr(d.text, "Shipping address"));
+    assert_null(strstr(d.text, "Your cart"));
+    reg_observation_free(&d);
     js(&f, "document.getElementById('total').textContent = '43.50';"
            "document.getElementById('status').textContent = 'Saved'");
     assert_int_equal(reg_observe(f.pg, f.h, &dopts, &d), 0);
     assert_non_null(strstr(d.text, "- ") && strstr(d.text, "paragraph: Total 42.00 EUR\n"));
     assert_non_null(strstr(d.text, "paragraph: Total 43.50 EUR\n"));
     assert_non_null(strstr(d.text, "+ ") && strstr(d.text, "status: Saved\n"));
+    if (strstr(d.text, "Your cart") || strstr(d.text, "Shipping address"))
+        fail_msg("unchanged lines in the diff:\n%s", d.text);
+    reg_observation_free(&d);
+    /* The part's own diff is against the part: nothing in it changed. */
+    part.diff = 1;
+    assert_int_equal(reg_observe(f.pg, f.h, &part, &d), 0);
+    assert_string_equal(d.text, "");
     reg_observation_free(&d);
     reg_observation_free(&a);
     fx_close(&f);
