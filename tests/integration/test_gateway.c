@@ -2047,12 +2047,9 @@ static void test_concurrency_limit(void **state)
     (void)state;
     char hdr[256], url[256], body[400];
     make_tenant("onebyone", 1000, 10, 1, 0, NULL, hdr, sizeof hdr);
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(gw.st);
-    rg_redis *rr;
+    rg_redis *rr = stack_redis_client(gw.st);
+    assert_non_null(rr);
     char err[128];
-    assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
     tenant t;
     assert_int_equal(tenant_get(rr, "onebyone", &t), 0);
     t.max_concurrent = 1;
@@ -2174,12 +2171,8 @@ static void test_session_list_in_pages(void **state)
         assert_string_equal(got[i], sids[i]);
     /* Sessions made in the same millisecond: the index orders them by id, and a cursor
        in their midst goes on past it. The four left are given one creation time. */
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(gw.st);
-    rg_redis *rr;
-    char rerr[128];
-    assert_int_equal(rg_redis_new(&rc, &rr, rerr, sizeof rerr), 0);
+    rg_redis *rr = stack_redis_client(gw.st);
+    assert_non_null(rr);
     redisReply *keys = rg_redis_command(rr, "KEYS rg:t:*:sessions");
     assert_non_null(keys);
     char index[256] = "";
@@ -2263,12 +2256,8 @@ static void test_revoked_key(void **state)
     const char *key = strstr(hdr, "Bearer ") + 7;
     char k[TENANT_KEY_SIZE];
     snprintf(k, sizeof k, "%.*s", (int)strcspn(key, "\r"), key);
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(gw.st);
-    rg_redis *rr;
-    char err[128];
-    assert_int_equal(rg_redis_new(&rc, &rr, err, sizeof err), 0);
+    rg_redis *rr = stack_redis_client(gw.st);
+    assert_non_null(rr);
     assert_int_equal(tenant_key_revoke(rr, k), 0);
     rg_redis_free(rr);
     int status = 200;

@@ -975,12 +975,8 @@ static void key_burst(rg_redis *r, const char *tid, struct key_job *j, int n, in
 static void test_api_keys_under_a_burst(void **state)
 {
     (void)state;
-    rg_redis_config rc;
-    rg_redis_config_default(&rc);
-    rc.url = stack_redis_url(gw.st);
-    rg_redis *r;
-    char err[128];
-    assert_int_equal(rg_redis_new(&rc, &r, err, sizeof err), 0);
+    rg_redis *r = stack_redis_client(gw.st);
+    assert_non_null(r);
     char hdr[256];
     make_tenant("keys", 5, 64, 100000, hdr, sizeof hdr);
     struct key_job j[BURST_MAX];

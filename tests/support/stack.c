@@ -193,6 +193,16 @@ static int wait_until(stack *s, int i, int timeout_ms)
     return -1;
 }
 
+struct rg_redis *stack_redis_client(const stack *s)
+{
+    rg_redis_config rc;
+    rg_redis_config_default(&rc);
+    rc.url = stack_redis_url(s);
+    rg_redis *r;
+    char err[128];
+    return rg_redis_new(&rc, &r, err, sizeof err) < 0 ? NULL : r;
+}
+
 int stack_make_tenant(const char *redis_url, const tenant *t, char *key, size_t key_len, char *err,
                       size_t errlen)
 {

@@ -30,6 +30,8 @@ const char *stack_server_bin(void);
 int stack_port(const stack *s);                   /* nginx */
 const char *stack_key(const stack *s, int other); /* the API key of acme (0) or other (1) */
 const char *stack_redis_url(const stack *s);
+/** A client of the stack's Redis (rg_redis_free it), or NULL. */
+struct rg_redis *stack_redis_client(const stack *s);
 pid_t stack_worker_pid(const stack *s, int i); /* worker i, from 1 */
 /** Sends sig to worker i and waits for it to exit; its exit status, or -1. */
 int stack_kill_worker(stack *s, int i, int sig);

@@ -191,6 +191,16 @@ static int socks_connect_name(int fd, const char *host, int port)
 }
 
 /* 1 if the peer closed fd (EOF or reset) within a few seconds. */
+/* One SOCKS5 CONNECT to host:port through slot s, on a connection of its
+   own: the reply code (0 granted, 2 the rules refused, 4 unreachable). */
+static int socks_once(egress_slot *s, const char *host, int port)
+{
+    int fd = connect_port(egress_slot_port(s));
+    int rep = socks_connect_name(fd, host, port);
+    close(fd);
+    return rep;
+}
+
 static int closed_by_peer(int fd)
 {
     char c;
@@ -308,12 +318,8 @@ static void test_slot_history_since_a_mark(void **state)
     int failed = -1;
     assert_int_equal(egress_slot_since(s, &m0, "nowhere.test", dst->port, &failed), 0);
     assert_int_equal(failed, 0);
-    int fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "refused.test", dst->port), 2);
-    close(fd);
-    fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "nowhere.test", dst->port), 4);
-    close(fd);
+    assert_int_equal(socks_once(s, "refused.test", dst->port), 2);
+    assert_int_equal(socks_once(s, "nowhere.test", dst->port), 4);
     assert_int_equal(egress_slot_since(s, &m0, "NOWHERE.test", dst->port, &failed), 1);
     assert_int_equal(failed, 1); /* names compare without case */
     assert_int_equal(egress_slot_since(s, &m0, "nowhere.test", dst->port + 1, &failed), 1);
@@ -328,9 +334,7 @@ static void test_slot_history_since_a_mark(void **state)
     /* More failures than are kept: the oldest since m1 is forgotten, the
        newest is there. */
     for (int i = 0; i <= EGRESS_FAILED_KEPT; i++) {
-        fd = connect_port(egress_slot_port(s));
-        assert_int_equal(socks_connect_name(fd, "nowhere.test", 1000 + i), 4);
-        close(fd);
+        assert_int_equal(socks_once(s, "nowhere.test", 1000 + i), 4);
     }
     assert_int_equal(egress_slot_since(s, &m1, "nowhere.test", 1000, &failed), 0);
     assert_int_equal(failed, 0);
@@ -349,12 +353,8 @@ static void test_slot_remembers_why_it_refused(void **state)
     egress_slot *s = bound_slot("acme");
     char why[EGRESS_WHY_MAX];
     assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port, why, sizeof why), 0);
-    int fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "refused.test", dst->port), 2);
-    close(fd);
-    fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "nowhere.test", dst->port), 4);
-    close(fd);
+    assert_int_equal(socks_once(s, "refused.test", dst->port), 2);
+    assert_int_equal(socks_once(s, "nowhere.test", dst->port), 4);
     assert_int_equal(egress_slot_refusal(s, "REFUSED.test", dst->port, why, sizeof why), 1);
     assert_string_equal(why, "refused.test is refused");
     assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port + 1, why, sizeof why), 0);
@@ -362,24 +362,18 @@ static void test_slot_remembers_why_it_refused(void **state)
     assert_int_equal(egress_slot_refusal(s, "nowhere.test", dst->port, why, sizeof why), 0);
     /* The same destination again many times takes one place: the others stay. */
     for (int i = 0; i < 2 * EGRESS_REFUSED_KEPT; i++) {
-        fd = connect_port(egress_slot_port(s));
-        assert_int_equal(socks_connect_name(fd, "refused.test", dst->port), 2);
-        close(fd);
+        assert_int_equal(socks_once(s, "refused.test", dst->port), 2);
     }
     for (int i = 0; i < EGRESS_REFUSED_KEPT - 1; i++) {
         char host[32];
         snprintf(host, sizeof host, "other%d.test", i);
-        fd = connect_port(egress_slot_port(s));
-        assert_int_equal(socks_connect_name(fd, host, 80), 2);
-        close(fd);
+        assert_int_equal(socks_once(s, host, 80), 2);
     }
     assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port, why, sizeof why), 1);
     assert_int_equal(egress_slot_refusal(s, "other0.test", 80, why, sizeof why), 1);
     assert_string_equal(why, "other0.test is refused");
     /* One more destination: the oldest is forgotten. */
-    fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "one-more.test", 80), 2);
-    close(fd);
+    assert_int_equal(socks_once(s, "one-more.test", 80), 2);
     assert_int_equal(egress_slot_refusal(s, "refused.test", dst->port, why, sizeof why), 0);
     assert_int_equal(egress_slot_refusal(s, "one-more.test", 80, why, sizeof why), 1);
     egress_slot_close(s);
@@ -390,9 +384,7 @@ static void test_unbound_slot_refuses_without_asking(void **state)
     (void)state;
     egress_slot *s = bound_slot(NULL);
     int calls = decide_calls;
-    int fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "allowed.test", dst->port), 2);
-    close(fd);
+    assert_int_equal(socks_once(s, "allowed.test", dst->port), 2);
     assert_int_equal(decide_calls, calls);
     egress_slot_close(s);
 }
@@ -419,9 +411,7 @@ static void test_connects_to_the_checked_addresses_in_order(void **state)
     bind(lfd, (struct sockaddr *)&a, sizeof a);
     getsockname(lfd, (struct sockaddr *)&a, &al);
     close(lfd);
-    fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "allowed.test", ntohs(a.sin_port)), 5);
-    close(fd);
+    assert_int_equal(socks_once(s, "allowed.test", ntohs(a.sin_port)), 5);
     egress_slot_close(s);
 }
 
@@ -505,9 +495,7 @@ static void test_bad_handshakes(void **state)
     close(fd);
     const char *bad[] = {"a/b.test", "evil.test@allowed.test", "a\001b"};
     for (size_t i = 0; i < 3; i++) {
-        fd = connect_port(egress_slot_port(s));
-        assert_int_equal(socks_connect_name(fd, bad[i], 80), 1);
-        close(fd);
+        assert_int_equal(socks_once(s, bad[i], 80), 1);
     }
     fd = connect_port(egress_slot_port(s));
     assert_int_equal(socks_connect_name(fd, "allowed.test", 0), 1); /* port 0 */
@@ -526,9 +514,7 @@ static void test_bad_handshakes(void **state)
     close(fd);
     assert_int_equal(decide_calls, calls); /* none of these got as far as the rules */
     /* And the slot still serves. */
-    fd = connect_port(egress_slot_port(s));
-    assert_int_equal(socks_connect_name(fd, "allowed.test", dst->port), 0);
-    close(fd);
+    assert_int_equal(socks_once(s, "allowed.test", dst->port), 0);
     egress_slot_close(s);
 }
 
