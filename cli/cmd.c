@@ -23,6 +23,7 @@ enum vt {
     VT_TRUE,     /* a switch: true when given */
     VT_VIEWPORT, /* WxH -> {"width": W, "height": H} */
     VT_OUTFILE,  /* not sent: the file the reply's data goes to */
+    VT_JSONFILE, /* a file of JSON, sent as what it holds */
 };
 
 typedef struct flag_spec {
@@ -61,8 +62,9 @@ static const cmd_spec cmds[] = {
     {"session create", WIRE_OP_SESSION_CREATE, NULL, {NULL}, 0, CLI_OUT_SESSION,
      {{"--url", NULL, "url", VT_STR}, {"--viewport", NULL, "viewport", VT_VIEWPORT},
       {"--user-agent", NULL, "user_agent", VT_STR}, {"--locale", NULL, "locale", VT_STR},
-      {"--timezone", NULL, "timezone", VT_STR}},
-     "session create [--url U] [--viewport WxH] [--user-agent UA] [--locale L] [--timezone TZ]"},
+      {"--timezone", NULL, "timezone", VT_STR}, {"--state", NULL, "state", VT_JSONFILE}},
+     "session create [--url U] [--viewport WxH] [--user-agent UA] [--locale L] [--timezone TZ]\n"
+     "          [--state FILE]   (FILE: what state printed, or Playwright's storageState)"},
     {"observe", WIRE_OP_OBSERVE, NULL, {NULL}, 0, CLI_OUT_OBSERVE,
      {{"--diff", NULL, "diff", VT_TRUE}, {"--format", NULL, "format", VT_STR},
       {"--viewport-only", NULL, "viewport_only", VT_TRUE}, {"--scope", NULL, "scope", VT_STR},
@@ -135,6 +137,8 @@ static const cmd_spec cmds[] = {
     {"restore", WIRE_OP_SESSION_RESTORE, NULL, {NULL}, 0, CLI_OUT_STATE, NO_FLAGS, "restore"},
     {"close", WIRE_OP_SESSION_CLOSE, "DELETE", {NULL}, 0, CLI_OUT_NONE, NO_FLAGS, "close"},
     {"info", WIRE_OP_SESSION_INFO, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "info"},
+    {"state", WIRE_OP_SESSION_STATE, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS,
+     "state   (cookies and localStorage as JSON, for session create --state)"},
     {"list", NONE, "GET", {NULL}, 0, CLI_OUT_RESULT,
      {{"--limit", NULL, "limit", VT_INT}, {"--after", NULL, "after", VT_STR}},
      "list [--limit N] [--after NEXT]   (a page; pass its next as --after for the next)"},
@@ -269,6 +273,31 @@ static int viewport(const char *s, cJSON **out, char *err, size_t errlen)
     return 0;
 }
 
+#define JSON_FILE_MAX (16 << 20)
+
+/* The JSON a file holds (--state). */
+static int json_file(const char *path, cJSON **out, char *err, size_t errlen)
+{
+    FILE *f = fopen(path, "rbe");
+    if (!f)
+        return rg_errf(err, errlen, RG_EBADREQ, "cannot read %s: %s", path, strerror(errno));
+    char *buf = malloc(JSON_FILE_MAX + 1);
+    size_t n = buf ? fread(buf, 1, JSON_FILE_MAX + 1, f) : 0;
+    int bad = ferror(f);
+    fclose(f);
+    if (!buf)
+        return rg_errf(err, errlen, RG_ENOMEM, "out of memory");
+    if (bad || n > JSON_FILE_MAX) {
+        free(buf);
+        return rg_errf(err, errlen, RG_EBADREQ, "%s: %s", path,
+                       bad ? "read error" : "larger than 16 MiB");
+    }
+    buf[n] = '\0';
+    *out = cJSON_ParseWithLength(buf, n);
+    free(buf);
+    return *out ? 0 : rg_errf(err, errlen, RG_EBADREQ, "%s does not hold JSON", path);
+}
+
 /* The value of flag f, as the item that goes into args. */
 static int flag_item(const flag_spec *f, const char *v, cJSON **out, char *err, size_t errlen)
 {
@@ -281,6 +310,8 @@ static int flag_item(const flag_spec *f, const char *v, cJSON **out, char *err, 
         return 0;
     case VT_VIEWPORT:
         return viewport(v, out, err, errlen);
+    case VT_JSONFILE:
+        return json_file(v, out, err, errlen);
     default:
         *out = cJSON_CreateString(v);
         return 0;

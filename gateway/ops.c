@@ -31,6 +31,7 @@ static int op_upload(gw_cmd *c);
 static int op_downloads(gw_cmd *c);
 static int op_console(gw_cmd *c);
 static int op_network(gw_cmd *c);
+static int op_state(gw_cmd *c);
 static int op_resize(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
@@ -179,6 +180,9 @@ static int op_create(gw_cmd *c)
     const char *url = gw_arg_str(c, "url");
     if (url && check_url(c, url) < 0)
         return c->rc;
+    o.state = cJSON_GetObjectItemCaseSensitive(c->args, "state");
+    if (o.state && sess_state_check(o.state, c->err, sizeof c->err) < 0)
+        return c->rc = RG_EBADREQ;
     sess *s;
     int rc =
         sess_create(c->g->sessions, c->who->tenant, &o, c->timeout_ms, &s, c->err, sizeof c->err);
@@ -856,6 +860,13 @@ static int op_console(gw_cmd *c)
     log_tail(c->result, l.next, l.dropped, l.reset);
     sess_console_list_free(&l);
     return 0;
+}
+
+/* The session's cookies and localStorage, as Playwright's storageState() gives them. */
+static int op_state(gw_cmd *c)
+{
+    int rc = sess_state_get(c->s, &c->result);
+    return rc < 0 ? gw_fail(c, rc, "the browser did not give the session's state") : 0;
 }
 
 /* The requests the session's pages made (session/netlog.c), after `since`. */

@@ -157,6 +157,10 @@ void sess_on_request_paused(sess_tab *t, const char *session, const cJSON *param
         cJSON_GetObjectItemCaseSensitive(params, "request"), "url");
     if (!cJSON_IsString(rid))
         return;
+    /* A document of an origin a new session's state is put into: state.c answers it. */
+    if (__atomic_load_n(&s->seeding, __ATOMIC_SEQ_CST) &&
+        !strcmp(sess_jstr(params, "resourceType"), "Document"))
+        return;
     if (!cJSON_IsString(url)) {
         answer(s, session, rid->valuestring, 0);
         return;

@@ -294,7 +294,7 @@ static int capture_tabs(sess *s, sess_capture *c)
 
 /* A Storage call on the session's browser context: {"cookies": cookies (JSON
    text, when not NULL), "browserContextId": the context}. r starts zeroed. */
-static int context_call(sess *s, const char *method, const char *cookies, cdp_reply *r)
+int sess_context_call(sess *s, const char *method, const char *cookies, cdp_reply *r)
 {
     rg_buf q;
     rg_buf_init(&q);
@@ -320,7 +320,7 @@ static int capture_cookies(sess *s, char **out)
 {
     *out = NULL;
     cdp_reply r = {0};
-    int rc = context_call(s, "Storage.getCookies", NULL, &r);
+    int rc = sess_context_call(s, "Storage.getCookies", NULL, &r);
     if (rc == 0) {
         const cJSON *arr = cJSON_GetObjectItemCaseSensitive(r.result, "cookies");
         if (cJSON_IsArray(arr) && arr->child && !(*out = cookie_params(arr)))
@@ -511,7 +511,7 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c)
 static int set_cookies(sess *s, const char *cookies)
 {
     cdp_reply r = {0};
-    int rc = context_call(s, "Storage.setCookies", cookies, &r);
+    int rc = sess_context_call(s, "Storage.setCookies", cookies, &r);
     if (rc == RG_ECDP)
         rg_log(RG_LOG_WARN, "session", "%s: cookies not restored: %s", s->id, r.error);
     cdp_reply_free(&r);

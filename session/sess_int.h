@@ -157,6 +157,7 @@ struct sess {
     unsigned load_gen;
     const sess_tab *load_tab;
     int load_touched;              /* atomic: a call or a page handle since it (call.c) */
+    int seeding;                   /* atomic: state.c answers the page's documents */
     int has_hint;                  /* the command reported the scroll (sess_note_scroll) */
     int scroll_owed;               /* atomic: a checkpoint left the scroll to the heartbeat */
     double hint_sx, hint_sy;
@@ -312,6 +313,13 @@ void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params);
 /** The URL policy refused a request of s's page to url, for why (without
     the egress proxy: intercept.c; any thread). The network op names it. */
 void sess_netlog_refused(sess *s, const char *url, const char *why);
+
+/** A Storage call on s's browser context: {"cookies": cookies (JSON text, when not
+    NULL), "browserContextId": the context} (park.c). r starts zeroed. */
+int sess_context_call(sess *s, const char *method, const char *cookies, cdp_reply *r);
+/** Puts a checked storage state into s, fresh and not yet written (state.c): 0, or
+    RG_EBADREQ (a cookie the browser refuses) and others, with a sentence in err. */
+int sess_state_apply(sess *s, const cJSON *state, char *err, size_t errlen);
 
 /** The host (lowercase, an IPv6 address without brackets) and port of an
     http(s) URL, as Chromium names them to its proxy (nav.c): 0, or -1. */

@@ -443,6 +443,8 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
         snprintf(err, errlen, "out of memory");
     if (rc == 0 && (rc = sess_apply_options(s)) < 0)
         snprintf(err, errlen, "the browser refused the session's options (%s)", rg_err_code(rc));
+    if (rc == 0 && o && o->state)
+        rc = sess_state_apply(s, o->state, err, errlen);
     if (rc == 0) {
         rc = sess_write_new(s, reserved);
         if (rc == RG_ETIMEOUT)

@@ -200,7 +200,25 @@ typedef struct sess_options {
     int quota;                /* > 0: the tenant may have at most this many sessions
                                  (live, parked and being created, across every worker);
                                  0: no quota */
+    const cJSON *state;       /* NULL, or a storage state (sess_state_check'ed) to start
+                                 from: its cookies and origins' localStorage (state.c) */
 } sess_options;
+
+/**
+ * Checks a storage state in Playwright's storageState shape ({cookies:
+ * [{name, value, domain, path, expires, httpOnly, secure, sameSite} or with
+ * url], origins: [{origin, localStorage: [{name, value}]}]}) before a
+ * session is made from it: 0, or RG_EBADREQ with a sentence in err. Keys of
+ * a cookie or an origin other than those are ignored (Playwright's files
+ * may carry more); at most 3,000 cookies and 16 origins.
+ */
+int sess_state_check(const cJSON *state, char *err, size_t errlen);
+/**
+ * The held session's storage state, in that shape (*out owned): every
+ * cookie of its context, and the localStorage of each open tab's top
+ * document's origin. RG_ECRASHED and the like when the browser cannot tell.
+ */
+int sess_state_get(sess *s, cJSON **out);
 
 /**
  * Creates a session for tenant: a fresh context from the pool (parking the

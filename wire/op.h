@@ -73,11 +73,12 @@ typedef struct wire_arg {
 #define WIRE_OPS(X)                                                                                \
     X(SESSION_CREATE, "session.create", WIRE_F_CREATE | WIRE_F_NOT_IN_ACT | WIRE_F_NAV,            \
       create, 0, {"viewport", WIRE_MAP}, {"user_agent", WIRE_STR}, {"locale", WIRE_STR},           \
-      {"timezone", WIRE_STR}, {"url", WIRE_STR})                                                   \
+      {"timezone", WIRE_STR}, {"url", WIRE_STR}, {"state", WIRE_MAP})                              \
     X(SESSION_INFO, "session.info", WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD, info, 0, {NULL, 0})         \
     X(SESSION_PARK, "session.park", WIRE_F_NOT_IN_ACT | WIRE_F_PARKS, park, 0, {NULL, 0})          \
     X(SESSION_RESTORE, "session.restore", WIRE_F_NOT_IN_ACT, restore, 0, {NULL, 0})                \
     X(SESSION_CLOSE, "session.close", WIRE_F_NOT_IN_ACT | WIRE_F_CLAIM, close, 0, {NULL, 0})       \
+    X(SESSION_STATE, "session.state", WIRE_F_NOT_IN_ACT, state, 0, {NULL, 0})                      \
     X(NAVIGATE, "navigate", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, navigate, 0,                              \
       {"url", WIRE_STR | WIRE_REQ}, {"wait", WIRE_STR})                                            \
     X(BACK, "back", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, history, -1, {"wait", WIRE_STR})                  \

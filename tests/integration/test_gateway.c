@@ -2243,6 +2243,140 @@ static void test_session_list_in_pages(void **state)
     }
 }
 
+/* The state's entry of an array by one of its keys' value, or NULL. */
+static const cJSON *entry_with(const cJSON *arr, const char *k, const char *v)
+{
+    const cJSON *e;
+    cJSON_ArrayForEach(e, arr)
+    {
+        if (!strcmp(json_str(e, k), v))
+            return e;
+    }
+    return NULL;
+}
+
+/*
+ * Log in once, start later sessions logged in: session.state gives the
+ * cookies and localStorage in Playwright's storageState shape, and
+ * session.create's state puts them into a new session before its first
+ * page, which sees them as its own (an HttpOnly cookie in the request, the
+ * token in localStorage) while its history holds nothing of the seeding.
+ * A state the browser or the checks refuse makes no session.
+ */
+static void test_storage_state_carries_a_login(void **state)
+{
+    (void)state;
+    char a[64], b[64], url[256], path[96];
+    create("form.html", a);
+    snprintf(path, sizeof path, "/v1/sessions/%s", a);
+    cJSON *r = expect_ok(&gw, a,
+                         "{\"op\":\"eval\",\"args\":{\"expression\":\"document.cookie='theme=dark;"
+                         " max-age=3600; path=/';localStorage.setItem('token','t-42');"
+                         "localStorage.setItem('__proto__','kept');1\"}}");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, a, "{\"op\":\"session.state\"}");
+    const cJSON *st = result(r);
+    const cJSON *theme = entry_with(cJSON_GetObjectItemCaseSensitive(st, "cookies"), "name",
+                                    "theme");
+    if (!theme)
+        fail_msg("no theme cookie: %s", cJSON_PrintUnformatted(r));
+    assert_string_equal(json_str(theme, "value"), "dark");
+    assert_string_equal(json_str(theme, "domain"), "127.0.0.1");
+    assert_true(cJSON_GetObjectItemCaseSensitive(theme, "expires")->valuedouble > 1.7e9);
+    page_url("", url, sizeof url);
+    url[strlen(url) - 1] = '\0'; /* the origin: no trailing slash */
+    const cJSON *org = entry_with(cJSON_GetObjectItemCaseSensitive(st, "origins"), "origin", url);
+    if (!org)
+        fail_msg("no origin %s: %s", url, cJSON_PrintUnformatted(r));
+    const cJSON *ls = cJSON_GetObjectItemCaseSensitive(org, "localStorage");
+    assert_string_equal(json_str(entry_with(ls, "name", "token"), "value"), "t-42");
+    assert_string_equal(json_str(entry_with(ls, "name", "__proto__"), "value"), "kept");
+    /* An HttpOnly cookie, which no page script could have set or read, added to the state. */
+    cJSON *given = cJSON_Duplicate(st, 1);
+    cJSON_Delete(r);
+    cJSON *ho = cJSON_CreateObject();
+    cJSON_AddStringToObject(ho, "name", "session_id");
+    cJSON_AddStringToObject(ho, "value", "s3cr3t");
+    cJSON_AddStringToObject(ho, "domain", "127.0.0.1");
+    cJSON_AddStringToObject(ho, "path", "/");
+    cJSON_AddNumberToObject(ho, "expires", -1);
+    cJSON_AddBoolToObject(ho, "httpOnly", 1);
+    cJSON_AddBoolToObject(ho, "secure", 0);
+    cJSON_AddStringToObject(ho, "sameSite", "Lax");
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(given, "cookies"), ho);
+    /* And an origin where nothing listens: its storage is put in all the same, in a page
+       answered inside the browser (a request that went out would fail, and the create with it). */
+    char nowhere[64];
+    snprintf(nowhere, sizeof nowhere, "http://127.0.0.1:%d", support_free_port());
+    cJSON *o2 = cJSON_CreateObject();
+    cJSON_AddStringToObject(o2, "origin", nowhere);
+    cJSON_AddItemToObject(o2, "localStorage", cJSON_Parse("[{\"name\":\"k\",\"value\":\"v\"}]"));
+    cJSON_AddItemToArray(cJSON_GetObjectItemCaseSensitive(given, "origins"), o2);
+    cJSON *m = cJSON_CreateObject();
+    cJSON *args = cJSON_AddObjectToObject(m, "args");
+    cJSON_AddItemToObject(args, "state", given);
+    page_url("echo-cookie", url, sizeof url);
+    cJSON_AddStringToObject(args, "url", url);
+    char *body = cJSON_PrintUnformatted(m);
+    int status;
+    r = post_json("/v1/sessions", body, 0, &status);
+    if (status != 200)
+        fail_msg("create with state: %d %s", status, cJSON_PrintUnformatted(r));
+    snprintf(b, sizeof b, "%s", reply_str(r, "session"));
+    cJSON_Delete(r);
+    /* The first page's request carried both cookies; the page reads the token. */
+    assert_int_equal(httpd_count(gw.pages, "/echo-cookie"), 1);
+    r = expect_ok(&gw, b,
+                  "{\"op\":\"eval\",\"args\":{\"expression\":\"[document.cookie,"
+                  "localStorage.getItem('token'),localStorage.getItem('__proto__'),"
+                  "history.length].join('|')\"}}");
+    assert_non_null(strstr(reply_str(r, "value"), "theme=dark|t-42|kept|"));
+    cJSON_Delete(r);
+    r = expect_ok(&gw, b, "{\"op\":\"read\",\"args\":{}}");
+    if (!strstr(reply_str(r, "value"), "session_id=s3cr3t") ||
+        !strstr(reply_str(r, "value"), "theme=dark"))
+        fail_msg("the server did not get both cookies: %s", cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    /* Going back finds the blank page the session began on, not a seeded origin. */
+    r = expect_ok(&gw, b, "{\"op\":\"back\"}");
+    assert_string_equal(reply_str(r, "url"), "about:blank");
+    cJSON_Delete(r);
+    close_session(b);
+    close_session(a);
+    /* Refused before anything is made: the checks, and a cookie the browser will not take. */
+    static const char *const bad[] = {
+        "{\"args\":{\"state\":[1]}}",
+        "{\"args\":{\"state\":{\"cookies\":[],\"extra\":1}}}",
+        "{\"args\":{\"state\":{\"cookies\":[{\"name\":\"a\"}]}}}",
+        "{\"args\":{\"state\":{\"cookies\":[{\"name\":\"a\",\"value\":\"b\"}]}}}",
+        "{\"args\":{\"state\":{\"cookies\":[{\"name\":\"a\",\"value\":\"b\",\"domain\":\"x.test\","
+        "\"sameSite\":\"Sometimes\"}]}}}",
+        "{\"args\":{\"state\":{\"origins\":[{\"origin\":\"ftp://x.test\"}]}}}",
+        "{\"args\":{\"state\":{\"origins\":[{\"origin\":\"https://x.test/path\"}]}}}",
+        "{\"args\":{\"state\":{\"origins\":[{\"origin\":\"https://x.test\",\"localStorage\":"
+        "[{\"name\":\"a\",\"value\":1}]}]}}}",
+        "{\"args\":{\"state\":{\"cookies\":[{\"name\":\"a\",\"value\":\"b\",\"url\":\"not a url\"}]}}}",
+    };
+    char hdr[200];
+    snprintf(hdr, sizeof hdr, "%sAccept: application/json\r\n", gw.auth[0]);
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = post_json("/v1/sessions", bad[i], 0, &status);
+        if (status != 400 || strcmp(reply_code(r), "bad_request"))
+            fail_msg("%s -> %d %s", bad[i], status, cJSON_PrintUnformatted(r));
+        cJSON_Delete(r);
+    }
+    http_resp lr;
+    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &lr), 0);
+    cJSON *listed = cJSON_Parse(lr.body.data);
+    rg_buf_destroy(&lr.body);
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(
+                         cJSON_GetObjectItemCaseSensitive(listed, "result"), "sessions")),
+                     0);
+    cJSON_Delete(listed);
+    free(body);
+    cJSON_Delete(m);
+}
+
 /* A revoked key stops working within the key cache's time. */
 static void test_revoked_key(void **state)
 {
@@ -2729,8 +2863,12 @@ static void test_url_policy_workers(void **state)
     delete_as(hdr, path);
 }
 
+/* Without the egress proxy (REFGATE_EGRESS=0): the URL policy's tests again,
+   and the storage state's seeding, whose documents the page's own request
+   interception must leave to it. */
 static void test_url_policy_without_the_proxy(void **state)
 {
+    test_storage_state_carries_a_login(state);
     test_url_policy_workers(state);
     test_url_policy_inside_the_page(state);
     test_url_policy_one_local_service(state);
@@ -2774,6 +2912,7 @@ int main(void)
         cmocka_unit_test(test_other_tenants_session_for_every_op),
         cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_session_list_in_pages),
+        cmocka_unit_test(test_storage_state_carries_a_login),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),

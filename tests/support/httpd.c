@@ -165,6 +165,18 @@ static void *conn_main(void *arg)
         poll(&pf, 1, 300);
         memmove(path, path + 5, strlen(path + 5) + 1);
     }
+    if (!strcmp(path, "/echo-cookie")) {
+        /* GET /echo-cookie: a page that shows the Cookie header it was sent
+           (HttpOnly cookies included, which no page script can read) */
+        const char *ck = strcasestr(req, "\r\nCookie: ");
+        size_t cl = ck ? strcspn(ck + 10, "\r\n") : 0;
+        char body[2048];
+        int n = snprintf(body, sizeof body,
+                         "<!doctype html><title>cookies</title><p>sent: %.*s</p>", (int)cl,
+                         ck ? ck + 10 : "");
+        respond(c->fd, 200, "text/html; charset=utf-8", body, (size_t)n, 0);
+        goto out;
+    }
     if (!strcmp(path, "/slow")) {
         struct pollfd pf = {h->stop_pipe[0], POLLIN, 0};
         poll(&pf, 1, 60000);

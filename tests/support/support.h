@@ -19,7 +19,8 @@ typedef struct httpd httpd;
  * GET /slow never answers (for timeout tests); GET /redirect?to=URL answers
  * 302 to URL; GET /nocontent answers 204; GET /missing... answers 404 (a
  * resource that is not there); GET /late/PATH answers as GET /PATH, 300 ms
- * late. A query of "cacheable" sends a
+ * late; GET /echo-cookie answers a page showing the Cookie header it was
+ * sent. A query of "cacheable" sends a
  * page with max-age=0 instead of no-store. Every response closes the
  * connection.
  */

@@ -806,6 +806,39 @@ static void test_parse_command_options_win_after_the_command(void **state)
     cli_call_destroy(&c);
 }
 
+/* session create --state FILE sends what the file holds; state asks for it. */
+static void test_parse_state_file(void **state)
+{
+    (void)state;
+    cli_global g;
+    cli_global_init(&g);
+    cli_call c;
+    char err[256] = "", path[] = "/tmp/rg-cli-state-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    static const char js[] = "{\"cookies\":[{\"name\":\"a\",\"value\":\"b\",\"domain\":\"x.test\"}],"
+                             "\"origins\":[]}";
+    assert_int_equal(write(fd, js, sizeof js - 1), (ssize_t)(sizeof js - 1));
+    close(fd);
+    assert_int_equal(PARSE(&g, &c, err, "session", "create", "--state", path), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"session.create\",\"args\":{\"state\":{\"cookies\":[{\"name\":"
+                    "\"a\",\"value\":\"b\",\"domain\":\"x.test\"}],\"origins\":[]}}}");
+    cli_call_destroy(&c);
+    /* not JSON, and no file: refused before anything is sent */
+    fd = open(path, O_WRONLY | O_TRUNC);
+    assert_int_equal(write(fd, "{\"cookies\":", 11), 11);
+    close(fd);
+    assert_int_equal(PARSE(&g, &c, err, "session", "create", "--state", path), RG_EBADREQ);
+    assert_non_null(strstr(err, "does not hold JSON"));
+    unlink(path);
+    assert_int_equal(PARSE(&g, &c, err, "session", "create", "--state", path), RG_EBADREQ);
+    assert_non_null(strstr(err, "cannot read"));
+    g.session = "s1";
+    assert_int_equal(PARSE(&g, &c, err, "state"), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"session.state\"}");
+    cli_call_destroy(&c);
+}
+
 static void test_parse_observe_and_screenshot(void **state)
 {
     (void)state;
@@ -1411,6 +1444,7 @@ int main(void)
         cmocka_unit_test(test_parse_select_values),
         cmocka_unit_test(test_parse_fill_type_press),
         cmocka_unit_test(test_parse_command_options_win_after_the_command),
+        cmocka_unit_test(test_parse_state_file),
         cmocka_unit_test(test_parse_observe_and_screenshot),
         cmocka_unit_test(test_parse_session_ops),
         cmocka_unit_test(test_parse_call),
