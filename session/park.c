@@ -208,12 +208,8 @@ static const char capture_js[] =
     "try{r.ls=dump(localStorage)}catch(e){}try{r.ss=dump(sessionStorage)}catch(e){}"
     "return JSON.stringify(r)})(%s)";
 
-/* The fields Storage.setCookies takes back, from what Storage.getCookies gave. */
-static char *cookie_params(const cJSON *cookies)
+char *sess_cookie_params(const cJSON *cookies, const char *const *keep, size_t n)
 {
-    static const char *keep[] = {"name",     "value",    "domain",       "path",
-                                 "secure",   "httpOnly", "sameSite",     "priority",
-                                 "sourceScheme", "sourcePort"};
     cJSON *out = cJSON_CreateArray();
     const cJSON *c;
     cJSON_ArrayForEach(c, cookies)
@@ -221,7 +217,8 @@ static char *cookie_params(const cJSON *cookies)
         cJSON *p = cJSON_CreateObject();
         if (!p)
             break;
-        for (size_t i = 0; i < sizeof keep / sizeof *keep; i++) {
+        cJSON_AddItemToArray(out, p);
+        for (size_t i = 0; i < n; i++) {
             const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, keep[i]);
             if (v)
                 cJSON_AddItemToObject(p, keep[i], cJSON_Duplicate(v, 1));
@@ -230,11 +227,22 @@ static char *cookie_params(const cJSON *cookies)
         const cJSON *exp = cJSON_GetObjectItemCaseSensitive(c, "expires");
         if (!cJSON_IsTrue(session) && cJSON_IsNumber(exp) && exp->valuedouble > 0)
             cJSON_AddNumberToObject(p, "expires", exp->valuedouble);
-        cJSON_AddItemToArray(out, p);
+        if (!cJSON_GetObjectItemCaseSensitive(p, "url") &&
+            !cJSON_GetObjectItemCaseSensitive(p, "path"))
+            cJSON_AddStringToObject(p, "path", "/");
     }
     char *s = out ? cJSON_PrintUnformatted(out) : NULL;
     cJSON_Delete(out);
     return s;
+}
+
+/* The fields Storage.setCookies takes back, from what Storage.getCookies gave. */
+static char *cookie_params(const cJSON *cookies)
+{
+    static const char *const keep[] = {"name",         "value",     "domain",   "path",
+                                       "secure",       "httpOnly",  "sameSite", "priority",
+                                       "sourceScheme", "sourcePort"};
+    return sess_cookie_params(cookies, keep, sizeof keep / sizeof *keep);
 }
 
 static char *print_obj(const cJSON *root, const char *k)

@@ -314,6 +314,11 @@ void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params);
     the egress proxy: intercept.c; any thread). The network op names it. */
 void sess_netlog_refused(sess *s, const char *url, const char *why);
 
+/** Cookies as Storage.setCookies takes them (JSON text, caller frees; NULL without
+    memory): each with the keys keep names (n of them), expires when it is a positive
+    number and the cookie not a session one, path "/" when it has neither url nor path
+    (park.c). */
+char *sess_cookie_params(const cJSON *cookies, const char *const *keep, size_t n);
 /** A Storage call on s's browser context: {"cookies": cookies (JSON text, when not
     NULL), "browserContextId": the context} (park.c). r starts zeroed. */
 int sess_context_call(sess *s, const char *method, const char *cookies, cdp_reply *r);

@@ -167,29 +167,7 @@ static char *cookie_params_of(const cJSON *cookies)
 {
     static const char *const keep[] = {"name", "value",  "domain",   "path",
                                        "url",  "secure", "httpOnly", "sameSite"};
-    cJSON *out = cJSON_CreateArray();
-    const cJSON *c;
-    cJSON_ArrayForEach(c, cookies)
-    {
-        cJSON *p = cJSON_CreateObject();
-        if (!p)
-            break;
-        cJSON_AddItemToArray(out, p);
-        for (size_t i = 0; i < sizeof keep / sizeof *keep; i++) {
-            const cJSON *v = cJSON_GetObjectItemCaseSensitive(c, keep[i]);
-            if (v)
-                cJSON_AddItemToObject(p, keep[i], cJSON_Duplicate(v, 0));
-        }
-        const cJSON *exp = cJSON_GetObjectItemCaseSensitive(c, "expires");
-        if (cJSON_IsNumber(exp) && exp->valuedouble > 0)
-            cJSON_AddNumberToObject(p, "expires", exp->valuedouble);
-        if (!cJSON_GetObjectItemCaseSensitive(c, "url") &&
-            !cJSON_GetObjectItemCaseSensitive(c, "path"))
-            cJSON_AddStringToObject(p, "path", "/");
-    }
-    char *s = out ? cJSON_PrintUnformatted(out) : NULL;
-    cJSON_Delete(out);
-    return s;
+    return sess_cookie_params(cookies, keep, sizeof keep / sizeof *keep);
 }
 
 /* The empty page a seeded origin's document is answered with. */
