@@ -309,6 +309,9 @@ int cli_print_json(FILE *f, const cJSON *v);
  * read (or is not a regular file).
  */
 cJSON *cli_upload_entry(const char *path, char *err, size_t errlen);
+/** The JSON the file at path holds (at most 16 MiB) into *out: 0, or RG_EBADREQ with a
+    sentence in err (session create --state, MCP's browser_set_storage_state). */
+int cli_json_file(const char *path, cJSON **out, char *err, size_t errlen);
 /**
  * In the command map body, replaces each string of args.files (a local
  * path, as `upload TARGET FILE...` puts it) by its upload entry. 0, or

@@ -275,8 +275,7 @@ static int viewport(const char *s, cJSON **out, char *err, size_t errlen)
 
 #define JSON_FILE_MAX (16 << 20)
 
-/* The JSON a file holds (--state). */
-static int json_file(const char *path, cJSON **out, char *err, size_t errlen)
+int cli_json_file(const char *path, cJSON **out, char *err, size_t errlen)
 {
     FILE *f = fopen(path, "rbe");
     if (!f)
@@ -311,7 +310,7 @@ static int flag_item(const flag_spec *f, const char *v, cJSON **out, char *err, 
     case VT_VIEWPORT:
         return viewport(v, out, err, errlen);
     case VT_JSONFILE:
-        return json_file(v, out, err, errlen);
+        return cli_json_file(v, out, err, errlen);
     default:
         *out = cJSON_CreateString(v);
         return 0;

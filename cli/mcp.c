@@ -16,8 +16,11 @@
 #define _GNU_SOURCE
 #include "cli/cli.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mcp/mcp.h"
 #include "wire/wire.h"
@@ -34,6 +37,38 @@ static cJSON *local_file(void *ud, const char *path, char *err, size_t errlen)
 {
     (void)ud;
     return cli_upload_entry(path, err, errlen);
+}
+
+/* browser_storage_state's file: written whole, readable by its owner only
+   (it holds the session's cookies). */
+static int save_text(void *ud, const char *path, const char *text, char *err, size_t errlen)
+{
+    (void)ud;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    size_t n = strlen(text), done = 0;
+    while (fd >= 0 && done < n) {
+        ssize_t w = write(fd, text + done, n - done);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    int ok = fd >= 0 && done == n;
+    int saved = errno;
+    if (fd >= 0 && close(fd) < 0)
+        ok = 0;
+    if (!ok)
+        snprintf(err, errlen, "cannot write %.300s: %s", path, strerror(saved ? saved : EIO));
+    return ok ? 0 : -1;
+}
+
+/* browser_set_storage_state's file. */
+static cJSON *load_json(void *ud, const char *path, char *err, size_t errlen)
+{
+    (void)ud;
+    cJSON *v = NULL;
+    return cli_json_file(path, &v, err, errlen) < 0 ? NULL : v;
 }
 
 /* The HTTP backend: one command on the session, or its DELETE (close). */
@@ -150,7 +185,11 @@ static void leave(stdio_mcp *m)
 
 int cli_mcp_main(const cli_global *g, int argc, char **argv)
 {
-    stdio_mcp m = {.g = g, .s = {.call = gw_call, .local_file = local_file}};
+    stdio_mcp m = {.g = g,
+                   .s = {.call = gw_call,
+                         .local_file = local_file,
+                         .save_text = save_text,
+                         .load_json = load_json}};
     m.s.ud = &m;
     char err[512];
     if (g->session)

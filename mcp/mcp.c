@@ -691,6 +691,107 @@ static void t_close(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/*
+ * The session's cookies and localStorage (session.state), as Playwright's
+ * browser_storage_state saves them: to filename on this machine over stdio,
+ * or in the answer, from which an agent passes them back to
+ * browser_set_storage_state as state.
+ */
+static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
+{
+    const char *file = str_of(a, "filename");
+    if (file && !m->save_text) {
+        add_text(r, "error bad_request: filename names a file on the agent's machine, which "
+                    "refgate's server cannot write over HTTP; call without it to get the state "
+                    "in the answer");
+        r->error = 1;
+        return;
+    }
+    cJSON *reply;
+    const cJSON *res;
+    if (run(m, r, "session.state", NULL, &reply, &res) < 0)
+        return;
+    char *text = cJSON_PrintUnformatted(res);
+    char err[512] = "";
+    int nc = cJSON_GetArraySize(item(res, "cookies")), no = cJSON_GetArraySize(item(res, "origins"));
+    if (!text) {
+        add_text(r, "error internal: out of memory");
+        r->error = 1;
+    } else if (!file) {
+        add_text(r, "The storage state (%d cookies, %d origins with localStorage), for "
+                    "browser_set_storage_state's state; it holds credentials:\n%s",
+                 nc, no, text);
+    } else if (m->save_text(m->ud, file, text, err, sizeof err) < 0) {
+        add_text(r, "error bad_request: %s", err);
+        r->error = 1;
+    } else {
+        add_text(r, "Saved the storage state (%d cookies, %d origins with localStorage) to %s",
+                 nc, no, file);
+    }
+    free(text);
+    cJSON_Delete(reply);
+}
+
+/*
+ * A state (filename on this machine, or state itself) put into the browser:
+ * refgate puts a state into a new session only, so the session this MCP
+ * session made is closed and a new one made from the state, on about:blank
+ * (its tabs go with the old one). Over HTTP the MCP session is bound to
+ * its browser session at initialize: there, make the session with
+ * session.create's state instead.
+ */
+static void t_set_storage_state(mcp_session *m, const cJSON *a, result *r)
+{
+    const char *file = str_of(a, "filename");
+    const cJSON *given = item(a, "state");
+    char err[512] = "";
+    if (m->no_create) {
+        add_text(r, "error bad_request: over HTTP this MCP session keeps the browser session it "
+                    "began with; create a session with its state (POST /v1/sessions with "
+                    "args.state) and connect to it instead");
+        r->error = 1;
+        return;
+    }
+    if (!file == !given || (file && !m->load_json)) {
+        add_text(r, "error bad_request: give filename (a file of browser_storage_state or "
+                    "Playwright's storageState) or state, one of them");
+        r->error = 1;
+        return;
+    }
+    cJSON *state = file ? m->load_json(m->ud, file, err, sizeof err) : cJSON_Duplicate(given, 1);
+    if (!state) {
+        add_text(r, "error bad_request: %s", err[0] ? err : "out of memory");
+        r->error = 1;
+        return;
+    }
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddItemToObject(args, "state", state);
+    cJSON *made = NULL;
+    int rc = m->call(m->ud, "", "POST", "session.create", args, &made, err, sizeof err);
+    const char *sid = rc == 0 && cJSON_IsTrue(item(made, "ok"))
+                          ? str_of(item(made, "result"), "session")
+                          : NULL;
+    if (rc < 0) {
+        add_text(r, "error unavailable: %s", err);
+        r->error = 1;
+    } else if (!sid) {
+        failed(r, made);
+    } else {
+        char old[sizeof m->sid];
+        snprintf(old, sizeof old, "%s", m->made ? m->sid : "");
+        snprintf(m->sid, sizeof m->sid, "%s", sid);
+        m->made = 1;
+        cJSON *gone = NULL;
+        if (old[0])
+            m->call(m->ud, old, "DELETE", NULL, NULL, &gone, err, sizeof err);
+        cJSON_Delete(gone);
+        add_text(r, "Started session %s from the state%s%s; it is on about:blank: navigate to "
+                    "go on",
+                 sid, old[0] ? " and closed " : "", old);
+    }
+    cJSON_Delete(made);
+}
+
 // clang-format off
 static const tool tools[] = {
     {"browser_navigate", "Navigate to a URL", "Navigate to a URL",
@@ -777,6 +878,17 @@ static const tool tools[] = {
      "action", t_tabs},
     {"browser_close", "Close browser", "Close the page and its session",
      "{\"type\":\"object\",\"properties\":{}}", "", t_close},
+    {"browser_storage_state", "Save storage state",
+     "Save the cookies and localStorage of the session, to reuse them in a later one (Playwright's storageState shape)",
+     "{\"type\":\"object\",\"properties\":{\"filename\":{\"type\":\"string\","
+     "\"description\":\"A file on this machine to save it to (refgate-cli mcp only); without it the state is in the answer\"}}}",
+     "", t_storage_state},
+    {"browser_set_storage_state", "Restore storage state",
+     "Start a new session from saved cookies and localStorage (the current session and its tabs close)",
+     "{\"type\":\"object\",\"properties\":{\"filename\":{\"type\":\"string\","
+     "\"description\":\"A file of browser_storage_state or Playwright's storageState on this machine (refgate-cli mcp only)\"},"
+     "\"state\":{\"type\":\"object\",\"description\":\"The state itself, as browser_storage_state gave it\"}}}",
+     "", t_set_storage_state},
     {"browser_park", "Park the session",
      "Park the session: the browser is let go, the page's state is kept and comes back at the next call",
      "{\"type\":\"object\",\"properties\":{}}", "", t_park},

@@ -12,13 +12,14 @@
 // confirm(); check out, which throws, and read the console; drag the card
 // to the wishlist; attach a receipt (a file
 // the page reads back: over stdio by its path, over HTTP by its bytes); take
-// a screenshot; call a tool that does not exist; close. Every step checks what
+// a screenshot; call a tool that does not exist; save the cookies and
+// storage the page set and start a new session from them; close. Every step checks what
 // an agent would read in the answer, and prints one line; the first failed
 // check exits with status 1 and says what was wrong.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -190,6 +191,44 @@ check(refused, 'an unknown tool is refused with an error');
 
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
 check(!r.isError && /Page Title: Banana/.test(textOf(r)), 'the server still serves after the errors');
+
+// A login carried to a later session: what the page stored, saved, and a
+// new session started from it (over HTTP the MCP session keeps its browser
+// session, and the tool says how to start from a state instead).
+r = await client.callTool({ name: 'browser_evaluate', arguments: {
+  function: "() => { document.cookie = 'who=ada; max-age=600; path=/'; localStorage.setItem('basket', 'banana'); return 'stored'; }",
+} });
+check(!r.isError && textOf(r).includes('stored'), 'the page stores a cookie and localStorage', textOf(r));
+const holds = (st) => st.cookies.some((c) => c.name === 'who' && c.value === 'ada') &&
+  st.origins.some((o) => o.localStorage.some((i) => i.name === 'basket' && i.value === 'banana'));
+if (overHttp) {
+  r = await client.callTool({ name: 'browser_storage_state', arguments: {} });
+  const t = textOf(r);
+  check(!r.isError && holds(JSON.parse(t.slice(t.indexOf('\n') + 1))),
+    'browser_storage_state gives the cookie and the storage in its answer', t);
+  r = await client.callTool({ name: 'browser_storage_state', arguments: { filename: '/tmp/x.json' } });
+  check(r.isError && /cannot write over HTTP/.test(textOf(r)), 'over HTTP it writes no file', textOf(r));
+  r = await client.callTool({ name: 'browser_set_storage_state', arguments: { state: { cookies: [] } } });
+  check(r.isError && /POST \/v1\/sessions/.test(textOf(r)),
+    'over HTTP, browser_set_storage_state says how to start from a state instead', textOf(r));
+} else {
+  const sdir = mkdtempSync(join(tmpdir(), 'refgate-state-'));
+  const file = join(sdir, 'state.json');
+  r = await client.callTool({ name: 'browser_storage_state', arguments: { filename: file } });
+  check(!r.isError && /Saved the storage state/.test(textOf(r)), 'browser_storage_state saves to a file', textOf(r));
+  check(holds(JSON.parse(readFileSync(file, 'utf8'))), 'the file holds the cookie and the storage');
+  check((statSync(file).mode & 0o777) === 0o600, 'only its owner may read the file');
+  r = await client.callTool({ name: 'browser_set_storage_state', arguments: { filename: file } });
+  rmSync(sdir, { recursive: true, force: true });
+  check(!r.isError && /Started session .* from the state and closed /.test(textOf(r)),
+    'browser_set_storage_state starts a new session from it and closes the old one', textOf(r));
+  r = await client.callTool({ name: 'browser_navigate', arguments: { url: appUrl + '/index.html' } });
+  check(!r.isError, 'navigate in the new session', textOf(r));
+  r = await client.callTool({ name: 'browser_evaluate', arguments: {
+    function: "() => document.cookie + '|' + localStorage.getItem('basket')",
+  } });
+  check(textOf(r).includes('who=ada|banana'), 'the new session has the cookie and the storage', textOf(r));
+}
 
 r = await client.callTool({ name: 'browser_close', arguments: {} });
 check(!r.isError && /is closed/.test(textOf(r)), 'close the session');
