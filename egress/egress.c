@@ -469,7 +469,9 @@ static void remember_refusal_locked(egress_slot *s, const char *host, int port, 
         s->refusal[i].port = port;
         snprintf(s->refusal[i].host, sizeof s->refusal[i].host, "%s", host);
     }
-    snprintf(s->refusal[i].why, sizeof s->refusal[i].why, "%s", why);
+    /* a reason longer than is kept is cut: it is for the client to read */
+    snprintf(s->refusal[i].why, sizeof s->refusal[i].why, "%.*s",
+             (int)sizeof s->refusal[i].why - 1, why);
 }
 
 /* A connection to host:port that failed for a reason other than the rules. */
