@@ -64,12 +64,7 @@ struct egress_slot {
         int port;
         char host[EGRESS_HOST_MAX];
     } recent[EGRESS_FAILED_KEPT];
-    uint64_t refusals; /* destinations recorded in refusal[] (under e->mu) */
-    struct {           /* the last refused destinations, at refusals % EGRESS_REFUSED_KEPT */
-        int port;
-        char host[EGRESS_HOST_MAX];
-        char why[EGRESS_WHY_MAX];
-    } refusal[EGRESS_REFUSED_KEPT];
+    egress_refusals refusals; /* why the rules refused its last destinations (under e->mu) */
     struct conn *clist;
     egress_slot *next;
 };
@@ -452,26 +447,40 @@ static void count(egress *e, uint64_t *what)
     pthread_mutex_unlock(&e->mu);
 }
 
-/* The rules refused a connection to host:port for why (under e->mu): a
-   destination already remembered gets the new reason, others the oldest
-   place. */
-static void remember_refusal_locked(egress_slot *s, const char *host, int port, const char *why)
+/* The place of host:port in r, or EGRESS_REFUSED_KEPT. */
+static unsigned refusal_at(const egress_refusals *r, const char *host, int port)
 {
-    uint64_t from = s->refusals > EGRESS_REFUSED_KEPT ? s->refusals - EGRESS_REFUSED_KEPT : 0;
-    unsigned i = EGRESS_REFUSED_KEPT;
-    for (uint64_t k = from; k < s->refusals && i == EGRESS_REFUSED_KEPT; k++) {
+    uint64_t from = r->n > EGRESS_REFUSED_KEPT ? r->n - EGRESS_REFUSED_KEPT : 0;
+    for (uint64_t k = from; k < r->n; k++) {
         unsigned j = (unsigned)(k % EGRESS_REFUSED_KEPT);
-        if (s->refusal[j].port == port && !strcasecmp(s->refusal[j].host, host))
-            i = j;
+        if (r->at[j].port == port && !strcasecmp(r->at[j].host, host))
+            return j;
     }
+    return EGRESS_REFUSED_KEPT;
+}
+
+void egress_refusals_note(egress_refusals *r, const char *host, int port, const char *why)
+{
+    if (strlen(host) >= sizeof r->at[0].host)
+        return;
+    unsigned i = refusal_at(r, host, port);
     if (i == EGRESS_REFUSED_KEPT) {
-        i = (unsigned)(s->refusals++ % EGRESS_REFUSED_KEPT);
-        s->refusal[i].port = port;
-        snprintf(s->refusal[i].host, sizeof s->refusal[i].host, "%s", host);
+        i = (unsigned)(r->n++ % EGRESS_REFUSED_KEPT);
+        r->at[i].port = port;
+        snprintf(r->at[i].host, sizeof r->at[i].host, "%s", host);
     }
     /* a reason longer than is kept is cut: it is for the client to read */
-    snprintf(s->refusal[i].why, sizeof s->refusal[i].why, "%.*s",
-             (int)sizeof s->refusal[i].why - 1, why);
+    snprintf(r->at[i].why, sizeof r->at[i].why, "%.*s", (int)sizeof r->at[i].why - 1, why);
+}
+
+int egress_refusals_find(const egress_refusals *r, const char *host, int port, char *why,
+                         size_t whylen)
+{
+    unsigned i = refusal_at(r, host, port);
+    if (i == EGRESS_REFUSED_KEPT)
+        return 0;
+    snprintf(why, whylen, "%s", r->at[i].why);
+    return 1;
 }
 
 /* A connection to host:port that failed for a reason other than the rules. */
@@ -525,7 +534,7 @@ static void *conn_main(void *arg)
         if (rc == RG_EBLOCKEDURL) {
             pthread_mutex_lock(&e->mu);
             e->st.refused++, a.s->refused++;
-            remember_refusal_locked(a.s, host, port, why);
+            egress_refusals_note(&a.s->refusals, host, port, why);
             pthread_mutex_unlock(&e->mu);
         } else {
             slot_failed(e, a.s, host, port);
@@ -840,16 +849,8 @@ uint64_t egress_slot_since(egress_slot *s, const egress_mark *mark, const char *
 
 int egress_slot_refusal(egress_slot *s, const char *host, int port, char *why, size_t whylen)
 {
-    int found = 0;
     pthread_mutex_lock(&s->e->mu);
-    uint64_t from = s->refusals > EGRESS_REFUSED_KEPT ? s->refusals - EGRESS_REFUSED_KEPT : 0;
-    for (uint64_t k = s->refusals; k > from && !found; k--) {
-        unsigned j = (unsigned)((k - 1) % EGRESS_REFUSED_KEPT);
-        if (s->refusal[j].port == port && !strcasecmp(s->refusal[j].host, host)) {
-            found = 1;
-            snprintf(why, whylen, "%s", s->refusal[j].why);
-        }
-    }
+    int found = egress_refusals_find(&s->refusals, host, port, why, whylen);
     pthread_mutex_unlock(&s->e->mu);
     return found;
 }

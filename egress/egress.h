@@ -140,6 +140,27 @@ uint64_t egress_slot_since(egress_slot *s, const egress_mark *mark, const char *
 #define EGRESS_WHY_MAX 192
 
 /**
+ * The reasons of the last EGRESS_REFUSED_KEPT refused destinations (host
+ * and port, hosts compared without case), one place each: a destination
+ * refused again gets the new reason in its place, a new one the oldest
+ * place. Zeroed is empty. No lock of its own: its owner's (a slot's, the
+ * session's network log without the proxy).
+ */
+typedef struct egress_refusals {
+    uint64_t n; /* destinations noted; the next goes at n % EGRESS_REFUSED_KEPT */
+    struct {
+        int port;
+        char host[256]; /* a longer host is not remembered */
+        char why[EGRESS_WHY_MAX];
+    } at[EGRESS_REFUSED_KEPT];
+} egress_refusals;
+
+void egress_refusals_note(egress_refusals *r, const char *host, int port, const char *why);
+/** 1 with the reason for host:port in why (cut to whylen), or 0. */
+int egress_refusals_find(const egress_refusals *r, const char *host, int port, char *why,
+                         size_t whylen);
+
+/**
  * Why the rules last refused a connection of the slot to host:port (host
  * as the browser sent it, compared without case), when it is among the
  * last EGRESS_REFUSED_KEPT destinations refused: 1 with the reason in why,

@@ -1318,16 +1318,12 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         rc = RG_ENOMEM;
         goto fail;
     }
-    int b = 0;
-    for (int i = 0; i < REG_BASELINES; i++) {
-        if (pg->baseline[i].shape && !strcmp(pg->baseline[i].shape, shape)) {
-            b = i;
-            break;
-        }
-        if (pg->baseline[i].used < pg->baseline[b].used)
+    int b = 0, same_shape = 0;
+    for (int i = 0; i < REG_BASELINES && !same_shape; i++) {
+        same_shape = pg->baseline[i].shape && !strcmp(pg->baseline[i].shape, shape);
+        if (same_shape || pg->baseline[i].used < pg->baseline[b].used)
             b = i;
     }
-    int same_shape = pg->baseline[b].shape && !strcmp(pg->baseline[b].shape, shape);
     const char *prev = same_shape && pg->baseline[b].text ? pg->baseline[b].text : "";
     out->text = opts->diff ? reg_text_diff(prev, full) : strdup(full);
     if (!out->text) {

@@ -26,21 +26,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Destinations the URL policy refused without the egress proxy (with it,
-   the proxy's slot remembers them: egress_slot_refusal). */
-#define REFUSED_KEPT 16
-
 struct sess_netlog {
     pthread_mutex_t mu;
     sess_net_req *ring; /* SESS_NET_KEPT entries once the first request comes */
     uint64_t seq;       /* requests so far: the last one's seq */
     uint64_t base;      /* seq when the log was last cleared: kept are after it */
-    unsigned refusals;  /* recorded in refused[], the next at refusals % REFUSED_KEPT */
-    struct {
-        int port;
-        char host[256];
-        char why[EGRESS_WHY_MAX];
-    } refused[REFUSED_KEPT];
+    /* why the URL policy refused the last destinations without the egress
+       proxy (with it, the proxy's slot remembers them: egress_slot_refusal) */
+    egress_refusals refused;
 };
 
 struct sess_netlog *sess_netlog_new(void)
@@ -65,8 +58,7 @@ static void clear_locked(struct sess_netlog *l)
     free(l->ring);
     l->ring = NULL;
     l->base = l->seq;
-    l->refusals = 0;
-    memset(l->refused, 0, sizeof l->refused);
+    memset(&l->refused, 0, sizeof l->refused);
 }
 
 void sess_netlog_free(struct sess_netlog *l)
@@ -210,16 +202,7 @@ void sess_netlog_refused(sess *s, const char *url, const char *why)
     if (!l || sess_url_host_port(url, host, sizeof host, &port) < 0)
         return;
     pthread_mutex_lock(&l->mu);
-    unsigned i = REFUSED_KEPT; /* a destination refused again keeps its place */
-    for (unsigned k = 0; k < REFUSED_KEPT; k++)
-        if (l->refused[k].port == port && !strcmp(l->refused[k].host, host))
-            i = k;
-    if (i == REFUSED_KEPT) {
-        i = l->refusals++ % REFUSED_KEPT;
-        l->refused[i].port = port;
-        snprintf(l->refused[i].host, sizeof l->refused[i].host, "%s", host);
-    }
-    snprintf(l->refused[i].why, sizeof l->refused[i].why, "%s", why);
+    egress_refusals_note(&l->refused, host, port, why);
     pthread_mutex_unlock(&l->mu);
 }
 
@@ -239,15 +222,10 @@ static char *refusal_of(sess *s, struct sess_netlog *l, const sess_net_req *e)
     if ((!proxied && strncmp(e->failure, "net::ERR_BLOCKED_BY_CLIENT", 26)) ||
         sess_url_host_port(e->url, host, sizeof host, &port) < 0)
         return NULL;
-    if (proxied && s->egress) {
-        found = egress_slot_refusal(s->egress, host, port, why, sizeof why);
-    } else if (!proxied) {
-        for (unsigned k = 0; k < REFUSED_KEPT && !found; k++)
-            if (l->refused[k].port == port && !strcmp(l->refused[k].host, host)) {
-                found = 1;
-                snprintf(why, sizeof why, "%s", l->refused[k].why);
-            }
-    }
+    if (proxied)
+        found = s->egress && egress_slot_refusal(s->egress, host, port, why, sizeof why);
+    else
+        found = egress_refusals_find(&l->refused, host, port, why, sizeof why);
     return found ? strdup(why) : NULL;
 }
 

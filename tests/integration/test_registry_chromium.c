@@ -461,6 +461,18 @@ static void test_outline_text(void **state)
     assert_int_equal(reg_observe(f.pg, f.h, &part, &d), 0);
     assert_string_equal(d.text, "");
     reg_observation_free(&d);
+    /* Four baselines are kept: four other shapes looked at since push the
+       whole page's out, and its diff then lists every line as added. */
+    static const char *const parts[] = {"main", "ul", "table", "fieldset"};
+    for (size_t i = 0; i < sizeof parts / sizeof *parts; i++) {
+        reg_observe_opts other = {.scope_css = parts[i]};
+        assert_int_equal(reg_observe(f.pg, f.h, &other, &d), 0);
+        reg_observation_free(&d);
+    }
+    assert_int_equal(reg_observe(f.pg, f.h, &dopts, &d), 0);
+    assert_non_null(strstr(d.text, "+ ") && strstr(d.text, "heading \"Your cart\""));
+    assert_true(strncmp(d.text, "- ", 2) && !strstr(d.text, "\n- ")); /* no line removed */
+    reg_observation_free(&d);
     reg_observation_free(&a);
     fx_close(&f);
 }
