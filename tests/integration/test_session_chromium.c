@@ -667,6 +667,21 @@ static sess_mgr *small_mgr(const char *worker, int capacity, int64_t idle_ms)
     return m;
 }
 
+/*
+ * Waits (up to 20 s) until the heartbeat has judged n pages of m in all. A
+ * park for room takes an unjudged page after every judged one (victim.c), so
+ * a test of the age order waits until the pages it compares are in one tier.
+ */
+static void judged_at_least(sess_mgr *m, uint64_t n)
+{
+    sess_stats ss = {0};
+    for (int i = 0; i < 400 && ss.judged < n; i++) {
+        usleep(i ? 50000 : 0);
+        sess_get_stats(m, &ss);
+    }
+    assert_true(ss.judged >= n);
+}
+
 static void test_full_worker_parks_the_least_recently_used(void **state)
 {
     (void)state;
@@ -678,10 +693,12 @@ static void test_full_worker_parks_the_least_recently_used(void **state)
     strcpy(idb, sess_id(b));
     sess_done(a, 0);
     sess_done(b, 0);
+    judged_at_least(m, 2);
     sess *c = create(m, "counter.html"); /* a is the least recently used */
     char idc[64];
     strcpy(idc, sess_id(c));
     sess_done(c, 0);
+    judged_at_least(m, 3);
     state_of(ida, st);
     assert_string_equal(st, "parked");
     state_of(idb, st);
