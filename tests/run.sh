@@ -18,9 +18,14 @@ failed=0
 skipped=0
 failed_names=""
 log=$(mktemp)
+times=""
 for t in "$@"; do
     echo "== $t"
+    t0=$(date +%s)
     timeout --kill-after=10 "$limit" "$dir/$t" 2>&1 | tee "$log"
+    # Each binary's seconds, for the summary: CI's time budget is watched.
+    times="$times$(($(date +%s) - t0)) $t
+"
     # A binary may run several cmocka groups (test_make_run runs two): each
     # prints "Running N", then "PASSED N" and, with failures, "FAILED N".
     # Their sums are the binary's; fewer ended than ran means it died.
@@ -46,6 +51,7 @@ for t in "$@"; do
 done
 rm -f "$log"
 echo
+echo "slowest binaries (seconds):" $(printf '%s' "$times" | sort -rn | head -12 | tr '\n' ' ')
 [ -n "$failed_names" ] && echo "failing binaries:$failed_names"
 if [ "$skipped" -gt 0 ]; then
     echo "$passed passed, $failed failed, $skipped skipped"
