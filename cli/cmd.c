@@ -139,6 +139,20 @@ static const cmd_spec cmds[] = {
     {"info", WIRE_OP_SESSION_INFO, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS, "info"},
     {"state", WIRE_OP_SESSION_STATE, NULL, {NULL}, 0, CLI_OUT_RESULT, NO_FLAGS,
      "state   (cookies and localStorage as JSON, for session create --state)"},
+    {"cookies", WIRE_OP_COOKIES, NULL, {"*urls"}, 0, CLI_OUT_RESULT,
+     {{"--name", NULL, "name", VT_STR}},
+     "cookies [URL...] [--name N]   (all of the session's, or those sent to a URL)"},
+    {"cookies set", WIRE_OP_COOKIES_SET, NULL, {"name", "value"}, 2, CLI_OUT_NONE,
+     {{"--url", NULL, "url", VT_STR}, {"--domain", NULL, "domain", VT_STR},
+      {"--path", NULL, "path", VT_STR}, {"--expires", NULL, "expires", VT_INT},
+      {"--http-only", NULL, "http_only", VT_TRUE}, {"--secure", NULL, "secure", VT_TRUE},
+      {"--same-site", NULL, "same_site", VT_STR}},
+     "cookies set NAME VALUE [--url U | --domain D] [--path P] [--expires UNIX_S]\n"
+     "          [--http-only] [--secure] [--same-site Strict|Lax|None]   (the page's site by default)"},
+    {"cookies clear", WIRE_OP_COOKIES_CLEAR, NULL, {NULL}, 0, CLI_OUT_RESULT,
+     {{"--name", NULL, "name", VT_STR}, {"--domain", NULL, "domain", VT_STR},
+      {"--path", NULL, "path", VT_STR}},
+     "cookies clear [--name N] [--domain D] [--path P]   (all, or those that match)"},
     {"list", NONE, "GET", {NULL}, 0, CLI_OUT_RESULT,
      {{"--limit", NULL, "limit", VT_INT}, {"--after", NULL, "after", VT_STR}},
      "list [--limit N] [--after NEXT]   (a page; pass its next as --after for the next)"},
@@ -361,6 +375,16 @@ static const cmd_spec *find_command(int argc, char **argv, int *i, char *err, si
         rg_errf(err, errlen, RG_EBADREQ, "unknown command \"session %s\" (there is session create)",
                 *i + 1 < argc ? argv[*i + 1] : "");
         return NULL;
+    }
+    /* Two words ("cookies set") before one ("cookies"). */
+    const char *next = *i + 1 < argc ? argv[*i + 1] : "";
+    for (size_t k = 1; k < NCMDS; k++) {
+        size_t n = strlen(w);
+        if (!strncmp(cmds[k].name, w, n) && cmds[k].name[n] == ' ' &&
+            !strcmp(cmds[k].name + n + 1, next)) {
+            *i += 2;
+            return &cmds[k];
+        }
     }
     for (size_t k = 1; k < NCMDS; k++) {
         if (!strcmp(cmds[k].name, w)) {

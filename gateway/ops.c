@@ -32,6 +32,9 @@ static int op_downloads(gw_cmd *c);
 static int op_console(gw_cmd *c);
 static int op_network(gw_cmd *c);
 static int op_state(gw_cmd *c);
+static int op_cookies(gw_cmd *c);
+static int op_cookie_set(gw_cmd *c);
+static int op_cookies_clear(gw_cmd *c);
 static int op_resize(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
@@ -867,6 +870,48 @@ static int op_state(gw_cmd *c)
 {
     int rc = sess_state_get(c->s, &c->result);
     return rc < 0 ? gw_fail(c, rc, "the browser did not give the session's state") : 0;
+}
+
+/*
+ * The cookies of the session's context (cookies), one set (cookies.set) and
+ * the deletion of those matching a name, domain and path (cookies.clear),
+ * as Playwright's context.cookies(), addCookies() and clearCookies() do.
+ * No URL policy: a cookie opens no connection. The cookie jar is the
+ * checkpoint's, so a change is written at once (a full checkpoint).
+ */
+static int op_cookies(gw_cmd *c)
+{
+    cJSON *list = NULL;
+    int rc = sess_cookies_get(c->s, cJSON_GetObjectItemCaseSensitive(c->args, "urls"),
+                              gw_arg_str(c, "name"), &list, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->err[0] ? (c->rc = rc) : gw_fail(c, rc, "the browser did not give the cookies");
+    c->result = cJSON_CreateObject();
+    cJSON_AddItemToObject(c->result, "cookies", list);
+    return 0;
+}
+
+static int op_cookie_set(gw_cmd *c)
+{
+    int rc = sess_cookie_set(c->s, c->args, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->err[0] ? (c->rc = rc) : gw_fail(c, rc, "the browser did not set the cookie");
+    c->full = 1;
+    c->result = cJSON_CreateObject();
+    return 0;
+}
+
+static int op_cookies_clear(gw_cmd *c)
+{
+    int n = 0;
+    int rc = sess_cookies_clear(c->s, gw_arg_str(c, "name"), gw_arg_str(c, "domain"),
+                                gw_arg_str(c, "path"), &n);
+    if (rc < 0)
+        return gw_fail(c, rc, "the browser did not clear the cookies");
+    c->full = 1;
+    c->result = cJSON_CreateObject();
+    cJSON_AddNumberToObject(c->result, "cleared", n);
+    return 0;
 }
 
 /* The requests the session's pages made (session/netlog.c), after `since`. */

@@ -792,6 +792,97 @@ static void t_set_storage_state(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(made);
 }
 
+/*
+ * Cookies, with the names, arguments and answers of Playwright's MCP tools
+ * (its "storage" capability): the list filtered as it filters (domain: a part
+ * of the cookie's domain; path: its beginning), one cookie by name, a set
+ * (for the page's own site unless a domain is given), a delete by name, and
+ * a clear of them all.
+ */
+static void t_cookie_list(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *reply;
+    const cJSON *res, *c;
+    if (run(m, r, "cookies", NULL, &reply, &res) < 0)
+        return;
+    const char *dom = str_of(a, "domain"), *path = str_of(a, "path");
+    int n = 0;
+    cJSON_ArrayForEach(c, item(res, "cookies"))
+    {
+        const char *cd = or_empty(str_of(c, "domain")), *cp = or_empty(str_of(c, "path"));
+        if ((dom && !strstr(cd, dom)) || (path && strncmp(cp, path, strlen(path))))
+            continue;
+        add_text(r, "%s=%s (domain: %s, path: %s)", or_empty(str_of(c, "name")),
+                 or_empty(str_of(c, "value")), cd, cp);
+        n++;
+    }
+    if (!n)
+        add_text(r, "No cookies found");
+    cJSON_Delete(reply);
+}
+
+static void t_cookie_get(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    const char *name = or_empty(str_of(a, "name"));
+    cJSON_AddStringToObject(args, "name", name);
+    if (run(m, r, "cookies", args, &reply, &res) < 0)
+        return;
+    const cJSON *c = cJSON_GetArrayItem(item(res, "cookies"), 0);
+    if (!c)
+        add_text(r, "Cookie '%s' not found", name);
+    else
+        add_text(r, "%s=%s (domain: %s, path: %s, httpOnly: %s, secure: %s, sameSite: %s)", name,
+                 or_empty(str_of(c, "value")), or_empty(str_of(c, "domain")),
+                 or_empty(str_of(c, "path")), cJSON_IsTrue(item(c, "httpOnly")) ? "true" : "false",
+                 cJSON_IsTrue(item(c, "secure")) ? "true" : "false",
+                 or_empty(str_of(c, "sameSite")));
+    cJSON_Delete(reply);
+}
+
+static void t_cookie_set(mcp_session *m, const cJSON *a, result *r)
+{
+    static const char *const map[][2] = {{"name", "name"},         {"value", "value"},
+                                         {"domain", "domain"},     {"path", "path"},
+                                         {"httpOnly", "http_only"}, {"secure", "secure"},
+                                         {"sameSite", "same_site"}};
+    cJSON *args = cJSON_CreateObject();
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+        const cJSON *v = item(a, map[i][0]);
+        if (v)
+            cJSON_AddItemToObject(args, map[i][1], cJSON_Duplicate(v, 1));
+    }
+    const cJSON *exp = item(a, "expires");
+    if (cJSON_IsNumber(exp)) { /* the protocol's expires is whole seconds, up to year 9999 */
+        double e = exp->valuedouble > 253402300799.0 ? 253402300799.0 : exp->valuedouble;
+        cJSON_AddNumberToObject(args, "expires", e > 0 ? (double)(long long)e : -1);
+    }
+    if (run_only(m, r, "cookies.set", args) == 0)
+        add_text(r, "Set the cookie %s.", or_empty(str_of(a, "name")));
+}
+
+static void t_cookie_delete(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    cJSON_AddStringToObject(args, "name", or_empty(str_of(a, "name")));
+    if (run(m, r, "cookies.clear", args, &reply, &res) == 0)
+        add_text(r, "Deleted %d cookie(s) named %s.", (int)cJSON_GetNumberValue(item(res, "cleared")),
+                 or_empty(str_of(a, "name")));
+    cJSON_Delete(reply);
+}
+
+static void t_cookie_clear(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    cJSON *reply;
+    const cJSON *res;
+    if (run(m, r, "cookies.clear", NULL, &reply, &res) == 0)
+        add_text(r, "Cleared %d cookie(s).", (int)cJSON_GetNumberValue(item(res, "cleared")));
+    cJSON_Delete(reply);
+}
+
 // clang-format off
 static const tool tools[] = {
     {"browser_navigate", "Navigate to a URL", "Navigate to a URL",
@@ -889,6 +980,30 @@ static const tool tools[] = {
      "\"description\":\"A file of browser_storage_state or Playwright's storageState on this machine (refgate-cli mcp only)\"},"
      "\"state\":{\"type\":\"object\",\"description\":\"The state itself, as browser_storage_state gave it\"}}}",
      "", t_set_storage_state},
+    {"browser_cookie_list", "List cookies", "List all cookies (optionally filtered by domain/path)",
+     "{\"type\":\"object\",\"properties\":{\"domain\":{\"type\":\"string\",\"description\":\"Filter cookies by domain\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"Filter cookies by path\"}}}",
+     "", t_cookie_list},
+    {"browser_cookie_get", "Get cookie", "Get a specific cookie by name",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":\"Cookie name to get\"}},\"required\":[\"name\"]}",
+     "name", t_cookie_get},
+    {"browser_cookie_set", "Set cookie",
+     "Set a cookie with optional flags (domain, path, expires, httpOnly, secure, sameSite); for the page's site by default",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":\"Cookie name\"},"
+     "\"value\":{\"type\":\"string\",\"description\":\"Cookie value\"},"
+     "\"domain\":{\"type\":\"string\",\"description\":\"Cookie domain\"},"
+     "\"path\":{\"type\":\"string\",\"description\":\"Cookie path\"},"
+     "\"expires\":{\"type\":\"number\",\"description\":\"Cookie expiration as Unix timestamp\"},"
+     "\"httpOnly\":{\"type\":\"boolean\",\"description\":\"Whether the cookie is HTTP only\"},"
+     "\"secure\":{\"type\":\"boolean\",\"description\":\"Whether the cookie is secure\"},"
+     "\"sameSite\":{\"type\":\"string\",\"enum\":[\"Strict\",\"Lax\",\"None\"],\"description\":\"Cookie SameSite attribute\"}},"
+     "\"required\":[\"name\",\"value\"]}",
+     "name value", t_cookie_set},
+    {"browser_cookie_delete", "Delete cookie", "Delete a specific cookie",
+     "{\"type\":\"object\",\"properties\":{\"name\":{\"type\":\"string\",\"description\":\"Cookie name to delete\"}},\"required\":[\"name\"]}",
+     "name", t_cookie_delete},
+    {"browser_cookie_clear", "Clear cookies", "Clear all cookies",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_cookie_clear},
     {"browser_park", "Park the session",
      "Park the session: the browser is let go, the page's state is kept and comes back at the next call",
      "{\"type\":\"object\",\"properties\":{}}", "", t_park},

@@ -8,8 +8,8 @@
  * The protocol: JSON-RPC 2.0; initialize (protocol version negotiated
  * among MCP_VERSIONS, capability tools), ping, tools/list, tools/call;
  * notifications get no reply. Tool names and argument shapes follow the
- * Playwright MCP server; browser_park is refgate's own (docs/protocol.md,
- * "MCP").
+ * Playwright MCP server (its cookie tools included); browser_park is
+ * refgate's own (docs/protocol.md, "MCP").
  *
  * Depends on common and cJSON only: the backend (mcp_session.call) is the
  * transport's.

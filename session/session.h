@@ -219,6 +219,28 @@ int sess_state_check(const cJSON *state, char *err, size_t errlen);
  * document's origin. RG_ECRASHED and the like when the browser cannot tell.
  */
 int sess_state_get(sess *s, cJSON **out);
+/**
+ * The held session's cookies, each as sess_state_get gives them (*out: an
+ * array, owned): every cookie of its context; with urls (an array of at most
+ * 50 strings, or NULL) those the browser would send to one of them; with
+ * name (or NULL) that name's only. RG_EBADREQ with err for URLs the browser
+ * refuses.
+ */
+int sess_cookies_get(sess *s, const cJSON *urls, const char *name, cJSON **out, char *err,
+                     size_t errlen);
+/**
+ * One cookie into the held session's context, from the cookies.set op's
+ * args {name, value, url, domain, path, expires (Unix seconds; absent or not
+ * above 0: a session cookie), http_only, secure, same_site}, their types
+ * checked by the caller. Without url or domain, for the active tab's origin.
+ * RG_EBADREQ with err for a cookie the browser will not take.
+ */
+int sess_cookie_set(sess *s, const cJSON *args, char *err, size_t errlen);
+/**
+ * Deletes the held session's cookies whose name, domain and path are those
+ * given (each NULL: any), counting them into *n; with none given, all.
+ */
+int sess_cookies_clear(sess *s, const char *name, const char *domain, const char *path, int *n);
 
 /**
  * Creates a session for tenant: a fresh context from the pool (parking the

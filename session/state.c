@@ -19,6 +19,12 @@
  * with its history reset. This runs in sess_create before the session is
  * written anywhere: a state the browser refuses makes nothing.
  *
+ * The cookies ops work on a live session's context in the same shape:
+ * read (Storage.getCookies, or Network.getCookies for what given URLs
+ * would be sent), one set (Storage.setCookies), and deleted by name,
+ * domain and path (Network.deleteCookies, one at a time) or all at once
+ * (Storage.clearCookies).
+ *
  * Threading: the session's holder only.
  */
 #define _GNU_SOURCE
@@ -442,5 +448,178 @@ int sess_state_get(sess *s, cJSON **out)
     cdp_reply_free(&r);
     if (rc == 0)
         *out = st;
+    return rc;
+}
+
+/* ---- the cookies ops ---- */
+
+#define COOKIE_URLS_MAX 50
+
+/* Does cookie c (Storage.getCookies') pass the filters (NULL: any)? */
+static int cookie_matches(const cJSON *c, const char *name, const char *domain, const char *path)
+{
+    return (!name || !strcmp(sess_jstr(c, "name"), name)) &&
+           (!domain || !strcmp(sess_jstr(c, "domain"), domain)) &&
+           (!path || !strcmp(sess_jstr(c, "path"), path));
+}
+
+/* The cookies of the browser's reply r that pass the filters, in Playwright's shape. */
+static cJSON *cookies_matching(const cdp_reply *r, const char *name, const char *domain,
+                               const char *path)
+{
+    cJSON *keep = cJSON_CreateArray();
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(r->result, "cookies"))
+    {
+        if (keep && cookie_matches(c, name, domain, path))
+            cJSON_AddItemReferenceToArray(keep, (cJSON *)c);
+    }
+    cJSON *out = keep ? cookies_out(keep) : NULL;
+    cJSON_Delete(keep);
+    return out;
+}
+
+int sess_cookies_get(sess *s, const cJSON *urls, const char *name, cJSON **out, char *err,
+                     size_t errlen)
+{
+    *out = NULL;
+    int n = cJSON_GetArraySize(urls);
+    if (n > COOKIE_URLS_MAX)
+        return rg_errf(err, errlen, RG_EBADREQ, "args.urls takes at most %d URLs",
+                       COOKIE_URLS_MAX);
+    cdp_reply r = {0};
+    int rc;
+    if (n == 0) {
+        rc = sess_context_call(s, "Storage.getCookies", NULL, &r);
+    } else {
+        /* The cookies the page's context would send to those URLs. */
+        char *list = cJSON_PrintUnformatted(urls);
+        rg_buf q;
+        rg_buf_init(&q);
+        rg_buf_puts(&q, "{\"urls\":");
+        rg_buf_puts(&q, list ? list : "[]");
+        rg_buf_puts(&q, "}");
+        rc = !list || q.failed ? RG_ENOMEM
+                               : sess_call(s, "Network.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
+        free(list);
+        rg_buf_destroy(&q);
+        if (rc == RG_ECDP)
+            rc = rg_errf(err, errlen, RG_EBADREQ, "the browser refused args.urls: %.200s", r.error);
+    }
+    if (rc == 0 && !(*out = cookies_matching(&r, name, NULL, NULL)))
+        rc = RG_ENOMEM;
+    cdp_reply_free(&r);
+    return rc;
+}
+
+/* "https://host[:port]" of the active tab's page into o, or "" when it has none. */
+static void page_origin(sess *s, char *o, size_t len)
+{
+    cJSON *got = NULL;
+    o[0] = '\0';
+    if (sess_eval_json(s, "JSON.stringify(location.origin)", SESS_CALL_TIMEOUT_MS, &got) == 0 &&
+        cJSON_IsString(got) && is_origin(got->valuestring))
+        snprintf(o, len, "%s", got->valuestring);
+    cJSON_Delete(got);
+}
+
+int sess_cookie_set(sess *s, const cJSON *args, char *err, size_t errlen)
+{
+    /* The op's snake_case arguments as a cookie of Playwright's shape. */
+    static const char *const map[][2] = {
+        {"name", "name"},         {"value", "value"},       {"url", "url"},
+        {"domain", "domain"},     {"path", "path"},         {"http_only", "httpOnly"},
+        {"secure", "secure"},     {"same_site", "sameSite"}};
+    cJSON *c = cJSON_CreateObject(), *list = cJSON_CreateArray();
+    if (!c || !list) {
+        cJSON_Delete(c);
+        cJSON_Delete(list);
+        return RG_ENOMEM;
+    }
+    cJSON_AddItemToArray(list, c);
+    for (size_t i = 0; i < sizeof map / sizeof *map; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(args, map[i][0]);
+        if (v)
+            cJSON_AddItemToObject(c, map[i][1], cJSON_Duplicate(v, 1));
+    }
+    const cJSON *exp = cJSON_GetObjectItemCaseSensitive(args, "expires");
+    if (cJSON_IsNumber(exp) && exp->valuedouble > 0)
+        cJSON_AddNumberToObject(c, "expires", exp->valuedouble);
+    int rc = 0;
+    const char *name = sess_jstr(c, "name"), *ss = sess_jstr(c, "sameSite");
+    if (!*name)
+        rc = rg_errf(err, errlen, RG_EBADREQ, "args.name must not be empty");
+    int known = !*ss;
+    for (size_t k = 0; k < 3; k++)
+        known |= !strcmp(ss, SAME_SITE[k]);
+    if (rc == 0 && !known)
+        rc = rg_errf(err, errlen, RG_EBADREQ, "args.same_site must be Strict, Lax or None");
+    if (rc == 0 && !cJSON_GetObjectItemCaseSensitive(c, "url") &&
+        !cJSON_GetObjectItemCaseSensitive(c, "domain")) {
+        /* Neither: the page's own site, as agent-browser and Playwright's MCP do. */
+        char o[320];
+        page_origin(s, o, sizeof o);
+        if (!o[0])
+            rc = rg_errf(err, errlen, RG_EBADREQ,
+                         "give args.url or args.domain: the page has no http(s) origin to "
+                         "set the cookie for");
+        else
+            cJSON_AddItemToObject(c, "url", cJSON_CreateString(strcat(o, "/")));
+    }
+    char *params = rc == 0 ? cookie_params_of(list) : NULL;
+    if (rc == 0 && !params)
+        rc = RG_ENOMEM;
+    cdp_reply r = {0};
+    if (rc == 0 && (rc = sess_context_call(s, "Storage.setCookies", params, &r)) == RG_ECDP)
+        rc = rg_errf(err, errlen, RG_EBADREQ, "the browser refused the cookie: %.200s", r.error);
+    cdp_reply_free(&r);
+    free(params);
+    cJSON_Delete(list);
+    return rc;
+}
+
+int sess_cookies_clear(sess *s, const char *name, const char *domain, const char *path, int *n)
+{
+    *n = 0;
+    cdp_reply r = {0};
+    int rc = sess_context_call(s, "Storage.getCookies", NULL, &r);
+    const cJSON *all = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "cookies") : NULL;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, all)
+    {
+        if (cookie_matches(c, name, domain, path))
+            ++*n;
+    }
+    if (rc == 0 && !name && !domain && !path) {
+        cdp_reply_free(&r);
+        rc = sess_context_call(s, "Storage.clearCookies", NULL, &r);
+        cdp_reply_free(&r);
+        if (rc < 0)
+            *n = 0;
+        return rc;
+    }
+    /* One at a time, by name, domain and path exactly: cookies the page sets
+       meanwhile are left alone, as they would not be by clearing all and
+       setting back the rest. */
+    cJSON_ArrayForEach(c, all)
+    {
+        if (rc < 0 || !cookie_matches(c, name, domain, path))
+            continue;
+        rg_buf q;
+        rg_buf_init(&q);
+        static const char *const keys[] = {"name", "domain", "path"};
+        for (size_t k = 0; k < 3; k++) {
+            const char *v = sess_jstr(c, keys[k]);
+            rg_buf_printf(&q, "%c\"%s\":", k ? ',' : '{', keys[k]);
+            rg_buf_json_str(&q, v, strlen(v));
+        }
+        rg_buf_puts(&q, "}");
+        rc = q.failed ? RG_ENOMEM
+                      : sess_call(s, "Network.deleteCookies", q.data, SESS_CALL_TIMEOUT_MS, NULL);
+        rg_buf_destroy(&q);
+    }
+    cdp_reply_free(&r);
+    if (rc < 0)
+        *n = 0;
     return rc;
 }

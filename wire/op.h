@@ -79,6 +79,13 @@ typedef struct wire_arg {
     X(SESSION_RESTORE, "session.restore", WIRE_F_NOT_IN_ACT, restore, 0, {NULL, 0})                \
     X(SESSION_CLOSE, "session.close", WIRE_F_NOT_IN_ACT | WIRE_F_CLAIM, close, 0, {NULL, 0})       \
     X(SESSION_STATE, "session.state", WIRE_F_NOT_IN_ACT, state, 0, {NULL, 0})                      \
+    X(COOKIES, "cookies", 0, cookies, 0, {"urls", WIRE_STRS}, {"name", WIRE_STR})                  \
+    X(COOKIES_SET, "cookies.set", 0, cookie_set, 0, {"name", WIRE_STR | WIRE_REQ},                 \
+      {"value", WIRE_STR | WIRE_REQ}, {"url", WIRE_STR}, {"domain", WIRE_STR}, {"path", WIRE_STR}, \
+      {"expires", WIRE_INT}, {"http_only", WIRE_BOOL}, {"secure", WIRE_BOOL},                      \
+      {"same_site", WIRE_STR})                                                                     \
+    X(COOKIES_CLEAR, "cookies.clear", 0, cookies_clear, 0, {"name", WIRE_STR},                     \
+      {"domain", WIRE_STR}, {"path", WIRE_STR})                                                    \
     X(NAVIGATE, "navigate", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, navigate, 0,                              \
       {"url", WIRE_STR | WIRE_REQ}, {"wait", WIRE_STR})                                            \
     X(BACK, "back", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, history, -1, {"wait", WIRE_STR})                  \

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "wire/wire.h"
@@ -2564,6 +2565,143 @@ static const char *error_message(const cJSON *reply)
     return cJSON_IsString(m) ? m->valuestring : "";
 }
 
+/* The names of a cookies reply's cookies, sorted, joined by spaces. */
+static void cookie_names(const cJSON *reply, char *out, size_t len)
+{
+    const char *names[16];
+    size_t n = 0;
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItemCaseSensitive(result(reply), "cookies"))
+    {
+        if (n < 16)
+            names[n++] = json_str(c, "name");
+    }
+    for (size_t i = 1; i < n; i++)
+        for (size_t j = i; j > 0 && strcmp(names[j - 1], names[j]) > 0; j--) {
+            const char *x = names[j];
+            names[j] = names[j - 1];
+            names[j - 1] = x;
+        }
+    out[0] = '\0';
+    for (size_t i = 0; i < n; i++)
+        snprintf(out + strlen(out), len - strlen(out), "%s%s", i ? " " : "", names[i]);
+}
+
+/*
+ * A live session's cookies: set one (for the page's own site when no domain
+ * or URL is given, HttpOnly so that no page script could), see it sent and
+ * listed, list what one URL would be sent, delete by name, clear the rest.
+ * What the checks or the browser refuse is bad_request and changes nothing.
+ */
+static void test_cookies_set_read_and_clear(void **state)
+{
+    (void)state;
+    char sid[64], url[256], origin[256], names[256], body[768];
+    create("form.html", sid);
+    page_url("", origin, sizeof origin);
+    origin[strlen(origin) - 1] = '\0';
+    cJSON *r = expect_ok(&gw, sid,
+                         "{\"op\":\"eval\",\"args\":{\"expression\":"
+                         "\"document.cookie='theme=dark; path=/';1\"}}");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"cookies.set\",\"args\":{\"name\":\"sid\",\"value\":\"s3cr3t\","
+                  "\"http_only\":true}}");
+    cJSON_Delete(r);
+    /* Several in one request: an act of sets. One on a deeper path, one for another site. */
+    snprintf(body, sizeof body,
+             "{\"op\":\"act\",\"args\":{\"steps\":["
+             "{\"op\":\"cookies.set\",\"args\":{\"name\":\"deep\",\"value\":\"1\","
+             "\"domain\":\"127.0.0.1\",\"path\":\"/deep\",\"expires\":%lld,"
+             "\"same_site\":\"Strict\"}},"
+             "{\"op\":\"cookies.set\",\"args\":{\"name\":\"far\",\"value\":\"2\","
+             "\"url\":\"https://far.example/\",\"secure\":true}}]}}",
+             (long long)time(NULL) + 3600);
+    r = expect_ok(&gw, sid, body);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies\"}");
+    cookie_names(r, names, sizeof names);
+    assert_string_equal(names, "deep far sid theme");
+    const cJSON *c = entry_with(cJSON_GetObjectItemCaseSensitive(result(r), "cookies"), "name",
+                                "sid");
+    assert_string_equal(json_str(c, "domain"), "127.0.0.1");
+    assert_string_equal(json_str(c, "path"), "/");
+    assert_true(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(c, "httpOnly")));
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(c, "expires")->valuedouble, -1);
+    c = entry_with(cJSON_GetObjectItemCaseSensitive(result(r), "cookies"), "name", "deep");
+    assert_string_equal(json_str(c, "path"), "/deep");
+    assert_string_equal(json_str(c, "sameSite"), "Strict");
+    assert_true(cJSON_GetObjectItemCaseSensitive(c, "expires")->valuedouble > (double)time(NULL));
+    cJSON_Delete(r);
+    /* What a URL of the page's site would be sent: not the deeper path's, not the other site's. */
+    snprintf(body, sizeof body, "{\"op\":\"cookies\",\"args\":{\"urls\":[\"%s/x\"]}}", origin);
+    r = expect_ok(&gw, sid, body);
+    cookie_names(r, names, sizeof names);
+    assert_string_equal(names, "sid theme");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies\",\"args\":{\"name\":\"far\"}}");
+    cookie_names(r, names, sizeof names);
+    assert_string_equal(names, "far");
+    cJSON_Delete(r);
+    /* The server gets the HttpOnly cookie; page scripts do not see it. */
+    page_url("echo-cookie", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    r = expect_ok(&gw, sid, "{\"op\":\"read\",\"args\":{}}");
+    if (!strstr(reply_str(r, "value"), "sid=s3cr3t") || !strstr(reply_str(r, "value"), "theme=dark"))
+        fail_msg("the server did not get the cookies: %s", cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":\"document.cookie\"}}");
+    assert_string_equal(reply_str(r, "value"), "theme=dark");
+    cJSON_Delete(r);
+    /* Refused, and nothing changes. */
+    static const char *const bad[] = {
+        "{\"op\":\"cookies.set\",\"args\":{\"name\":\"a\",\"value\":\"b\","
+        "\"same_site\":\"Sometimes\"}}",
+        "{\"op\":\"cookies.set\",\"args\":{\"name\":\"\",\"value\":\"b\"}}",
+        "{\"op\":\"cookies.set\",\"args\":{\"name\":\"a\",\"value\":\"b\",\"url\":\"not a url\"}}",
+        "{\"op\":\"cookies.set\",\"args\":{\"name\":\"a\"}}",
+        "{\"op\":\"cookies.set\",\"args\":{\"name\":\"a\",\"value\":\"b\",\"expires\":1.5}}",
+        "{\"op\":\"cookies\",\"args\":{\"urls\":\"https://far.example/\"}}",
+        "{\"op\":\"cookies.clear\",\"args\":{\"name\":7}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = expect_status(sid, bad[i], 400);
+        assert_string_equal(reply_code(r), "bad_request");
+        cJSON_Delete(r);
+    }
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies\"}");
+    cookie_names(r, names, sizeof names);
+    assert_string_equal(names, "deep far sid theme");
+    cJSON_Delete(r);
+    /* Deleted by name; then the rest. */
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies.clear\",\"args\":{\"name\":\"sid\"}}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "cleared")->valueint, 1);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"cookies.clear\",\"args\":{\"domain\":\"127.0.0.1\",\"path\":\"/x\"}}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "cleared")->valueint, 0);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies\"}");
+    cookie_names(r, names, sizeof names);
+    assert_string_equal(names, "deep far theme");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies.clear\"}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "cleared")->valueint, 3);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies\"}");
+    cookie_names(r, names, sizeof names);
+    assert_string_equal(names, "");
+    cJSON_Delete(r);
+    /* A page with no site of its own needs a domain or a URL. */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"navigate\",\"args\":{\"url\":\"about:blank\"}}"));
+    r = expect_status(sid, "{\"op\":\"cookies.set\",\"args\":{\"name\":\"a\",\"value\":\"b\"}}",
+                      400);
+    assert_non_null(strstr(error_message(r), "args.domain"));
+    cJSON_Delete(r);
+    close_session(sid);
+}
+
 static void test_http_commands_end_before_nginx_gives_up(void **state)
 {
     (void)state;
@@ -2913,6 +3051,7 @@ int main(void)
         cmocka_unit_test(test_revoked_key),
         cmocka_unit_test(test_session_list_in_pages),
         cmocka_unit_test(test_storage_state_carries_a_login),
+        cmocka_unit_test(test_cookies_set_read_and_clear),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),

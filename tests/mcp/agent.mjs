@@ -230,6 +230,30 @@ if (overHttp) {
   check(textOf(r).includes('who=ada|banana'), 'the new session has the cookie and the storage', textOf(r));
 }
 
+// Cookies with Playwright's MCP tools: one set for the page's own site and
+// sent by the browser, found by list and get, deleted by name, then all gone.
+r = await client.callTool({ name: 'browser_cookie_set', arguments: { name: 'token', value: 't-7', httpOnly: true } });
+check(!r.isError, 'browser_cookie_set sets a cookie for the page\'s site', textOf(r));
+r = await client.callTool({ name: 'browser_evaluate', arguments: {
+  function: "async () => { document.cookie = 'lang=en; path=/'; return (await fetch('/echo-cookie')).text(); }",
+} });
+check(!r.isError && textOf(r).includes('token=t-7'), 'the page\'s request carries it', textOf(r));
+r = await client.callTool({ name: 'browser_cookie_list', arguments: { domain: '127.0.0.1' } });
+check(!r.isError && /^token=t-7 \(domain: 127\.0\.0\.1, path: \/\)$/m.test(textOf(r)) && /^lang=en /m.test(textOf(r)),
+  'browser_cookie_list lists it', textOf(r));
+r = await client.callTool({ name: 'browser_cookie_get', arguments: { name: 'token' } });
+check(!r.isError && /token=t-7 .*httpOnly: true/.test(textOf(r)), 'browser_cookie_get shows its flags', textOf(r));
+r = await client.callTool({ name: 'browser_cookie_delete', arguments: { name: 'token' } });
+check(!r.isError && /Deleted 1 cookie/.test(textOf(r)), 'browser_cookie_delete deletes it', textOf(r));
+r = await client.callTool({ name: 'browser_cookie_get', arguments: { name: 'token' } });
+check(/Cookie 'token' not found/.test(textOf(r)), 'and it is gone', textOf(r));
+r = await client.callTool({ name: 'browser_cookie_set', arguments: { name: 'x', value: 'y', sameSite: 'Sometimes' } });
+check(r.isError, 'a cookie with a SameSite the tool does not know is refused', textOf(r));
+r = await client.callTool({ name: 'browser_cookie_clear', arguments: {} });
+check(!r.isError && /Cleared [1-9]\d* cookie/.test(textOf(r)), 'browser_cookie_clear clears the rest', textOf(r));
+r = await client.callTool({ name: 'browser_cookie_list', arguments: {} });
+check(/No cookies found/.test(textOf(r)), 'no cookies are left', textOf(r));
+
 r = await client.callTool({ name: 'browser_close', arguments: {} });
 check(!r.isError && /is closed/.test(textOf(r)), 'close the session');
 await client.close();

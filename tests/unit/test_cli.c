@@ -839,6 +839,42 @@ static void test_parse_state_file(void **state)
     cli_call_destroy(&c);
 }
 
+/* cookies, cookies set and cookies clear: the second word picks the op; URLs are positional. */
+static void test_parse_cookies(void **state)
+{
+    (void)state;
+    cli_global g;
+    cli_global_init(&g);
+    g.session = "s1";
+    cli_call c;
+    char err[256] = "";
+    assert_int_equal(PARSE(&g, &c, err, "cookies"), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"cookies\"}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "cookies", "https://a.test/", "https://b.test/x", "--name",
+                           "sid"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"cookies\",\"args\":{\"urls\":[\"https://a.test/\","
+                    "\"https://b.test/x\"],\"name\":\"sid\"}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "cookies", "set", "token", "abc", "--domain", "a.test",
+                           "--expires", "1900000000", "--http-only", "--same-site", "Strict"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"cookies.set\",\"args\":{\"domain\":\"a.test\","
+                    "\"expires\":1900000000,\"http_only\":true,\"same_site\":\"Strict\","
+                    "\"name\":\"token\",\"value\":\"abc\"}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "cookies", "clear", "--name", "token"), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"cookies.clear\",\"args\":{\"name\":\"token\"}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "cookies", "clear"), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"cookies.clear\"}");
+    cli_call_destroy(&c);
+    /* a set needs its name and value */
+    assert_int_equal(PARSE(&g, &c, err, "cookies", "set", "token"), RG_EBADREQ);
+    assert_non_null(strstr(err, "missing an argument"));
+}
+
 static void test_parse_observe_and_screenshot(void **state)
 {
     (void)state;
@@ -1445,6 +1481,7 @@ int main(void)
         cmocka_unit_test(test_parse_fill_type_press),
         cmocka_unit_test(test_parse_command_options_win_after_the_command),
         cmocka_unit_test(test_parse_state_file),
+        cmocka_unit_test(test_parse_cookies),
         cmocka_unit_test(test_parse_observe_and_screenshot),
         cmocka_unit_test(test_parse_session_ops),
         cmocka_unit_test(test_parse_call),
