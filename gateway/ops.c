@@ -35,6 +35,7 @@ static int op_state(gw_cmd *c);
 static int op_cookies(gw_cmd *c);
 static int op_cookie_set(gw_cmd *c);
 static int op_cookies_clear(gw_cmd *c);
+static int op_storage(gw_cmd *c);
 static int op_resize(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
@@ -911,6 +912,27 @@ static int op_cookies_clear(gw_cmd *c)
     c->full = 1;
     c->result = cJSON_CreateObject();
     cJSON_AddNumberToObject(c->result, "cleared", n);
+    return 0;
+}
+
+/*
+ * The active tab's localStorage or sessionStorage (kind, "local" by
+ * default): read (storage), one item set (storage.set, param 1), one item
+ * or all removed (storage.clear, param 2), as Playwright's page.localStorage
+ * does. The park's capture holds that storage: a change is a full checkpoint.
+ */
+static int op_storage(gw_cmd *c)
+{
+    static const char *const ops[] = {"get", "set", "clear"};
+    const char *kind = gw_arg_str(c, "kind");
+    cJSON *out = NULL;
+    int rc = sess_storage(c->s, kind ? kind : "local", ops[c->param], gw_arg_str(c, "key"),
+                          gw_arg_str(c, "value"), &out, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->err[0] ? (c->rc = rc) : gw_fail(c, rc, "the page did not answer about its storage");
+    if (c->param > 0)
+        c->full = 1;
+    c->result = out;
     return 0;
 }
 

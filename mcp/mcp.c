@@ -883,6 +883,68 @@ static void t_cookie_clear(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/*
+ * localStorage and sessionStorage of the active tab's page, with the names,
+ * arguments and answers of Playwright's MCP tools: "KEY=VALUE" lines, one
+ * item, a set, a delete, a clear.
+ */
+static void storage_tool(mcp_session *m, const cJSON *a, result *r, const char *kind,
+                         const char *op)
+{
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res, *it;
+    const char *key = str_of(a, "key"), *what = kind[0] == 'l' ? "localStorage" : "sessionStorage";
+    cJSON_AddStringToObject(args, "kind", kind);
+    if (key)
+        cJSON_AddStringToObject(args, "key", key);
+    if (!strcmp(op, "storage.set"))
+        cJSON_AddStringToObject(args, "value", or_empty(str_of(a, "value")));
+    if (run(m, r, op, args, &reply, &res) < 0)
+        return;
+    int n = 0;
+    cJSON_ArrayForEach(it, item(res, "items"))
+    {
+        add_text(r, "%s=%s", or_empty(str_of(it, "name")), or_empty(str_of(it, "value")));
+        n++;
+    }
+    if (!strcmp(op, "storage") && !n && key)
+        add_text(r, "%s key '%s' not found", what, key);
+    else if (!strcmp(op, "storage") && !n)
+        add_text(r, "No %s items found", what);
+    else if (!strcmp(op, "storage.set"))
+        add_text(r, "Set %s item %s.", what, or_empty(key));
+    else if (!strcmp(op, "storage.clear"))
+        add_text(r, "Removed %d %s item(s).", (int)cJSON_GetNumberValue(item(res, "cleared")),
+                 what);
+    cJSON_Delete(reply);
+}
+
+#define STORAGE_TOOL(fn, kind, op)                                                                 \
+    static void fn(mcp_session *m, const cJSON *a, result *r)                                      \
+    {                                                                                              \
+        storage_tool(m, a, r, kind, op);                                                           \
+    }
+STORAGE_TOOL(t_local_list, "local", "storage")
+STORAGE_TOOL(t_local_set, "local", "storage.set")
+STORAGE_TOOL(t_local_delete, "local", "storage.clear")
+STORAGE_TOOL(t_session_list, "session", "storage")
+STORAGE_TOOL(t_session_set, "session", "storage.set")
+STORAGE_TOOL(t_session_delete, "session", "storage.clear")
+#undef STORAGE_TOOL
+
+/* The clear tools take no key: a key from a confused agent must not narrow them. */
+static void t_local_clear(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    storage_tool(m, NULL, r, "local", "storage.clear");
+}
+
+static void t_session_clear(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    storage_tool(m, NULL, r, "session", "storage.clear");
+}
+
 // clang-format off
 static const tool tools[] = {
     {"browser_navigate", "Navigate to a URL", "Navigate to a URL",
@@ -1004,6 +1066,34 @@ static const tool tools[] = {
      "name", t_cookie_delete},
     {"browser_cookie_clear", "Clear cookies", "Clear all cookies",
      "{\"type\":\"object\",\"properties\":{}}", "", t_cookie_clear},
+    {"browser_localstorage_list", "List localStorage", "List all localStorage key-value pairs",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_local_list},
+    {"browser_localstorage_get", "Get localStorage item", "Get a localStorage item by key",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Key to get\"}},\"required\":[\"key\"]}",
+     "key", t_local_list},
+    {"browser_localstorage_set", "Set localStorage item", "Set a localStorage item",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Key to set\"}," 
+     "\"value\":{\"type\":\"string\",\"description\":\"Value to set\"}},\"required\":[\"key\",\"value\"]}",
+     "key value", t_local_set},
+    {"browser_localstorage_delete", "Delete localStorage item", "Delete a localStorage item",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Key to delete\"}},\"required\":[\"key\"]}",
+     "key", t_local_delete},
+    {"browser_localstorage_clear", "Clear localStorage", "Clear all localStorage",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_local_clear},
+    {"browser_sessionstorage_list", "List sessionStorage", "List all sessionStorage key-value pairs",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_session_list},
+    {"browser_sessionstorage_get", "Get sessionStorage item", "Get a sessionStorage item by key",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Key to get\"}},\"required\":[\"key\"]}",
+     "key", t_session_list},
+    {"browser_sessionstorage_set", "Set sessionStorage item", "Set a sessionStorage item",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Key to set\"}," 
+     "\"value\":{\"type\":\"string\",\"description\":\"Value to set\"}},\"required\":[\"key\",\"value\"]}",
+     "key value", t_session_set},
+    {"browser_sessionstorage_delete", "Delete sessionStorage item", "Delete a sessionStorage item",
+     "{\"type\":\"object\",\"properties\":{\"key\":{\"type\":\"string\",\"description\":\"Key to delete\"}},\"required\":[\"key\"]}",
+     "key", t_session_delete},
+    {"browser_sessionstorage_clear", "Clear sessionStorage", "Clear all sessionStorage",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_session_clear},
     {"browser_park", "Park the session",
      "Park the session: the browser is let go, the page's state is kept and comes back at the next call",
      "{\"type\":\"object\",\"properties\":{}}", "", t_park},

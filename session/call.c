@@ -93,10 +93,10 @@ int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out)
     rg_buf_destroy(&q);
     if (rc < 0)
         return rc;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(r.result, "result"), "value");
-    if (cJSON_IsString(v))
-        *out = cJSON_Parse(v->valuestring);
+    const cJSON *res = cJSON_GetObjectItemCaseSensitive(r.result, "result");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(res, "value");
+    if (!cJSON_GetObjectItemCaseSensitive(r.result, "exceptionDetails") && v)
+        *out = cJSON_Duplicate(v, 1);
     cdp_reply_free(&r);
     return *out ? 0 : RG_EINTERNAL;
 }

@@ -35,7 +35,7 @@ int sess_enable_page(sess *s)
 }
 
 static const char where_js[] =
-    "JSON.stringify({u:location.href,t:document.title,"
+    "({u:location.href,t:document.title,"
     "s:((performance.getEntriesByType('navigation')[0]||{}).responseStatus)||0})";
 
 /* The DevTools event a wait names ("" for none), or NULL for a bad name. */

@@ -202,11 +202,11 @@ void sess_capture_free(sess_capture *c)
 
 static const char capture_js[] =
     "(function(full){var r={u:location.href,t:document.title,o:location.origin,"
-    "x:Math.round(scrollX),y:Math.round(scrollY)};if(!full)return JSON.stringify(r);"
+    "x:Math.round(scrollX),y:Math.round(scrollY)};if(!full)return r;"
     "function dump(st){var o=Object.create(null);for(var i=0;i<st.length;i++){var k=st.key(i);"
     "o[k]=st.getItem(k)}return o}"
     "try{r.ls=dump(localStorage)}catch(e){}try{r.ss=dump(sessionStorage)}catch(e){}"
-    "return JSON.stringify(r)})(%s)";
+    "return r})(%s)";
 
 char *sess_cookie_params(const cJSON *cookies, const char *const *keep, size_t n)
 {
@@ -600,7 +600,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
         remove_script(s, script);
     if (sx > 0 || sy > 0) {
         char expr[96];
-        snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);JSON.stringify(1)", sx, sy);
+        snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);1", sx, sy);
         cJSON *ignored = NULL;
         sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &ignored);
         cJSON_Delete(ignored);
@@ -703,7 +703,7 @@ int sess_rebuild_tabs(sess *s, const sess_capture *parked, sess_restore_info *ri
         double sx = cJSON_IsNumber(x) ? x->valuedouble : 0, sy = cJSON_IsNumber(y) ? y->valuedouble : 0;
         if (sx > 0 || sy > 0) {
             char expr[96];
-            snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);JSON.stringify(1)", sx, sy);
+            snprintf(expr, sizeof expr, "window.scrollTo(%.0f,%.0f);1", sx, sy);
             cJSON *ignored = NULL;
             sess_eval_json(s, expr, SESS_CALL_TIMEOUT_MS, &ignored);
             cJSON_Delete(ignored);

@@ -235,7 +235,12 @@ int sess_browser_call_async(sess *s, const char *method, const char *params, int
 int sess_tab_call_async(sess_tab *t, const char *method, const char *params, int timeout_ms);
 /** A one-shot wait for event on s's page, made before what causes it (cdp_waiter_new). */
 int sess_page_waiter(sess *s, const char *event, cdp_waiter **out);
-/** Evaluates expr (which returns a JSON string) in the page and parses it into *out. */
+/**
+ * Evaluates expr in the page's main world; its value (an object, a number...)
+ * into *out as the browser serializes it (returnByValue), so no function of
+ * the page (a JSON.stringify it replaced) takes part. RG_EINTERNAL when it
+ * threw or gave undefined.
+ */
 int sess_eval_json(sess *s, const char *expr, int timeout_ms, cJSON **out);
 /** o's string member k, or "" when absent or not a string (borrowed from o). */
 const char *sess_jstr(const cJSON *o, const char *k);

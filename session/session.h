@@ -241,6 +241,17 @@ int sess_cookie_set(sess *s, const cJSON *args, char *err, size_t errlen);
  * given (each NULL: any), counting them into *n; with none given, all.
  */
 int sess_cookies_clear(sess *s, const char *name, const char *domain, const char *path, int *n);
+/**
+ * The held session's active tab's top document's localStorage (kind
+ * "local") or sessionStorage ("session"): op "get" answers {origin, items:
+ * [{name, value}]} (key's item only when key is not NULL), "set" puts key's
+ * value and answers {origin}, "clear" removes key (NULL: every item) and
+ * answers {origin, cleared}. *out owned. RG_EBADREQ with err for another
+ * kind, a page without storage of its own (about:blank) or a storage that
+ * refused (its quota).
+ */
+int sess_storage(sess *s, const char *kind, const char *op, const char *key, const char *value,
+                 cJSON **out, char *err, size_t errlen);
 
 /**
  * Creates a session for tenant: a fresh context from the pool (parking the

@@ -23,7 +23,8 @@
  * read (Storage.getCookies, or Network.getCookies for what given URLs
  * would be sent), one set (Storage.setCookies), and deleted by name,
  * domain and path (Network.deleteCookies, one at a time) or all at once
- * (Storage.clearCookies).
+ * (Storage.clearCookies). The storage ops read and change the active tab's
+ * localStorage or sessionStorage in its page.
  *
  * Threading: the session's holder only.
  */
@@ -288,9 +289,9 @@ static int seed_origin(sess *s, const char *origin, const cJSON *items, char *er
         char *j = items ? cJSON_PrintUnformatted(items) : strdup("[]");
         rg_buf e;
         rg_buf_init(&e);
-        rg_buf_puts(&e, "(function(o,j){if(location.origin!==o)return JSON.stringify(0);"
+        rg_buf_puts(&e, "(function(o,j){if(location.origin!==o)return 0;"
                         "var v=JSON.parse(j);for(var i=0;i<v.length;i++)"
-                        "localStorage.setItem(v[i].name,v[i].value);return JSON.stringify(1)})(");
+                        "localStorage.setItem(v[i].name,v[i].value);return 1})(");
         rg_buf_json_str(&e, origin, strlen(origin));
         rg_buf_puts(&e, ",");
         rg_buf_json_str_or_null(&e, j);
@@ -401,7 +402,7 @@ static cJSON *cookies_out(const cJSON *cookies)
 static const char storage_js[] =
     "(function(){var r={o:location.origin,ls:[]};try{for(var i=0;i<localStorage.length;i++){"
     "var k=localStorage.key(i);r.ls.push({name:k,value:localStorage.getItem(k)})}}catch(e){}"
-    "return JSON.stringify(r)})()";
+    "return r})()";
 
 int sess_state_get(sess *s, cJSON **out)
 {
@@ -517,7 +518,7 @@ static void page_origin(sess *s, char *o, size_t len)
 {
     cJSON *got = NULL;
     o[0] = '\0';
-    if (sess_eval_json(s, "JSON.stringify(location.origin)", SESS_CALL_TIMEOUT_MS, &got) == 0 &&
+    if (sess_eval_json(s, "location.origin", SESS_CALL_TIMEOUT_MS, &got) == 0 &&
         cJSON_IsString(got) && is_origin(got->valuestring))
         snprintf(o, len, "%s", got->valuestring);
     cJSON_Delete(got);
@@ -621,5 +622,60 @@ int sess_cookies_clear(sess *s, const char *name, const char *domain, const char
     cdp_reply_free(&r);
     if (rc < 0)
         *n = 0;
+    return rc;
+}
+
+/* ---- the storage ops ---- */
+
+/* storage, storage.set and storage.clear in the active tab's top document:
+   (kind, op, key or null, value or null). The answer is a plain object the
+   browser serializes: no page function (JSON.stringify, push, sort) is
+   trusted with it. Items come sorted by name (storage has no order). */
+static const char storage_op_js[] =
+    "(function(kind,op,key,val){var s,o={origin:String(location.origin)};"
+    "try{s=kind==='session'?sessionStorage:localStorage;if(!s)throw 0}"
+    "catch(e){o.none=1;return o}"
+    "try{if(op==='get'){var v=[];for(var i=0;i<s.length;i++){var n=s.key(i);"
+    "if(key===null||n===key){var j=v.length;for(;j>0&&v[j-1].name>n;j--)v[j]=v[j-1];"
+    "v[j]={name:n,value:s.getItem(n)}}}o.items=v}"
+    "else if(op==='set'){s.setItem(key,val)}"
+    "else if(key===null){o.cleared=s.length;s.clear()}"
+    "else{o.cleared=s.getItem(key)===null?0:1;s.removeItem(key)}}"
+    "catch(e){o.error=String(e&&e.name||e)}return o})(";
+
+int sess_storage(sess *s, const char *kind, const char *op, const char *key, const char *value,
+                 cJSON **out, char *err, size_t errlen)
+{
+    *out = NULL;
+    if (strcmp(kind, "local") && strcmp(kind, "session"))
+        return rg_errf(err, errlen, RG_EBADREQ, "args.kind must be local or session");
+    rg_buf e;
+    rg_buf_init(&e);
+    rg_buf_puts(&e, storage_op_js);
+    rg_buf_json_str(&e, kind, strlen(kind));
+    rg_buf_puts(&e, ",");
+    rg_buf_json_str(&e, op, strlen(op));
+    rg_buf_puts(&e, ",");
+    rg_buf_json_str_or_null(&e, key);
+    rg_buf_puts(&e, ",");
+    rg_buf_json_str_or_null(&e, value);
+    rg_buf_puts(&e, ")");
+    cJSON *got = NULL;
+    int rc = e.failed ? RG_ENOMEM : sess_eval_json(s, e.data, SESS_CALL_TIMEOUT_MS, &got);
+    rg_buf_destroy(&e);
+    if (rc == 0 && !cJSON_IsObject(got))
+        rc = RG_EINTERNAL;
+    const char *origin = sess_jstr(got, "origin");
+    if (rc == 0 && cJSON_GetObjectItemCaseSensitive(got, "none"))
+        rc = rg_errf(err, errlen, RG_EBADREQ,
+                     "the page (origin %.100s) has no %sStorage of its own: open a site first",
+                     origin, kind);
+    else if (rc == 0 && cJSON_GetObjectItemCaseSensitive(got, "error"))
+        rc = rg_errf(err, errlen, RG_EBADREQ, "the page's %sStorage refused it: %.100s", kind,
+                     sess_jstr(got, "error"));
+    if (rc == 0)
+        *out = got;
+    else
+        cJSON_Delete(got);
     return rc;
 }

@@ -86,6 +86,11 @@ typedef struct wire_arg {
       {"same_site", WIRE_STR})                                                                     \
     X(COOKIES_CLEAR, "cookies.clear", 0, cookies_clear, 0, {"name", WIRE_STR},                     \
       {"domain", WIRE_STR}, {"path", WIRE_STR})                                                    \
+    X(STORAGE, "storage", WIRE_F_PAGE, storage, 0, {"kind", WIRE_STR}, {"key", WIRE_STR})         \
+    X(STORAGE_SET, "storage.set", WIRE_F_PAGE, storage, 1, {"kind", WIRE_STR},                     \
+      {"key", WIRE_STR | WIRE_REQ}, {"value", WIRE_STR | WIRE_REQ})                                \
+    X(STORAGE_CLEAR, "storage.clear", WIRE_F_PAGE, storage, 2, {"kind", WIRE_STR},                 \
+      {"key", WIRE_STR})                                                                           \
     X(NAVIGATE, "navigate", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, navigate, 0,                              \
       {"url", WIRE_STR | WIRE_REQ}, {"wait", WIRE_STR})                                            \
     X(BACK, "back", WIRE_F_CHANGES | WIRE_F_NAV | WIRE_F_PAGE, history, -1, {"wait", WIRE_STR})                  \

@@ -2702,6 +2702,115 @@ static void test_cookies_set_read_and_clear(void **state)
     close_session(sid);
 }
 
+/* The "KEY=VALUE" items of a storage reply, in order, joined by spaces. */
+static void storage_items(const cJSON *reply, char *out, size_t len)
+{
+    const cJSON *it;
+    out[0] = '\0';
+    cJSON_ArrayForEach(it, cJSON_GetObjectItemCaseSensitive(result(reply), "items"))
+    {
+        snprintf(out + strlen(out), len - strlen(out), "%s%s=%s", out[0] ? " " : "",
+                 json_str(it, "name"), json_str(it, "value"));
+    }
+}
+
+/*
+ * The page's localStorage and sessionStorage: read, one item, set, removed,
+ * cleared, on a page that has replaced JSON.stringify; refused without a
+ * site of its own. A cookie and an item set just before the worker is
+ * killed are there on the other worker: a change is checkpointed at once.
+ */
+static void test_storage_read_set_and_clear(void **state)
+{
+    (void)state;
+    char sid[64], items[256], origin[256];
+    create("form.html", sid);
+    page_url("", origin, sizeof origin);
+    origin[strlen(origin) - 1] = '\0';
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"eval\",\"args\":{\"expression\":\"localStorage.setItem('a','1');"
+                           "sessionStorage.setItem('s','2');JSON.stringify=function(){return 'x'};1\"}}"));
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"storage\"}");
+    assert_string_equal(reply_str(r, "origin"), origin);
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "a=1");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"storage.set\",\"args\":{\"key\":\"cart\",\"value\":\"[42]\"}}");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage\",\"args\":{\"key\":\"cart\"}}");
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "cart=[42]");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage\",\"args\":{\"key\":\"none\"}}");
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"eval\",\"args\":{\"expression\":\"localStorage.getItem('cart')\"}}");
+    assert_string_equal(reply_str(r, "value"), "[42]");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"storage.set\",\"args\":{\"kind\":\"session\",\"key\":\"t\","
+                  "\"value\":\"3\"}}");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage\",\"args\":{\"kind\":\"session\"}}");
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "s=2 t=3");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage.clear\",\"args\":{\"key\":\"a\"}}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "cleared")->valueint, 1);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage.clear\",\"args\":{\"key\":\"a\"}}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "cleared")->valueint, 0);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage.clear\",\"args\":{\"kind\":\"session\"}}");
+    assert_int_equal(cJSON_GetObjectItemCaseSensitive(result(r), "cleared")->valueint, 2);
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage\",\"args\":{\"kind\":\"session\"}}");
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "");
+    cJSON_Delete(r);
+    static const char *const bad[] = {
+        "{\"op\":\"storage\",\"args\":{\"kind\":\"cookie\"}}",
+        "{\"op\":\"storage.set\",\"args\":{\"key\":\"k\"}}",
+        "{\"op\":\"storage.clear\",\"args\":{\"key\":1}}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        r = expect_status(sid, bad[i], 400);
+        assert_string_equal(reply_code(r), "bad_request");
+        cJSON_Delete(r);
+    }
+    r = expect_ok(&gw, sid, "{\"op\":\"storage\"}");
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "cart=[42]");
+    cJSON_Delete(r);
+    /* Set, then the worker dies at once: the other worker restores both. */
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"storage.set\",\"args\":{\"key\":\"late\",\"value\":\"yes\"}}"));
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"cookies.set\",\"args\":{\"name\":\"late\",\"value\":\"yes\"}}"));
+    r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    int owner = atoi(reply_str(r, "worker") + 1);
+    cJSON_Delete(r);
+    assert_true(owner == 1 || owner == 2);
+    stack_kill_worker(gw.st, owner, SIGKILL);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage\",\"args\":{\"key\":\"late\"}}");
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "late=yes");
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"cookies\",\"args\":{\"name\":\"late\"}}");
+    assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result(r), "cookies")), 1);
+    cJSON_Delete(r);
+    assert_int_equal(stack_restart_worker(gw.st, owner), 0);
+    /* A page with no site of its own has no storage to give. */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"navigate\",\"args\":{\"url\":\"about:blank\"}}"));
+    r = expect_status(sid, "{\"op\":\"storage\"}", 400);
+    assert_non_null(strstr(error_message(r), "no localStorage"));
+    cJSON_Delete(r);
+    close_session(sid);
+}
+
 static void test_http_commands_end_before_nginx_gives_up(void **state)
 {
     (void)state;
@@ -3052,6 +3161,7 @@ int main(void)
         cmocka_unit_test(test_session_list_in_pages),
         cmocka_unit_test(test_storage_state_carries_a_login),
         cmocka_unit_test(test_cookies_set_read_and_clear),
+        cmocka_unit_test(test_storage_read_set_and_clear),
         cmocka_unit_test(test_concurrency_limit),
         cmocka_unit_test(test_websocket_snapshot_event),
         cmocka_unit_test(test_kill_9_worker_session_carries_on),

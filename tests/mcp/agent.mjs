@@ -254,6 +254,25 @@ check(!r.isError && /Cleared [1-9]\d* cookie/.test(textOf(r)), 'browser_cookie_c
 r = await client.callTool({ name: 'browser_cookie_list', arguments: {} });
 check(/No cookies found/.test(textOf(r)), 'no cookies are left', textOf(r));
 
+// The page's web storage with Playwright's MCP tools.
+r = await client.callTool({ name: 'browser_localstorage_set', arguments: { key: 'theme', value: 'dark' } });
+check(!r.isError, 'browser_localstorage_set sets an item', textOf(r));
+r = await client.callTool({ name: 'browser_evaluate', arguments: { function: "() => localStorage.getItem('theme')" } });
+check(textOf(r).includes('dark'), 'the page reads it', textOf(r));
+r = await client.callTool({ name: 'browser_localstorage_list', arguments: {} });
+check(!r.isError && /^theme=dark$/m.test(textOf(r)), 'browser_localstorage_list lists it', textOf(r));
+r = await client.callTool({ name: 'browser_localstorage_get', arguments: { key: 'nope' } });
+check(/localStorage key 'nope' not found/.test(textOf(r)), 'a missing key is said so', textOf(r));
+r = await client.callTool({ name: 'browser_sessionstorage_set', arguments: { key: 'step', value: '2' } });
+r = await client.callTool({ name: 'browser_sessionstorage_get', arguments: { key: 'step' } });
+check(!r.isError && textOf(r) === 'step=2', 'browser_sessionstorage_get gets an item', textOf(r));
+r = await client.callTool({ name: 'browser_sessionstorage_delete', arguments: { key: 'step' } });
+check(!r.isError && /Removed 1 sessionStorage item/.test(textOf(r)), 'browser_sessionstorage_delete removes it', textOf(r));
+r = await client.callTool({ name: 'browser_localstorage_clear', arguments: {} });
+check(!r.isError && /Removed [1-9]\d* localStorage item/.test(textOf(r)), 'browser_localstorage_clear clears it', textOf(r));
+r = await client.callTool({ name: 'browser_localstorage_list', arguments: {} });
+check(/No localStorage items found/.test(textOf(r)), 'no items are left', textOf(r));
+
 r = await client.callTool({ name: 'browser_close', arguments: {} });
 check(!r.isError && /is closed/.test(textOf(r)), 'close the session');
 await client.close();

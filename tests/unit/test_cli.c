@@ -839,7 +839,7 @@ static void test_parse_state_file(void **state)
     cli_call_destroy(&c);
 }
 
-/* cookies, cookies set and cookies clear: the second word picks the op; URLs are positional. */
+/* cookies and storage, with set and clear: the second word picks the op. */
 static void test_parse_cookies(void **state)
 {
     (void)state;
@@ -873,6 +873,18 @@ static void test_parse_cookies(void **state)
     /* a set needs its name and value */
     assert_int_equal(PARSE(&g, &c, err, "cookies", "set", "token"), RG_EBADREQ);
     assert_non_null(strstr(err, "missing an argument"));
+    /* storage: the same three forms, on the page's storage */
+    assert_int_equal(PARSE(&g, &c, err, "storage", "cart"), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"storage\",\"args\":{\"key\":\"cart\"}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "storage", "set", "cart", "[42]", "--kind", "session"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"storage.set\",\"args\":{\"kind\":\"session\",\"key\":\"cart\","
+                    "\"value\":\"[42]\"}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "storage", "clear"), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"storage.clear\"}");
+    cli_call_destroy(&c);
 }
 
 static void test_parse_observe_and_screenshot(void **state)
