@@ -518,6 +518,7 @@ static void page_origin(sess *s, char *o, size_t len)
 {
     cJSON *got = NULL;
     o[0] = '\0';
+    s->cur = s->active; /* not a page op: no tab was chosen for it */
     if (sess_eval_json(s, "location.origin", SESS_CALL_TIMEOUT_MS, &got) == 0 &&
         cJSON_IsString(got) && is_origin(got->valuestring))
         snprintf(o, len, "%s", got->valuestring);

@@ -2565,6 +2565,16 @@ static const char *error_message(const cJSON *reply)
     return cJSON_IsString(m) ? m->valuestring : "";
 }
 
+/* Each of the n bodies on session sid must be refused as bad_request (400). */
+static void each_bad_request(const char *sid, const char *const *bodies, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        cJSON *r = expect_status(sid, bodies[i], 400);
+        assert_string_equal(reply_code(r), "bad_request");
+        cJSON_Delete(r);
+    }
+}
+
 /* The names of a cookies reply's cookies, sorted, joined by spaces. */
 static void cookie_names(const cJSON *reply, char *out, size_t len)
 {
@@ -2665,11 +2675,7 @@ static void test_cookies_set_read_and_clear(void **state)
         "{\"op\":\"cookies\",\"args\":{\"urls\":\"https://far.example/\"}}",
         "{\"op\":\"cookies.clear\",\"args\":{\"name\":7}}",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        r = expect_status(sid, bad[i], 400);
-        assert_string_equal(reply_code(r), "bad_request");
-        cJSON_Delete(r);
-    }
+    each_bad_request(sid, bad, sizeof bad / sizeof *bad);
     r = expect_ok(&gw, sid, "{\"op\":\"cookies\"}");
     cookie_names(r, names, sizeof names);
     assert_string_equal(names, "deep far sid theme");
@@ -2776,11 +2782,7 @@ static void test_storage_read_set_and_clear(void **state)
         "{\"op\":\"storage.set\",\"args\":{\"key\":\"k\"}}",
         "{\"op\":\"storage.clear\",\"args\":{\"key\":1}}",
     };
-    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
-        r = expect_status(sid, bad[i], 400);
-        assert_string_equal(reply_code(r), "bad_request");
-        cJSON_Delete(r);
-    }
+    each_bad_request(sid, bad, sizeof bad / sizeof *bad);
     r = expect_ok(&gw, sid, "{\"op\":\"storage\"}");
     storage_items(r, items, sizeof items);
     assert_string_equal(items, "cart=[42]");
