@@ -148,7 +148,8 @@ static const cmd_spec cmds[] = {
       {"--http-only", NULL, "http_only", VT_TRUE}, {"--secure", NULL, "secure", VT_TRUE},
       {"--same-site", NULL, "same_site", VT_STR}},
      "cookies set NAME VALUE [--url U | --domain D] [--path P] [--expires UNIX_S]\n"
-     "          [--http-only] [--secure] [--same-site Strict|Lax|None]   (the page's site by default)"},
+     "          [--http-only] [--secure] [--same-site Strict|Lax|None]\n"
+     "          (without --url or --domain: for the page's own site)"},
     {"cookies clear", WIRE_OP_COOKIES_CLEAR, NULL, {NULL}, 0, CLI_OUT_RESULT,
      {{"--name", NULL, "name", VT_STR}, {"--domain", NULL, "domain", VT_STR},
       {"--path", NULL, "path", VT_STR}},

@@ -929,7 +929,8 @@ static int op_storage(gw_cmd *c)
     int rc = sess_storage(c->s, kind ? kind : "local", ops[c->param], gw_arg_str(c, "key"),
                           gw_arg_str(c, "value"), &out, c->err, sizeof c->err);
     if (rc < 0)
-        return c->err[0] ? (c->rc = rc) : gw_fail(c, rc, "the page did not answer about its storage");
+        return c->err[0] ? (c->rc = rc)
+                         : gw_fail(c, rc, "the page did not answer about its storage");
     if (c->param > 0)
         c->full = 1;
     c->result = out;

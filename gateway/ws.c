@@ -104,6 +104,8 @@ struct wsconn {
     int max_sessions, max_concurrent;
     double rate;
     int refused;              /* rc when the handshake's checks failed */
+    char why[124];            /* then the close frame's reason, "code: message" (guarded
+                                 by ws->mu once listed) */
     int viewer, control;      /* opened with a view token (and may it send input?) */
     long long view_exp;       /* the token's expiry, unix seconds */
     /* guarded by ws->mu */
@@ -626,6 +628,9 @@ static void established(struct gw_ws *ws, struct lws *wsi, struct pss *pss)
         cJSON_Delete(r);
         pthread_mutex_lock(&ws->mu);
         c->refused = c->refused ? c->refused : rc;
+        /* The refusal frame is msgpack (the client has not said what it speaks);
+           the close frame's reason says it in text too, for every client. */
+        snprintf(c->why, sizeof c->why, "%s: %s", rg_err_code(rc), msg);
         pthread_mutex_unlock(&ws->mu);
         return;
     }
@@ -639,6 +644,8 @@ static void established(struct gw_ws *ws, struct lws *wsi, struct pss *pss)
         c->refs--;
         ws->n_runners--;
         c->refused = RG_EBUSY;
+        snprintf(c->why, sizeof c->why, "%s: the worker could not serve the connection",
+                 rg_err_code(RG_EBUSY));
         pthread_mutex_unlock(&ws->mu);
         return;
     }
@@ -838,6 +845,8 @@ static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
     }
     int more = has_output(c);
     int refused = c->refused, ending = c->ending;
+    char refusal[sizeof c->why];
+    memcpy(refusal, c->why, sizeof refusal);
     pthread_mutex_unlock(&ws->mu);
     int n = 0;
     if (ping) {
@@ -864,7 +873,11 @@ static int writeable(struct gw_ws *ws, struct wsconn *c, struct lws *wsi)
     if (more)
         lws_callback_on_writable(wsi);
     else if (refused) {
-        lws_close_reason(wsi, LWS_CLOSE_STATUS_POLICY_VIOLATION, NULL, 0);
+        /* 1013, "try again later", for what passes; 1008 for a refusal that stays. */
+        int later = refused == RG_EUNAVAIL || refused == RG_EBUSY;
+        lws_close_reason(wsi,
+                         later ? (enum lws_close_status)1013 : LWS_CLOSE_STATUS_POLICY_VIOLATION,
+                         (unsigned char *)refusal, strlen(refusal));
         return -1;
     } else if (ending) {
         const char *why = ending == 2 ? "token expired" : "session closed";

@@ -868,8 +868,8 @@ static void t_cookie_delete(mcp_session *m, const cJSON *a, result *r)
     const cJSON *res;
     cJSON_AddStringToObject(args, "name", or_empty(str_of(a, "name")));
     if (run(m, r, "cookies.clear", args, &reply, &res) == 0)
-        add_text(r, "Deleted %d cookie(s) named %s.", (int)cJSON_GetNumberValue(item(res, "cleared")),
-                 or_empty(str_of(a, "name")));
+        add_text(r, "Deleted %d cookie(s) named %s.",
+                 (int)cJSON_GetNumberValue(item(res, "cleared")), or_empty(str_of(a, "name")));
     cJSON_Delete(reply);
 }
 

@@ -500,8 +500,9 @@ int sess_cookies_get(sess *s, const cJSON *urls, const char *name, cJSON **out, 
         rg_buf_puts(&q, "{\"urls\":");
         rg_buf_puts(&q, list ? list : "[]");
         rg_buf_puts(&q, "}");
-        rc = !list || q.failed ? RG_ENOMEM
-                               : sess_call(s, "Network.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
+        rc = !list || q.failed
+                 ? RG_ENOMEM
+                 : sess_call(s, "Network.getCookies", q.data, SESS_CALL_TIMEOUT_MS, &r);
         free(list);
         rg_buf_destroy(&q);
         if (rc == RG_ECDP)

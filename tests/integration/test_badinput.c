@@ -1383,6 +1383,12 @@ static void test_websocket_bad_frames(void **state)
         cJSON_Delete(v);
         rg_buf_reset(&in);
         assert_int_equal(wsc_recv(o, &in, IO_TIMEOUT_MS), 8);
+        /* the close frame says it too: 1008, "not_found: ..." */
+        int code = in.len >= 2 ? (unsigned char)in.data[0] << 8 | (unsigned char)in.data[1] : 0;
+        if (in.len < 2 + 11 || code != 1008 || memcmp(in.data + 2, "not_found: ", 11)) {
+            fprintf(stderr, "FAIL ws %s: close frame %.*s\n", p.data, (int)in.len, in.data);
+            failed++;
+        }
         rg_buf_destroy(&in);
         rg_buf_destroy(&p);
         wsc_close(o);

@@ -730,7 +730,13 @@ static void test_websocket_snapshot_event(void **state)
     assert_string_equal(reply_code(refusal), "unauthorized");
     cJSON_Delete(refusal);
     rg_buf_reset(&in);
-    assert_int_equal(wsc_recv(w, &in, 10000), 8); /* then closed */
+    /* then closed, policy violation, with the refusal's code and message as the reason
+       (a client that speaks JSON reads it there) */
+    assert_int_equal(wsc_recv(w, &in, 10000), 8);
+    assert_true(in.len > 2);
+    assert_int_equal(((unsigned char)in.data[0] << 8) | (unsigned char)in.data[1], 1008);
+    assert_int_equal(in.len - 2, strlen("unauthorized: missing or unknown API key"));
+    assert_memory_equal(in.data + 2, "unauthorized: missing or unknown API key", in.len - 2);
     rg_buf_destroy(&in);
     wsc_close(w);
     close_session(sid);
@@ -2658,7 +2664,8 @@ static void test_cookies_set_read_and_clear(void **state)
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
     cJSON_Delete(expect_ok(&gw, sid, body));
     r = expect_ok(&gw, sid, "{\"op\":\"read\",\"args\":{}}");
-    if (!strstr(reply_str(r, "value"), "sid=s3cr3t") || !strstr(reply_str(r, "value"), "theme=dark"))
+    const char *sent = reply_str(r, "value");
+    if (!strstr(sent, "sid=s3cr3t") || !strstr(sent, "theme=dark"))
         fail_msg("the server did not get the cookies: %s", cJSON_PrintUnformatted(r));
     cJSON_Delete(r);
     r = expect_ok(&gw, sid, "{\"op\":\"eval\",\"args\":{\"expression\":\"document.cookie\"}}");
@@ -2734,8 +2741,9 @@ static void test_storage_read_set_and_clear(void **state)
     page_url("", origin, sizeof origin);
     origin[strlen(origin) - 1] = '\0';
     cJSON_Delete(expect_ok(&gw, sid,
-                           "{\"op\":\"eval\",\"args\":{\"expression\":\"localStorage.setItem('a','1');"
-                           "sessionStorage.setItem('s','2');JSON.stringify=function(){return 'x'};1\"}}"));
+                           "{\"op\":\"eval\",\"args\":{\"expression\":"
+                           "\"localStorage.setItem('a','1');sessionStorage.setItem('s','2');"
+                           "JSON.stringify=function(){return 'x'};1\"}}"));
     cJSON *r = expect_ok(&gw, sid, "{\"op\":\"storage\"}");
     assert_string_equal(reply_str(r, "origin"), origin);
     storage_items(r, items, sizeof items);
@@ -2788,10 +2796,10 @@ static void test_storage_read_set_and_clear(void **state)
     assert_string_equal(items, "cart=[42]");
     cJSON_Delete(r);
     /* Set, then the worker dies at once: the other worker restores both. */
-    cJSON_Delete(expect_ok(&gw, sid,
-                           "{\"op\":\"storage.set\",\"args\":{\"key\":\"late\",\"value\":\"yes\"}}"));
-    cJSON_Delete(expect_ok(&gw, sid,
-                           "{\"op\":\"cookies.set\",\"args\":{\"name\":\"late\",\"value\":\"yes\"}}"));
+    cJSON_Delete(expect_ok(
+        &gw, sid, "{\"op\":\"storage.set\",\"args\":{\"key\":\"late\",\"value\":\"yes\"}}"));
+    cJSON_Delete(expect_ok(
+        &gw, sid, "{\"op\":\"cookies.set\",\"args\":{\"name\":\"late\",\"value\":\"yes\"}}"));
     r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
     int owner = atoi(reply_str(r, "worker") + 1);
     cJSON_Delete(r);

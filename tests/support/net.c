@@ -487,7 +487,7 @@ int wsc_recv(wsc *w, rg_buf *out, int timeout_ms)
                 }
                 if (w->in.len >= need + len) {
                     int op = p[0] & 0x0f;
-                    if (op == 1 || op == 2)
+                    if (op == 1 || op == 2 || op == 8)
                         rg_buf_append(out, p + need, len);
                     if (op == 9) /* a pong, as clients do (the server may have closed) */
                         (void)wsc_frame(w, 10, p + need, len);

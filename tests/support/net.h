@@ -85,7 +85,9 @@ wsc *wsc_open(int port, const char *path, const char *headers, int *status);
 int wsc_send(wsc *w, const void *data, size_t len, int text);
 /**
  * Receives one data frame within timeout_ms into out (appended). Returns the
- * opcode (1 text, 2 binary), 8 when the server closed, -1 on timeout/error.
+ * opcode (1 text, 2 binary), 8 when the server closed (its close frame's
+ * payload appended: a 2-byte status code, then the reason's text), -1 on
+ * timeout/error.
  * Pings met on the way are answered, as every WebSocket client does (the
  * gateway sends the next screencast frame only once the ping behind the
  * last one is answered).
