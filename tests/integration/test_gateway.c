@@ -2263,6 +2263,28 @@ static const cJSON *entry_with(const cJSON *arr, const char *k, const char *v)
 }
 
 /*
+ * Waits (up to 5 s) until session sid's browser lists a cookie named name.
+ * A page script's document.cookie goes to the browser's cookie store
+ * asynchronously: an op that reads the store right after the eval that set
+ * it may not see it yet (docs/protocol.md, known gaps).
+ */
+static void cookie_stored(const char *sid, const char *name)
+{
+    char body[160];
+    snprintf(body, sizeof body, "{\"op\":\"cookies\",\"args\":{\"name\":\"%s\"}}", name);
+    int n = 0;
+    for (int i = 0; i < 100 && !n; i++) {
+        if (i)
+            rg_sleep_ms(50);
+        cJSON *r = expect_ok(&gw, sid, body);
+        n = cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result(r), "cookies"));
+        cJSON_Delete(r);
+    }
+    if (!n)
+        fail_msg("the page's cookie %s never reached the browser's store", name);
+}
+
+/*
  * Log in once, start later sessions logged in: session.state gives the
  * cookies and localStorage in Playwright's storageState shape, and
  * session.create's state puts them into a new session before its first
@@ -2281,6 +2303,7 @@ static void test_storage_state_carries_a_login(void **state)
                          " max-age=3600; path=/';localStorage.setItem('token','t-42');"
                          "localStorage.setItem('__proto__','kept');1\"}}");
     cJSON_Delete(r);
+    cookie_stored(a, "theme");
     r = expect_ok(&gw, a, "{\"op\":\"session.state\"}");
     const cJSON *st = result(r);
     const cJSON *theme = entry_with(cJSON_GetObjectItemCaseSensitive(st, "cookies"), "name",
@@ -2620,6 +2643,7 @@ static void test_cookies_set_read_and_clear(void **state)
                          "{\"op\":\"eval\",\"args\":{\"expression\":"
                          "\"document.cookie='theme=dark; path=/';1\"}}");
     cJSON_Delete(r);
+    cookie_stored(sid, "theme");
     r = expect_ok(&gw, sid,
                   "{\"op\":\"cookies.set\",\"args\":{\"name\":\"sid\",\"value\":\"s3cr3t\","
                   "\"http_only\":true}}");
