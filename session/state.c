@@ -42,6 +42,15 @@
 
 static const char *const SAME_SITE[] = {"Strict", "Lax", "None"};
 
+/* Is ss one of the SameSite values a cookie may carry? */
+static int same_site_known(const char *ss)
+{
+    for (size_t k = 0; k < sizeof SAME_SITE / sizeof *SAME_SITE; k++)
+        if (!strcmp(ss, SAME_SITE[k]))
+            return 1;
+    return 0;
+}
+
 /* A key of cookie i that must pass is (what it must be) when present: 0, or RG_EBADREQ. */
 static int want(const cJSON *c, const char *k, int (*is)(const cJSON *), const char *what, size_t i,
                 char *err, size_t errlen)
@@ -97,10 +106,7 @@ static int check_cookie(const cJSON *c, size_t i, char *err, size_t errlen)
         return rg_errf(err, errlen, RG_EBADREQ,
                        "args.state.cookies[%zu] needs a domain (and path) or a url", i);
     const cJSON *ss = cJSON_GetObjectItemCaseSensitive(c, "sameSite");
-    int known = !ss;
-    for (size_t k = 0; ss && k < 3; k++)
-        known |= !strcmp(ss->valuestring, SAME_SITE[k]);
-    if (!known)
+    if (ss && !same_site_known(ss->valuestring))
         return rg_errf(err, errlen, RG_EBADREQ,
                        "args.state.cookies[%zu].sameSite must be Strict, Lax or None", i);
     return 0;
@@ -552,10 +558,7 @@ int sess_cookie_set(sess *s, const cJSON *args, char *err, size_t errlen)
     const char *name = sess_jstr(c, "name"), *ss = sess_jstr(c, "sameSite");
     if (!*name)
         rc = rg_errf(err, errlen, RG_EBADREQ, "args.name must not be empty");
-    int known = !*ss;
-    for (size_t k = 0; k < 3; k++)
-        known |= !strcmp(ss, SAME_SITE[k]);
-    if (rc == 0 && !known)
+    if (rc == 0 && *ss && !same_site_known(ss))
         rc = rg_errf(err, errlen, RG_EBADREQ, "args.same_site must be Strict, Lax or None");
     if (rc == 0 && !cJSON_GetObjectItemCaseSensitive(c, "url") &&
         !cJSON_GetObjectItemCaseSensitive(c, "domain")) {

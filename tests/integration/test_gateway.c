@@ -2707,6 +2707,15 @@ static void test_cookies_set_read_and_clear(void **state)
         "{\"op\":\"cookies.clear\",\"args\":{\"name\":7}}",
     };
     each_bad_request(sid, bad, sizeof bad / sizeof *bad);
+    /* At most 50 URLs a read. */
+    char many[51 * 24 + 64];
+    snprintf(many, sizeof many, "{\"op\":\"cookies\",\"args\":{\"urls\":[");
+    for (int i = 0; i < 51; i++)
+        snprintf(many + strlen(many), sizeof many - strlen(many), "%s\"https://u%d.example/\"",
+                 i ? "," : "", i);
+    snprintf(many + strlen(many), sizeof many - strlen(many), "]}}");
+    const char *too_many[] = {many};
+    each_bad_request(sid, too_many, 1);
     r = expect_ok(&gw, sid, "{\"op\":\"cookies\"}");
     cookie_names(r, names, sizeof names);
     assert_string_equal(names, "deep far sid theme");
