@@ -72,6 +72,11 @@ static const cmd_spec cmds[] = {
       {"--depth", NULL, "depth", VT_INT}},
      "observe [--diff] [--mode full|interactive] [--depth N] [--format text|elements|both]\n"
      "          [--viewport-only] [--scope TARGET] [--max-elements N]"},
+    {"find", WIRE_OP_OBSERVE, NULL, {"find"}, 1, CLI_OUT_OBSERVE,
+     {{"--regex", NULL, "regex", VT_TRUE}, {"--context", NULL, "context", VT_INT},
+      {"--mode", NULL, "mode", VT_STR}, {"--scope", NULL, "scope", VT_STR}},
+     "find TEXT [--regex] [--context N] [--mode full|interactive] [--scope TARGET]\n"
+     "          (the outline's lines that hold TEXT, each under its path, with N lines around)"},
     {"click", WIRE_OP_CLICK, NULL, {"target"}, 1, CLI_OUT_REF,
      {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}, DIALOG},
      "click TARGET [--nth N] [--button left|right|middle] [--count N]\n"

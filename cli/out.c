@@ -115,6 +115,9 @@ static int print_observe(const cli_call *c, FILE *out, FILE *errf, const cJSON *
         return -1;
     }
     size_t n = strlen(text->valuestring);
+    const cJSON *matches = item(res, "matches"); /* find */
+    if (cJSON_IsNumber(matches) && matches->valuedouble == 0)
+        fputs("no match\n", errf);
     fputs(text->valuestring, out);
     if (n && text->valuestring[n - 1] != '\n')
         fputc('\n', out);

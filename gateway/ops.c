@@ -435,10 +435,27 @@ static int op_observe(gw_cmd *c)
     int depth = gw_arg_int(c, "depth", 0);
     if (gw_has_arg(c, "depth") && depth < 1)
         return gw_fail(c, RG_EBADREQ, "args.depth must be at least 1");
+    /* find: the outline's lines that match, in snippets (registry/find.c) */
+    const char *find = gw_arg_str(c, "find");
+    int context = gw_arg_int(c, "context", 3);
+    if (!find && (gw_has_arg(c, "regex") || gw_has_arg(c, "context")))
+        return gw_fail(c, RG_EBADREQ, "args.regex and args.context go with args.find");
+    if (find && (context < 0 || context > 20))
+        return gw_fail(c, RG_EBADREQ, "args.context must be 0 to 20");
+    if (find && (gw_arg_bool(c, "diff") || elements))
+        return gw_fail(c, RG_EBADREQ, "args.find takes format text and no diff");
+    reg_find *finder = NULL;
+    if (find) {
+        int rc = reg_find_new(find, gw_arg_bool(c, "regex"), &finder, c->err, sizeof c->err);
+        if (rc < 0)
+            return c->err[0] ? (c->rc = rc) : gw_fail(c, rc, "out of memory");
+    }
     char *css = NULL;
     const char *scope = gw_arg_str(c, "scope");
-    if (scope && scope_css(c, scope, &css) < 0)
+    if (scope && scope_css(c, scope, &css) < 0) {
+        reg_find_free(finder);
         return c->rc;
+    }
     reg_observe_opts opts = {.scope_css = css,
                              .viewport_only = gw_arg_bool(c, "viewport_only"),
                              .max_elements = (size_t)(max > 0 ? max : 0),
@@ -447,10 +464,25 @@ static int op_observe(gw_cmd *c)
                                                                           : REG_MODE_FULL,
                              .depth = depth,
                              .no_selectors = !elements,
+                             .no_baseline = finder != NULL,
                              .timeout_ms = c->timeout_ms};
     reg_observation o;
     int rc = reg_observe(sess_registry(c->s), sess_handle(c->s), &opts, &o);
     free(css);
+    size_t matches = 0;
+    if (rc == 0 && finder) {
+        char *found = NULL;
+        rc = reg_find_lines(finder, o.text, context, &found, &matches, c->err, sizeof c->err);
+        free(o.text);
+        o.text = found;
+        if (rc < 0)
+            reg_observation_free(&o);
+        if (rc == RG_EBADREQ) {
+            reg_find_free(finder);
+            return c->rc = rc;
+        }
+    }
+    reg_find_free(finder);
     if (rc == RG_EBADREQ)
         return gw_fail(c, rc, "the scope matches no element or is not a valid CSS selector");
     if (rc < 0)
@@ -467,6 +499,8 @@ static int op_observe(gw_cmd *c)
             if (o.nodes[i].ref && o.nodes[i].ref[0])
                 cJSON_AddItemToArray(arr, element_of(&o.nodes[i]));
     }
+    if (find)
+        cJSON_AddNumberToObject(c->result, "matches", (double)matches);
     cJSON_AddBoolToObject(c->result, "diff", opts.diff);
     cJSON_AddBoolToObject(c->result, "truncated", o.truncated);
     cJSON *counts = cJSON_AddObjectToObject(c->result, "counts");

@@ -265,6 +265,32 @@ static void t_snapshot(mcp_session *m, const cJSON *a, result *r)
     outline(m, r, 0);
 }
 
+/* Playwright's browser_find: observe's find, its snippets under a line that counts them. */
+static void t_find(mcp_session *m, const cJSON *a, result *r)
+{
+    const char *text = str_of(a, "text"), *re = str_of(a, "regex");
+    if (!text == !re) {
+        add_text(r, "error bad_request: give text or regex, one of them");
+        r->error = 1;
+        return;
+    }
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    cJSON_AddStringToObject(args, "find", text ? text : re);
+    if (re)
+        cJSON_AddTrueToObject(args, "regex");
+    if (run(m, r, "observe", args, &reply, &res) < 0)
+        return;
+    int n = (int)cJSON_GetNumberValue(item(res, "matches"));
+    const char *q = text ? text : re;
+    if (!n)
+        add_text(r, "No matches found for %s%s%s.", text ? "\"" : "", q, text ? "\"" : "");
+    else
+        add_text(r, "Found %d %s for %s%s%s:\n\n%s", n, n == 1 ? "match" : "matches",
+                 text ? "\"" : "", q, text ? "\"" : "", or_empty(str_of(res, "text")));
+    cJSON_Delete(reply);
+}
+
 static void t_click(mcp_session *m, const cJSON *a, result *r)
 {
     cJSON *args = target_args(a);
@@ -970,6 +996,15 @@ static const tool tools[] = {
     {"browser_snapshot", "Page snapshot",
      "The page as a compact outline: its elements with refs (@ref) to act on, its structure and its text",
      "{\"type\":\"object\",\"properties\":{}}", "", t_snapshot},
+    {"browser_find", "Find in page snapshot",
+     "Search the page's outline for a text or a regular expression: the matching lines with a few lines "
+     "around each, under their path from the document, with their refs. Cheaper than the whole "
+     "snapshot when you look for one element or message",
+     "{\"type\":\"object\",\"properties\":{\"text\":{\"type\":\"string\","
+     "\"description\":\"Text to look for, without regard to case. Give text or regex\"},"
+     "\"regex\":{\"type\":\"string\",\"description\":\"A regular expression (POSIX extended, "
+     "with \\\\d; /re/i for no case). Give text or regex\"}}}",
+     "", t_find},
     {"browser_click", "Click", "Perform click on a web page",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS ",\"doubleClick\":{\"type\":\"boolean\"},"
      "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"]}},\"required\":[\"target\"]}",

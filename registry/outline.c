@@ -248,16 +248,9 @@ char *reg_outline(const reg_observation *o)
 
 /* ---- diff ---- */
 
-struct line {
-    const char *s;
-    size_t n;
-    size_t pos;
-    int matched;
-};
-
 static int line_cmp(const void *a, const void *b)
 {
-    const struct line *x = a, *y = b;
+    const reg_line *x = a, *y = b;
     size_t n = x->n < y->n ? x->n : y->n;
     int c = memcmp(x->s, y->s, n);
     if (c)
@@ -269,23 +262,23 @@ static int line_cmp(const void *a, const void *b)
 
 static int pos_cmp(const void *a, const void *b)
 {
-    const struct line *x = a, *y = b;
+    const reg_line *x = a, *y = b;
     return (x->pos > y->pos) - (x->pos < y->pos);
 }
 
-static struct line *split_lines(const char *t, size_t *n)
+reg_line *reg_split_lines(const char *t, size_t *n)
 {
     size_t cap = 1;
     for (const char *c = t; *c; c++)
         cap += *c == '\n';
-    struct line *v = calloc(cap, sizeof *v);
+    reg_line *v = calloc(cap, sizeof *v);
     if (!v)
         return NULL;
     size_t k = 0;
     while (*t) {
         const char *e = strchr(t, '\n');
         size_t len = e ? (size_t)(e - t) : strlen(t);
-        v[k] = (struct line){t, len, k, 0};
+        v[k] = (reg_line){t, len, k, 0};
         k++;
         t += len + (e ? 1 : 0);
     }
@@ -296,7 +289,7 @@ static struct line *split_lines(const char *t, size_t *n)
 char *reg_text_diff(const char *before, const char *now)
 {
     size_t na = 0, nb = 0;
-    struct line *a = split_lines(before, &na), *b = split_lines(now, &nb);
+    reg_line *a = reg_split_lines(before, &na), *b = reg_split_lines(now, &nb);
     rg_buf out;
     rg_buf_init(&out);
     if (!a || !b) {
@@ -309,7 +302,7 @@ char *reg_text_diff(const char *before, const char *now)
     qsort(b, nb, sizeof *b, line_cmp);
     size_t i = 0, j = 0;
     while (i < na && j < nb) {
-        struct line ka = a[i], kb = b[j];
+        reg_line ka = a[i], kb = b[j];
         ka.pos = kb.pos = 0;
         int c = line_cmp(&ka, &kb);
         if (c == 0) {

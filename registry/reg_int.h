@@ -218,6 +218,17 @@ int reg_page_register(reg_page *pg, const reg_node *nd, char ref[REG_REF_MAX]);
 const char *jstr(const cJSON *o, const char *k);
 int jint(const cJSON *o, const char *k, int def);
 
+/* outline.c */
+/** One line of an outline: where it starts, its length without the newline, its index. */
+typedef struct reg_line {
+    const char *s;
+    size_t n;
+    size_t pos;
+    int matched;
+} reg_line;
+/** The lines of t (which they point into); NULL when out of memory. Caller frees the array. */
+reg_line *reg_split_lines(const char *t, size_t *n);
+
 /* keys.c */
 /** press: "Enter", "Control+a", ...; RG_EBADREQ for a key or modifier it does not know. */
 int reg_press(reg_page_handle h, const char *spec, char *err, size_t errlen);

@@ -1332,6 +1332,11 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
         rc = RG_ENOMEM;
         goto fail;
     }
+    if (opts->no_baseline) {
+        free(full);
+        free(shape);
+        return 0;
+    }
     free(pg->baseline[b].shape);
     free(pg->baseline[b].text);
     pg->baseline[b].shape = shape;

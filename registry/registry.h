@@ -377,6 +377,7 @@ typedef struct reg_observe_opts {
     int diff;              /* text holds only +/- lines against the previous observation */
     int no_selectors;      /* skip alternative selectors (the text outline does not show
                               them; the elements list and inspect do) */
+    int no_baseline;       /* a look that does not become the next diff's baseline (find) */
     int timeout_ms;
 } reg_observe_opts;
 
@@ -431,6 +432,31 @@ char *reg_outline(const reg_observation *o);
  * the order of each text). Caller owns the result.
  */
 char *reg_text_diff(const char *before, const char *now);
+
+/** What observe's find looks for (find.c). */
+typedef struct reg_find reg_find;
+
+/**
+ * Compiles a find: pattern as text (matched without regard to case), or with
+ * regex a regular expression (POSIX extended, with \d, and "/re/i" for no
+ * case). RG_EBADREQ with a sentence in err for an empty or too long pattern,
+ * an invalid regex, a back-reference or repetition counts too large.
+ */
+int reg_find_new(const char *pattern, int regex, reg_find **out, char *err, size_t errlen);
+void reg_find_free(reg_find *f);
+
+/**
+ * The outline's lines that match, in snippets: each matching line with
+ * `context` lines before and after it (overlapping ones joined), after the
+ * lines above it that it sits in, "..." where lines are left out, a blank line
+ * between snippets, at most 100 snippets (then a line says how many more).
+ * *out is "" when nothing matched; *n_matches counts the matching lines.
+ * RG_EBADREQ with a sentence in err when a regex has not gone through the
+ * outline within a second (glibc's matcher can be slow on patterns such as
+ * (.*a){12}b), RG_ENOMEM.
+ */
+int reg_find_lines(const reg_find *f, const char *outline, int context, char **out,
+                   size_t *n_matches, char *err, size_t errlen);
 
 /* ---- targets and actions --------------------------------------------------- */
 

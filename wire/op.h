@@ -99,7 +99,7 @@ typedef struct wire_arg {
     X(OBSERVE, "observe", 0 | WIRE_F_PAGE, observe, 0,                                                           \
       {"format", WIRE_STR}, {"diff", WIRE_BOOL}, {"scope", WIRE_STR},                              \
       {"max_elements", WIRE_INT}, {"viewport_only", WIRE_BOOL}, {"mode", WIRE_STR},                \
-      {"depth", WIRE_INT})                                                                         \
+      {"depth", WIRE_INT}, {"find", WIRE_STR}, {"regex", WIRE_BOOL}, {"context", WIRE_INT})       \
     X(CLICK, "click", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_CLICK,                                        \
       WIRE_TGT_REQ, {"button", WIRE_STR}, {"click_count", WIRE_INT}, {"modifiers", WIRE_STRS})     \
     X(FILL, "fill", WIRE_F_CHANGES | WIRE_F_PAGE, action, REG_OP_FILL,                                           \

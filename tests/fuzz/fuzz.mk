@@ -12,7 +12,7 @@
 FUZZ_CC      ?= clang
 FUZZ_SECONDS ?= 60
 FUZZ_DIR     := $(BUILD)/fuzz
-FUZZ_TARGETS ?= mp_command json_command target cdp url addr socks mcp view_token delta
+FUZZ_TARGETS ?= mp_command json_command target cdp url addr socks mcp view_token delta find
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
 FUZZ_CFLAGS   = -std=c11 $(WARN) -O1 -g $(FUZZ_SAN) -fsanitize=fuzzer-no-link -MMD -MP -I. \
                 $(shell $(PKG) --cflags $(LIBS_PKG) 2>/dev/null)
@@ -33,6 +33,7 @@ FUZZ_SRC_socks        := tests/fuzz/fuzz_util.c $(EGRESS_SRC) common/rg.c
 FUZZ_SRC_mcp          := tests/fuzz/fuzz_util.c $(MCP_SRC) common/rg.c
 FUZZ_SRC_view_token   := tests/fuzz/fuzz_util.c $(FUZZ_APP_SRC)
 FUZZ_SRC_delta        := tests/fuzz/fuzz_util.c $(FUZZ_APP_SRC)
+FUZZ_SRC_find         := tests/fuzz/fuzz_util.c registry/find.c registry/outline.c common/rg.c
 
 fuzz_obj = $(patsubst %,$(FUZZ_DIR)/obj/%.o,$(basename $(1)))
 FUZZ_BINS = $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
@@ -58,4 +59,4 @@ define FUZZ_LINK
 $(FUZZ_DIR)/fuzz_$(1): $(call fuzz_obj,tests/fuzz/fuzz_$(1).c $(sort $(FUZZ_SRC_$(1))))
 	$$(FUZZ_CC) $$(FUZZ_LDFLAGS) -o $$@ $$^ $$(LDLIBS_ALL)
 endef
-$(foreach t,mp_command json_command target cdp url addr socks mcp view_token delta,$(eval $(call FUZZ_LINK,$(t))))
+$(foreach t,mp_command json_command target cdp url addr socks mcp view_token delta find,$(eval $(call FUZZ_LINK,$(t))))

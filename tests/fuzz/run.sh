@@ -23,6 +23,7 @@ max_len() {
     addr) echo 400 ;;
     socks) echo 600 ;;
     view_token) echo 300 ;;
+    find) echo 4096 ;;
     cdp) echo 16384 ;;
     *) echo 8192 ;;
     esac

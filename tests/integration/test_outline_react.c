@@ -630,6 +630,114 @@ static void test_counter_digits_in_snapshot_event(void **state)
     close_session(sid);
 }
 
+/* An observe with find; the reply (caller frees). */
+static cJSON *find_in_page(const char *sid, const char *args)
+{
+    char body[512];
+    snprintf(body, sizeof body, "{\"op\":\"observe\",\"args\":{%s}}", args);
+    return expect_ok(&gw, sid, body);
+}
+
+/* A command that must be refused with 400 bad_request. */
+static void refused(const char *sid, const char *body)
+{
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    int status;
+    cJSON *r = post_json(path, body, &status);
+    if (status != 400 || strcmp(reply_code(r), "bad_request")) {
+        char *t = cJSON_PrintUnformatted(r);
+        fail_msg("%s: %d %s, wanted 400 bad_request", body, status, t);
+    }
+    cJSON_Delete(r);
+}
+
+/*
+ * observe's find, as an agent uses it: it looks for an item's words, gets the
+ * snippet with the checkbox beside them and its ref, and clicks that ref; the
+ * right item is checked. A find is not the next diff's baseline, and what it
+ * cannot do is refused.
+ */
+static void test_find_an_item_and_its_checkbox(void **state)
+{
+    (void)state;
+    char sid[64];
+    create("todo.html", NEW_TODO, sid);
+    add_items(sid);
+    free(observe_text(sid, 0)); /* the diff baseline, before the click */
+
+    cJSON *r = find_in_page(sid, "\"find\":\"walk DOG\",\"context\":1");
+    const char *snip = reply_str(r, "text");
+    cJSON *m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "result"),
+                                                "matches");
+    if (cJSON_GetNumberValue(m) != 1 || !strstr(snip, "Walk dog")) {
+        show("find", snip);
+        fail_msg("find \"walk DOG\": %g matches, wanted 1 with the item's line",
+                 cJSON_GetNumberValue(m));
+    }
+    if (strstr(snip, items[0]) || strstr(snip, items[2])) {
+        show("find", snip);
+        fail_msg("the snippet of one item shows the others");
+    }
+    /* the snippet sits under its path: the document's line first, the listitem above */
+    outline o;
+    outline_parse(&o, snip);
+    int cb = find_role(&o, 0, "checkbox");
+    char ref[64] = "";
+    if (strncmp(o.line[0], "- document", 10) || cb < 0 ||
+        ref_of_line(o.line[cb], ref, sizeof ref) < 0 ||
+        find_role(&o, 0, "listitem") < 0 || find_role(&o, 0, "listitem") > cb) {
+        show("find", snip);
+        fail_msg("the snippet lacks the document, the listitem or the checkbox with a ref");
+    }
+    outline_free(&o);
+    cJSON_Delete(r);
+
+    char body[256];
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
+    cmd(sid, body);
+    /* the checked box is the one beside "Walk dog", and the only one */
+    r = find_in_page(sid, "\"find\":\"(checked)\",\"context\":1");
+    m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "result"), "matches");
+    if (cJSON_GetNumberValue(m) != 1 || !strstr(reply_str(r, "text"), "Walk dog")) {
+        show("find", reply_str(r, "text"));
+        fail_msg("%g checked boxes, wanted the one beside \"Walk dog\"", cJSON_GetNumberValue(m));
+    }
+    cJSON_Delete(r);
+    /* the diff is against the last observe, not the finds since: the toggle shows */
+    char *d = observe_text(sid, 1);
+    if (!strstr(d, "(checked)")) {
+        show("diff", d);
+        fail_msg("the diff after the find and the click does not show the checkbox checked");
+    }
+    free(d);
+    /* a regular expression, JavaScript's way */
+    r = find_in_page(sid,
+                     "\"find\":\"/^ *- text: (buy|pay) \\\\w+$/i\",\"regex\":true,\"context\":0");
+    m = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(r, "result"), "matches");
+    if (cJSON_GetNumberValue(m) != 2) {
+        show("find", reply_str(r, "text"));
+        fail_msg("the regex found %g lines, wanted Buy milk and Pay rent", cJSON_GetNumberValue(m));
+    }
+    cJSON_Delete(r);
+    r = find_in_page(sid, "\"find\":\"nothing like this\"");
+    assert_string_equal(reply_str(r, "text"), "");
+    cJSON_Delete(r);
+
+    refused(sid, "{\"op\":\"observe\",\"args\":{\"find\":\"milk\",\"diff\":true}}");
+    refused(sid, "{\"op\":\"observe\",\"args\":{\"find\":\"milk\",\"format\":\"both\"}}");
+    refused(sid, "{\"op\":\"observe\",\"args\":{\"find\":\"(a)\\\\1\",\"regex\":true}}");
+    refused(sid, "{\"op\":\"observe\",\"args\":{\"find\":\"[\",\"regex\":true}}");
+    refused(sid, "{\"op\":\"observe\",\"args\":{\"find\":\"\"}}");
+    refused(sid, "{\"op\":\"observe\",\"args\":{\"find\":\"milk\",\"context\":21}}");
+    refused(sid, "{\"op\":\"observe\",\"args\":{\"context\":2}}");
+    /* none of them changed the page */
+    d = observe_text(sid, 1);
+    assert_string_equal(d, "");
+    free(d);
+    close_session(sid);
+}
+
 int main(void)
 {
     /* React from npm at the pinned versions, installed when missing. */
@@ -647,6 +755,7 @@ int main(void)
         cmocka_unit_test(test_todo_text_beside_checkbox),
         cmocka_unit_test(test_todo_toggle_in_diff_and_event),
         cmocka_unit_test(test_counter_digits_in_snapshot_event),
+        cmocka_unit_test(test_find_an_item_and_its_checkbox),
     };
     rc = FX_RUN("outline_react", tests, NULL, NULL);
     fx_stack_stop(&gw);

@@ -63,7 +63,7 @@ const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
   'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
-  'browser_resize', 'browser_network_requests'])
+  'browser_resize', 'browser_network_requests', 'browser_find'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -87,7 +87,19 @@ r = await client.callTool({ name: 'browser_tabs', arguments: { action: 'select',
 check(!r.isError && /^- 1: \(current\)/m.test(textOf(r)), 'switch to the new tab', textOf(r));
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
 check(/Page Title: Banana/.test(textOf(r)) && textOf(r).includes('Price: 1.50 EUR'), 'the item page shows its name and price');
+// browser_find: the button's line and ref without the whole snapshot
+r = await client.callTool({ name: 'browser_find', arguments: { text: 'add to CART' } });
+check(!r.isError && /^Found 1 match for "add to CART":\n\n- document/.test(textOf(r)),
+  'browser_find finds the button, without regard to case, under its path', textOf(r));
 const add = refOf(textOf(r), 'button', 'Add to cart');
+r = await client.callTool({ name: 'browser_find', arguments: { regex: '/price: \\d+\\.\\d\\d eur/i' } });
+check(!r.isError && textOf(r).includes('Price: 1.50 EUR'), 'browser_find takes a regular expression', textOf(r));
+r = await client.callTool({ name: 'browser_find', arguments: { text: 'no such words' } });
+check(!r.isError && textOf(r) === 'No matches found for "no such words".', 'browser_find says when nothing matches',
+  textOf(r));
+r = await client.callTool({ name: 'browser_find', arguments: { regex: '(unclosed' } });
+check(r.isError && /bad_request: .*not a valid regular expression/.test(textOf(r)),
+  'a bad regular expression is a tool error that says why', textOf(r));
 r = await client.callTool({ name: 'browser_click', arguments: { target: add } });
 check(!r.isError && textOf(r).includes('In the cart: 1'), 'the click answers with the change it made');
 // A confirm() is dismissed unless the call accepts it, and the answer says which.

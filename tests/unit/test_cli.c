@@ -894,6 +894,15 @@ static void test_parse_observe_and_screenshot(void **state)
     cli_global_init(&g);
     cli_call c;
     char err[256] = "";
+    /* find is an observe with find */
+    assert_int_equal(PARSE(&g, &c, err, "find", "--session=s9", "Buy milk", "--context", "1"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"observe\",\"args\":{\"context\":1,\"find\":\"Buy milk\"}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "find", "-s", "s9", "\\d+ items", "--regex"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"observe\",\"args\":{\"regex\":true,\"find\":\"\\\\d+ items\"}}");
+    cli_call_destroy(&c);
     assert_int_equal(PARSE(&g, &c, err, "observe", "--session=s9", "--diff", "--format", "elements",
                            "--viewport-only", "--max-elements", "50", "--scope", "css:main"),
                      CLI_CMD_GATEWAY);

@@ -241,6 +241,172 @@ static void test_text_diff(void **state)
     free(d);
 }
 
+/* observe's find: snippets under their path, case and script folded, regexes guarded. */
+static const char find_page[] = "- document \"Shop\"\n"
+                                "  - main\n"
+                                "    - heading \"Cart\" [level=1]\n"
+                                "    - list\n"
+                                "      - listitem\n"
+                                "        - checkbox \"Done\" [ref=@a]\n"
+                                "        - text: Buy milk\n"
+                                "      - listitem\n"
+                                "        - checkbox \"Done\" [ref=@b]\n"
+                                "        - text: Walk the dog\n"
+                                "      - listitem\n"
+                                "        - checkbox \"Done\" [ref=@c]\n"
+                                "        - text: Feed the CAT\n"
+                                "    - paragraph: Total 42.00 EUR\n"
+                                "  - contentinfo\n"
+                                "    - text: Straße 5, Привет\n";
+
+static char *find_in(const char *outline, const char *pattern, int regex, int context,
+                     size_t *n)
+{
+    reg_find *f = NULL;
+    char err[256] = "";
+    assert_int_equal(reg_find_new(pattern, regex, &f, err, sizeof err), 0);
+    char *t = NULL;
+    assert_int_equal(reg_find_lines(f, outline, context, &t, n, err, sizeof err), 0);
+    reg_find_free(f);
+    assert_non_null(t);
+    return t;
+}
+
+static int find_refused(const char *pattern, int regex, char *err, size_t errlen)
+{
+    reg_find *f = NULL;
+    int rc = reg_find_new(pattern, regex, &f, err, errlen);
+    assert_null(f);
+    return rc;
+}
+
+static void test_find_in_outline(void **state)
+{
+    (void)state;
+    size_t n = 0;
+    char *t = find_in(find_page, "MILK", 0, 1, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(t, "- document \"Shop\"\n"
+                           "  - main\n"
+                           "    ...\n"
+                           "    - list\n"
+                           "      - listitem\n"
+                           "        - checkbox \"Done\" [ref=@a]\n"
+                           "        - text: Buy milk\n"
+                           "      - listitem\n");
+    free(t);
+    /* two matches far apart: two snippets, each under its own path */
+    t = find_in(find_page, "^ *- text: (Buy|Feed)", 1, 0, &n);
+    assert_int_equal(n, 2);
+    assert_string_equal(t, "- document \"Shop\"\n"
+                           "  - main\n"
+                           "    ...\n"
+                           "    - list\n"
+                           "      - listitem\n"
+                           "        ...\n"
+                           "        - text: Buy milk\n"
+                           "\n"
+                           "- document \"Shop\"\n"
+                           "  - main\n"
+                           "    ...\n"
+                           "    - list\n"
+                           "      ...\n"
+                           "      - listitem\n"
+                           "        ...\n"
+                           "        - text: Feed the CAT\n");
+    free(t);
+    /* neighbours' windows join into one snippet */
+    t = find_in(find_page, "checkbox", 0, 1, &n);
+    assert_int_equal(n, 3);
+    assert_null(strstr(t, "\n\n"));
+    assert_non_null(strstr(t, "[ref=@a]") && strstr(t, "[ref=@c]") ? t : NULL);
+    free(t);
+    /* case folds for other scripts too; JavaScript's \d and /re/i */
+    t = find_in(find_page, "STRAẞE 5, ПРИВЕТ", 0, 0, &n);
+    assert_int_equal(n, 1);
+    assert_string_equal(t,
+                        "- document \"Shop\"\n  ...\n  - contentinfo\n    - text: Straße 5, Привет\n");
+    free(t);
+    t = find_in(find_page, "/total \\d+\\.\\d{2} eur/i", 1, 0, &n);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(t, "- paragraph: Total 42.00 EUR\n"));
+    free(t);
+    t = find_in(find_page, "total [\\d.]+ EUR", 1, 0, &n);
+    assert_int_equal(n, 0); /* case matters without /i */
+    assert_string_equal(t, "");
+    free(t);
+    t = find_in(find_page, "no such words", 0, 3, &n);
+    assert_int_equal(n, 0);
+    assert_string_equal(t, "");
+    free(t);
+
+    /* refusals */
+    char err[256];
+    assert_int_equal(find_refused("", 0, err, sizeof err), RG_EBADREQ);
+    char big[1002];
+    memset(big, 'a', sizeof big - 1);
+    big[sizeof big - 1] = '\0';
+    assert_int_equal(find_refused(big, 0, err, sizeof err), RG_EBADREQ);
+    assert_int_equal(find_refused("(a)\\1", 1, err, sizeof err), RG_EBADREQ);
+    assert_non_null(strstr(err, "back-references"));
+    assert_int_equal(find_refused("((a{100}){100}){100}", 1, err, sizeof err), RG_EBADREQ);
+    assert_non_null(strstr(err, "repetition"));
+    assert_int_equal(find_refused("x{99999}", 1, err, sizeof err), RG_EBADREQ);
+    /* quantifiers on quantifiers: glibc copies x for each '+' of x+++... and
+       takes minutes to compile a few of them (both found by fuzz_find) */
+    assert_int_equal(find_refused("x+++++++++++++++++++++++++++++++++++++++++", 1, err, sizeof err),
+                     RG_EBADREQ);
+    assert_int_equal(find_refused(":+^2+?++*++++- tex", 1, err, sizeof err), RG_EBADREQ);
+    assert_non_null(strstr(err, "quantifier right after another"));
+    assert_int_equal(find_refused("a*{2}", 1, err, sizeof err), RG_EBADREQ);
+    /* but JavaScript's lazy quantifiers are taken (whether a line matches is the same),
+       and POSIX classes in brackets */
+    t = find_in(find_page, "Buy.+?milk|Walk.*?dog|Feed the CA??T", 1, 0, &n);
+    assert_int_equal(n, 3);
+    free(t);
+    t = find_in(find_page, "[[:alpha:]]+ [\\d]{2}\\.\\d+", 1, 0, &n);
+    assert_int_equal(n, 1);
+    free(t);
+    assert_int_equal(find_refused("[unclosed", 1, err, sizeof err), RG_EBADREQ);
+    assert_non_null(strstr(err, "not a valid regular expression"));
+    /* counts that stay small are fine */
+    t = find_in(find_page, "(Do(ne){1,2}){2}|dog{1,3}", 1, 0, &n);
+    assert_int_equal(n, 1);
+    free(t);
+    /* JavaScript's groups that capture nothing; lookarounds are refused */
+    t = find_in(find_page, "(?:Buy|Walk) (?:milk|the dog)$", 1, 0, &n);
+    assert_int_equal(n, 2);
+    free(t);
+    assert_int_equal(find_refused("a(?=b)", 1, err, sizeof err), RG_EBADREQ);
+
+    /* a page where the word is everywhere: 100 snippets, and a line for the rest */
+    rg_buf b;
+    rg_buf_init(&b);
+    rg_buf_puts(&b, "- document\n");
+    for (int i = 0; i < 150; i++)
+        rg_buf_printf(&b, "  - text: hit %d\n  - separator\n", i);
+    t = find_in(b.data, "hit", 0, 0, &n);
+    assert_int_equal(n, 150);
+    assert_non_null(strstr(t, "hit 99\n"));
+    assert_null(strstr(t, "hit 100\n"));
+    assert_non_null(strstr(t, "... 50 more snippets not shown"));
+    free(t);
+    rg_buf_destroy(&b);
+
+    /* a regex glibc is slow on, over a long outline: refused after its budget, not hours later */
+    rg_buf_init(&b);
+    for (int i = 0; i < 20000; i++)
+        rg_buf_printf(&b, "      - listitem \"item %d aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\"\n", i);
+    reg_find *f = NULL;
+    assert_int_equal(reg_find_new("(.*a){200}b", 1, &f, err, sizeof err), 0);
+    t = NULL;
+    assert_int_equal(reg_find_lines(f, b.data, 3, &t, &n, err, sizeof err), RG_EBADREQ);
+    assert_null(t);
+    assert_non_null(strstr(err, "simplify it"));
+    reg_find_free(f);
+    rg_buf_destroy(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -254,6 +420,7 @@ int main(void)
         cmocka_unit_test(test_outline_format),
         cmocka_unit_test(test_outline_summarizes_long_dropdowns),
         cmocka_unit_test(test_text_diff),
+        cmocka_unit_test(test_find_in_outline),
     };
     return cmocka_run_group_tests_name("registry", tests, NULL, NULL);
 }
