@@ -242,7 +242,7 @@ int op_input(gw_cmd *c)
     if (mods < 0)
         return c->rc;
     int x = gw_arg_int(c, "x", -1), y = gw_arg_int(c, "y", -1);
-    if (!strcmp(type, "click") || !strcmp(type, "wheel")) {
+    if (!strcmp(type, "click") || !strcmp(type, "wheel") || !strcmp(type, "move")) {
         if (!gw_has_arg(c, "x") || !gw_has_arg(c, "y") || x < 0 || y < 0 || x > 100000 ||
             y > 100000)
             return gw_fail(c, RG_EBADREQ, "args.x and args.y must be page coordinates from 0");
@@ -251,9 +251,18 @@ int op_input(gw_cmd *c)
         const char *button = gw_arg_str(c, "button") ? gw_arg_str(c, "button") : "left";
         if (strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle"))
             return gw_fail(c, RG_EBADREQ, "args.button must be left, right or middle");
-        if (mouse(c, "mouseMoved", x, y, "none", 0, mods, 0, 0) < 0 ||
-            mouse(c, "mousePressed", x, y, button, 1, mods, 0, 0) < 0 ||
-            mouse(c, "mouseReleased", x, y, button, 1, mods, 0, 0) < 0)
+        int count = gw_arg_int(c, "count", 1);
+        if (count < 1 || count > 3)
+            return gw_fail(c, RG_EBADREQ, "args.count must be 1, 2 or 3");
+        if (mouse(c, "mouseMoved", x, y, "none", 0, mods, 0, 0) < 0)
+            return c->rc;
+        /* a double click is two presses and releases, the second with clickCount 2 */
+        for (int k = 1; k <= count; k++)
+            if (mouse(c, "mousePressed", x, y, button, k, mods, 0, 0) < 0 ||
+                mouse(c, "mouseReleased", x, y, button, k, mods, 0, 0) < 0)
+                return c->rc;
+    } else if (!strcmp(type, "move")) {
+        if (mouse(c, "mouseMoved", x, y, "none", 0, mods, 0, 0) < 0)
             return c->rc;
     } else if (!strcmp(type, "wheel")) {
         int dx = gw_arg_int(c, "dx", 0), dy = gw_arg_int(c, "dy", 0);
@@ -280,7 +289,7 @@ int op_input(gw_cmd *c)
             return c->rc = rc;
         sess_note_scroll(c->s, 0, 0, 0);
     } else {
-        return gw_fail(c, RG_EBADREQ, "args.type must be click, wheel, key or text");
+        return gw_fail(c, RG_EBADREQ, "args.type must be click, move, wheel, key or text");
     }
     c->result = cJSON_CreateObject();
     cJSON_AddStringToObject(c->result, "type", type);

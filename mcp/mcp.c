@@ -252,11 +252,29 @@ static void t_navigate(mcp_session *m, const cJSON *a, result *r)
     one_arg(m, r, "navigate", a, "url", 0);
 }
 
+/* back, forward and reload: the op, then the page's whole outline. */
+static void history(mcp_session *m, result *r, const char *op)
+{
+    if (run_only(m, r, op, NULL) == 0)
+        outline(m, r, 0);
+}
+
 static void t_back(mcp_session *m, const cJSON *a, result *r)
 {
     (void)a;
-    if (run_only(m, r, "back", NULL) == 0)
-        outline(m, r, 0);
+    history(m, r, "back");
+}
+
+static void t_forward(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    history(m, r, "forward");
+}
+
+static void t_reload(mcp_session *m, const cJSON *a, result *r)
+{
+    (void)a;
+    history(m, r, "reload");
 }
 
 static void t_snapshot(mcp_session *m, const cJSON *a, result *r)
@@ -301,6 +319,54 @@ static void t_click(mcp_session *m, const cJSON *a, result *r)
         cJSON_AddNumberToObject(args, "click_count", 2);
     if (run_only(m, r, "click", args) == 0)
         outline(m, r, 1);
+}
+
+static void t_check(mcp_session *m, const cJSON *a, result *r)
+{
+    if (run_only(m, r, "check", target_args(a)) == 0)
+        outline(m, r, 1);
+}
+
+static void t_uncheck(mcp_session *m, const cJSON *a, result *r)
+{
+    if (run_only(m, r, "uncheck", target_args(a)) == 0)
+        outline(m, r, 1);
+}
+
+/*
+ * The vision tools: the mouse at page coordinates (CSS pixels of the viewport,
+ * as browser_take_screenshot's image measures them), for agents that act on
+ * what they see. The input op, then the diff.
+ */
+/* A coordinate rounded to the pixel; one far out of any page stays as it is, for the op to refuse. */
+static double pixel(double v)
+{
+    return v > -1e6 && v < 1e6 ? (double)(long)(v + (v < 0 ? -0.5 : 0.5)) : v;
+}
+
+static void mouse_xy(mcp_session *m, const cJSON *a, result *r, const char *type)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "type", type);
+    cJSON_AddNumberToObject(args, "x", pixel(cJSON_GetNumberValue(item(a, "x"))));
+    cJSON_AddNumberToObject(args, "y", pixel(cJSON_GetNumberValue(item(a, "y"))));
+    const char *button = str_of(a, "button");
+    if (button)
+        cJSON_AddStringToObject(args, "button", button);
+    if (cJSON_IsNumber(item(a, "clickCount")))
+        cJSON_AddNumberToObject(args, "count", cJSON_GetNumberValue(item(a, "clickCount")));
+    if (run_only(m, r, "input", args) == 0)
+        outline(m, r, 1);
+}
+
+static void t_mouse_click(mcp_session *m, const cJSON *a, result *r)
+{
+    mouse_xy(m, a, r, "click");
+}
+
+static void t_mouse_move(mcp_session *m, const cJSON *a, result *r)
+{
+    mouse_xy(m, a, r, "move");
 }
 
 static void t_hover(mcp_session *m, const cJSON *a, result *r)
@@ -978,6 +1044,10 @@ static const tool tools[] = {
      "url", t_navigate},
     {"browser_navigate_back", "Go back", "Go back to the previous page in the history",
      "{\"type\":\"object\",\"properties\":{}}", "", t_back},
+    {"browser_navigate_forward", "Go forward", "Go forward to the next page in the history",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_forward},
+    {"browser_reload", "Reload the page", "Reload the current page",
+     "{\"type\":\"object\",\"properties\":{}}", "", t_reload},
     {"browser_resize", "Resize browser window", "Resize the browser window (the page's viewport, in CSS pixels)",
      "{\"type\":\"object\",\"properties\":{\"width\":{\"type\":\"number\",\"description\":\"Width of the browser window\"},"
      "\"height\":{\"type\":\"number\",\"description\":\"Height of the browser window\"}},\"required\":[\"width\",\"height\"]}",
@@ -1009,6 +1079,23 @@ static const tool tools[] = {
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS ",\"doubleClick\":{\"type\":\"boolean\"},"
      "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"]}},\"required\":[\"target\"]}",
      "target", t_click},
+    {"browser_check", "Check", "Check a checkbox or radio button",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS "},\"required\":[\"target\"]}",
+     "target", t_check},
+    {"browser_uncheck", "Uncheck", "Uncheck a checkbox",
+     "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS "},\"required\":[\"target\"]}",
+     "target", t_uncheck},
+    {"browser_mouse_click_xy", "Click", "Click mouse button at a given position (CSS pixels of the viewport, as the screenshot shows them)",
+     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\",\"description\":\"X coordinate\"},"
+     "\"y\":{\"type\":\"number\",\"description\":\"Y coordinate\"},"
+     "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"],\"description\":\"Button to click, defaults to left\"},"
+     "\"clickCount\":{\"type\":\"number\",\"description\":\"Number of clicks (1 to 3), defaults to 1\"}},"
+     "\"required\":[\"x\",\"y\"]}",
+     "x# y#", t_mouse_click},
+    {"browser_mouse_move_xy", "Move mouse", "Move mouse to a given position (CSS pixels of the viewport)",
+     "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\",\"description\":\"X coordinate\"},"
+     "\"y\":{\"type\":\"number\",\"description\":\"Y coordinate\"}},\"required\":[\"x\",\"y\"]}",
+     "x# y#", t_mouse_move},
     {"browser_hover", "Hover mouse", "Hover over element on page",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP "},\"required\":[\"target\"]}",
      "target", t_hover},

@@ -148,10 +148,10 @@ typedef struct wire_arg {
       {"max_fps", WIRE_INT})                                                                       \
     X(VIEW_TOKEN, "session.view_token", WIRE_F_NOT_IN_ACT | WIRE_F_UNHELD, view_token, 0,          \
       {"control", WIRE_BOOL}, {"ttl_s", WIRE_INT})                                                 \
-    X(INPUT, "input", WIRE_F_WS_ONLY | WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES | WIRE_F_VIEW, input, 0, \
+    X(INPUT, "input", WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES | WIRE_F_VIEW, input, 0,                  \
       {"type", WIRE_STR | WIRE_REQ}, {"x", WIRE_INT}, {"y", WIRE_INT}, {"button", WIRE_STR},       \
-      {"dx", WIRE_INT}, {"dy", WIRE_INT}, {"key", WIRE_STR}, {"text", WIRE_STR},                   \
-      {"modifiers", WIRE_STRS})
+      {"count", WIRE_INT}, {"dx", WIRE_INT}, {"dy", WIRE_INT}, {"key", WIRE_STR},                  \
+      {"text", WIRE_STR}, {"modifiers", WIRE_STRS})
 // clang-format on
 
 #define WIRE_OP_ID(ID, name, flags, handler, param, ...) WIRE_OP_##ID,

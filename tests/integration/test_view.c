@@ -399,6 +399,34 @@ static void test_frames_and_input(void **state)
     read_text(sid, "css:#n", text, sizeof text);
     assert_string_equal(text, "2");
 
+    /* Over HTTP with the API key (a computer-use agent clicking what it saw in
+       a screenshot): a double click is two clicks and a dblclick; a move points. */
+    snprintf(body, sizeof body,
+             "{\"op\":\"input\",\"args\":{\"type\":\"click\",\"x\":%d,\"y\":%d,\"count\":2}}",
+             bx, by);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    read_text(sid, "css:#n", text, sizeof text);
+    assert_string_equal(text, "4");
+    snprintf(body, sizeof body, "{\"op\":\"input\",\"args\":{\"type\":\"move\",\"x\":%d,\"y\":%d}}",
+             fx, fy);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    r = expect_ok(&gw, sid, "{\"op\":\"observe\",\"args\":{\"find\":\"pointed at 2\"}}");
+    if (strcmp(reply_str(r, "title"), "double clicked") || !strstr(reply_str(r, "text"), "Name"))
+        fail_msg("after a double click and a move over HTTP: %s", cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    snprintf(body, sizeof body,
+             "{\"op\":\"input\",\"args\":{\"type\":\"click\",\"x\":%d,\"y\":%d,\"count\":4}}",
+             bx, by);
+    int st = 0;
+    char path[96];
+    snprintf(path, sizeof path, "/v1/sessions/%s", sid);
+    r = expect_post(&gw, 0, path, body, &st);
+    assert_int_equal(st, 400);
+    assert_string_equal(reply_code(r), "bad_request");
+    cJSON_Delete(r);
+    read_text(sid, "css:#n", text, sizeof text);
+    assert_string_equal(text, "4");
+
     /* The session closes: the viewers hear it and their connections end. */
     send_cmd(v, "{\"id\":2,\"op\":\"subscribe\",\"args\":{\"events\":[\"session\"]}}");
     cJSON_Delete(next_msg(v, 2, NULL, 15000, NULL));

@@ -63,13 +63,34 @@ const { tools } = await client.listTools();
 const names = tools.map((t) => t.name);
 for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
   'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
-  'browser_resize', 'browser_network_requests', 'browser_find'])
+  'browser_resize', 'browser_network_requests', 'browser_find', 'browser_check', 'browser_uncheck',
+  'browser_navigate_forward', 'browser_reload', 'browser_mouse_click_xy', 'browser_mouse_move_xy'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
 let r = await client.callTool({ name: 'browser_navigate', arguments: { url: appUrl + '/index.html' } });
 check(!r.isError && textOf(r).includes('Fruit shop'), 'navigate answers with the page outline');
 const box = refOf(textOf(r), 'textbox', 'Search');
+
+// browser_check and browser_uncheck answer with the change
+const stock = refOf(textOf(r), 'checkbox', 'In stock only');
+r = await client.callTool({ name: 'browser_check', arguments: { target: stock } });
+check(!r.isError && /^\+ .*checkbox "In stock only" \(checked[,)]/m.test(textOf(r)), 'browser_check checks the box', textOf(r));
+r = await client.callTool({ name: 'browser_uncheck', arguments: { target: stock } });
+check(!r.isError && /^- .*checkbox "In stock only" \(checked[,)]/m.test(textOf(r)), 'browser_uncheck unchecks it', textOf(r));
+// A computer-use agent clicks where it sees the box: the mouse at page coordinates focuses it.
+r = await client.callTool({ name: 'browser_evaluate', arguments: {
+  function: "() => { const b = document.getElementById('q').getBoundingClientRect(); return [b.x + b.width / 2, b.y + b.height / 2].join(' '); }",
+} });
+const at = /(\d+(?:\.\d+)?) (\d+(?:\.\d+)?)/.exec(textOf(r));
+check(!r.isError && at, 'the search box has a place on the page', textOf(r));
+r = await client.callTool({ name: 'browser_mouse_move_xy', arguments: { x: Number(at[1]), y: Number(at[2]) } });
+check(!r.isError, 'browser_mouse_move_xy moves the mouse there', textOf(r));
+r = await client.callTool({ name: 'browser_mouse_click_xy', arguments: { x: Number(at[1]), y: Number(at[2]) } });
+check(!r.isError && /^\+ .*textbox "Search" \(focused\)/m.test(textOf(r)),
+  'browser_mouse_click_xy at its centre focuses it', textOf(r));
+r = await client.callTool({ name: 'browser_mouse_click_xy', arguments: { x: -40, y: 5 } });
+check(r.isError && /bad_request/.test(textOf(r)), 'a place off the page is refused', textOf(r));
 
 r = await client.callTool({ name: 'browser_type', arguments: { element: 'Search box', target: box, text: 'ba' } });
 check(!r.isError && /link "Banana"/.test(textOf(r)), 'typing into the keydown-driven search shows Banana in the changes');
@@ -102,6 +123,11 @@ check(r.isError && /bad_request: .*not a valid regular expression/.test(textOf(r
   'a bad regular expression is a tool error that says why', textOf(r));
 r = await client.callTool({ name: 'browser_click', arguments: { target: add } });
 check(!r.isError && textOf(r).includes('In the cart: 1'), 'the click answers with the change it made');
+r = await client.callTool({ name: 'browser_reload', arguments: {} });
+check(!r.isError && /Page Title: Banana/.test(textOf(r)) && textOf(r).includes('In the cart: 0'),
+  'browser_reload loads the page again, as it was first served', textOf(r));
+r = await client.callTool({ name: 'browser_click', arguments: { target: refOf(textOf(r), 'button', 'Add to cart') } });
+check(!r.isError && textOf(r).includes('In the cart: 1'), 'add it again');
 // A confirm() is dismissed unless the call accepts it, and the answer says which.
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
 const empty = refOf(textOf(r), 'button', 'Empty the cart');
