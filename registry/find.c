@@ -412,6 +412,19 @@ static void put_snippet(rg_buf *b, const reg_line *v, size_t from, size_t to)
         put_line(b, &v[i]);
 }
 
+/* A snippet built: written after a blank line, or counted past the most shown. */
+static void flush(rg_buf *b, const reg_line *v, size_t from, size_t to, size_t *snippets,
+                  size_t *left)
+{
+    if (*snippets >= FIND_SNIPPETS_MAX) {
+        (*left)++;
+        return;
+    }
+    if ((*snippets)++)
+        rg_buf_puts(b, "\n");
+    put_snippet(b, v, from, to);
+}
+
 int reg_find_lines(const reg_find *f, const char *outline, int context, char **out,
                    size_t *n_matches, char *err, size_t errlen)
 {
@@ -448,24 +461,14 @@ int reg_find_lines(const reg_find *f, const char *outline, int context, char **o
             to = z;
             continue;
         }
-        if (open && snippets < FIND_SNIPPETS_MAX) {
-            if (snippets++)
-                rg_buf_puts(&b, "\n");
-            put_snippet(&b, v, from, to);
-        } else if (open) {
-            left++;
-        }
+        if (open)
+            flush(&b, v, from, to, &snippets, &left);
         from = a;
         to = z;
         open = 1;
     }
-    if (open && snippets < FIND_SNIPPETS_MAX) {
-        if (snippets++)
-            rg_buf_puts(&b, "\n");
-        put_snippet(&b, v, from, to);
-    } else if (open) {
-        left++;
-    }
+    if (open)
+        flush(&b, v, from, to, &snippets, &left);
     if (left)
         rg_buf_printf(&b, "\n... %zu more snippets not shown: narrow the search\n", left);
     free(v);
