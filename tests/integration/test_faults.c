@@ -565,6 +565,28 @@ static void test_redis_down_ten_seconds(void **state)
     assert_int_equal(r.status, 503);
     assert_string_equal(code_of(&r), "unavailable");
     drop(&r);
+    /* A WebSocket to the parked session meanwhile is refused as "try again
+       later" (close status 1013), its reason saying why, for a JSON client. */
+    char path[128], h[256];
+    snprintf(path, sizeof path, "/v1/sessions/%s/ws", parked);
+    snprintf(h, sizeof h, "Authorization: Bearer %s\r\n", stack_key(gw.st, 0));
+    int status = 0;
+    wsc *w = wsc_open(stack_port(gw.st), path, h, &status);
+    if (!w)
+        fail_msg("the WebSocket was not opened while Redis is away: HTTP %d", status);
+    rg_buf in;
+    rg_buf_init(&in);
+    int op;
+    while ((op = wsc_recv(w, &in, 10000)) == 2) /* the refusal frame, msgpack */
+        rg_buf_reset(&in);
+    assert_int_equal(op, 8);
+    assert_true(in.len > 2);
+    int close_status = ((unsigned char)in.data[0] << 8) | (unsigned char)in.data[1];
+    if (close_status != 1013 || in.len < 2 + 13 || memcmp(in.data + 2, "unavailable: ", 13))
+        fail_msg("closed with %d \"%.*s\", wanted 1013 \"unavailable: ...\"", close_status,
+                 (int)in.len - 2, in.data + 2);
+    rg_buf_destroy(&in);
+    wsc_close(w);
     rg_sleep_ms(10000);
     assert_int_equal(redissrv_restart(stack_redis(gw.st)), 0);
     /* Recovery, by itself. */
