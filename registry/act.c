@@ -579,6 +579,17 @@ static int wait_once(reg_page *pg, reg_page_handle h, const reg_action *a, const
     cJSON *js = NULL;
     int rc;
     if (!t) {
+        /* a text waits to appear, or with state hidden (or detached) to go */
+        int gone = a->text && a->state &&
+                   (!strcmp(a->state, "hidden") || !strcmp(a->state, "detached"));
+        if (a->state && !gone && strcmp(a->state, "visible") && strcmp(a->state, "attached")) {
+            snprintf(err, errlen, "without a target, state must be visible or hidden");
+            return RG_EBADREQ;
+        }
+        if (a->url && !a->text && a->state && strcmp(a->state, "visible")) {
+            snprintf(err, errlen, "a wait for a url takes no state");
+            return RG_EBADREQ;
+        }
         char *q = quote(a->text ? a->text : a->url);
         if (!q)
             return RG_ENOMEM;
@@ -598,7 +609,7 @@ static int wait_once(reg_page *pg, reg_page_handle h, const reg_action *a, const
         if (rc == 0 && !ok && a->text)
             ok = reg_frames_any(h, c.data);
         rg_buf_destroy(&c);
-        return rc < 0 ? rc : ok;
+        return rc < 0 ? rc : gone ? !ok : ok;
     }
     const char *state = a->state ? a->state : "visible";
     reg_resolved res;

@@ -726,6 +726,19 @@ static void test_inspect_read_screenshot_wait(void **state)
     reg_action_result_free(&r);
     reg_action never = {.op = REG_OP_WAIT, .text = "Never shows", .timeout_ms = 200};
     assert_int_equal(act(f, &never, &r), RG_ETIMEOUT);
+    /* a text that goes (a "Loading..." line): state hidden waits until it is gone */
+    reg_action went = {.op = REG_OP_WAIT, .text = "Loaded later", .state = "hidden",
+                       .timeout_ms = 200};
+    assert_int_equal(act(f, &went, &r), RG_ETIMEOUT); /* still there */
+    js(f, "setTimeout(() => [...document.querySelectorAll('p')]"
+          ".find((p) => p.textContent === 'Loaded later').remove(), 300), 'ok'");
+    went.timeout_ms = 5000;
+    assert_int_equal(act(f, &went, &r), 0);
+    reg_action_result_free(&r);
+    /* it answered once the text had gone, not at once */
+    assert_string_equal(js(f, "String(document.body.innerText.includes('Loaded later'))"), "false");
+    went.state = "enabled";
+    assert_int_equal(act(f, &went, &r), RG_EBADREQ);
     reg_action gone = {.op = REG_OP_WAIT, .target = "css:#off", .state = "hidden",
                        .timeout_ms = 200};
     assert_int_equal(act(f, &gone, &r), RG_ETIMEOUT);
