@@ -40,7 +40,8 @@ typedef struct cmd_spec {
     const char *name;         /* one word, or "session create" */
     int op;                   /* the protocol op (wire/op.h), or NONE (list, call) */
     const char *method;       /* NULL: POST with the command map; others carry no body */
-    const char *pos[MAX_POS]; /* args keys of the positional words; "*k": all the rest, an array */
+    const char *pos[MAX_POS]; /* args keys of the positional words; "*k": all the rest, an
+                                 array; "#k": an integer */
     int min_pos;
     int out; /* enum cli_out */
     flag_spec flags[MAX_FLAGS];
@@ -77,6 +78,11 @@ static const cmd_spec cmds[] = {
       {"--mode", NULL, "mode", VT_STR}, {"--scope", NULL, "scope", VT_STR}},
      "find TEXT [--regex] [--context N] [--mode full|interactive] [--scope TARGET]\n"
      "          (the outline's lines that hold TEXT, each under its path, with N lines around)"},
+    {"input", WIRE_OP_INPUT, NULL, {"type", "#x", "#y"}, 3, CLI_OUT_NONE,
+     {{"--count", NULL, "count", VT_INT}, {"--button", NULL, "button", VT_STR},
+      {"--dx", NULL, "dx", VT_INT}, {"--dy", NULL, "dy", VT_INT}},
+     "input click|move|wheel X Y [--count N] [--button B] [--dx N --dy N]\n"
+     "          (the mouse at page coordinates, as a screenshot of the viewport shows them)"},
     {"click", WIRE_OP_CLICK, NULL, {"target"}, 1, CLI_OUT_REF,
      {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}, DIALOG},
      "click TARGET [--nth N] [--button left|right|middle] [--count N]\n"
@@ -115,6 +121,10 @@ static const cmd_spec cmds[] = {
      "          [--url U]"},
     {"inspect", WIRE_OP_INSPECT, NULL, {"target"}, 1, CLI_OUT_RESULT, {NTH},
      "inspect TARGET [--nth N]"},
+    {"pdf", WIRE_OP_PDF, NULL, {NULL}, 0, CLI_OUT_FILE,
+     {{"-o", "--output", NULL, VT_OUTFILE}, {"--landscape", NULL, "landscape", VT_TRUE},
+      {"--paper", NULL, "paper", VT_STR}},
+     "pdf -o FILE [--landscape] [--paper letter|a4]   (the page as the browser prints it)"},
     {"screenshot", WIRE_OP_SCREENSHOT, NULL, {NULL}, 0, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}, TARGET, NTH,
       {"--full-page", NULL, "full_page", VT_TRUE}, {"--format", NULL, "format", VT_STR},
@@ -425,6 +435,13 @@ static int positional(const cmd_spec *spec, const char **pos, int npos, cJSON *a
         return rg_errf(err, errlen, RG_EBADREQ, "too many arguments for %s (\"%.40s\"): %s %s",
                        spec->name, pos[max], CLI_PROG, spec->usage);
     for (int k = 0; k < npos && k < max; k++) {
+        if (spec->pos[k][0] == '#') {
+            long v;
+            if (parse_int(spec->pos[k] + 1, pos[k], 0, INT_MAX, &v, err, errlen) < 0)
+                return RG_EBADREQ;
+            set_arg(args, spec->pos[k] + 1, cJSON_CreateNumber((double)v));
+            continue;
+        }
         if (spec->pos[k][0] != '*') {
             set_arg(args, spec->pos[k], cJSON_CreateString(pos[k]));
             continue;
@@ -623,7 +640,7 @@ int cli_check_commands(char *err, size_t errlen)
     for (size_t k = 0; k < NCMDS; k++) {
         const cmd_spec *c = &cmds[k];
         for (int i = 0; c->op >= 0 && i < MAX_POS && c->pos[i]; i++) {
-            const char *key = c->pos[i] + (c->pos[i][0] == '*');
+            const char *key = c->pos[i] + (c->pos[i][0] == '*' || c->pos[i][0] == '#');
             if (!wire_op_arg(c->op, key))
                 return rg_errf(err, errlen, RG_EINTERNAL, "%s sends %s, which %s does not take",
                                c->name, key, wire_op_name(c->op));

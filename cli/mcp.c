@@ -41,11 +41,13 @@ static cJSON *local_file(void *ud, const char *path, char *err, size_t errlen)
 
 /* browser_storage_state's file: written whole, readable by its owner only
    (it holds the session's cookies). */
-static int save_text(void *ud, const char *path, const char *text, char *err, size_t errlen)
+static int save_file(void *ud, const char *path, const void *data, size_t n, char *err,
+                     size_t errlen)
 {
     (void)ud;
+    const char *text = data;
     int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    size_t n = strlen(text), done = 0;
+    size_t done = 0;
     while (fd >= 0 && done < n) {
         ssize_t w = write(fd, text + done, n - done);
         if (w < 0 && errno == EINTR)
@@ -188,7 +190,7 @@ int cli_mcp_main(const cli_global *g, int argc, char **argv)
     stdio_mcp m = {.g = g,
                    .s = {.call = gw_call,
                          .local_file = local_file,
-                         .save_text = save_text,
+                         .save_file = save_file,
                          .load_json = load_json}};
     m.s.ud = &m;
     char err[512];

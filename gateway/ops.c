@@ -38,6 +38,7 @@ static int op_cookies_clear(gw_cmd *c);
 static int op_storage(gw_cmd *c);
 static int op_resize(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
+static int op_pdf(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
 static int op_tab_new(gw_cmd *c);
 static int op_tab_select(gw_cmd *c);
@@ -1030,6 +1031,26 @@ static int op_resize(gw_cmd *c)
     c->result = cJSON_CreateObject();
     cJSON_AddNumberToObject(c->result, "width", v[0]);
     cJSON_AddNumberToObject(c->result, "height", v[1]);
+    return 0;
+}
+
+/* The tab's page as a PDF, as the browser prints it (session/files.c). */
+static int op_pdf(gw_cmd *c)
+{
+    unsigned char *data;
+    size_t len;
+    int background = gw_has_arg(c, "background") ? gw_arg_bool(c, "background") : 1;
+    int rc = sess_pdf(c->s, gw_arg_bool(c, "landscape"), background, gw_arg_str(c, "paper"), &data,
+                      &len, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    c->result = cJSON_CreateObject();
+    cJSON *bin = wire_bin_new(data, len);
+    free(data);
+    if (!bin)
+        return gw_fail(c, RG_ENOMEM, "the PDF is too large to send");
+    cJSON_AddItemToObject(c->result, "data", bin);
+    cJSON_AddNumberToObject(c->result, "bytes", (double)len);
     return 0;
 }
 

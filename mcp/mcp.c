@@ -483,9 +483,11 @@ static void t_wait(mcp_session *m, const cJSON *a, result *r)
         rg_sleep_ms((int)(ms > most ? most : ms > 0 ? ms : 0)); /* NaN is refused by cJSON */
     }
     if (str_of(a, "textGone")) {
-        add_text(r, "error bad_request: textGone is not supported; wait for a text that appears");
-        r->error = 1;
-        return;
+        cJSON *args = cJSON_CreateObject();
+        cJSON_AddStringToObject(args, "text", str_of(a, "textGone"));
+        cJSON_AddStringToObject(args, "state", "hidden");
+        if (run_only(m, r, "wait", args) < 0)
+            return;
     }
     if (str_of(a, "text")) {
         cJSON *args = cJSON_CreateObject();
@@ -792,7 +794,7 @@ static void t_close(mcp_session *m, const cJSON *a, result *r)
 static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
 {
     const char *file = str_of(a, "filename");
-    if (file && !m->save_text) {
+    if (file && !m->save_file) {
         add_text(r, "error bad_request: filename names a file on the agent's machine, which "
                     "refgate's server cannot write over HTTP; call without it to get the state "
                     "in the answer");
@@ -813,7 +815,7 @@ static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
         add_text(r, "The storage state (%d cookies, %d origins with localStorage), for "
                     "browser_set_storage_state's state; it holds credentials:\n%s",
                  nc, no, text);
-    } else if (m->save_text(m->ud, file, text, err, sizeof err) < 0) {
+    } else if (m->save_file(m->ud, file, text, strlen(text), err, sizeof err) < 0) {
         add_text(r, "error bad_request: %s", err);
         r->error = 1;
     } else {
@@ -821,6 +823,52 @@ static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
                  nc, no, file);
     }
     free(text);
+    cJSON_Delete(reply);
+}
+
+/*
+ * Playwright's browser_pdf_save: the page as a PDF, to filename on this
+ * machine over stdio, or else in the answer as an embedded resource (its
+ * bytes in base64), which is what a hosted agent over HTTP gets.
+ */
+static void t_pdf_save(mcp_session *m, const cJSON *a, result *r)
+{
+    const char *file = str_of(a, "filename");
+    if (file && !m->save_file) {
+        add_text(r, "error bad_request: filename names a file on the agent's machine, which "
+                    "refgate's server cannot write over HTTP; call without it to get the PDF "
+                    "in the answer");
+        r->error = 1;
+        return;
+    }
+    cJSON *reply;
+    const cJSON *res;
+    if (run(m, r, "pdf", NULL, &reply, &res) < 0)
+        return;
+    const char *b64 = or_empty(str_of(res, "data")); /* bin arrives as base64 */
+    size_t n = 0;
+    unsigned char *pdf = file ? rg_base64_decode(b64, strlen(b64), &n) : NULL;
+    char err[512] = "";
+    if (file && !pdf) {
+        add_text(r, "error internal: the PDF did not decode");
+        r->error = 1;
+    } else if (file && m->save_file(m->ud, file, pdf, n, err, sizeof err) < 0) {
+        add_text(r, "error bad_request: %s", err);
+        r->error = 1;
+    } else if (file) {
+        add_text(r, "Saved the page as PDF to %s (%zu bytes)", file, n);
+    } else {
+        add_text(r, "The page as PDF (%.0f bytes), in the resource that follows",
+                 cJSON_GetNumberValue(item(res, "bytes")));
+        cJSON *c = cJSON_CreateObject(), *rs = cJSON_CreateObject();
+        cJSON_AddStringToObject(c, "type", "resource");
+        cJSON_AddStringToObject(rs, "uri", "refgate://page.pdf");
+        cJSON_AddStringToObject(rs, "mimeType", "application/pdf");
+        cJSON_AddStringToObject(rs, "blob", b64);
+        cJSON_AddItemToObject(c, "resource", rs);
+        cJSON_AddItemToArray(r->content, c);
+    }
+    free(pdf);
     cJSON_Delete(reply);
 }
 
@@ -1216,6 +1264,10 @@ static const tool tools[] = {
      "key", t_session_delete},
     {"browser_sessionstorage_clear", "Clear sessionStorage", "Clear all sessionStorage",
      "{\"type\":\"object\",\"properties\":{}}", "", t_session_clear},
+    {"browser_pdf_save", "Save as PDF", "Save the page as a PDF: to filename on this machine (refgate-cli mcp), or in the answer",
+     "{\"type\":\"object\",\"properties\":{\"filename\":{\"type\":\"string\","
+     "\"description\":\"A file on this machine to save it to (refgate-cli mcp only); without it the PDF is in the answer\"}}}",
+     "", t_pdf_save},
     {"browser_park", "Park the session",
      "Park the session: the browser is let go, the page's state is kept and comes back at the next call",
      "{\"type\":\"object\",\"properties\":{}}", "", t_park},

@@ -59,12 +59,14 @@ typedef struct mcp_session {
      */
     cJSON *(*local_file)(void *ud, const char *path, char *err, size_t errlen);
     /**
-     * browser_storage_state's and browser_set_storage_state's filename, on
-     * this machine (stdio): write text to path (0, or -1 with a sentence in
-     * err), and read the JSON at path (NULL with a sentence in err). NULL
-     * over HTTP, where the server cannot reach the agent's files.
+     * browser_storage_state's, browser_set_storage_state's and
+     * browser_pdf_save's filename, on this machine (stdio): write len bytes
+     * to path, mode 0600 (0, or -1 with a sentence in err), and read the
+     * JSON at path (NULL with a sentence in err). NULL over HTTP, where the
+     * server cannot reach the agent's files.
      */
-    int (*save_text)(void *ud, const char *path, const char *text, char *err, size_t errlen);
+    int (*save_file)(void *ud, const char *path, const void *data, size_t len, char *err,
+                     size_t errlen);
     cJSON *(*load_json)(void *ud, const char *path, char *err, size_t errlen);
 } mcp_session;
 

@@ -682,3 +682,98 @@ int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char 
     d->bytes = *len;
     return 0;
 }
+
+/* ---- the page as a PDF ---- */
+
+/*
+ * Page.printToPDF hands back a stream, read here a chunk at a time: one
+ * DevTools message stays small whatever the document, and past SESS_PDF_MAX
+ * the stream is closed and the op refused, so a page of a million rows costs
+ * the browser's time but never the pipe or the worker's memory.
+ */
+#define SESS_PDF_CHUNK (1 << 20)
+#define SESS_PDF_TIMEOUT_MS 30000
+
+int sess_pdf(sess *s, int landscape, int background, const char *paper, unsigned char **out,
+             size_t *len, char *err, size_t errlen)
+{
+    *out = NULL;
+    *len = 0;
+    /* inches, as DevTools measures paper */
+    double pw = 8.5, ph = 11;
+    if (paper && !strcmp(paper, "a4")) {
+        pw = 8.27;
+        ph = 11.69;
+    } else if (paper && strcmp(paper, "letter")) {
+        return rg_errf(err, errlen, RG_EBADREQ, "args.paper must be letter or a4");
+    }
+    char q[256];
+    snprintf(q, sizeof q,
+             "{\"landscape\":%s,\"printBackground\":%s,\"paperWidth\":%.2f,\"paperHeight\":%.2f,"
+             "\"transferMode\":\"ReturnAsStream\"}",
+             landscape ? "true" : "false", background ? "true" : "false", pw, ph);
+    cdp_reply r;
+    int rc = sess_call(s, "Page.printToPDF", q, SESS_PDF_TIMEOUT_MS, &r);
+    const cJSON *hv = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "stream") : NULL;
+    char handle[128] = "";
+    if (cJSON_IsString(hv) && strlen(hv->valuestring) < sizeof handle)
+        snprintf(handle, sizeof handle, "%s", hv->valuestring);
+    if (rc < 0) {
+        rg_errf(err, errlen, rc, "the page could not be printed (%s)",
+                r.error[0] ? r.error : rg_err_code(rc));
+        cdp_reply_free(&r);
+        return rc;
+    }
+    cdp_reply_free(&r);
+    if (!handle[0])
+        return rg_errf(err, errlen, RG_EINTERNAL, "the browser gave no PDF stream");
+    rg_buf pdf;
+    rg_buf_init(&pdf);
+    int64_t deadline = rg_now_ms() + SESS_PDF_TIMEOUT_MS;
+    for (int eof = 0; !eof && rc == 0;) {
+        if (rg_now_ms() > deadline) {
+            rc = rg_errf(err, errlen, RG_ETIMEOUT, "the PDF did not arrive within %d ms",
+                         SESS_PDF_TIMEOUT_MS);
+            break;
+        }
+        snprintf(q, sizeof q, "{\"handle\":\"%s\",\"size\":%d}", handle, SESS_PDF_CHUNK);
+        rc = sess_call(s, "IO.read", q, SESS_PDF_TIMEOUT_MS, &r);
+        if (rc < 0) {
+            rg_errf(err, errlen, rc, "the PDF could not be read (%s)",
+                    r.error[0] ? r.error : rg_err_code(rc));
+            cdp_reply_free(&r);
+            break;
+        }
+        const cJSON *d = cJSON_GetObjectItemCaseSensitive(r.result, "data");
+        const char *chunk = cJSON_IsString(d) ? d->valuestring : "";
+        eof = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.result, "eof"));
+        if (cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(r.result, "base64Encoded"))) {
+            size_t n = 0;
+            unsigned char *bytes = rg_base64_decode(chunk, strlen(chunk), &n);
+            if (!bytes && *chunk)
+                rc = rg_errf(err, errlen, RG_EINTERNAL, "the browser sent a PDF chunk that is "
+                                                        "not base64");
+            else
+                rg_buf_append(&pdf, bytes, n);
+            free(bytes);
+        } else {
+            rg_buf_append(&pdf, chunk, strlen(chunk));
+        }
+        cdp_reply_free(&r);
+        if (rc == 0 && pdf.len > SESS_PDF_MAX)
+            rc = rg_errf(err, errlen, RG_ETOOLARGE, "the PDF is over %d MiB: print less of the "
+                                                    "page",
+                         SESS_PDF_MAX >> 20);
+        if (rc == 0 && pdf.failed)
+            rc = RG_ENOMEM;
+    }
+    snprintf(q, sizeof q, "{\"handle\":\"%s\"}", handle);
+    sess_call_async(s, "IO.close", q, SESS_CALL_TIMEOUT_MS);
+    if (rc < 0) {
+        rg_buf_destroy(&pdf);
+        return rc;
+    }
+    *len = pdf.len;
+    *out = (unsigned char *)rg_buf_steal(&pdf);
+    return 0;
+}

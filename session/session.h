@@ -543,6 +543,19 @@ const char *sess_dl_state_name(int state);
  */
 int sess_downloads(sess *s, sess_download **out, size_t *n);
 
+/** The most bytes of one PDF (sess_pdf). */
+#define SESS_PDF_MAX (32 << 20)
+
+/**
+ * The held session's active page as a PDF (Page.printToPDF, read from its
+ * stream a chunk at a time) into *out (caller frees): landscape or not, with
+ * the page's backgrounds or not, on letter (default) or a4 paper.
+ * RG_EBADREQ for another paper, RG_ETOOLARGE past SESS_PDF_MAX, the
+ * DevTools call's errors; a sentence in err.
+ */
+int sess_pdf(sess *s, int landscape, int background, const char *paper, unsigned char **out,
+             size_t *len, char *err, size_t errlen);
+
 /**
  * The bytes of the held session's finished download id into *data (caller
  * frees) and its entry into *d. RG_ENOTFOUND (no such download, or it was

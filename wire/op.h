@@ -137,6 +137,8 @@ typedef struct wire_arg {
     X(RESIZE, "resize", WIRE_F_CHANGES, resize, 0, {"width", WIRE_INT | WIRE_REQ},                 \
       {"height", WIRE_INT | WIRE_REQ})                                                             \
     X(DOWNLOAD_GET, "download.get", 0, download_get, 0, {"id", WIRE_STR | WIRE_REQ})               \
+    X(PDF, "pdf", WIRE_F_PAGE, pdf, 0, {"landscape", WIRE_BOOL}, {"background", WIRE_BOOL},       \
+      {"paper", WIRE_STR})                                                                         \
     X(TABS, "tabs", 0, tabs, 0, {NULL, 0})                                                         \
     X(TAB_NEW, "tab.new", WIRE_F_CHANGES | WIRE_F_NAV, tab_new, 0, {"url", WIRE_STR | WIRE_REQ})   \
     X(TAB_SELECT, "tab.select", WIRE_F_CHANGES, tab_select, 0, {"tab", WIRE_STR | WIRE_REQ})       \

@@ -518,6 +518,74 @@ static void test_cli_upload_and_download(void **state)
     free(bytes);
 }
 
+
+/* A PDF of the page, from a reply's base64 data; its length in *n. */
+static unsigned char *pdf_of(const cJSON *reply, size_t *n)
+{
+    const char *b64 = json_str(result(reply), "data");
+    assert_non_null(b64);
+    unsigned char *pdf = rg_base64_decode(b64, strlen(b64), n);
+    assert_non_null(pdf);
+    assert_true(*n > 500);
+    if (memcmp(pdf, "%PDF-", 5) || !memmem(pdf + *n - 32, 32, "%%EOF", 5))
+        fail_msg("not a whole PDF: %zu bytes starting %.8s", *n, (const char *)pdf);
+    assert_int_equal((size_t)cJSON_GetNumberValue(
+                         cJSON_GetObjectItemCaseSensitive(result(reply), "bytes")),
+                     *n);
+    return pdf;
+}
+
+/*
+ * The page as a PDF, as the browser prints it: a whole document on the paper
+ * and in the orientation asked for, also through refgate-cli; a bad argument
+ * is refused.
+ */
+static void test_pdf_of_the_page(void **state)
+{
+    (void)state;
+    char sid[64];
+    create(st.auth[0], sid);
+    size_t n = 0;
+    cJSON *r = ok_json(st.auth[0], sid, "{\"op\":\"pdf\"}");
+    unsigned char *pdf = pdf_of(r, &n);
+    /* letter, upright: 8.5 x 11 inches, in points */
+    assert_non_null(memmem(pdf, n, "/MediaBox [0 0 612 792]", 23));
+    free(pdf);
+    cJSON_Delete(r);
+    r = ok_json(st.auth[0], sid, "{\"op\":\"pdf\",\"args\":{\"landscape\":true,\"paper\":\"a4\"}}");
+    pdf = pdf_of(r, &n);
+    /* a4 on its side: 297 x 210 mm */
+    assert_non_null(memmem(pdf, n, "/MediaBox [0 0 841.9", 20));
+    assert_null(memmem(pdf, n, "/MediaBox [0 0 612 792]", 23));
+    free(pdf);
+    cJSON_Delete(r);
+    int status;
+    r = json_cmd(st.auth[0], sid, "{\"op\":\"pdf\",\"args\":{\"paper\":\"a5\"}}", &status);
+    assert_int_equal(status, 400);
+    assert_string_equal(reply_code(r), "bad_request");
+    cJSON_Delete(r);
+    r = json_cmd(st.auth[0], sid, "{\"op\":\"pdf\",\"args\":{\"landscape\":\"yes\"}}", &status);
+    assert_int_equal(status, 400);
+    cJSON_Delete(r);
+    /* refgate-cli pdf -o FILE */
+    char cli[512], cmd[1200], saved[160];
+    find_cli(cli, sizeof cli);
+    const char *key = strstr(st.auth[0], "Bearer ") + 7;
+    snprintf(saved, sizeof saved, "%s/page.pdf", docroot);
+    snprintf(cmd, sizeof cmd,
+             "REFGATE_URL=http://127.0.0.1:%d REFGATE_KEY=%.*s '%s' -s %s pdf -o '%s' 2>&1",
+             stack_port(st.st), (int)strcspn(key, "\r"), key, cli, sid, saved);
+    char *out = run_cmd(cmd, &status);
+    if (status != 0)
+        fail_msg("%s -> %d: %s", cmd, status, out);
+    free(out);
+    char *got = support_slurp(saved, &n);
+    assert_non_null(got);
+    assert_true(n > 500 && !memcmp(got, "%PDF-", 5));
+    free(got);
+    close_session(st.auth[0], sid);
+}
+
 static void test_mcp_over_http_takes_bytes_not_paths(void **state)
 {
     (void)state;
@@ -920,6 +988,7 @@ int main(void)
             snprintf(dl_auth, sizeof dl_auth, "Authorization: Bearer %s\r\n", key);
             const struct CMUnitTest tests[] = {
                 cmocka_unit_test(test_upload_page_reads_the_bytes),
+                cmocka_unit_test(test_pdf_of_the_page),
                 cmocka_unit_test(test_upload_refusals_change_nothing),
                 cmocka_unit_test(test_scratch_dir_private_and_removed),
                 cmocka_unit_test(test_downloads_refused_without_the_flag),

@@ -411,7 +411,7 @@ static void test_frames_and_input(void **state)
              fx, fy);
     cJSON_Delete(expect_ok(&gw, sid, body));
     r = expect_ok(&gw, sid, "{\"op\":\"observe\",\"args\":{\"find\":\"pointed at 2\"}}");
-    if (strcmp(reply_str(r, "title"), "double clicked") || !strstr(reply_str(r, "text"), "Name"))
+    if (strcmp(reply_str(r, "title"), "double clicked") || !strstr(reply_str(r, "text"), "pointed"))
         fail_msg("after a double click and a move over HTTP: %s", cJSON_PrintUnformatted(r));
     cJSON_Delete(r);
     snprintf(body, sizeof body,

@@ -64,7 +64,8 @@ const names = tools.map((t) => t.name);
 for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'browser_type', 'browser_tabs',
   'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
   'browser_resize', 'browser_network_requests', 'browser_find', 'browser_check', 'browser_uncheck',
-  'browser_navigate_forward', 'browser_reload', 'browser_mouse_click_xy', 'browser_mouse_move_xy'])
+  'browser_navigate_forward', 'browser_reload', 'browser_mouse_click_xy', 'browser_mouse_move_xy',
+  'browser_pdf_save'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -204,8 +205,10 @@ check(!r.isError, 'attach the receipt', textOf(r));
 // The page reads the file in its change handler, asynchronously (a Blob's
 // arrayBuffer): an agent waits for what the page says, as here, before it
 // reads the page again. The upload cannot know when the page's own work ends.
-r = await client.callTool({ name: 'browser_wait_for', arguments: { text: 'Attached receipt.txt' } });
-check(!r.isError, 'wait for the page to say it read the file', textOf(r));
+// Here it waits for "Nothing attached" to go (textGone), which the page
+// replaces with what it read in one step.
+r = await client.callTool({ name: 'browser_wait_for', arguments: { textGone: 'Nothing attached' } });
+check(!r.isError, 'wait for the page to stop saying nothing is attached', textOf(r));
 r = await client.callTool({ name: 'browser_snapshot', arguments: {} });
 check(textOf(r).includes(`Attached receipt.txt, ${receipt.length} bytes, starting "RECEIPT"`),
   'the page read the file back: its name, size and first bytes', textOf(r));
@@ -215,6 +218,25 @@ const img = r.content.find((c) => c.type === 'image');
 check(!r.isError && img && img.mimeType === 'image/png' &&
   Buffer.from(img.data, 'base64').subarray(0, 8).equals(Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a])),
   'the screenshot is a PNG image');
+
+// The page as a PDF: in the answer as a resource, or over stdio to a file.
+r = await client.callTool({ name: 'browser_pdf_save', arguments: {} });
+const doc = r.content.find((c) => c.type === 'resource');
+check(!r.isError && doc && doc.resource.mimeType === 'application/pdf' &&
+  Buffer.from(doc.resource.blob, 'base64').subarray(0, 5).toString() === '%PDF-',
+  'browser_pdf_save answers with the PDF', textOf(r));
+if (overHttp) {
+  r = await client.callTool({ name: 'browser_pdf_save', arguments: { filename: '/tmp/x.pdf' } });
+  check(r.isError && /bad_request/.test(textOf(r)), 'over HTTP a filename is refused, saying why', textOf(r));
+} else {
+  const pdir = mkdtempSync(join(tmpdir(), 'refgate-pdf-'));
+  const pfile = join(pdir, 'page.pdf');
+  r = await client.callTool({ name: 'browser_pdf_save', arguments: { filename: pfile } });
+  const head = r.isError ? '' : readFileSync(pfile).subarray(0, 5).toString();
+  rmSync(pdir, { recursive: true, force: true });
+  check(!r.isError && head === '%PDF-' && /Saved the page as PDF to /.test(textOf(r)),
+    'over stdio browser_pdf_save writes the file', textOf(r));
+}
 
 r = await client.callTool({ name: 'browser_click', arguments: { target: '@nosuchref' } });
 check(r.isError && /stale_ref|no_match/.test(textOf(r)), 'a ref that is not there is a tool error with its code');

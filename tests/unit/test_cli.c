@@ -894,6 +894,14 @@ static void test_parse_observe_and_screenshot(void **state)
     cli_global_init(&g);
     cli_call c;
     char err[256] = "";
+    /* input: the mouse at page coordinates, integers */
+    assert_int_equal(PARSE(&g, &c, err, "input", "-s", "s9", "click", "120", "45", "--count", "2"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"input\",\"args\":{\"count\":2,\"type\":\"click\",\"x\":120,"
+                    "\"y\":45}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "input", "-s", "s9", "move", "12", "4px"), RG_EBADREQ);
+    assert_non_null(strstr(err, "y wants an integer"));
     /* find is an observe with find */
     assert_int_equal(PARSE(&g, &c, err, "find", "--session=s9", "Buy milk", "--context", "1"),
                      CLI_CMD_GATEWAY);

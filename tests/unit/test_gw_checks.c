@@ -324,8 +324,10 @@ static void test_view_callers(void **state)
     refused(&viewer, "s1", "{\"id\":1,\"op\":\"observe\"}", RG_EFORBIDDEN, "view token");
     refused(&viewer, "s1", "{\"id\":1,\"op\":\"session.view_token\"}", RG_EFORBIDDEN,
             "view token");
-    refused(&http_caller, "s1", "{\"op\":\"input\",\"args\":{\"type\":\"click\"}}", RG_EBADREQ,
-            "WebSocket");
+    /* an API key sends input over HTTP too (computer-use agents); its args are checked */
+    passes(&http_caller, "s1", "{\"op\":\"input\",\"args\":{\"type\":\"click\",\"x\":1,\"y\":2}}");
+    refused(&http_caller, "s1", "{\"op\":\"input\",\"args\":{\"type\":\"click\",\"x\":\"1\"}}",
+            RG_EBADREQ, "args.x");
     passes(&http_caller, "s1", "{\"op\":\"session.view_token\",\"args\":{\"control\":true,"
                                "\"ttl_s\":60}}");
     refused(&ws_caller, "s1",
