@@ -78,11 +78,13 @@ static const cmd_spec cmds[] = {
       {"--mode", NULL, "mode", VT_STR}, {"--scope", NULL, "scope", VT_STR}},
      "find TEXT [--regex] [--context N] [--mode full|interactive] [--scope TARGET]\n"
      "          (the outline's lines that hold TEXT, each under its path, with N lines around)"},
-    {"input", WIRE_OP_INPUT, NULL, {"type", "#x", "#y"}, 3, CLI_OUT_NONE,
+    {"input", WIRE_OP_INPUT, NULL, {"type", "#x", "#y"}, 1, CLI_OUT_NONE,
      {{"--count", NULL, "count", VT_INT}, {"--button", NULL, "button", VT_STR},
-      {"--dx", NULL, "dx", VT_INT}, {"--dy", NULL, "dy", VT_INT}},
-     "input click|move|wheel X Y [--count N] [--button B] [--dx N --dy N]\n"
-     "          (the mouse at page coordinates, as a screenshot of the viewport shows them)"},
+      {"--dx", NULL, "dx", VT_INT}, {"--dy", NULL, "dy", VT_INT},
+      {"--to-x", NULL, "to_x", VT_INT}, {"--to-y", NULL, "to_y", VT_INT}},
+     "input click|move|drag|down|up|wheel [X Y] [--count N] [--button B] [--dx N --dy N]\n"
+     "          [--to-x X --to-y Y]   (the mouse at page coordinates, as a screenshot of the\n"
+     "          viewport shows them; down, up and wheel without X Y act where it is)"},
     {"click", WIRE_OP_CLICK, NULL, {"target"}, 1, CLI_OUT_REF,
      {NTH, {"--button", NULL, "button", VT_STR}, {"--count", NULL, "click_count", VT_INT}, DIALOG},
      "click TARGET [--nth N] [--button left|right|middle] [--count N]\n"

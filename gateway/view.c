@@ -198,18 +198,64 @@ int op_view_token(gw_cmd *c)
     return 0;
 }
 
-/* One Input.dispatchMouseEvent on the held page. */
+/* DevTools' bit for a button: left 1, right 2, middle 4. */
+static int button_bit(const char *button)
+{
+    return !strcmp(button, "left") ? 1 : !strcmp(button, "right") ? 2 : !strcmp(button, "middle") ? 4
+                                                                                                : 0;
+}
+
+/*
+ * One Input.dispatchMouseEvent on the held page. Its buttons are those held
+ * down once it happened, as the page's event.buttons reports them: a press
+ * adds its button, a release takes it away.
+ */
 static int mouse(gw_cmd *c, const char *type, double x, double y, const char *button, int count,
                  int modifiers, double dx, double dy)
 {
-    char q[320];
+    int held = sess_pointer_of(c->s)->buttons;
+    if (!strcmp(type, "mousePressed"))
+        held |= button_bit(button);
+    else if (!strcmp(type, "mouseReleased"))
+        held &= ~button_bit(button);
+    char q[360];
     snprintf(q, sizeof q,
-             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\",\"clickCount\":%d,"
-             "\"modifiers\":%d,\"deltaX\":%.2f,\"deltaY\":%.2f}",
-             type, x, y, button, count, modifiers, dx, dy);
+             "{\"type\":\"%s\",\"x\":%.2f,\"y\":%.2f,\"button\":\"%s\",\"buttons\":%d,"
+             "\"clickCount\":%d,\"modifiers\":%d,\"deltaX\":%.2f,\"deltaY\":%.2f}",
+             type, x, y, button, held, count, modifiers, dx, dy);
     reg_page_handle h = sess_handle(c->s);
     int rc = cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, c->timeout_ms, NULL);
     return rc < 0 ? gw_fail(c, rc, "the page did not take the %s (%s)", type, rg_err_code(rc)) : 0;
+}
+
+/* The mouse moved to (x, y), dragging the buttons held down; the session remembers it. */
+static int move_to(gw_cmd *c, int x, int y, int mods)
+{
+    sess_pointer *p = sess_pointer_of(c->s);
+    const char *held = p->buttons & 1 ? "left" : p->buttons & 2 ? "right" : p->buttons & 4 ? "middle"
+                                                                                          : "none";
+    if (mouse(c, "mouseMoved", x, y, held, 0, mods, 0, 0) < 0)
+        return -1;
+    p->x = x;
+    p->y = y;
+    return 0;
+}
+
+/* drag: from (x, y) to (to_x, to_y) with the button down, in a few steps, as a hand does. */
+static int drag(gw_cmd *c, int x, int y, int tx, int ty, const char *button, int mods)
+{
+    enum { STEPS = 5 };
+    sess_pointer *p = sess_pointer_of(c->s);
+    if (move_to(c, x, y, mods) < 0 || mouse(c, "mousePressed", x, y, button, 1, mods, 0, 0) < 0)
+        return -1;
+    p->buttons |= button_bit(button);
+    int rc = 0;
+    for (int k = 1; k <= STEPS && rc == 0; k++)
+        rc = move_to(c, x + (tx - x) * k / STEPS, y + (ty - y) * k / STEPS, mods);
+    p->buttons &= ~button_bit(button);
+    if (rc < 0 || mouse(c, "mouseReleased", tx, ty, button, 1, mods, 0, 0) < 0)
+        return -1;
+    return 0;
 }
 
 /* DevTools' modifier bits: Alt 1, Control 2, Meta 4, Shift 8. */
@@ -241,20 +287,25 @@ int op_input(gw_cmd *c)
     int mods = modifier_bits(c);
     if (mods < 0)
         return c->rc;
-    int x = gw_arg_int(c, "x", -1), y = gw_arg_int(c, "y", -1);
-    if (!strcmp(type, "click") || !strcmp(type, "wheel") || !strcmp(type, "move")) {
-        if (!gw_has_arg(c, "x") || !gw_has_arg(c, "y") || x < 0 || y < 0 || x > 100000 ||
-            y > 100000)
-            return gw_fail(c, RG_EBADREQ, "args.x and args.y must be page coordinates from 0");
-    }
+    /* The mouse: click, move and drag need a place; wheel, down and up act
+       where the mouse is unless given one. */
+    int mouse_op = !strcmp(type, "click") || !strcmp(type, "move") || !strcmp(type, "drag") ||
+                   !strcmp(type, "wheel") || !strcmp(type, "down") || !strcmp(type, "up");
+    int placed = gw_has_arg(c, "x") || gw_has_arg(c, "y");
+    int needs_place = !strcmp(type, "click") || !strcmp(type, "move") || !strcmp(type, "drag");
+    sess_pointer *p = sess_pointer_of(c->s);
+    int x = gw_arg_int(c, "x", p->x), y = gw_arg_int(c, "y", p->y);
+    if (mouse_op && (needs_place || placed) &&
+        (!gw_has_arg(c, "x") || !gw_has_arg(c, "y") || x < 0 || y < 0 || x > 100000 || y > 100000))
+        return gw_fail(c, RG_EBADREQ, "args.x and args.y must be page coordinates from 0");
+    const char *button = gw_arg_str(c, "button") ? gw_arg_str(c, "button") : "left";
+    if (mouse_op && strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle"))
+        return gw_fail(c, RG_EBADREQ, "args.button must be left, right or middle");
     if (!strcmp(type, "click")) {
-        const char *button = gw_arg_str(c, "button") ? gw_arg_str(c, "button") : "left";
-        if (strcmp(button, "left") && strcmp(button, "right") && strcmp(button, "middle"))
-            return gw_fail(c, RG_EBADREQ, "args.button must be left, right or middle");
         int count = gw_arg_int(c, "count", 1);
         if (count < 1 || count > 3)
             return gw_fail(c, RG_EBADREQ, "args.count must be 1, 2 or 3");
-        if (mouse(c, "mouseMoved", x, y, "none", 0, mods, 0, 0) < 0)
+        if (move_to(c, x, y, mods) < 0)
             return c->rc;
         /* a double click is two presses and releases, the second with clickCount 2 */
         for (int k = 1; k <= count; k++)
@@ -262,8 +313,26 @@ int op_input(gw_cmd *c)
                 mouse(c, "mouseReleased", x, y, button, k, mods, 0, 0) < 0)
                 return c->rc;
     } else if (!strcmp(type, "move")) {
-        if (mouse(c, "mouseMoved", x, y, "none", 0, mods, 0, 0) < 0)
+        if (move_to(c, x, y, mods) < 0)
             return c->rc;
+    } else if (!strcmp(type, "drag")) {
+        int tx = gw_arg_int(c, "to_x", -1), ty = gw_arg_int(c, "to_y", -1);
+        if (tx < 0 || ty < 0 || tx > 100000 || ty > 100000)
+            return gw_fail(c, RG_EBADREQ, "a drag needs args.to_x and args.to_y, page "
+                                          "coordinates from 0");
+        if (drag(c, x, y, tx, ty, button, mods) < 0)
+            return c->rc;
+        sess_note_scroll(c->s, 0, 0, 0);
+    } else if (!strcmp(type, "down") || !strcmp(type, "up")) {
+        if (placed && (x != p->x || y != p->y) && move_to(c, x, y, mods) < 0)
+            return c->rc;
+        int down = !strcmp(type, "down");
+        if (mouse(c, down ? "mousePressed" : "mouseReleased", x, y, button, 1, mods, 0, 0) < 0)
+            return c->rc;
+        if (down)
+            p->buttons |= button_bit(button);
+        else
+            p->buttons &= ~button_bit(button);
     } else if (!strcmp(type, "wheel")) {
         int dx = gw_arg_int(c, "dx", 0), dy = gw_arg_int(c, "dy", 0);
         if (dx < -100000 || dx > 100000 || dy < -100000 || dy > 100000)
@@ -289,7 +358,8 @@ int op_input(gw_cmd *c)
             return c->rc = rc;
         sess_note_scroll(c->s, 0, 0, 0);
     } else {
-        return gw_fail(c, RG_EBADREQ, "args.type must be click, move, wheel, key or text");
+        return gw_fail(c, RG_EBADREQ,
+                       "args.type must be click, move, drag, down, up, wheel, key or text");
     }
     c->result = cJSON_CreateObject();
     cJSON_AddStringToObject(c->result, "type", type);

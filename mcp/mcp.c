@@ -369,6 +369,49 @@ static void t_mouse_move(mcp_session *m, const cJSON *a, result *r)
     mouse_xy(m, a, r, "move");
 }
 
+/* down, up and wheel act where the mouse is (the session remembers it). */
+static void mouse_here(mcp_session *m, const cJSON *a, result *r, const char *type)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "type", type);
+    const char *button = str_of(a, "button");
+    if (button)
+        cJSON_AddStringToObject(args, "button", button);
+    if (!strcmp(type, "wheel")) {
+        cJSON_AddNumberToObject(args, "dx", pixel(cJSON_GetNumberValue(item(a, "deltaX"))));
+        cJSON_AddNumberToObject(args, "dy", pixel(cJSON_GetNumberValue(item(a, "deltaY"))));
+    }
+    if (run_only(m, r, "input", args) == 0)
+        outline(m, r, 1);
+}
+
+static void t_mouse_down(mcp_session *m, const cJSON *a, result *r)
+{
+    mouse_here(m, a, r, "down");
+}
+
+static void t_mouse_up(mcp_session *m, const cJSON *a, result *r)
+{
+    mouse_here(m, a, r, "up");
+}
+
+static void t_mouse_wheel(mcp_session *m, const cJSON *a, result *r)
+{
+    mouse_here(m, a, r, "wheel");
+}
+
+static void t_mouse_drag(mcp_session *m, const cJSON *a, result *r)
+{
+    cJSON *args = cJSON_CreateObject();
+    cJSON_AddStringToObject(args, "type", "drag");
+    cJSON_AddNumberToObject(args, "x", pixel(cJSON_GetNumberValue(item(a, "startX"))));
+    cJSON_AddNumberToObject(args, "y", pixel(cJSON_GetNumberValue(item(a, "startY"))));
+    cJSON_AddNumberToObject(args, "to_x", pixel(cJSON_GetNumberValue(item(a, "endX"))));
+    cJSON_AddNumberToObject(args, "to_y", pixel(cJSON_GetNumberValue(item(a, "endY"))));
+    if (run_only(m, r, "input", args) == 0)
+        outline(m, r, 1);
+}
+
 static void t_hover(mcp_session *m, const cJSON *a, result *r)
 {
     if (run_only(m, r, "hover", target_args(a)) == 0)
@@ -1144,6 +1187,25 @@ static const tool tools[] = {
      "{\"type\":\"object\",\"properties\":{\"x\":{\"type\":\"number\",\"description\":\"X coordinate\"},"
      "\"y\":{\"type\":\"number\",\"description\":\"Y coordinate\"}},\"required\":[\"x\",\"y\"]}",
      "x# y#", t_mouse_move},
+    {"browser_mouse_down", "Press mouse down", "Press a mouse button down where the mouse is",
+     "{\"type\":\"object\",\"properties\":{\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"],"
+     "\"description\":\"Button to press, defaults to left\"}}}",
+     "", t_mouse_down},
+    {"browser_mouse_up", "Press mouse up", "Release a mouse button where the mouse is",
+     "{\"type\":\"object\",\"properties\":{\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"],"
+     "\"description\":\"Button to release, defaults to left\"}}}",
+     "", t_mouse_up},
+    {"browser_mouse_wheel", "Scroll mouse wheel", "Scroll the mouse wheel where the mouse is",
+     "{\"type\":\"object\",\"properties\":{\"deltaX\":{\"type\":\"number\",\"description\":\"X delta\"},"
+     "\"deltaY\":{\"type\":\"number\",\"description\":\"Y delta\"}},\"required\":[\"deltaX\",\"deltaY\"]}",
+     "deltaX# deltaY#", t_mouse_wheel},
+    {"browser_mouse_drag_xy", "Drag mouse", "Drag left mouse button to a given position",
+     "{\"type\":\"object\",\"properties\":{\"startX\":{\"type\":\"number\",\"description\":\"Start X coordinate\"},"
+     "\"startY\":{\"type\":\"number\",\"description\":\"Start Y coordinate\"},"
+     "\"endX\":{\"type\":\"number\",\"description\":\"End X coordinate\"},"
+     "\"endY\":{\"type\":\"number\",\"description\":\"End Y coordinate\"}},"
+     "\"required\":[\"startX\",\"startY\",\"endX\",\"endY\"]}",
+     "startX# startY# endX# endY#", t_mouse_drag},
     {"browser_hover", "Hover mouse", "Hover over element on page",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP "},\"required\":[\"target\"]}",
      "target", t_hover},

@@ -524,6 +524,11 @@ static uint64_t checkpoint_hash(const sess_capture *c)
     return h ? h : 1;
 }
 
+sess_pointer *sess_pointer_of(sess *s)
+{
+    return &s->pointer;
+}
+
 void sess_note_scroll(sess *s, int known, double sx, double sy)
 {
     /* The checkpoint holds the active tab's scroll, not another tab's. */

@@ -96,6 +96,8 @@ void sess_set_options(sess *s, int width, int height, const char *user_agent, co
 int sess_apply_options(sess *s)
 {
     int64_t tp[7];
+    /* a new page: no button is down on it, and the mouse is at its corner */
+    memset(&s->pointer, 0, sizeof s->pointer);
     tp[0] = rg_now_ms();
     /* Page events (dialogs, navigations) and console messages from the start. */
     int rc0 = sess_enable_page(s);

@@ -134,6 +134,7 @@ struct sess {
     pool_lease *lease;
     egress_slot *egress;           /* the context's way out, with the lease */
     int width, height;
+    sess_pointer pointer; /* where input left the mouse (session.h) */
     char *user_agent, *locale, *timezone;
     int window_id;                 /* the page's window (Browser.getWindowForTarget) when frozen */
     int popup_sub;                 /* the browser-level one that adopts popups as tabs */

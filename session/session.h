@@ -339,6 +339,18 @@ void sess_done(sess *s, int full);
  */
 void sess_note_scroll(sess *s, int known, double sx, double sy);
 
+/**
+ * The held session's mouse as input left it: where it is (page coordinates)
+ * and the buttons it holds down (DevTools' bits: left 1, right 2, middle 4).
+ * (0, 0) and none at first; kept while the session stays on this worker (a
+ * restore elsewhere starts again at (0, 0) with no button down). The
+ * holder's, between sess_claim and sess_done.
+ */
+typedef struct sess_pointer {
+    int x, y, buttons;
+} sess_pointer;
+sess_pointer *sess_pointer_of(sess *s);
+
 /*
  * Dialogs (alert, confirm, prompt) are answered at once, so that a page
  * never waits on one: dismissed unless the running command asks for them to

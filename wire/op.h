@@ -44,7 +44,7 @@ enum wire_op_flag {
     WIRE_F_PAGE = 4096,       /* acts on a page: takes the optional tab argument */
 };
 
-#define WIRE_OP_ARGS_MAX 10
+#define WIRE_OP_ARGS_MAX 12
 
 typedef struct wire_arg {
     const char *name;
@@ -153,7 +153,7 @@ typedef struct wire_arg {
     X(INPUT, "input", WIRE_F_NOT_IN_ACT | WIRE_F_CHANGES | WIRE_F_VIEW, input, 0,                  \
       {"type", WIRE_STR | WIRE_REQ}, {"x", WIRE_INT}, {"y", WIRE_INT}, {"button", WIRE_STR},       \
       {"count", WIRE_INT}, {"dx", WIRE_INT}, {"dy", WIRE_INT}, {"key", WIRE_STR},                  \
-      {"text", WIRE_STR}, {"modifiers", WIRE_STRS})
+      {"text", WIRE_STR}, {"modifiers", WIRE_STRS}, {"to_x", WIRE_INT}, {"to_y", WIRE_INT})
 // clang-format on
 
 #define WIRE_OP_ID(ID, name, flags, handler, param, ...) WIRE_OP_##ID,

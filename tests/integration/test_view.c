@@ -426,6 +426,27 @@ static void test_frames_and_input(void **state)
     cJSON_Delete(r);
     read_text(sid, "css:#n", text, sizeof text);
     assert_string_equal(text, "4");
+    /* A drag on the pad, in one command and in three (down, move, up): the
+       page sees the button held all the way (a slider, a canvas) */
+    cJSON_Delete(expect_ok(&gw, sid,
+                           "{\"op\":\"input\",\"args\":{\"type\":\"drag\",\"x\":450,\"y\":330,"
+                           "\"to_x\":650,\"to_y\":335}}"));
+    read_text(sid, "css:#dragged", text, sizeof text);
+    assert_string_equal(text, "dragged 200 down 1 moves 1");
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"input\",\"args\":{\"type\":\"down\",\"x\":600,"
+                                     "\"y\":330}}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"input\",\"args\":{\"type\":\"move\",\"x\":540,"
+                                     "\"y\":330}}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"input\",\"args\":{\"type\":\"up\"}}"));
+    read_text(sid, "css:#dragged", text, sizeof text);
+    assert_string_equal(text, "dragged -60 down 1 moves 1");
+    r = expect_post(&gw, 0, path,
+                    "{\"op\":\"input\",\"args\":{\"type\":\"drag\",\"x\":450,\"y\":330}}", &st);
+    assert_int_equal(st, 400);
+    cJSON_Delete(r);
+    r = expect_post(&gw, 0, path, "{\"op\":\"input\",\"args\":{\"type\":\"up\",\"x\":5}}", &st);
+    assert_int_equal(st, 400);
+    cJSON_Delete(r);
 
     /* The session closes: the viewers hear it and their connections end. */
     send_cmd(v, "{\"id\":2,\"op\":\"subscribe\",\"args\":{\"events\":[\"session\"]}}");

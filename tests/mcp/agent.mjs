@@ -65,7 +65,7 @@ for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'brows
   'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
   'browser_resize', 'browser_network_requests', 'browser_find', 'browser_check', 'browser_uncheck',
   'browser_navigate_forward', 'browser_reload', 'browser_mouse_click_xy', 'browser_mouse_move_xy',
-  'browser_pdf_save'])
+  'browser_pdf_save', 'browser_mouse_down', 'browser_mouse_up', 'browser_mouse_wheel', 'browser_mouse_drag_xy'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -90,6 +90,16 @@ check(!r.isError, 'browser_mouse_move_xy moves the mouse there', textOf(r));
 r = await client.callTool({ name: 'browser_mouse_click_xy', arguments: { x: Number(at[1]), y: Number(at[2]) } });
 check(!r.isError && /^\+ .*textbox "Search" \(focused\)/m.test(textOf(r)),
   'browser_mouse_click_xy at its centre focuses it', textOf(r));
+// down, up and the wheel act where the mouse is; a drag goes from one point to another
+// (the gateway's test_view checks what the page sees of them)
+for (const [name, args] of [['browser_mouse_down', {}], ['browser_mouse_up', {}],
+  ['browser_mouse_wheel', { deltaX: 0, deltaY: 120 }],
+  ['browser_mouse_drag_xy', { startX: Number(at[1]), startY: Number(at[2]), endX: Number(at[1]) + 30, endY: Number(at[2]) }]]) {
+  r = await client.callTool({ name, arguments: args });
+  check(!r.isError, `${name} is taken`, textOf(r));
+}
+r = await client.callTool({ name: 'browser_mouse_wheel', arguments: { deltaX: 0, deltaY: 1e6 } });
+check(r.isError && /bad_request/.test(textOf(r)), 'a wheel past the bounds is refused', textOf(r));
 r = await client.callTool({ name: 'browser_mouse_click_xy', arguments: { x: -40, y: 5 } });
 check(r.isError && /bad_request/.test(textOf(r)), 'a place off the page is refused', textOf(r));
 

@@ -900,6 +900,15 @@ static void test_parse_observe_and_screenshot(void **state)
     assert_body(&c, "{\"op\":\"input\",\"args\":{\"count\":2,\"type\":\"click\",\"x\":120,"
                     "\"y\":45}}");
     cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "input", "-s", "s9", "drag", "10", "20", "--to-x", "30",
+                           "--to-y", "40"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"input\",\"args\":{\"to_x\":30,\"to_y\":40,\"type\":\"drag\","
+                    "\"x\":10,\"y\":20}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "input", "-s", "s9", "up"), CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"input\",\"args\":{\"type\":\"up\"}}");
+    cli_call_destroy(&c);
     assert_int_equal(PARSE(&g, &c, err, "input", "-s", "s9", "move", "12", "4px"), RG_EBADREQ);
     assert_non_null(strstr(err, "y wants an integer"));
     /* find is an observe with find */
