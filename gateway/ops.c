@@ -1034,6 +1034,18 @@ static int op_resize(gw_cmd *c)
     return 0;
 }
 
+/* A result whose data is bytes read (taken and freed here); what names them, for the error. */
+static int bytes_result(gw_cmd *c, unsigned char *data, size_t len, const char *what)
+{
+    c->result = cJSON_CreateObject();
+    cJSON *bin = wire_bin_new(data, len);
+    free(data);
+    if (!bin)
+        return gw_fail(c, RG_ENOMEM, "the %s is too large to send", what);
+    cJSON_AddItemToObject(c->result, "data", bin);
+    return 0;
+}
+
 /* The tab's page as a PDF, as the browser prints it (session/files.c). */
 static int op_pdf(gw_cmd *c)
 {
@@ -1042,14 +1054,8 @@ static int op_pdf(gw_cmd *c)
     int background = gw_has_arg(c, "background") ? gw_arg_bool(c, "background") : 1;
     int rc = sess_pdf(c->s, gw_arg_bool(c, "landscape"), background, gw_arg_str(c, "paper"), &data,
                       &len, c->err, sizeof c->err);
-    if (rc < 0)
+    if (rc < 0 || (rc = bytes_result(c, data, len, "PDF")) < 0)
         return c->rc = rc;
-    c->result = cJSON_CreateObject();
-    cJSON *bin = wire_bin_new(data, len);
-    free(data);
-    if (!bin)
-        return gw_fail(c, RG_ENOMEM, "the PDF is too large to send");
-    cJSON_AddItemToObject(c->result, "data", bin);
     cJSON_AddNumberToObject(c->result, "bytes", (double)len);
     return 0;
 }
@@ -1060,14 +1066,8 @@ static int op_download_get(gw_cmd *c)
     unsigned char *data;
     size_t len;
     int rc = sess_download_read(c->s, gw_arg_str(c, "id"), &d, &data, &len, c->err, sizeof c->err);
-    if (rc < 0)
+    if (rc < 0 || (rc = bytes_result(c, data, len, "download")) < 0)
         return c->rc = rc;
-    c->result = cJSON_CreateObject();
-    cJSON *bin = wire_bin_new(data, len);
-    free(data);
-    if (!bin)
-        return gw_fail(c, RG_ENOMEM, "the download is too large to send");
-    cJSON_AddItemToObject(c->result, "data", bin);
     cJSON_AddStringToObject(c->result, "name", d.name);
     cJSON_AddStringToObject(c->result, "mime", d.mime);
     return 0;

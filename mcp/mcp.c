@@ -828,6 +828,20 @@ static void t_close(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/* A filename the server cannot write (over HTTP): 1 with the refusal in r, saying to ask for
+   what in the answer instead. */
+static int cannot_save(mcp_session *m, result *r, const char *file, const char *what)
+{
+    if (!file || m->save_file)
+        return 0;
+    add_text(r, "error bad_request: filename names a file on the agent's machine, which "
+                "refgate's server cannot write over HTTP; call without it to get the %s in the "
+                "answer",
+             what);
+    r->error = 1;
+    return 1;
+}
+
 /*
  * The session's cookies and localStorage (session.state), as Playwright's
  * browser_storage_state saves them: to filename on this machine over stdio,
@@ -837,13 +851,8 @@ static void t_close(mcp_session *m, const cJSON *a, result *r)
 static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
 {
     const char *file = str_of(a, "filename");
-    if (file && !m->save_file) {
-        add_text(r, "error bad_request: filename names a file on the agent's machine, which "
-                    "refgate's server cannot write over HTTP; call without it to get the state "
-                    "in the answer");
-        r->error = 1;
+    if (cannot_save(m, r, file, "state"))
         return;
-    }
     cJSON *reply;
     const cJSON *res;
     if (run(m, r, "session.state", NULL, &reply, &res) < 0)
@@ -877,13 +886,8 @@ static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
 static void t_pdf_save(mcp_session *m, const cJSON *a, result *r)
 {
     const char *file = str_of(a, "filename");
-    if (file && !m->save_file) {
-        add_text(r, "error bad_request: filename names a file on the agent's machine, which "
-                    "refgate's server cannot write over HTTP; call without it to get the PDF "
-                    "in the answer");
-        r->error = 1;
+    if (cannot_save(m, r, file, "PDF"))
         return;
-    }
     cJSON *reply;
     const cJSON *res;
     if (run(m, r, "pdf", NULL, &reply, &res) < 0)
