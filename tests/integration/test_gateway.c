@@ -2846,6 +2846,28 @@ static void test_storage_read_set_and_clear(void **state)
     assert_int_equal(cJSON_GetArraySize(cJSON_GetObjectItemCaseSensitive(result(r), "cookies")), 1);
     cJSON_Delete(r);
     assert_int_equal(stack_restart_worker(gw.st, owner), 0);
+    /* A page whose storage is full: the set is refused, saying why, and nothing is added. */
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"eval\",\"args\":{\"expression\":\"(() => { let i = 0; "
+                  "for (const n of [1 << 20, 1 << 16, 1 << 12, 1 << 8, 16]) { const v = "
+                  "'x'.repeat(n); try { for (let k = 0; k < 64; k++, i++) "
+                  "localStorage.setItem('fill' + i, v); } catch (e) {} } return i; })()\"}}");
+    int filled = (int)cJSON_GetNumberValue(cJSON_GetObjectItemCaseSensitive(result(r), "value"));
+    cJSON_Delete(r);
+    assert_true(filled > 0 && filled < 5 * 64); /* the browser's quota stopped the page */
+    r = expect_status(sid,
+                      "{\"op\":\"storage.set\",\"args\":{\"key\":\"one_more\",\"value\":"
+                      "\"yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy"
+                      "yyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyyy\"}}",
+                      400);
+    assert_string_equal(reply_code(r), "bad_request");
+    assert_non_null(strstr(error_message(r), "refused it"));
+    cJSON_Delete(r);
+    r = expect_ok(&gw, sid, "{\"op\":\"storage\",\"args\":{\"key\":\"one_more\"}}");
+    storage_items(r, items, sizeof items);
+    assert_string_equal(items, "");
+    cJSON_Delete(r);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"storage.clear\"}"));
     /* A page with no site of its own has no storage to give. */
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"navigate\",\"args\":{\"url\":\"about:blank\"}}"));
     r = expect_status(sid, "{\"op\":\"storage\"}", 400);
