@@ -212,6 +212,20 @@ static void outline(mcp_session *m, result *r, int diff)
     cJSON_Delete(reply);
 }
 
+/* A filename the server cannot write (over HTTP): 1 with the refusal in r, saying to ask for
+   what in the answer instead. */
+static int cannot_save(mcp_session *m, result *r, const char *file, const char *what)
+{
+    if (!file || m->save_file)
+        return 0;
+    add_text(r, "error bad_request: filename names a file on the agent's machine, which "
+                "refgate's server cannot write over HTTP; call without it to get the %s in the "
+                "answer",
+             what);
+    r->error = 1;
+    return 1;
+}
+
 /* ---- the tools ------------------------------------------------------------ */
 
 #define TARGET_DESC "Exact target element reference from the page snapshot (@ref), or a refgate target"
@@ -277,10 +291,87 @@ static void t_reload(mcp_session *m, const cJSON *a, result *r)
     history(m, r, "reload");
 }
 
+/*
+ * The outline with each ref's box appended to its line, "[box=x,y,w,h]" in
+ * CSS pixels of the viewport (Playwright's boxes), from the elements of an
+ * observe with format both. Caller frees.
+ */
+static char *with_boxes(const char *text, const cJSON *elements)
+{
+    rg_buf b;
+    rg_buf_init(&b);
+    for (const char *l = text; *l;) {
+        const char *e = strchr(l, '\n');
+        size_t n = e ? (size_t)(e - l) : strlen(l);
+        rg_buf_append(&b, l, n);
+        const char *at = memmem(l, n, "[ref=", 5);
+        const char *end = at ? memchr(at, ']', n - (size_t)(at - l)) : NULL;
+        const cJSON *el, *list = end ? elements : NULL;
+        cJSON_ArrayForEach(el, list)
+        {
+            const char *ref = str_of(el, "ref");
+            if (!ref || strlen(ref) != (size_t)(end - at - 5) || memcmp(ref, at + 5, strlen(ref)))
+                continue;
+            const cJSON *bx = item(el, "bounds");
+            rg_buf_printf(&b, " [box=%.0f,%.0f,%.0f,%.0f]", cJSON_GetNumberValue(item(bx, "x")),
+                          cJSON_GetNumberValue(item(bx, "y")), cJSON_GetNumberValue(item(bx, "w")),
+                          cJSON_GetNumberValue(item(bx, "h")));
+            break;
+        }
+        rg_buf_puts(&b, "\n");
+        l += n + (e ? 1 : 0);
+    }
+    if (b.failed) {
+        rg_buf_destroy(&b);
+        return NULL;
+    }
+    return rg_buf_steal(&b);
+}
+
+/* Playwright's browser_snapshot: the whole outline, or the part under target, to depth, with
+   boxes; to filename on this machine over stdio. */
 static void t_snapshot(mcp_session *m, const cJSON *a, result *r)
 {
-    (void)a;
-    outline(m, r, 0);
+    const char *file = str_of(a, "filename"), *target = str_of(a, "target");
+    const cJSON *depth = item(a, "depth");
+    int boxes = cJSON_IsTrue(item(a, "boxes"));
+    if (!file && !target && !depth && !boxes) {
+        outline(m, r, 0);
+        return;
+    }
+    if (cannot_save(m, r, file, "snapshot"))
+        return;
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    if (target)
+        cJSON_AddStringToObject(args, "scope", target);
+    if (cJSON_IsNumber(depth))
+        cJSON_AddNumberToObject(args, "depth", depth->valuedouble);
+    if (boxes)
+        cJSON_AddStringToObject(args, "format", "both");
+    if (run(m, r, "observe", args, &reply, &res) < 0)
+        return;
+    const char *text = or_empty(str_of(res, "text"));
+    char *boxed = boxes ? with_boxes(text, item(res, "elements")) : NULL;
+    char *page = NULL, err[512] = "";
+    if (asprintf(&page, "- Page URL: %s\n- Page Title: %s\n- Page outline:\n%s",
+                 or_empty(str_of(res, "url")), or_empty(str_of(res, "title")),
+                 boxed ? boxed : text) < 0)
+        page = NULL;
+    if (!page || (boxes && !boxed)) {
+        add_text(r, "error internal: out of memory");
+        r->error = 1;
+    } else if (!file) {
+        add_text(r, "%s", page);
+    } else if (m->save_file(m->ud, file, page, strlen(page), err, sizeof err) < 0) {
+        add_text(r, "error bad_request: %s", err);
+        r->error = 1;
+    } else {
+        add_text(r, "Saved the snapshot to %s (%zu bytes)", file, strlen(page));
+    }
+    free(page);
+    free(boxed);
+    cJSON_Delete(reply);
 }
 
 /* Playwright's browser_find: observe's find, its snippets under a line that counts them. */
@@ -317,6 +408,16 @@ static void t_click(mcp_session *m, const cJSON *a, result *r)
         cJSON_AddStringToObject(args, "button", button);
     if (cJSON_IsTrue(item(a, "doubleClick")))
         cJSON_AddNumberToObject(args, "click_count", 2);
+    /* Playwright's modifiers; ControlOrMeta is Control, the browser running on Linux */
+    const cJSON *mod, *mods = item(a, "modifiers");
+    if (cJSON_IsArray(mods)) {
+        cJSON *out = cJSON_AddArrayToObject(args, "modifiers");
+        cJSON_ArrayForEach(mod, mods)
+        {
+            const char *k = cJSON_IsString(mod) ? mod->valuestring : "";
+            cJSON_AddItemToArray(out, cJSON_CreateString(!strcmp(k, "ControlOrMeta") ? "Control" : k));
+        }
+    }
     if (run_only(m, r, "click", args) == 0)
         outline(m, r, 1);
 }
@@ -828,19 +929,6 @@ static void t_close(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
-/* A filename the server cannot write (over HTTP): 1 with the refusal in r, saying to ask for
-   what in the answer instead. */
-static int cannot_save(mcp_session *m, result *r, const char *file, const char *what)
-{
-    if (!file || m->save_file)
-        return 0;
-    add_text(r, "error bad_request: filename names a file on the agent's machine, which "
-                "refgate's server cannot write over HTTP; call without it to get the %s in the "
-                "answer",
-             what);
-    r->error = 1;
-    return 1;
-}
 
 /*
  * The session's cookies and localStorage (session.state), as Playwright's
@@ -1160,7 +1248,14 @@ static const tool tools[] = {
      "", t_network},
     {"browser_snapshot", "Page snapshot",
      "The page as a compact outline: its elements with refs (@ref) to act on, its structure and its text",
-     "{\"type\":\"object\",\"properties\":{}}", "", t_snapshot},
+     "{\"type\":\"object\",\"properties\":{\"target\":{\"type\":\"string\",\"description\":\"Only the part "
+     "of the page under this element (@ref or a refgate target)\"},"
+     "\"depth\":{\"type\":\"number\",\"description\":\"Limit the depth of the snapshot tree\"},"
+     "\"boxes\":{\"type\":\"boolean\",\"description\":\"Include each element's bounding box as "
+     "[box=x,y,width,height], CSS pixels of the viewport\"},"
+     "\"filename\":{\"type\":\"string\",\"description\":\"Save the snapshot to this file on this machine "
+     "(refgate-cli mcp only) instead of returning it\"}}}",
+     "", t_snapshot},
     {"browser_find", "Find in page snapshot",
      "Search the page's outline for a text or a regular expression: the matching lines with a few lines "
      "around each, under their path from the document, with their refs. Cheaper than the whole "
@@ -1172,7 +1267,9 @@ static const tool tools[] = {
      "", t_find},
     {"browser_click", "Click", "Perform click on a web page",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS ",\"doubleClick\":{\"type\":\"boolean\"},"
-     "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"]}},\"required\":[\"target\"]}",
+     "\"button\":{\"type\":\"string\",\"enum\":[\"left\",\"right\",\"middle\"]},"
+     "\"modifiers\":{\"type\":\"array\",\"items\":{\"type\":\"string\",\"enum\":[\"Alt\",\"Control\",\"ControlOrMeta\",\"Meta\",\"Shift\"]},"
+     "\"description\":\"Modifier keys to press\"}},\"required\":[\"target\"]}",
      "target", t_click},
     {"browser_check", "Check", "Check a checkbox or radio button",
      "{\"type\":\"object\",\"properties\":{" ELEMENT_PROP DIALOG_PROPS "},\"required\":[\"target\"]}",

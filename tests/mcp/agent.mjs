@@ -100,6 +100,34 @@ for (const [name, args] of [['browser_mouse_down', {}], ['browser_mouse_up', {}]
 }
 r = await client.callTool({ name: 'browser_mouse_wheel', arguments: { deltaX: 0, deltaY: 1e6 } });
 check(r.isError && /bad_request/.test(textOf(r)), 'a wheel past the bounds is refused', textOf(r));
+// browser_snapshot with Playwright's arguments: boxes where the page has its elements, a part
+// of the page, a depth, a file
+r = await client.callTool({ name: 'browser_snapshot', arguments: { boxes: true } });
+const boxed = /textbox "Search"[^\n]*\[ref=@[\w-]+\] \[box=(\d+),(\d+),(\d+),(\d+)\]/.exec(textOf(r));
+check(!r.isError && boxed &&
+  Math.abs(Number(boxed[1]) + Number(boxed[3]) / 2 - Number(at[1])) <= 1 &&
+  Math.abs(Number(boxed[2]) + Number(boxed[4]) / 2 - Number(at[2])) <= 1,
+  'boxes: the search box\'s box is where the page has it', textOf(r));
+r = await client.callTool({ name: 'browser_snapshot', arguments: { target: 'css:main', depth: 1 } });
+check(!r.isError && /- \.\.\. \(\d+ more\)/.test(textOf(r)) && !/checkbox "In stock only"/.test(textOf(r)),
+  'target and depth: the main part, folded below its first level', textOf(r));
+if (overHttp) {
+  r = await client.callTool({ name: 'browser_snapshot', arguments: { filename: '/tmp/x.md' } });
+  check(r.isError && /bad_request/.test(textOf(r)), 'over HTTP a snapshot filename is refused', textOf(r));
+} else {
+  const sdir2 = mkdtempSync(join(tmpdir(), 'refgate-snap-'));
+  const sfile = join(sdir2, 'snap.md');
+  r = await client.callTool({ name: 'browser_snapshot', arguments: { filename: sfile } });
+  const saved = r.isError ? '' : readFileSync(sfile, 'utf8');
+  rmSync(sdir2, { recursive: true, force: true });
+  check(!r.isError && /Saved the snapshot to /.test(textOf(r)) && saved.includes('textbox "Search"'),
+    'over stdio the snapshot goes to the file', textOf(r));
+}
+// browser_click's modifiers, ControlOrMeta included
+r = await client.callTool({ name: 'browser_click', arguments: { target: stock, modifiers: ['ControlOrMeta'] } });
+check(!r.isError && /^\+ .*checkbox "In stock only" \(checked[,)]/m.test(textOf(r)),
+  'a click with ControlOrMeta held checks the box', textOf(r));
+r = await client.callTool({ name: 'browser_uncheck', arguments: { target: stock } });
 r = await client.callTool({ name: 'browser_mouse_click_xy', arguments: { x: -40, y: 5 } });
 check(r.isError && /bad_request/.test(textOf(r)), 'a place off the page is refused', textOf(r));
 
