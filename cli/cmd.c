@@ -123,6 +123,14 @@ static const cmd_spec cmds[] = {
      "          [--url U]"},
     {"inspect", WIRE_OP_INSPECT, NULL, {"target"}, 1, CLI_OUT_RESULT, {NTH},
      "inspect TARGET [--nth N]"},
+    {"emulate", WIRE_OP_EMULATE, NULL, {NULL}, 0, CLI_OUT_RESULT,
+     {{"--color-scheme", NULL, "color_scheme", VT_STR},
+      {"--reduced-motion", NULL, "reduced_motion", VT_STR},
+      {"--forced-colors", NULL, "forced_colors", VT_STR}, {"--contrast", NULL, "contrast", VT_STR},
+      {"--media", NULL, "media", VT_STR}},
+     "emulate [--color-scheme light|dark] [--reduced-motion reduce|no-preference]\n"
+     "          [--forced-colors active|none] [--contrast more|no-preference] [--media screen|print]\n"
+     "          (\"\" stops one; every tab, kept by restores)"},
     {"pdf", WIRE_OP_PDF, NULL, {NULL}, 0, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}, {"--landscape", NULL, "landscape", VT_TRUE},
       {"--paper", NULL, "paper", VT_STR}},

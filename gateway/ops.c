@@ -39,6 +39,7 @@ static int op_storage(gw_cmd *c);
 static int op_resize(gw_cmd *c);
 static int op_download_get(gw_cmd *c);
 static int op_pdf(gw_cmd *c);
+static int op_emulate(gw_cmd *c);
 static int op_tabs(gw_cmd *c);
 static int op_tab_new(gw_cmd *c);
 static int op_tab_select(gw_cmd *c);
@@ -1031,6 +1032,21 @@ static int op_resize(gw_cmd *c)
     c->result = cJSON_CreateObject();
     cJSON_AddNumberToObject(c->result, "width", v[0]);
     cJSON_AddNumberToObject(c->result, "height", v[1]);
+    return 0;
+}
+
+/* CSS media features and the media type, for every tab, kept by restores (session/tabs.c). */
+static int op_emulate(gw_cmd *c)
+{
+    if (!c->args || !cJSON_GetArraySize(c->args))
+        return gw_fail(c, RG_EBADREQ, "emulate needs one of color_scheme, reduced_motion, "
+                                      "forced_colors, contrast or media");
+    cJSON *now = NULL;
+    int rc = sess_emulate(c->s, c->args, &now, c->err, sizeof c->err);
+    if (rc < 0)
+        return c->rc = rc;
+    c->full = 1; /* written at once: a restore keeps it */
+    c->result = now;
     return 0;
 }
 

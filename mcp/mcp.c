@@ -967,6 +967,39 @@ static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
 }
 
 /*
+ * Playwright's browser_emulate_media: its camelCase arguments as the emulate
+ * op's, null to stop one ("" for the op), absent to leave it; the answer says
+ * what is emulated now.
+ */
+static void t_emulate_media(mcp_session *m, const cJSON *a, result *r)
+{
+    static const char *const names[][2] = {{"colorScheme", "color_scheme"},
+                                           {"reducedMotion", "reduced_motion"},
+                                           {"forcedColors", "forced_colors"},
+                                           {"contrast", "contrast"},
+                                           {"media", "media"}};
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res, *it;
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        const cJSON *v = item(a, names[i][0]);
+        if (cJSON_IsNull(v))
+            cJSON_AddStringToObject(args, names[i][1], "");
+        else if (v)
+            cJSON_AddItemToObject(args, names[i][1], cJSON_Duplicate(v, 1));
+    }
+    if (run(m, r, "emulate", args, &reply, &res) < 0)
+        return;
+    rg_buf b;
+    rg_buf_init(&b);
+    cJSON_ArrayForEach(it, res)
+        if (cJSON_IsString(it))
+            rg_buf_printf(&b, "%s%s: %s", b.len ? ", " : "", it->string, it->valuestring);
+    add_text(r, "Emulating %s", b.len ? b.data : "nothing: the browser's own media");
+    rg_buf_destroy(&b);
+    cJSON_Delete(reply);
+}
+
+/*
  * Playwright's browser_pdf_save: the page as a PDF, to filename on this
  * machine over stdio, or else in the answer as an embedded resource (its
  * bytes in base64), which is what a hosted agent over HTTP gets.
@@ -1427,6 +1460,16 @@ static const tool tools[] = {
      "key", t_session_delete},
     {"browser_sessionstorage_clear", "Clear sessionStorage", "Clear all sessionStorage",
      "{\"type\":\"object\",\"properties\":{}}", "", t_session_clear},
+    {"browser_emulate_media", "Emulate media features",
+     "Emulate CSS media features for the page, for example switch between the light and dark color scheme. "
+     "Omitted parameters are left unchanged; null clears an override",
+     "{\"type\":\"object\",\"properties\":{"
+     "\"colorScheme\":{\"type\":[\"string\",\"null\"],\"enum\":[\"light\",\"dark\",null],\"description\":\"Emulates the prefers-color-scheme media feature\"},"
+     "\"reducedMotion\":{\"type\":[\"string\",\"null\"],\"enum\":[\"reduce\",\"no-preference\",null],\"description\":\"Emulates the prefers-reduced-motion media feature\"},"
+     "\"forcedColors\":{\"type\":[\"string\",\"null\"],\"enum\":[\"active\",\"none\",null],\"description\":\"Emulates the forced-colors media feature\"},"
+     "\"contrast\":{\"type\":[\"string\",\"null\"],\"enum\":[\"more\",\"no-preference\",null],\"description\":\"Emulates the prefers-contrast media feature\"},"
+     "\"media\":{\"type\":[\"string\",\"null\"],\"enum\":[\"screen\",\"print\",null],\"description\":\"Changes the CSS media type of the page\"}}}",
+     "", t_emulate_media},
     {"browser_pdf_save", "Save as PDF", "Save the page as a PDF: to filename on this machine (refgate-cli mcp), or in the answer",
      "{\"type\":\"object\",\"properties\":{\"filename\":{\"type\":\"string\","
      "\"description\":\"A file on this machine to save it to (refgate-cli mcp only); without it the PDF is in the answer\"}}}",

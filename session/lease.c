@@ -1246,6 +1246,9 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
                       sess_unpack(blob->str, blob->len, &parked) == 0;
     char *url = strdup(sess_hash_str(meta, "url"));
     double sx = sess_hash_num(meta, "sx"), sy = sess_hash_num(meta, "sy");
+    /* the emulated media, put back with the options */
+    free(s->media);
+    s->media = have_parked && parked.media ? strdup(parked.media) : NULL;
     freeReplyObject(rep);
     rc = url ? 0 : RG_ENOMEM;
     int64_t left = deadline - rg_now_ms();

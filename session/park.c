@@ -181,6 +181,10 @@ int sess_apply_options(sess *s)
         rc = call_with(s, "Emulation.setLocaleOverride", "locale", s->locale);
     if (rc == 0 && s->timezone)
         rc = call_with(s, "Emulation.setTimezoneOverride", "timezoneId", s->timezone);
+    char *media = sess_media_params(s); /* the emulate op's, kept by the checkpoint */
+    if (rc == 0 && media)
+        rc = call(s, "Emulation.setEmulatedMedia", media, NULL);
+    free(media);
     rg_buf_destroy(&q);
     /* Chromium refuses an unknown locale or timezone: that is the caller's input. */
     return rc == RG_ECDP ? RG_EBADREQ : rc;
@@ -199,6 +203,7 @@ void sess_capture_free(sess_capture *c)
     free(c->form);
     free(c->tabs);
     free(c->tab);
+    free(c->media);
     memset(c, 0, sizeof *c);
 }
 
@@ -453,7 +458,7 @@ int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
     msgpack_sbuffer_init(&sb);
     msgpack_packer pk;
     msgpack_packer_init(&pk, &sb, msgpack_sbuffer_write);
-    msgpack_pack_map(&pk, 15);
+    msgpack_pack_map(&pk, 16);
     put_num(&pk, "v", 1);
     put_str(&pk, "url", c->url);
     put_str(&pk, "title", c->title);
@@ -469,6 +474,7 @@ int sess_pack(const sess *s, const sess_capture *c, char **out, size_t *len)
     put_str(&pk, "tabs", c->tabs);
     put_str(&pk, "tab", c->tab);
     put_num(&pk, "next_tab", c->next_tab);
+    put_str(&pk, "media", s->media);
     if (!sb.data) {
         msgpack_sbuffer_destroy(&sb);
         return RG_ENOMEM;
@@ -501,6 +507,7 @@ int sess_unpack(const char *buf, size_t len, sess_capture *c)
                      : rg_mp_key_is(k, "form")    ? &c->form
                      : rg_mp_key_is(k, "tabs")    ? &c->tabs
                      : rg_mp_key_is(k, "tab")     ? &c->tab
+                     : rg_mp_key_is(k, "media")   ? &c->media
                                                   : NULL;
         if (dst && v->type == MSGPACK_OBJECT_STR && !*dst)
             *dst = strndup(v->via.str.ptr, v->via.str.size);

@@ -126,6 +126,7 @@ struct sess {
     sess_tab *cur;                 /* the tab this command acts on (sess_call's page) */
     sess_tab *front;               /* the tab last brought to the front */
     char *emul_ua;                 /* Emulation.setUserAgentOverride params a new tab gets, or NULL */
+    char *media;                   /* the emulate op's media, a JSON object of its args, or NULL */
     int tabs_changed;              /* atomic: a tab opened or closed since the last full checkpoint */
     int pending;                   /* the holder made a page: the next one without opener is it */
     char pending_id[SESS_TAB_ID_MAX]; /* the id it takes ("": the next number); m->mu */
@@ -416,9 +417,13 @@ typedef struct sess_capture {
     char *tabs;          /* JSON array of every tab {id, url, sx, sy, opener}, in order; or NULL */
     char *tab;           /* the active tab's id (url, sx, sy above are its), or NULL */
     int next_tab;        /* the number the next tab id takes */
+    char *media;         /* the session's emulated media (sess->media), or NULL */
 } sess_capture;
 
 void sess_capture_free(sess_capture *c);
+/** Emulation.setEmulatedMedia's params for the session's media (every feature named, "" for
+    those not emulated); caller frees; NULL when it has none or out of memory. */
+char *sess_media_params(const sess *s);
 /**
  * Reads URL, title and scroll; with full, cookies, the origin's storage and
  * what a reload loses (reg_state_capture, for the refs of the last

@@ -141,6 +141,8 @@ static void sess_free_locals(sess *s)
     sess_forget_ckpt(s);
     free(s->emul_ua);
     s->emul_ua = NULL;
+    free(s->media);
+    s->media = NULL;
     free(s->user_agent);
     free(s->locale);
     free(s->timezone);

@@ -555,6 +555,17 @@ const char *sess_dl_state_name(int state);
  */
 int sess_downloads(sess *s, sess_download **out, size_t *n);
 
+/**
+ * The held session's emulated media (the emulate op): changes holds any of
+ * color_scheme (light, dark), reduced_motion (reduce, no-preference),
+ * forced_colors (active, none), contrast (more, no-preference) and media
+ * (screen, print), "" to stop emulating one; the others stay as they were.
+ * Applied to every tab, and to the tabs, restores and checkpoints to come.
+ * *now: the whole emulation after it, a map of the args (caller frees).
+ * RG_EBADREQ for a value a feature does not take (nothing changes).
+ */
+int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t errlen);
+
 /** The most bytes of one PDF (sess_pdf). */
 #define SESS_PDF_MAX (32 << 20)
 

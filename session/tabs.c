@@ -327,6 +327,10 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     child_call(s, child, "Emulation.setDeviceMetricsOverride", vp);
     if (s->emul_ua)
         child_call(s, child, "Emulation.setUserAgentOverride", s->emul_ua);
+    char *media = sess_media_params(s);
+    if (media)
+        child_call(s, child, "Emulation.setEmulatedMedia", media);
+    free(media);
     rg_buf q;
     rg_buf_init(&q);
     if (s->locale) {
@@ -620,6 +624,103 @@ int sess_resize(sess *s, int width, int height, char *err, size_t errlen)
         if (v[i] != s->active)
             sess_tab_call_async(v[i], "Emulation.setDeviceMetricsOverride", vp,
                                 SESS_CALL_TIMEOUT_MS);
+    return 0;
+}
+
+/* ---- emulated media ---- */
+
+/* The emulate op's args: the CSS media feature each stands for ("" for the media type), and the
+   values it takes. */
+static const struct media_arg {
+    const char *arg, *feature, *values[3];
+} media_args[] = {
+    {"color_scheme", "prefers-color-scheme", {"light", "dark", NULL}},
+    {"reduced_motion", "prefers-reduced-motion", {"reduce", "no-preference", NULL}},
+    {"forced_colors", "forced-colors", {"active", "none", NULL}},
+    {"contrast", "prefers-contrast", {"more", "no-preference", NULL}},
+    {"media", "", {"screen", "print", NULL}},
+};
+#define N_MEDIA_ARGS (sizeof media_args / sizeof *media_args)
+
+char *sess_media_params(const sess *s)
+{
+    cJSON *m = s->media ? cJSON_Parse(s->media) : NULL;
+    if (!m)
+        return NULL;
+    rg_buf q;
+    rg_buf_init(&q);
+    const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "media");
+    rg_buf_printf(&q, "{\"media\":\"%s\",\"features\":[",
+                  cJSON_IsString(type) ? type->valuestring : "");
+    for (size_t i = 0, n = 0; i < N_MEDIA_ARGS; i++) {
+        if (!*media_args[i].feature)
+            continue;
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, media_args[i].arg);
+        rg_buf_printf(&q, "%s{\"name\":\"%s\",\"value\":\"%s\"}", n++ ? "," : "",
+                      media_args[i].feature, cJSON_IsString(v) ? v->valuestring : "");
+    }
+    rg_buf_puts(&q, "]}");
+    cJSON_Delete(m);
+    if (q.failed) {
+        rg_buf_destroy(&q);
+        return NULL;
+    }
+    return rg_buf_steal(&q);
+}
+
+int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t errlen)
+{
+    *now = NULL;
+    cJSON *m = s->media ? cJSON_Parse(s->media) : cJSON_CreateObject();
+    if (!m)
+        return RG_ENOMEM;
+    /* every value checked before anything changes */
+    for (size_t i = 0; i < N_MEDIA_ARGS; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(changes, media_args[i].arg);
+        if (!v)
+            continue;
+        const char *const *ok = media_args[i].values;
+        int known = cJSON_IsString(v) && !*v->valuestring;
+        for (int k = 0; ok[k] && !known; k++)
+            known = cJSON_IsString(v) && !strcmp(v->valuestring, ok[k]);
+        if (!known) {
+            cJSON_Delete(m);
+            return rg_errf(err, errlen, RG_EBADREQ, "args.%s must be %s, %s or \"\" (none)",
+                           media_args[i].arg, ok[0], ok[1]);
+        }
+        cJSON_DeleteItemFromObjectCaseSensitive(m, media_args[i].arg);
+        if (*v->valuestring)
+            cJSON_AddStringToObject(m, media_args[i].arg, v->valuestring);
+    }
+    char *text = cJSON_GetArraySize(m) ? cJSON_PrintUnformatted(m) : NULL;
+    if (cJSON_GetArraySize(m) && !text) {
+        cJSON_Delete(m);
+        return RG_ENOMEM;
+    }
+    char *was = s->media;
+    s->media = text;
+    char *params = sess_media_params(s);
+    /* none left: every feature and the type back to the browser's own */
+    const char *q = params ? params : "{\"media\":\"\",\"features\":[]}";
+    sess_tab *keep = s->cur;
+    s->cur = s->active;
+    int rc = sess_call(s, "Emulation.setEmulatedMedia", q, SESS_CALL_TIMEOUT_MS, NULL);
+    s->cur = keep;
+    if (rc < 0) {
+        free(params);
+        free(s->media);
+        s->media = was;
+        cJSON_Delete(m);
+        return rg_errf(err, errlen, rc, "the page did not take the media (%s)", rg_err_code(rc));
+    }
+    free(was);
+    sess_tab *v[SESS_TABS_CAP];
+    int n = sess_tabs_snapshot(s, v);
+    for (int i = 0; i < n; i++)
+        if (v[i] != s->active)
+            sess_tab_call_async(v[i], "Emulation.setEmulatedMedia", q, SESS_CALL_TIMEOUT_MS);
+    free(params);
+    *now = m;
     return 0;
 }
 

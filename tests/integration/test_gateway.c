@@ -1764,6 +1764,73 @@ static void ask_to_stay(const char *sid, const char *ref)
  * an agent cannot answer the prompt. Before, the prompt was dismissed, the
  * page stayed, and every navigate failed with net::ERR_ABORTED.
  */
+/*
+ * emulate: the page's media queries answer dark, reduced motion, forced
+ * colours, more contrast and print; print media hides what the page's print
+ * style hides; a tab opened later has them, and a park and restore keep
+ * them. "" stops one; a value a feature does not take changes nothing.
+ */
+static void test_emulate_keeps_its_media(void **state)
+{
+    (void)state;
+    char sid[64], url[256], body[400];
+    create("media.html", sid);
+    shows(sid, "Scheme light, motion full, forced off, contrast normal, print no");
+    cJSON *r = expect_ok(&gw, sid,
+                         "{\"op\":\"emulate\",\"args\":{\"color_scheme\":\"dark\","
+                         "\"reduced_motion\":\"reduce\"}}");
+    assert_string_equal(json_str(result(r), "color_scheme"), "dark");
+    assert_string_equal(json_str(result(r), "reduced_motion"), "reduce");
+    cJSON_Delete(r);
+    shows(sid, "Scheme dark, motion reduce, forced off, contrast normal, print no");
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"emulate\",\"args\":{\"forced_colors\":\"active\",\"contrast\":\"more\","
+                  "\"media\":\"print\"}}");
+    assert_string_equal(json_str(result(r), "color_scheme"), "dark"); /* the others stay */
+    cJSON_Delete(r);
+    shows(sid, "Scheme dark, motion reduce, forced on, contrast more, print yes");
+    r = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
+    assert_null(strstr(reply_str(r, "text"), "Only on screen")); /* print hides it */
+    cJSON_Delete(r);
+    /* refused, changing nothing */
+    cmd_err(sid, "{\"op\":\"emulate\",\"args\":{\"color_scheme\":\"blue\"}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"emulate\",\"args\":{\"contrast\":\"more\",\"media\":\"tv\"}}", 400,
+            "bad_request");
+    cmd_err(sid, "{\"op\":\"emulate\",\"args\":{}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"emulate\",\"args\":{\"media\":1}}", 400, "bad_request");
+    /* "" stops one */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"forced_colors\":\"\"}}"));
+    const char *now = "Scheme dark, motion reduce, forced off, contrast more, print yes";
+    shows(sid, now);
+    /* a tab opened afterwards */
+    page_url("media.html?second", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"tab.new\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    shows(sid, now);
+    /* a park, then a restore: both tabs as before */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    r = expect_ok(&gw, sid, "{\"op\":\"tabs\"}");
+    const cJSON *tabs = cJSON_GetObjectItemCaseSensitive(result(r), "tabs"), *t;
+    int n = 0;
+    cJSON_ArrayForEach(t, tabs)
+    {
+        snprintf(body, sizeof body, "{\"op\":\"wait\",\"args\":{\"text\":\"%s\",\"tab\":\"%s\"}}",
+                 now, json_str(t, "tab"));
+        cJSON_Delete(expect_ok(&gw, sid, body));
+        n++;
+    }
+    assert_int_equal(n, 2);
+    cJSON_Delete(r);
+    /* all of it stopped: the browser's own again */
+    r = expect_ok(&gw, sid,
+                  "{\"op\":\"emulate\",\"args\":{\"color_scheme\":\"\",\"reduced_motion\":\"\","
+                  "\"contrast\":\"\",\"media\":\"\"}}");
+    assert_int_equal(cJSON_GetArraySize(result(r)), 0);
+    cJSON_Delete(r);
+    shows(sid, "Scheme light, motion full, forced off, contrast normal, print no");
+    close_session(sid);
+}
+
 static void test_leaving_a_page_that_asks_to_stay(void **state)
 {
     (void)state;
@@ -3211,6 +3278,7 @@ int main(void)
         cmocka_unit_test(test_console_keeps_what_the_page_said),
         cmocka_unit_test(test_network_lists_what_the_page_asked),
         cmocka_unit_test(test_resize_keeps_its_viewport),
+        cmocka_unit_test(test_emulate_keeps_its_media),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),

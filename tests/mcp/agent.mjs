@@ -65,7 +65,7 @@ for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'brows
   'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
   'browser_resize', 'browser_network_requests', 'browser_find', 'browser_check', 'browser_uncheck',
   'browser_navigate_forward', 'browser_reload', 'browser_mouse_click_xy', 'browser_mouse_move_xy',
-  'browser_pdf_save', 'browser_mouse_down', 'browser_mouse_up', 'browser_mouse_wheel', 'browser_mouse_drag_xy'])
+  'browser_pdf_save', 'browser_emulate_media', 'browser_mouse_down', 'browser_mouse_up', 'browser_mouse_wheel', 'browser_mouse_drag_xy'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -275,6 +275,19 @@ if (overHttp) {
   check(!r.isError && head === '%PDF-' && /Saved the page as PDF to /.test(textOf(r)),
     'over stdio browser_pdf_save writes the file', textOf(r));
 }
+
+// Dark mode, as the page's media queries see it, and back
+const dark = "() => String(matchMedia('(prefers-color-scheme: dark)').matches)";
+r = await client.callTool({ name: 'browser_emulate_media', arguments: { colorScheme: 'dark', media: 'screen' } });
+check(!r.isError && /Emulating .*color_scheme: dark/.test(textOf(r)), 'browser_emulate_media says what it emulates', textOf(r));
+r = await client.callTool({ name: 'browser_evaluate', arguments: { function: dark } });
+check(textOf(r).includes('true'), 'the page sees the dark scheme', textOf(r));
+r = await client.callTool({ name: 'browser_emulate_media', arguments: { colorScheme: null, media: null } });
+check(!r.isError && /Emulating nothing/.test(textOf(r)), 'null stops it', textOf(r));
+r = await client.callTool({ name: 'browser_evaluate', arguments: { function: dark } });
+check(textOf(r).includes('false'), 'the page sees the browser\'s own scheme again', textOf(r));
+r = await client.callTool({ name: 'browser_emulate_media', arguments: { colorScheme: 'sepia' } });
+check(r.isError && /bad_request/.test(textOf(r)), 'a scheme that does not exist is refused', textOf(r));
 
 r = await client.callTool({ name: 'browser_click', arguments: { target: '@nosuchref' } });
 check(r.isError && /stale_ref|no_match/.test(textOf(r)), 'a ref that is not there is a tool error with its code');

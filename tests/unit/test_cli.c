@@ -911,6 +911,11 @@ static void test_parse_observe_and_screenshot(void **state)
     cli_call_destroy(&c);
     assert_int_equal(PARSE(&g, &c, err, "input", "-s", "s9", "move", "12", "4px"), RG_EBADREQ);
     assert_non_null(strstr(err, "y wants an integer"));
+    assert_int_equal(PARSE(&g, &c, err, "emulate", "-s", "s9", "--color-scheme", "dark", "--media",
+                           ""),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"emulate\",\"args\":{\"color_scheme\":\"dark\",\"media\":\"\"}}");
+    cli_call_destroy(&c);
     /* find is an observe with find */
     assert_int_equal(PARSE(&g, &c, err, "find", "--session=s9", "Buy milk", "--context", "1"),
                      CLI_CMD_GATEWAY);
