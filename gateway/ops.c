@@ -1038,9 +1038,6 @@ static int op_resize(gw_cmd *c)
 /* CSS media features and the media type, for every tab, kept by restores (session/tabs.c). */
 static int op_emulate(gw_cmd *c)
 {
-    if (!c->args || !cJSON_GetArraySize(c->args))
-        return gw_fail(c, RG_EBADREQ, "emulate needs one of color_scheme, reduced_motion, "
-                                      "forced_colors, contrast or media");
     cJSON *now = NULL;
     int rc = sess_emulate(c->s, c->args, &now, c->err, sizeof c->err);
     if (rc < 0)

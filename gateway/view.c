@@ -208,7 +208,8 @@ static int button_bit(const char *button)
 /*
  * One Input.dispatchMouseEvent on the held page. Its buttons are those held
  * down once it happened, as the page's event.buttons reports them: a press
- * adds its button, a release takes it away.
+ * adds its button, a release takes it away, and the session's pointer
+ * remembers them for the moves and releases to come.
  */
 static int mouse(gw_cmd *c, const char *type, double x, double y, const char *button, int count,
                  int modifiers, double dx, double dy)
@@ -225,7 +226,10 @@ static int mouse(gw_cmd *c, const char *type, double x, double y, const char *bu
              type, x, y, button, held, count, modifiers, dx, dy);
     reg_page_handle h = sess_handle(c->s);
     int rc = cdp_call(h.conn, h.session, "Input.dispatchMouseEvent", q, c->timeout_ms, NULL);
-    return rc < 0 ? gw_fail(c, rc, "the page did not take the %s (%s)", type, rg_err_code(rc)) : 0;
+    if (rc < 0)
+        return gw_fail(c, rc, "the page did not take the %s (%s)", type, rg_err_code(rc));
+    sess_pointer_of(c->s)->buttons = held;
+    return 0;
 }
 
 /* The mouse moved to (x, y), dragging the buttons held down; the session remembers it. */
@@ -245,17 +249,12 @@ static int move_to(gw_cmd *c, int x, int y, int mods)
 static int drag(gw_cmd *c, int x, int y, int tx, int ty, const char *button, int mods)
 {
     enum { STEPS = 5 };
-    sess_pointer *p = sess_pointer_of(c->s);
     if (move_to(c, x, y, mods) < 0 || mouse(c, "mousePressed", x, y, button, 1, mods, 0, 0) < 0)
         return -1;
-    p->buttons |= button_bit(button);
-    int rc = 0;
-    for (int k = 1; k <= STEPS && rc == 0; k++)
-        rc = move_to(c, x + (tx - x) * k / STEPS, y + (ty - y) * k / STEPS, mods);
-    p->buttons &= ~button_bit(button);
-    if (rc < 0 || mouse(c, "mouseReleased", tx, ty, button, 1, mods, 0, 0) < 0)
-        return -1;
-    return 0;
+    for (int k = 1; k <= STEPS; k++)
+        if (move_to(c, x + (tx - x) * k / STEPS, y + (ty - y) * k / STEPS, mods) < 0)
+            return -1;
+    return mouse(c, "mouseReleased", tx, ty, button, 1, mods, 0, 0);
 }
 
 /* DevTools' modifier bits: Alt 1, Control 2, Meta 4, Shift 8. */
@@ -326,13 +325,9 @@ int op_input(gw_cmd *c)
     } else if (!strcmp(type, "down") || !strcmp(type, "up")) {
         if (placed && (x != p->x || y != p->y) && move_to(c, x, y, mods) < 0)
             return c->rc;
-        int down = !strcmp(type, "down");
-        if (mouse(c, down ? "mousePressed" : "mouseReleased", x, y, button, 1, mods, 0, 0) < 0)
+        const char *what = !strcmp(type, "down") ? "mousePressed" : "mouseReleased";
+        if (mouse(c, what, x, y, button, 1, mods, 0, 0) < 0)
             return c->rc;
-        if (down)
-            p->buttons |= button_bit(button);
-        else
-            p->buttons &= ~button_bit(button);
     } else if (!strcmp(type, "wheel")) {
         int dx = gw_arg_int(c, "dx", 0), dy = gw_arg_int(c, "dy", 0);
         if (dx < -100000 || dx > 100000 || dy < -100000 || dy > 100000)

@@ -291,32 +291,43 @@ static void t_reload(mcp_session *m, const cJSON *a, result *r)
     history(m, r, "reload");
 }
 
+/* Is element el the one whose ref is the n bytes at ref? */
+static int is_ref(const cJSON *el, const char *ref, size_t n)
+{
+    const char *r = str_of(el, "ref");
+    return r && strlen(r) == n && !memcmp(r, ref, n);
+}
+
 /*
  * The outline with each ref's box appended to its line, "[box=x,y,w,h]" in
  * CSS pixels of the viewport (Playwright's boxes), from the elements of an
- * observe with format both. Caller frees.
+ * observe with format both. The elements come in the outline's order, so
+ * each is looked for from the one after the last found: one pass on a page
+ * of thousands of refs. Caller frees.
  */
 static char *with_boxes(const char *text, const cJSON *elements)
 {
     rg_buf b;
     rg_buf_init(&b);
+    const cJSON *next = cJSON_IsArray(elements) ? elements->child : NULL;
     for (const char *l = text; *l;) {
         const char *e = strchr(l, '\n');
         size_t n = e ? (size_t)(e - l) : strlen(l);
         rg_buf_append(&b, l, n);
         const char *at = memmem(l, n, "[ref=", 5);
         const char *end = at ? memchr(at, ']', n - (size_t)(at - l)) : NULL;
-        const cJSON *el, *list = end ? elements : NULL;
-        cJSON_ArrayForEach(el, list)
-        {
-            const char *ref = str_of(el, "ref");
-            if (!ref || strlen(ref) != (size_t)(end - at - 5) || memcmp(ref, at + 5, strlen(ref)))
-                continue;
+        const cJSON *el = NULL;
+        for (const cJSON *k = next; end && k && !el; k = k->next)
+            el = is_ref(k, at + 5, (size_t)(end - at - 5)) ? k : NULL;
+        for (const cJSON *k = elements ? elements->child : NULL; end && k != next && !el;
+             k = k->next) /* out of order: from the start */
+            el = is_ref(k, at + 5, (size_t)(end - at - 5)) ? k : NULL;
+        if (el) {
+            next = el->next;
             const cJSON *bx = item(el, "bounds");
             rg_buf_printf(&b, " [box=%.0f,%.0f,%.0f,%.0f]", cJSON_GetNumberValue(item(bx, "x")),
                           cJSON_GetNumberValue(item(bx, "y")), cJSON_GetNumberValue(item(bx, "w")),
                           cJSON_GetNumberValue(item(bx, "h")));
-            break;
         }
         rg_buf_puts(&b, "\n");
         l += n + (e ? 1 : 0);

@@ -580,14 +580,13 @@ static int wait_once(reg_page *pg, reg_page_handle h, const reg_action *a, const
     int rc;
     if (!t) {
         /* a text waits to appear, or with state hidden (or detached) to go */
-        int gone = a->text && a->state &&
-                   (!strcmp(a->state, "hidden") || !strcmp(a->state, "detached"));
-        if (a->state && !gone && strcmp(a->state, "visible") && strcmp(a->state, "attached")) {
-            snprintf(err, errlen, "without a target, state must be visible or hidden");
+        if (!a->text && a->state && strcmp(a->state, "visible")) {
+            snprintf(err, errlen, "a wait for a url takes no state");
             return RG_EBADREQ;
         }
-        if (a->url && !a->text && a->state && strcmp(a->state, "visible")) {
-            snprintf(err, errlen, "a wait for a url takes no state");
+        int gone = a->state && (!strcmp(a->state, "hidden") || !strcmp(a->state, "detached"));
+        if (a->state && !gone && strcmp(a->state, "visible") && strcmp(a->state, "attached")) {
+            snprintf(err, errlen, "a wait for a text takes state visible or hidden");
             return RG_EBADREQ;
         }
         char *q = quote(a->text ? a->text : a->url);

@@ -54,20 +54,13 @@ struct reg_find {
 static int lower_into(locale_t utf8, const char *s, size_t n, rg_buf *b)
 {
     rg_buf_reset(b);
-    if (!utf8) {
-        for (size_t i = 0; i < n; i++) {
-            char c = s[i] >= 'A' && s[i] <= 'Z' ? (char)(s[i] + 32) : s[i];
-            rg_buf_append(b, &c, 1);
-        }
-        return b->failed ? -1 : 0;
-    }
-    locale_t old = uselocale(utf8);
+    locale_t old = utf8 ? uselocale(utf8) : 0;
     mbstate_t st;
     memset(&st, 0, sizeof st);
     size_t i = 0;
     while (i < n) {
         unsigned char c0 = (unsigned char)s[i];
-        if (c0 < 0x80) {
+        if (c0 < 0x80 || !utf8) {
             char c = c0 >= 'A' && c0 <= 'Z' ? (char)(c0 + 32) : (char)c0;
             rg_buf_append(b, &c, 1);
             i++;
@@ -91,7 +84,8 @@ static int lower_into(locale_t utf8, const char *s, size_t n, rg_buf *b)
             rg_buf_append(b, out, m);
         i += k;
     }
-    uselocale(old);
+    if (utf8)
+        uselocale(old);
     return b->failed ? -1 : 0;
 }
 

@@ -562,7 +562,8 @@ int sess_downloads(sess *s, sess_download **out, size_t *n);
  * (screen, print), "" to stop emulating one; the others stay as they were.
  * Applied to every tab, and to the tabs, restores and checkpoints to come.
  * *now: the whole emulation after it, a map of the args (caller frees).
- * RG_EBADREQ for a value a feature does not take (nothing changes).
+ * RG_EBADREQ for a value a feature does not take, or none of them given
+ * (nothing changes).
  */
 int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t errlen);
 

@@ -675,10 +675,12 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
     if (!m)
         return RG_ENOMEM;
     /* every value checked before anything changes */
+    size_t given = 0;
     for (size_t i = 0; i < N_MEDIA_ARGS; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(changes, media_args[i].arg);
         if (!v)
             continue;
+        given++;
         const char *const *ok = media_args[i].values;
         int known = cJSON_IsString(v) && !*v->valuestring;
         for (int k = 0; ok[k] && !known; k++)
@@ -691,6 +693,11 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
         cJSON_DeleteItemFromObjectCaseSensitive(m, media_args[i].arg);
         if (*v->valuestring)
             cJSON_AddStringToObject(m, media_args[i].arg, v->valuestring);
+    }
+    if (!given) {
+        cJSON_Delete(m);
+        return rg_errf(err, errlen, RG_EBADREQ, "emulate needs one of color_scheme, "
+                                                "reduced_motion, forced_colors, contrast or media");
     }
     char *text = cJSON_GetArraySize(m) ? cJSON_PrintUnformatted(m) : NULL;
     if (cJSON_GetArraySize(m) && !text) {

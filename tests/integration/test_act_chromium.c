@@ -739,6 +739,12 @@ static void test_inspect_read_screenshot_wait(void **state)
     assert_string_equal(js(f, "String(document.body.innerText.includes('Loaded later'))"), "false");
     went.state = "enabled";
     assert_int_equal(act(f, &went, &r), RG_EBADREQ);
+    /* a url has no state to wait for: said so, not "visible or hidden" */
+    reg_action url_gone = {.op = REG_OP_WAIT, .url = "/nowhere", .state = "hidden",
+                           .timeout_ms = 200};
+    char why[256];
+    assert_int_equal(reg_act(f->pg, f->h, &url_gone, &r, why, sizeof why), RG_EBADREQ);
+    assert_non_null(strstr(why, "url takes no state"));
     reg_action gone = {.op = REG_OP_WAIT, .target = "css:#off", .state = "hidden",
                        .timeout_ms = 200};
     assert_int_equal(act(f, &gone, &r), RG_ETIMEOUT);

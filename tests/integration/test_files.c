@@ -583,6 +583,32 @@ static void test_pdf_of_the_page(void **state)
     assert_non_null(got);
     assert_true(n > 500 && !memcmp(got, "%PDF-", 5));
     free(got);
+    /* a page whose PDF passes the 32 MiB cap (three canvases of random pixels, which no
+       compression shrinks): refused, and the session goes on */
+    static const char noise[] =
+        "<!doctype html><title>Noise</title><body style=margin:0>"
+        "<canvas width=2000 height=2000></canvas><canvas width=2000 height=2000></canvas>"
+        "<canvas width=2000 height=2000></canvas><script>"
+        "for (const c of document.querySelectorAll('canvas')) {"
+        " const x = c.getContext('2d'), d = x.createImageData(2000, 2000);"
+        " for (let i = 0; i < d.data.length; i += 65536)"
+        "  crypto.getRandomValues(d.data.subarray(i, i + 65536));"
+        " for (let i = 3; i < d.data.length; i += 4) d.data[i] = 255;"
+        " x.putImageData(d, 0, 0); }"
+        "document.title = 'Noise ready';</script>";
+    write_doc("noise.html", noise, strlen(noise));
+    char url[200], body[400];
+    httpd_url(st.pages, "/noise.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(ok_json(st.auth[0], sid, body));
+    r = json_cmd(st.auth[0], sid, "{\"op\":\"pdf\"}", &status);
+    const char *why = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+    if (status != 413 || strcmp(reply_code(r), "payload_too_large") || !why ||
+        !strstr(why, "over 32 MiB"))
+        fail_msg("a PDF over the cap: %d %s", status, cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    r = ok_json(st.auth[0], sid, "{\"op\":\"observe\"}");
+    cJSON_Delete(r);
     close_session(st.auth[0], sid);
 }
 

@@ -1797,6 +1797,7 @@ static void test_emulate_keeps_its_media(void **state)
     cmd_err(sid, "{\"op\":\"emulate\",\"args\":{\"contrast\":\"more\",\"media\":\"tv\"}}", 400,
             "bad_request");
     cmd_err(sid, "{\"op\":\"emulate\",\"args\":{}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"emulate\",\"args\":{\"timeout_ms\":2000}}", 400, "bad_request");
     cmd_err(sid, "{\"op\":\"emulate\",\"args\":{\"media\":1}}", 400, "bad_request");
     /* "" stops one */
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"forced_colors\":\"\"}}"));

@@ -108,6 +108,9 @@ check(!r.isError && boxed &&
   Math.abs(Number(boxed[1]) + Number(boxed[3]) / 2 - Number(at[1])) <= 1 &&
   Math.abs(Number(boxed[2]) + Number(boxed[4]) / 2 - Number(at[2])) <= 1,
   'boxes: the search box\'s box is where the page has it', textOf(r));
+const refLines = textOf(r).split('\n').filter((l) => /\[ref=/.test(l));
+check(refLines.length > 1 && refLines.every((l) => /\[ref=@[\w~-]+\] \[box=\d+,\d+,\d+,\d+\]$/.test(l)),
+  'boxes: every line with a ref has its box, once', textOf(r));
 r = await client.callTool({ name: 'browser_snapshot', arguments: { target: 'css:main', depth: 1 } });
 check(!r.isError && /- \.\.\. \(\d+ more\)/.test(textOf(r)) && !/checkbox "In stock only"/.test(textOf(r)),
   'target and depth: the main part, folded below its first level', textOf(r));
