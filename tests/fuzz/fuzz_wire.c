@@ -12,6 +12,7 @@
 
 #include "common/rg.h"
 #include "gateway/gateway.h"
+#include "wire/op.h"
 #include "wire/wire.h"
 
 /* ---- the decoded tree ---------------------------------------------------- */
@@ -154,13 +155,22 @@ void fz_round_trips(const cJSON *t)
  */
 struct op_rule {
     const char *op;
-    const char *args[10];
+    const char *args[12];
     const char *types;
 };
 
 static const struct op_rule op_rules[] = {
-    {"session.create", {"viewport", "user_agent", "locale", "timezone", "url"}, "mssss"},
+    {"session.create", {"viewport", "user_agent", "locale", "timezone", "url", "state"}, "mssssm"},
     {"session.info", {NULL}, ""},
+    {"session.state", {NULL}, ""},
+    {"cookies", {"urls", "name"}, "Ss"},
+    {"cookies.set",
+     {"name", "value", "url", "domain", "path", "expires", "http_only", "secure", "same_site"},
+     "sssssibbs"},
+    {"cookies.clear", {"name", "domain", "path"}, "sss"},
+    {"storage", {"kind", "key"}, "ss"},
+    {"storage.set", {"kind", "key", "value"}, "sss"},
+    {"storage.clear", {"kind", "key"}, "ss"},
     {"session.park", {NULL}, ""},
     {"session.restore", {NULL}, ""},
     {"session.close", {NULL}, ""},
@@ -168,8 +178,10 @@ static const struct op_rule op_rules[] = {
     {"back", {"wait"}, "s"},
     {"forward", {"wait"}, "s"},
     {"reload", {"wait"}, "s"},
-    {"observe", {"format", "diff", "scope", "max_elements", "viewport_only", "mode", "depth"},
-     "sbsibsi"},
+    {"observe",
+     {"format", "diff", "scope", "max_elements", "viewport_only", "mode", "depth", "find", "regex",
+      "context"},
+     "sbsibsisbi"},
     {"click", {"target", "nth", "button", "click_count", "modifiers"}, "sisiS"},
     {"fill", {"target", "nth", "value"}, "sis"},
     {"type", {"target", "nth", "text", "delay_ms"}, "sisi"},
@@ -192,10 +204,14 @@ static const struct op_rule op_rules[] = {
     {"console", {"since", "level"}, "is"},
     {"network", {"since", "filter", "static"}, "isb"},
     {"resize", {"width", "height"}, "ii"},
+    {"emulate", {"color_scheme", "reduced_motion", "forced_colors", "contrast", "media"}, "sssss"},
+    {"pdf", {"landscape", "background", "paper"}, "bbs"},
     {"download.get", {"id"}, "s"},
-    {"subscribe", {"events", "format", "quality", "max_width", "max_height"}, "Ssiii"},
+    {"subscribe", {"events", "format", "quality", "max_width", "max_height", "max_fps"}, "Ssiiii"},
     {"session.view_token", {"control", "ttl_s"}, "bi"},
-    {"input", {"type", "x", "y", "button", "dx", "dy", "key", "text", "modifiers"}, "siisiissS"},
+    {"input",
+     {"type", "x", "y", "button", "count", "dx", "dy", "key", "text", "modifiers", "to_x", "to_y"},
+     "siisiiissSii"},
     {"tabs", {NULL}, ""},
     {"tab.new", {"url"}, "s"},
     {"tab.select", {"tab"}, "s"},
@@ -209,7 +225,8 @@ static int takes_tab(const char *op)
     static const char *const page_ops[] = {
         "navigate", "back",   "forward", "reload", "observe",    "click", "fill",    "type",
         "press",    "select", "check",   "uncheck", "hover",     "focus", "scroll",  "read",
-        "screenshot", "wait", "inspect", "eval",   "act",        "upload", "drag"};
+        "screenshot", "wait", "inspect", "eval",   "act",        "upload", "drag",
+        "storage",  "storage.set", "storage.clear", "pdf"};
     for (size_t i = 0; i < sizeof page_ops / sizeof page_ops[0]; i++)
         if (!strcmp(page_ops[i], op))
             return 1;
@@ -278,7 +295,6 @@ static void check_accepted(const cJSON *t, const gw_caller *who, const char *sid
              sid ? "with" : "without");
     FZ_CHECK(strcmp(name, "eval") || who->allow_eval, "eval was accepted from a tenant without it");
     FZ_CHECK(strcmp(name, "subscribe") || who->websocket, "subscribe was accepted over HTTP");
-    FZ_CHECK(strcmp(name, "input") || who->websocket, "input was accepted over HTTP");
     FZ_CHECK(!who->viewer || !strcmp(name, "subscribe") || !strcmp(name, "input"),
              "%s was accepted from a view token", name);
     FZ_CHECK(!who->websocket || id, "a WebSocket command without id was accepted");
@@ -310,11 +326,67 @@ static void check_accepted(const cJSON *t, const gw_caller *who, const char *sid
             continue;
         }
         size_t i = 0;
-        while (i < 10 && rule->args[i] && strcmp(rule->args[i], e->string))
+        while (i < 12 && rule->args[i] && strcmp(rule->args[i], e->string))
             i++;
-        FZ_CHECK(i < 10 && rule->args[i], "%s accepted the argument \"%s\"", name, e->string);
+        FZ_CHECK(i < 12 && rule->args[i], "%s accepted the argument \"%s\"", name, e->string);
         FZ_CHECK(type_is(e, rule->types[i]), "%s accepted args.%s of the wrong type", name,
                  e->string);
+    }
+}
+
+/* The type letter of op_rules for a wire/op.h argument type. */
+static char rule_letter(int type)
+{
+    switch (type & ~WIRE_REQ) {
+    case WIRE_STR:
+        return 's';
+    case WIRE_INT:
+        return 'i';
+    case WIRE_BOOL:
+        return 'b';
+    case WIRE_MAP:
+        return 'm';
+    case WIRE_STRS:
+        return 'S';
+    default:
+        return 'M';
+    }
+}
+
+/*
+ * docs/protocol.md (op_rules) against wire/op.h, once per process: the same
+ * ops, each with the same arguments of the same types, and the same page ops.
+ * A table that falls behind the protocol fails on the first input, not when
+ * the fuzzer happens on the op it lacks.
+ */
+static void check_tables_agree(void)
+{
+    static int done;
+    if (done)
+        return;
+    done = 1;
+    size_t nrules = sizeof op_rules / sizeof op_rules[0];
+    FZ_CHECK(nrules == WIRE_OP_COUNT, "docs/protocol.md has %zu ops, wire/op.h %d", nrules,
+             (int)WIRE_OP_COUNT);
+    for (int id = 0; id < WIRE_OP_COUNT; id++) {
+        const wire_op *w = &wire_ops[id];
+        const struct op_rule *r = op_rule(w->name);
+        FZ_CHECK(r, "wire/op.h's op %s is not in docs/protocol.md's table", w->name);
+        FZ_CHECK(!(w->flags & WIRE_F_PAGE) == !takes_tab(w->name),
+                 "%s takes a tab in one table and not in the other", w->name);
+        size_t n = 0;
+        while (n < WIRE_OP_ARGS_MAX && w->args[n].name)
+            n++;
+        FZ_CHECK(strlen(r->types) == n, "%s: %zu args in wire/op.h, %zu in the docs", w->name, n,
+                 strlen(r->types));
+        for (size_t i = 0; i < n; i++) {
+            size_t j = 0;
+            while (j < n && strcmp(r->args[j], w->args[i].name))
+                j++;
+            FZ_CHECK(j < n, "%s: wire/op.h's arg %s is not in the docs", w->name, w->args[i].name);
+            FZ_CHECK(r->types[j] == rule_letter(w->args[i].type), "%s.%s: types differ", w->name,
+                     w->args[i].name);
+        }
     }
 }
 
@@ -348,6 +420,8 @@ void fz_check_command(const cJSON *t)
     };
     static const char *const sids[] = {NULL, "s1"};
     int rcs[5][2];
+
+    check_tables_agree();
 
     for (int c = 0; c < 5; c++) {
         for (int s = 0; s < 2; s++) {
