@@ -215,7 +215,9 @@ const wire_op *gw_prepare(gw_cmd *c, const cJSON *m, const char *default_op)
     c->args = args ? args : &empty;
     if (check_args(c, o) < 0)
         return NULL;
-    int def = (o->flags & WIRE_F_NAV) ? GW_NAV_TIMEOUT_MS : GW_DEFAULT_TIMEOUT_MS;
+    /* printing lays out the whole document, as a navigation loads it */
+    int def = (o->flags & WIRE_F_NAV) || c->id == WIRE_OP_PDF ? GW_NAV_TIMEOUT_MS
+                                                                : GW_DEFAULT_TIMEOUT_MS;
     c->timeout_ms = gw_arg_int(c, "timeout_ms", def);
     return o;
 }

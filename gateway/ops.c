@@ -1065,8 +1065,8 @@ static int op_pdf(gw_cmd *c)
     unsigned char *data;
     size_t len;
     int background = gw_has_arg(c, "background") ? gw_arg_bool(c, "background") : 1;
-    int rc = sess_pdf(c->s, gw_arg_bool(c, "landscape"), background, gw_arg_str(c, "paper"), &data,
-                      &len, c->err, sizeof c->err);
+    int rc = sess_pdf(c->s, gw_arg_bool(c, "landscape"), background, gw_arg_str(c, "paper"),
+                      c->timeout_ms, &data, &len, c->err, sizeof c->err);
     if (rc < 0 || (rc = bytes_result(c, data, len, "PDF")) < 0)
         return c->rc = rc;
     cJSON_AddNumberToObject(c->result, "bytes", (double)len);

@@ -692,10 +692,9 @@ int sess_download_read(sess *s, const char *id, sess_download *d, unsigned char 
  * the browser's time but never the pipe or the worker's memory.
  */
 #define SESS_PDF_CHUNK (1 << 20)
-#define SESS_PDF_TIMEOUT_MS 30000
 
-int sess_pdf(sess *s, int landscape, int background, const char *paper, unsigned char **out,
-             size_t *len, char *err, size_t errlen)
+int sess_pdf(sess *s, int landscape, int background, const char *paper, int timeout_ms,
+             unsigned char **out, size_t *len, char *err, size_t errlen)
 {
     *out = NULL;
     *len = 0;
@@ -713,11 +712,17 @@ int sess_pdf(sess *s, int landscape, int background, const char *paper, unsigned
              "\"transferMode\":\"ReturnAsStream\"}",
              landscape ? "true" : "false", background ? "true" : "false", pw, ph);
     cdp_reply r;
-    int rc = sess_call(s, "Page.printToPDF", q, SESS_PDF_TIMEOUT_MS, &r);
+    int64_t deadline = rg_now_ms() + timeout_ms;
+    int rc = sess_call(s, "Page.printToPDF", q, timeout_ms, &r);
     const cJSON *hv = rc == 0 ? cJSON_GetObjectItemCaseSensitive(r.result, "stream") : NULL;
     char handle[128] = "";
     if (cJSON_IsString(hv) && strlen(hv->valuestring) < sizeof handle)
         snprintf(handle, sizeof handle, "%s", hv->valuestring);
+    if (rc == RG_ETIMEOUT) {
+        rg_errf(err, errlen, rc, "the page was not printed within %d ms (timeout_ms)", timeout_ms);
+        cdp_reply_free(&r);
+        return rc;
+    }
     if (rc < 0) {
         rg_errf(err, errlen, rc, "the page could not be printed (%s)",
                 r.error[0] ? r.error : rg_err_code(rc));
@@ -729,15 +734,21 @@ int sess_pdf(sess *s, int landscape, int background, const char *paper, unsigned
         return rg_errf(err, errlen, RG_EINTERNAL, "the browser gave no PDF stream");
     rg_buf pdf;
     rg_buf_init(&pdf);
-    int64_t deadline = rg_now_ms() + SESS_PDF_TIMEOUT_MS;
     for (int eof = 0; !eof && rc == 0;) {
-        if (rg_now_ms() > deadline) {
-            rc = rg_errf(err, errlen, RG_ETIMEOUT, "the PDF did not arrive within %d ms",
-                         SESS_PDF_TIMEOUT_MS);
+        int64_t left = deadline - rg_now_ms();
+        if (left <= 0) {
+            rc = rg_errf(err, errlen, RG_ETIMEOUT,
+                         "the PDF did not arrive within %d ms (timeout_ms)", timeout_ms);
             break;
         }
         snprintf(q, sizeof q, "{\"handle\":\"%s\",\"size\":%d}", handle, SESS_PDF_CHUNK);
-        rc = sess_call(s, "IO.read", q, SESS_PDF_TIMEOUT_MS, &r);
+        rc = sess_call(s, "IO.read", q, (int)left, &r);
+        if (rc == RG_ETIMEOUT) {
+            rg_errf(err, errlen, rc, "the PDF did not arrive within %d ms (timeout_ms)",
+                    timeout_ms);
+            cdp_reply_free(&r);
+            break;
+        }
         if (rc < 0) {
             rg_errf(err, errlen, rc, "the PDF could not be read (%s)",
                     r.error[0] ? r.error : rg_err_code(rc));

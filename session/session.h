@@ -573,12 +573,12 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
 /**
  * The held session's active page as a PDF (Page.printToPDF, read from its
  * stream a chunk at a time) into *out (caller frees): landscape or not, with
- * the page's backgrounds or not, on letter (default) or a4 paper.
- * RG_EBADREQ for another paper, RG_ETOOLARGE past SESS_PDF_MAX, the
- * DevTools call's errors; a sentence in err.
+ * the page's backgrounds or not, on letter (default) or a4 paper, within
+ * timeout_ms in all. RG_EBADREQ for another paper, RG_ETOOLARGE past
+ * SESS_PDF_MAX, RG_ETIMEOUT, the DevTools call's errors; a sentence in err.
  */
-int sess_pdf(sess *s, int landscape, int background, const char *paper, unsigned char **out,
-             size_t *len, char *err, size_t errlen);
+int sess_pdf(sess *s, int landscape, int background, const char *paper, int timeout_ms,
+             unsigned char **out, size_t *len, char *err, size_t errlen);
 
 /**
  * The bytes of the held session's finished download id into *data (caller

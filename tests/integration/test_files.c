@@ -583,6 +583,15 @@ static void test_pdf_of_the_page(void **state)
     assert_non_null(got);
     assert_true(n > 500 && !memcmp(got, "%PDF-", 5));
     free(got);
+    /* timeout_ms bounds the printing; a PDF that is late is refused, and the next is whole */
+    r = json_cmd(st.auth[0], sid, "{\"op\":\"pdf\",\"args\":{\"timeout_ms\":1}}", &status);
+    const char *why = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+    if (status != 504 || strcmp(reply_code(r), "timeout") || !why || !strstr(why, "within 1 ms"))
+        fail_msg("a PDF past its timeout_ms: %d %s", status, cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    r = ok_json(st.auth[0], sid, "{\"op\":\"pdf\"}");
+    free(pdf_of(r, &n));
+    cJSON_Delete(r);
     /* a page whose PDF passes the 32 MiB cap (three canvases of random pixels, which no
        compression shrinks): refused, and the session goes on */
     static const char noise[] =
@@ -602,7 +611,7 @@ static void test_pdf_of_the_page(void **state)
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
     cJSON_Delete(ok_json(st.auth[0], sid, body));
     r = json_cmd(st.auth[0], sid, "{\"op\":\"pdf\"}", &status);
-    const char *why = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+    why = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
     if (status != 413 || strcmp(reply_code(r), "payload_too_large") || !why ||
         !strstr(why, "over 32 MiB"))
         fail_msg("a PDF over the cap: %d %s", status, cJSON_PrintUnformatted(r));
