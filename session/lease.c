@@ -1247,8 +1247,8 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
     char *url = strdup(sess_hash_str(meta, "url"));
     double sx = sess_hash_num(meta, "sx"), sy = sess_hash_num(meta, "sy");
     /* the emulated media, put back with the options */
-    free(s->media);
-    s->media = have_parked && parked.media ? strdup(parked.media) : NULL;
+    /* the emulate op's state, put back with the options (offline once the pages are back) */
+    int held_offline = sess_emul_restore_begin(s, have_parked ? parked.media : NULL);
     freeReplyObject(rep);
     rc = url ? 0 : RG_ENOMEM;
     int64_t left = deadline - rg_now_ms();
@@ -1272,6 +1272,8 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
     if (rc == 0 && have_parked && parked.tabs)
         rc = sess_rebuild_tabs(s, &parked, ri);
     ri->ms[SESS_RS_TABS] = (int)(rg_now_ms() - t_tabs);
+    if (rc == 0 && held_offline)
+        sess_emul_restore_end(s, parked.media);
     free(url);
     sess_capture_free(&parked);
     if (rc < 0) {

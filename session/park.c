@@ -181,10 +181,8 @@ int sess_apply_options(sess *s)
         rc = call_with(s, "Emulation.setLocaleOverride", "locale", s->locale);
     if (rc == 0 && s->timezone)
         rc = call_with(s, "Emulation.setTimezoneOverride", "timezoneId", s->timezone);
-    char *media = sess_media_params(s); /* the emulate op's, kept by the checkpoint */
-    if (rc == 0 && media)
-        rc = call(s, "Emulation.setEmulatedMedia", media, NULL);
-    free(media);
+    if (rc == 0)
+        rc = sess_emul_apply(s); /* the emulate op's, kept by the checkpoint */
     rg_buf_destroy(&q);
     /* Chromium refuses an unknown locale or timezone: that is the caller's input. */
     return rc == RG_ECDP ? RG_EBADREQ : rc;

@@ -126,7 +126,8 @@ struct sess {
     sess_tab *cur;                 /* the tab this command acts on (sess_call's page) */
     sess_tab *front;               /* the tab last brought to the front */
     char *emul_ua;                 /* Emulation.setUserAgentOverride params a new tab gets, or NULL */
-    char *media;                   /* the emulate op's media, a JSON object of its args, or NULL */
+    char *media;                   /* the emulate op's state, a JSON object of its args, or NULL;
+                                      swapped under m->mu (new tabs read it) */
     int tabs_changed;              /* atomic: a tab opened or closed since the last full checkpoint */
     int pending;                   /* the holder made a page: the next one without opener is it */
     char pending_id[SESS_TAB_ID_MAX]; /* the id it takes ("": the next number); m->mu */
@@ -421,9 +422,35 @@ typedef struct sess_capture {
 } sess_capture;
 
 void sess_capture_free(sess_capture *c);
-/** Emulation.setEmulatedMedia's params for the session's media (every feature named, "" for
-    those not emulated); caller frees; NULL when it has none or out of memory. */
-char *sess_media_params(const sess *s);
+/* One DevTools call that puts the emulate op's state on a page (tabs.c). */
+typedef struct sess_emul_call {
+    const char *method;
+    char *params;
+} sess_emul_call;
+#define SESS_EMUL_CALLS 4
+/**
+ * The page calls for the emulation state (sess->media's JSON text, NULL for
+ * none) into out: with all, one per kind (media, network conditions, extra
+ * headers, position), taking back what is not emulated; without, only those
+ * for what is. The count (0 to SESS_EMUL_CALLS; sess_emul_calls_free), or
+ * RG_ENOMEM with none to free.
+ */
+int sess_emul_calls(const char *state, int all, sess_emul_call *out);
+void sess_emul_calls_free(sess_emul_call *c, int n);
+/** Sends what is emulated (s->media, read under m->mu) to a new tab's or frame's DevTools
+    session, in order on the pipe, waiting for nothing (the browser's reader thread). */
+void sess_emul_to(sess *s, const char *session_id);
+/** s->media on the held session's current page, and its context's geolocation permission
+    (after lock_down, which denies it). The calls' errors. */
+int sess_emul_apply(sess *s);
+/**
+ * A restore loads its pages from the network, so an emulated offline waits
+ * until they are back: begin sets s->media to the parked state without it
+ * (1 when it held offline back), end sets the whole state and takes every
+ * tab and frame offline.
+ */
+int sess_emul_restore_begin(sess *s, const char *state);
+void sess_emul_restore_end(sess *s, const char *state);
 /**
  * Reads URL, title and scroll; with full, cookies, the origin's storage and
  * what a reload loses (reg_state_capture, for the refs of the last

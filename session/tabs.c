@@ -27,9 +27,11 @@
 #define _GNU_SOURCE
 #include "session/sess_int.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 static sess_tab *tab_alloc(sess *s, const char *id, const char *target, const char *session)
 {
@@ -327,10 +329,7 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     child_call(s, child, "Emulation.setDeviceMetricsOverride", vp);
     if (s->emul_ua)
         child_call(s, child, "Emulation.setUserAgentOverride", s->emul_ua);
-    char *media = sess_media_params(s);
-    if (media)
-        child_call(s, child, "Emulation.setEmulatedMedia", media);
-    free(media);
+    sess_emul_to(s, child); /* the emulate op's */
     rg_buf q;
     rg_buf_init(&q);
     if (s->locale) {
@@ -627,10 +626,10 @@ int sess_resize(sess *s, int width, int height, char *err, size_t errlen)
     return 0;
 }
 
-/* ---- emulated media ---- */
+/* ---- emulation: media, network and position ---- */
 
-/* The emulate op's args: the CSS media feature each stands for ("" for the media type), and the
-   values it takes. */
+/* The emulate op's media args: the CSS media feature each stands for ("" for the media type),
+   and the values it takes. */
 static const struct media_arg {
     const char *arg, *feature, *values[3];
 } media_args[] = {
@@ -642,40 +641,221 @@ static const struct media_arg {
 };
 #define N_MEDIA_ARGS (sizeof media_args / sizeof *media_args)
 
-char *sess_media_params(const sess *s)
+#define EMUL_HEADERS_MAX 32     /* extra request headers */
+#define EMUL_HEADER_NAME_MAX 64 /* bytes of a name */
+#define EMUL_HEADER_VALUE_MAX 2048
+
+/* Headers the browser writes itself or that have an op of their own. */
+static int header_refused(const char *name)
 {
-    cJSON *m = s->media ? cJSON_Parse(s->media) : NULL;
-    if (!m)
-        return NULL;
-    rg_buf q;
-    rg_buf_init(&q);
-    const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "media");
-    rg_buf_printf(&q, "{\"media\":\"%s\",\"features\":[",
-                  cJSON_IsString(type) ? type->valuestring : "");
-    for (size_t i = 0, n = 0; i < N_MEDIA_ARGS; i++) {
-        if (!*media_args[i].feature)
-            continue;
-        const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, media_args[i].arg);
-        rg_buf_printf(&q, "%s{\"name\":\"%s\",\"value\":\"%s\"}", n++ ? "," : "",
-                      media_args[i].feature, cJSON_IsString(v) ? v->valuestring : "");
-    }
-    rg_buf_puts(&q, "]}");
-    cJSON_Delete(m);
-    if (q.failed) {
-        rg_buf_destroy(&q);
-        return NULL;
-    }
-    return rg_buf_steal(&q);
+    static const char *const own[] = {"host",
+                                      "content-length",
+                                      "transfer-encoding",
+                                      "connection",
+                                      "upgrade",
+                                      "keep-alive",
+                                      "te",
+                                      "trailer",
+                                      "expect",
+                                      "cookie",
+                                      NULL};
+    for (int i = 0; own[i]; i++)
+        if (!strcasecmp(name, own[i]))
+            return 1;
+    return 0;
 }
 
-int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t errlen)
+/* A headers arg: at most EMUL_HEADERS_MAX, each name an HTTP token, each value a string
+   without a line break. 0, or RG_EBADREQ with the reason. */
+static int check_headers(const cJSON *h, char *err, size_t errlen)
 {
-    *now = NULL;
-    cJSON *m = s->media ? cJSON_Parse(s->media) : cJSON_CreateObject();
-    if (!m)
-        return RG_ENOMEM;
-    /* every value checked before anything changes */
-    size_t given = 0;
+    if (cJSON_GetArraySize(h) > EMUL_HEADERS_MAX)
+        return rg_errf(err, errlen, RG_EBADREQ, "args.headers holds at most %d headers",
+                       EMUL_HEADERS_MAX);
+    const cJSON *v;
+    cJSON_ArrayForEach(v, h)
+    {
+        const char *k = v->string;
+        size_t n = strlen(k);
+        int token = n > 0 && n <= EMUL_HEADER_NAME_MAX;
+        for (size_t i = 0; token && i < n; i++)
+            token = isalnum((unsigned char)k[i]) || strchr("!#$%&'*+-.^_`|~", k[i]);
+        if (!token)
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "args.headers: \"%.*s\" is not a header name (1 to %d of "
+                           "A-Z a-z 0-9 !#$%%&'*+-.^_`|~)",
+                           (int)rg_utf8_prefix(k, 64), k, EMUL_HEADER_NAME_MAX);
+        if (header_refused(k))
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "args.headers: %s is the browser's own to send%s", k,
+                           strcasecmp(k, "cookie") ? "" : " (set cookies with cookies.set)");
+        if (!cJSON_IsString(v))
+            return rg_errf(err, errlen, RG_EBADREQ, "args.headers.%s must be a string", k);
+        if (strlen(v->valuestring) > EMUL_HEADER_VALUE_MAX || strpbrk(v->valuestring, "\r\n"))
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "args.headers.%s must be at most %d bytes on one line", k,
+                           EMUL_HEADER_VALUE_MAX);
+    }
+    return 0;
+}
+
+/* One number of args.geolocation, in [lo, hi] (or absent, unless need): 0, or RG_EBADREQ. */
+static int coordinate(const cJSON *g, const char *k, double lo, double hi, int need, char *err,
+                      size_t errlen)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(g, k);
+    if (!v && !need)
+        return 0;
+    if (!cJSON_IsNumber(v) || !(v->valuedouble >= lo && v->valuedouble <= hi))
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "args.geolocation.%s must be a number from %g to %g", k, lo, hi);
+    return 0;
+}
+
+/* A geolocation arg: {} (none), or latitude and longitude, and accuracy in metres. */
+static int check_position(const cJSON *g, char *err, size_t errlen)
+{
+    const cJSON *v;
+    cJSON_ArrayForEach(v, g)
+    {
+        if (strcmp(v->string, "latitude") && strcmp(v->string, "longitude") &&
+            strcmp(v->string, "accuracy"))
+            return rg_errf(err, errlen, RG_EBADREQ,
+                           "args.geolocation takes latitude, longitude and accuracy, not %.*s",
+                           (int)rg_utf8_prefix(v->string, 64), v->string);
+    }
+    if (!cJSON_GetArraySize(g))
+        return 0;
+    int rc = coordinate(g, "latitude", -90, 90, 1, err, errlen);
+    if (rc == 0)
+        rc = coordinate(g, "longitude", -180, 180, 1, err, errlen);
+    if (rc == 0)
+        rc = coordinate(g, "accuracy", 0, 1e7, 0, err, errlen);
+    return rc;
+}
+
+void sess_emul_calls_free(sess_emul_call *c, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(c[i].params);
+}
+
+int sess_emul_calls(const char *state, int all, sess_emul_call *out)
+{
+    cJSON *m = state ? cJSON_Parse(state) : NULL;
+    if (!m && (!all || !(m = cJSON_CreateObject())))
+        return all ? RG_ENOMEM : 0;
+    int n = 0, media = 0;
+    rg_buf q;
+    rg_buf_init(&q);
+    for (size_t i = 0; i < N_MEDIA_ARGS; i++)
+        media |= cJSON_GetObjectItemCaseSensitive(m, media_args[i].arg) != NULL;
+    if (all || media) {
+        const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "media");
+        rg_buf_printf(&q, "{\"media\":\"%s\",\"features\":[",
+                      cJSON_IsString(type) ? type->valuestring : "");
+        for (size_t i = 0, k = 0; i < N_MEDIA_ARGS; i++) {
+            if (!*media_args[i].feature)
+                continue;
+            const cJSON *v = cJSON_GetObjectItemCaseSensitive(m, media_args[i].arg);
+            rg_buf_printf(&q, "%s{\"name\":\"%s\",\"value\":\"%s\"}", k++ ? "," : "",
+                          media_args[i].feature, cJSON_IsString(v) ? v->valuestring : "");
+        }
+        rg_buf_puts(&q, "]}");
+        out[n].method = "Emulation.setEmulatedMedia";
+        out[n++].params = q.failed ? NULL : strdup(q.data);
+    }
+    int offline = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "offline"));
+    if (all || offline) {
+        rg_buf_reset(&q);
+        rg_buf_printf(&q,
+                      "{\"offline\":%s,\"latency\":0,\"downloadThroughput\":-1,"
+                      "\"uploadThroughput\":-1}",
+                      offline ? "true" : "false");
+        out[n].method = "Network.emulateNetworkConditions";
+        out[n++].params = q.failed ? NULL : strdup(q.data);
+    }
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(m, "headers");
+    if (all || h) {
+        char *text = h ? cJSON_PrintUnformatted(h) : NULL;
+        rg_buf_reset(&q);
+        rg_buf_printf(&q, "{\"headers\":%s}", text ? text : "{}");
+        free(text);
+        out[n].method = "Network.setExtraHTTPHeaders";
+        out[n++].params = q.failed || (h && !text) ? NULL : strdup(q.data);
+    }
+    const cJSON *g = cJSON_GetObjectItemCaseSensitive(m, "geolocation");
+    if (g) {
+        const cJSON *acc = cJSON_GetObjectItemCaseSensitive(g, "accuracy");
+        rg_buf_reset(&q);
+        rg_buf_printf(&q, "{\"latitude\":%.17g,\"longitude\":%.17g,\"accuracy\":%.17g}",
+                      cJSON_GetObjectItemCaseSensitive(g, "latitude")->valuedouble,
+                      cJSON_GetObjectItemCaseSensitive(g, "longitude")->valuedouble,
+                      cJSON_IsNumber(acc) ? acc->valuedouble : 0.0);
+        out[n].method = "Emulation.setGeolocationOverride";
+        out[n++].params = q.failed ? NULL : strdup(q.data);
+    } else if (all) {
+        out[n].method = "Emulation.clearGeolocationOverride";
+        out[n++].params = strdup("{}");
+    }
+    rg_buf_destroy(&q);
+    cJSON_Delete(m);
+    for (int i = 0; i < n; i++) {
+        if (!out[i].params) {
+            sess_emul_calls_free(out, n);
+            return RG_ENOMEM;
+        }
+    }
+    return n;
+}
+
+/* The context's geolocation permission: granted while a position is emulated, else denied (as
+   park.c's lock_down leaves it). */
+static int position_permission(sess *s, int granted)
+{
+    const char *ctx = pool_lease_context(s->lease);
+    rg_buf q;
+    rg_buf_init(&q);
+    rg_buf_printf(&q,
+                  "{\"permission\":{\"name\":\"geolocation\"},\"setting\":\"%s\","
+                  "\"browserContextId\":",
+                  granted ? "granted" : "denied");
+    rg_buf_json_str(&q, ctx, strlen(ctx));
+    rg_buf_puts(&q, "}");
+    int rc = q.failed ? RG_ENOMEM
+                      : sess_browser_call(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS,
+                                          NULL);
+    rg_buf_destroy(&q);
+    return rc;
+}
+
+/* Whether the emulation state text holds a position. */
+static int has_position(const char *state)
+{
+    cJSON *m = state ? cJSON_Parse(state) : NULL;
+    int g = cJSON_GetObjectItemCaseSensitive(m, "geolocation") != NULL;
+    cJSON_Delete(m);
+    return g;
+}
+
+int sess_emul_apply(sess *s)
+{
+    sess_emul_call c[SESS_EMUL_CALLS];
+    int n = sess_emul_calls(s->media, 0, c), rc = n < 0 ? n : 0;
+    for (int i = 0; rc == 0 && i < n; i++)
+        rc = sess_call(s, c[i].method, c[i].params, SESS_CALL_TIMEOUT_MS, NULL);
+    if (n > 0)
+        sess_emul_calls_free(c, n);
+    if (rc == 0 && has_position(s->media))
+        rc = position_permission(s, 1);
+    return rc;
+}
+
+/* The emulate args in changes, checked, on m (the state): how many were given, or RG_EBADREQ
+   with nothing changed that matters (m is the caller's copy). */
+static int merge_emulation(cJSON *m, const cJSON *changes, char *err, size_t errlen)
+{
+    int given = 0;
     for (size_t i = 0; i < N_MEDIA_ARGS; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(changes, media_args[i].arg);
         if (!v)
@@ -685,50 +865,181 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
         int known = cJSON_IsString(v) && !*v->valuestring;
         for (int k = 0; ok[k] && !known; k++)
             known = cJSON_IsString(v) && !strcmp(v->valuestring, ok[k]);
-        if (!known) {
-            cJSON_Delete(m);
+        if (!known)
             return rg_errf(err, errlen, RG_EBADREQ, "args.%s must be %s, %s or \"\" (none)",
                            media_args[i].arg, ok[0], ok[1]);
-        }
         cJSON_DeleteItemFromObjectCaseSensitive(m, media_args[i].arg);
         if (*v->valuestring)
             cJSON_AddStringToObject(m, media_args[i].arg, v->valuestring);
     }
-    if (!given) {
-        cJSON_Delete(m);
-        return rg_errf(err, errlen, RG_EBADREQ, "emulate needs one of color_scheme, "
-                                                "reduced_motion, forced_colors, contrast or media");
+    const cJSON *off = cJSON_GetObjectItemCaseSensitive(changes, "offline");
+    if (off) {
+        given++;
+        if (!cJSON_IsBool(off))
+            return rg_errf(err, errlen, RG_EBADREQ, "args.offline must be a boolean");
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "offline");
+        if (cJSON_IsTrue(off))
+            cJSON_AddTrueToObject(m, "offline");
     }
-    char *text = cJSON_GetArraySize(m) ? cJSON_PrintUnformatted(m) : NULL;
-    if (cJSON_GetArraySize(m) && !text) {
-        cJSON_Delete(m);
+    static const char *const maps[] = {"headers", "geolocation"};
+    for (int i = 0; i < 2; i++) {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(changes, maps[i]);
+        if (!v)
+            continue;
+        given++;
+        int rc = !cJSON_IsObject(v)
+                     ? rg_errf(err, errlen, RG_EBADREQ, "args.%s must be a map", maps[i])
+                 : i == 0 ? check_headers(v, err, errlen)
+                          : check_position(v, err, errlen);
+        if (rc < 0)
+            return rc;
+        cJSON_DeleteItemFromObjectCaseSensitive(m, maps[i]);
+        cJSON *copy = cJSON_GetArraySize(v) ? cJSON_Duplicate(v, 1) : NULL;
+        if (cJSON_GetArraySize(v) && (!copy || !cJSON_AddItemToObject(m, maps[i], copy))) {
+            cJSON_Delete(copy);
+            return RG_ENOMEM;
+        }
+    }
+    if (!given)
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "emulate needs one of color_scheme, reduced_motion, forced_colors, "
+                       "contrast, media, offline, headers or geolocation");
+    return given;
+}
+
+/* Sends the calls to every tab (but the active one, unless with_active), and to the frames of
+   other sites and the workers of every tab (their own DevTools sessions), without waiting. */
+static void emulate_elsewhere(sess *s, const sess_emul_call *c, int n, int with_active)
+{
+    sess_tab *v[SESS_TABS_CAP];
+    int nt = sess_tabs_snapshot(s, v);
+    for (int i = 0; i < nt; i++) {
+        for (int k = 0; k < n && (with_active || v[i] != s->active); k++)
+            sess_tab_call_async(v[i], c[k].method, c[k].params, SESS_CALL_TIMEOUT_MS);
+        char sids[SESS_XFRAMES_MAX][64];
+        int nx = 0;
+        pthread_mutex_lock(&s->m->mu);
+        for (int x = 0; x < v[i]->n_xf && x < SESS_XFRAMES_MAX; x++)
+            snprintf(sids[nx++], sizeof sids[0], "%s", v[i]->xf[x].session);
+        pthread_mutex_unlock(&s->m->mu);
+        for (int x = 0; x < nx; x++)
+            for (int k = 0; k < n; k++)
+                cdp_call_async(pool_lease_conn(s->lease), sids[x], c[k].method, c[k].params,
+                               SESS_CALL_TIMEOUT_MS, NULL, NULL);
+    }
+}
+
+int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t errlen)
+{
+    *now = NULL;
+    cJSON *m = s->media ? cJSON_Parse(s->media) : cJSON_CreateObject();
+    if (!m)
         return RG_ENOMEM;
+    /* every value checked before anything changes */
+    int rc = merge_emulation(m, changes, err, errlen);
+    rc = rc < 0 ? rc : 0;
+    char *text = rc >= 0 && cJSON_GetArraySize(m) ? cJSON_PrintUnformatted(m) : NULL;
+    if (rc >= 0 && cJSON_GetArraySize(m) && !text)
+        rc = RG_ENOMEM;
+    sess_emul_call c[SESS_EMUL_CALLS];
+    int n = rc >= 0 ? sess_emul_calls(text, 1, c) : 0;
+    if (rc >= 0 && n < 0)
+        rc = n;
+    if (rc < 0) {
+        free(text);
+        cJSON_Delete(m);
+        return rc;
     }
-    char *was = s->media;
-    s->media = text;
-    char *params = sess_media_params(s);
-    /* none left: every feature and the type back to the browser's own */
-    const char *q = params ? params : "{\"media\":\"\",\"features\":[]}";
+    int position = has_position(text), had = has_position(s->media);
     sess_tab *keep = s->cur;
     s->cur = s->active;
-    int rc = sess_call(s, "Emulation.setEmulatedMedia", q, SESS_CALL_TIMEOUT_MS, NULL);
-    s->cur = keep;
-    if (rc < 0) {
-        free(params);
-        free(s->media);
-        s->media = was;
-        cJSON_Delete(m);
-        return rg_errf(err, errlen, rc, "the page did not take the media (%s)", rg_err_code(rc));
+    for (int i = 0; rc == 0 && i < n; i++) {
+        rc = sess_call(s, c[i].method, c[i].params, SESS_CALL_TIMEOUT_MS, NULL);
+        if (rc < 0)
+            rg_errf(err, errlen, rc, "the page did not take %s (%s)", c[i].method, rg_err_code(rc));
     }
+    if (rc == 0 && position != had && (rc = position_permission(s, position)) < 0)
+        rg_errf(err, errlen, rc, "the browser did not take the permission (%s)", rg_err_code(rc));
+    if (rc < 0) {
+        /* back to what was emulated before, on the page that may have taken part of it */
+        sess_emul_call b[SESS_EMUL_CALLS];
+        int nb = sess_emul_calls(s->media, 1, b);
+        for (int i = 0; i < nb; i++)
+            sess_call_async(s, b[i].method, b[i].params, SESS_CALL_TIMEOUT_MS);
+        if (nb > 0)
+            sess_emul_calls_free(b, nb);
+        s->cur = keep;
+        sess_emul_calls_free(c, n);
+        free(text);
+        cJSON_Delete(m);
+        return rc == RG_ECDP ? RG_EBADREQ : rc;
+    }
+    s->cur = keep;
+    /* new tabs and frames read it on the browser's reader thread (on_attached, xframes.c) */
+    pthread_mutex_lock(&s->m->mu);
+    char *was = s->media;
+    s->media = text;
+    pthread_mutex_unlock(&s->m->mu);
     free(was);
-    sess_tab *v[SESS_TABS_CAP];
-    int n = sess_tabs_snapshot(s, v);
-    for (int i = 0; i < n; i++)
-        if (v[i] != s->active)
-            sess_tab_call_async(v[i], "Emulation.setEmulatedMedia", q, SESS_CALL_TIMEOUT_MS);
-    free(params);
+    emulate_elsewhere(s, c, n, 0);
+    sess_emul_calls_free(c, n);
     *now = m;
     return 0;
+}
+
+/* Sets s->media to state (a copy; NULL for none) under m->mu. */
+static void set_state(sess *s, const char *state)
+{
+    char *copy = state ? strdup(state) : NULL;
+    pthread_mutex_lock(&s->m->mu);
+    char *was = s->media;
+    s->media = copy;
+    pthread_mutex_unlock(&s->m->mu);
+    free(was);
+}
+
+int sess_emul_restore_begin(sess *s, const char *state)
+{
+    cJSON *m = state ? cJSON_Parse(state) : NULL;
+    int offline = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "offline"));
+    char *online = NULL;
+    if (offline) {
+        cJSON_DeleteItemFromObjectCaseSensitive(m, "offline");
+        online = cJSON_GetArraySize(m) ? cJSON_PrintUnformatted(m) : NULL;
+    }
+    set_state(s, offline ? online : state);
+    free(online);
+    cJSON_Delete(m);
+    return offline;
+}
+
+void sess_emul_restore_end(sess *s, const char *state)
+{
+    set_state(s, state);
+    sess_emul_call c[SESS_EMUL_CALLS];
+    int n = sess_emul_calls(state, 0, c), k = 0;
+    for (int i = 0; i < n; i++)
+        if (!strcmp(c[i].method, "Network.emulateNetworkConditions"))
+            c[k++] = c[i];
+        else
+            free(c[i].params);
+    emulate_elsewhere(s, c, k, 1);
+    sess_emul_calls_free(c, k);
+}
+
+void sess_emul_to(sess *s, const char *session_id)
+{
+    pthread_mutex_lock(&s->m->mu);
+    char *state = s->media ? strdup(s->media) : NULL;
+    pthread_mutex_unlock(&s->m->mu);
+    sess_emul_call c[SESS_EMUL_CALLS];
+    int n = state ? sess_emul_calls(state, 0, c) : 0;
+    for (int i = 0; i < n; i++)
+        cdp_call_async(pool_lease_conn(s->lease), session_id, c[i].method, c[i].params, 10000,
+                       NULL, NULL);
+    if (n > 0)
+        sess_emul_calls_free(c, n);
+    free(state);
 }
 
 int sess_tab_select(sess *s, const char *tab, char *err, size_t errlen)

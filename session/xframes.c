@@ -123,6 +123,9 @@ void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params)
     frame_call(s, sid, "Runtime.enable", NULL);
     frame_call(s, sid, "Log.enable", NULL);
     frame_call(s, sid, "Network.enable", SESS_NETWORK_PARAMS);
+    /* the emulate op's: media, network conditions, headers, position (a
+       worker refuses what is not its own: nothing waits for the answer) */
+    sess_emul_to(s, sid);
     frame_call(s, sid, "Target.setAutoAttach", sess_xframes_params(m));
     if (held)
         frame_call(s, sid, "Runtime.runIfWaitingForDebugger", NULL);

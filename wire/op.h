@@ -138,7 +138,8 @@ typedef struct wire_arg {
       {"height", WIRE_INT | WIRE_REQ})                                                             \
     X(EMULATE, "emulate", WIRE_F_CHANGES, emulate, 0, {"color_scheme", WIRE_STR},                  \
       {"reduced_motion", WIRE_STR}, {"forced_colors", WIRE_STR}, {"contrast", WIRE_STR},           \
-      {"media", WIRE_STR})                                                                         \
+      {"media", WIRE_STR}, {"offline", WIRE_BOOL}, {"headers", WIRE_MAP},                          \
+      {"geolocation", WIRE_MAP})                                                                   \
     X(DOWNLOAD_GET, "download.get", 0, download_get, 0, {"id", WIRE_STR | WIRE_REQ})               \
     X(PDF, "pdf", WIRE_F_PAGE, pdf, 0, {"landscape", WIRE_BOOL}, {"background", WIRE_BOOL},       \
       {"paper", WIRE_STR})                                                                         \

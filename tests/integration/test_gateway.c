@@ -1832,6 +1832,140 @@ static void test_emulate_keeps_its_media(void **state)
     close_session(sid);
 }
 
+/* Clicks target on sid's page, then waits for text. */
+static void click_shows(const char *sid, const char *target, const char *text)
+{
+    char body[200];
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", target);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    shows(sid, text);
+}
+
+/* Whether the outline of sid's active page has text. */
+static int outline_has(const char *sid, const char *text)
+{
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"observe\"}");
+    int has = strstr(reply_str(r, "text"), text) != NULL;
+    cJSON_Delete(r);
+    return has;
+}
+
+/*
+ * emulate's network and position. Extra headers go with every request: the
+ * document, the page's fetch, a frame of another site's, a new tab's, and the
+ * pages a restore loads again. offline fails the page's requests and
+ * navigations until it stops; a restore loads its page, then is offline.
+ * A position answers the page's geolocation, which a session otherwise
+ * denies. Bad values are refused and change nothing; {} stops each.
+ */
+static void test_emulate_network_and_position(void **state)
+{
+    (void)state;
+    char sid[64], url[256], body[512], echo[256];
+    const char *token = "x-agent-token: t-42";
+    create("geo.html", sid);
+    page_url("geo.html", url, sizeof url);
+    httpd_url(gw.pages, "/echo-headers", echo, sizeof echo);
+    click_shows(sid, "css:#where", "No position: 1");
+    cJSON *r = expect_ok(&gw, sid,
+                         "{\"op\":\"emulate\",\"args\":{\"headers\":{\"X-Agent-Token\":\"t-42\"},"
+                         "\"geolocation\":{\"latitude\":52.5,\"longitude\":13.25,"
+                         "\"accuracy\":10}}}");
+    const cJSON *h = cJSON_GetObjectItemCaseSensitive(result(r), "headers");
+    assert_string_equal(json_str(h, "X-Agent-Token"), "t-42");
+    cJSON_Delete(r);
+    click_shows(sid, "css:#where", "At 52.5 13.25 within 10");
+    click_shows(sid, "css:#fetch", "Fetched x-agent-token: t-42");
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", echo);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    assert_true(outline_has(sid, token));
+    /* refused, changing nothing */
+    static const char *const bad[] = {
+        "{\"headers\":{\"Bad Name\":\"x\"}}",
+        "{\"headers\":{\"X-A\":\"a\\r\\nb\"}}",
+        "{\"headers\":{\"Cookie\":\"a=b\"}}",
+        "{\"headers\":{\"Host\":\"example.com\"}}",
+        "{\"headers\":{\"X-A\":1}}",
+        "{\"headers\":[\"X-A\"]}",
+        "{\"geolocation\":{\"latitude\":91,\"longitude\":0}}",
+        "{\"geolocation\":{\"latitude\":1}}",
+        "{\"geolocation\":{\"lat\":1,\"longitude\":2}}",
+        "{\"geolocation\":{\"latitude\":1,\"longitude\":2,\"accuracy\":-1}}",
+        "{\"offline\":\"yes\"}",
+        "{\"headers\":{},\"color_scheme\":\"blue\"}",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        snprintf(body, sizeof body, "{\"op\":\"emulate\",\"args\":%s}", bad[i]);
+        cmd_err(sid, body, 400, "bad_request");
+    }
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"reload\"}"));
+    assert_true(outline_has(sid, token));
+    /* a frame of another site, which has a DevTools session of its own, attached afterwards */
+    char frame_url[256], ref[32];
+    page_url("geo-frame.html", frame_url, sizeof frame_url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", frame_url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    shows(sid, "Nothing yet");
+    ref_of(sid, "button", "Fetch", ref);
+    assert_true(ref[0]);
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    shows(sid, "Fetched x-agent-token: t-42");
+    /* offline: the page's requests fail, and so do navigations, until it stops */
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"offline\":true}}"));
+    click_shows(sid, "css:#online", "Online false");
+    click_shows(sid, "css:#fetch", "Fetch failed");
+    /* a restore loads the page again, then goes offline */
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    shows(sid, "Nothing yet");
+    click_shows(sid, "css:#online", "Online false");
+    click_shows(sid, "css:#fetch", "Fetch failed");
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", echo);
+    cmd_err(sid, body, 422, "navigation_failed");
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"offline\":false}}"));
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    click_shows(sid, "css:#online", "Online true");
+    click_shows(sid, "css:#fetch", "Fetched x-agent-token: t-42");
+    /* a tab opened afterwards, and a park: the restore loads both pages with the headers
+       and answers the position */
+    snprintf(body, sizeof body, "{\"op\":\"tab.new\",\"args\":{\"url\":\"%s\"}}", echo);
+    r = expect_ok(&gw, sid, body);
+    char echo_tab[16];
+    snprintf(echo_tab, sizeof echo_tab, "%s", reply_str(r, "tab"));
+    cJSON_Delete(r);
+    assert_true(outline_has(sid, token));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    assert_true(outline_has(sid, token));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"tab.select\",\"args\":{\"tab\":\"t1\"}}"));
+    click_shows(sid, "css:#where", "At 52.5 13.25 within 10");
+    click_shows(sid, "css:#fetch", "Fetched x-agent-token: t-42");
+    /* {} stops each: no header, and the position denied again, in the tab's page and in a
+       frame of another site that was there before */
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", frame_url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    shows(sid, "Nothing yet");
+    r = expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"headers\":{},\"geolocation\":{}}}");
+    assert_int_equal(cJSON_GetArraySize(result(r)), 0);
+    cJSON_Delete(r);
+    ref_of(sid, "button", "Fetch", ref);
+    snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    shows(sid, "Fetched no token");
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    click_shows(sid, "css:#fetch", "Fetched no token");
+    click_shows(sid, "css:#where", "No position: 1");
+    snprintf(body, sizeof body, "{\"op\":\"tab.select\",\"args\":{\"tab\":\"%s\"}}", echo_tab);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"reload\"}"));
+    assert_false(outline_has(sid, token));
+    assert_true(outline_has(sid, "user-agent: "));
+    close_session(sid);
+}
+
 static void test_leaving_a_page_that_asks_to_stay(void **state)
 {
     (void)state;
@@ -3280,6 +3414,7 @@ int main(void)
         cmocka_unit_test(test_network_lists_what_the_page_asked),
         cmocka_unit_test(test_resize_keeps_its_viewport),
         cmocka_unit_test(test_emulate_keeps_its_media),
+        cmocka_unit_test(test_emulate_network_and_position),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),

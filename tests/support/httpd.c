@@ -7,6 +7,7 @@
 #include "support.h"
 
 #include <arpa/inet.h>
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -175,6 +176,26 @@ static void *conn_main(void *arg)
                          "<!doctype html><title>cookies</title><p>sent: %.*s</p>", (int)cl,
                          ck ? ck + 10 : "");
         respond(c->fd, 200, "text/html; charset=utf-8", body, (size_t)n, 0);
+        goto out;
+    }
+    if (!strcmp(path, "/echo-headers")) {
+        /* GET /echo-headers: a page that shows the request's header lines, one per paragraph
+           (names lowered; <, > and & left out) */
+        char body[8192];
+        size_t n = (size_t)snprintf(body, sizeof body,
+                                    "<!doctype html><title>headers</title><h1>headers</h1>");
+        const char *line = strstr(req, "\r\n");
+        while (line && line[2] != '\r' && n < sizeof body - 64) {
+            line += 2;
+            size_t ll = strcspn(line, "\r\n"), colon = strcspn(line, ":");
+            n += (size_t)snprintf(body + n, sizeof body - n, "<p>");
+            for (size_t i = 0; i < ll && n < sizeof body - 16; i++)
+                if (!strchr("<>&", line[i]))
+                    body[n++] = i < colon ? (char)tolower((unsigned char)line[i]) : line[i];
+            n += (size_t)snprintf(body + n, sizeof body - n, "</p>");
+            line = strstr(line, "\r\n");
+        }
+        respond(c->fd, 200, "text/html; charset=utf-8", body, n, 0);
         goto out;
     }
     if (!strcmp(path, "/slow")) {
