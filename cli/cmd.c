@@ -21,6 +21,10 @@ enum vt {
     VT_STR,      /* a string */
     VT_INT,      /* an integer (int range) */
     VT_TRUE,     /* a switch: true when given */
+    VT_FALSE,    /* a switch: false when given */
+    VT_NONE,     /* a switch: {} when given (nothing of that kind) */
+    VT_HEADER,   /* "Name: value", added to the map (the flag may come again) */
+    VT_PLACE,    /* LAT,LON[,ACCURACY] -> {"latitude", "longitude", "accuracy"} */
     VT_VIEWPORT, /* WxH -> {"width": W, "height": H} */
     VT_OUTFILE,  /* not sent: the file the reply's data goes to */
     VT_JSONFILE, /* a file of JSON, sent as what it holds */
@@ -34,7 +38,7 @@ typedef struct flag_spec {
 } flag_spec;
 
 #define MAX_POS 3
-#define MAX_FLAGS 8
+#define MAX_FLAGS 12
 
 typedef struct cmd_spec {
     const char *name;         /* one word, or "session create" */
@@ -127,9 +131,14 @@ static const cmd_spec cmds[] = {
      {{"--color-scheme", NULL, "color_scheme", VT_STR},
       {"--reduced-motion", NULL, "reduced_motion", VT_STR},
       {"--forced-colors", NULL, "forced_colors", VT_STR}, {"--contrast", NULL, "contrast", VT_STR},
-      {"--media", NULL, "media", VT_STR}},
+      {"--media", NULL, "media", VT_STR}, {"--offline", NULL, "offline", VT_TRUE},
+      {"--online", NULL, "offline", VT_FALSE}, {"--header", NULL, "headers", VT_HEADER},
+      {"--no-headers", NULL, "headers", VT_NONE}, {"--geolocation", NULL, "geolocation", VT_PLACE},
+      {"--no-geolocation", NULL, "geolocation", VT_NONE}},
      "emulate [--color-scheme light|dark] [--reduced-motion reduce|no-preference]\n"
      "          [--forced-colors active|none] [--contrast more|no-preference] [--media screen|print]\n"
+     "          [--offline | --online] [--header 'Name: value' ... | --no-headers]\n"
+     "          [--geolocation LAT,LON[,ACCURACY] | --no-geolocation]\n"
      "          (\"\" stops one; every tab, kept by restores)"},
     {"pdf", WIRE_OP_PDF, NULL, {NULL}, 0, CLI_OUT_FILE,
      {{"-o", "--output", NULL, VT_OUTFILE}, {"--landscape", NULL, "landscape", VT_TRUE},
@@ -321,6 +330,44 @@ static int viewport(const char *s, cJSON **out, char *err, size_t errlen)
     return 0;
 }
 
+/* --header "Name: value": added to args[key], a map (earlier --header flags kept). */
+static int header_flag(cJSON *args, const char *key, const char *s, char *err, size_t errlen)
+{
+    const char *colon = strchr(s, ':');
+    if (!colon || colon == s)
+        return rg_errf(err, errlen, RG_EBADREQ, "--header wants 'Name: value'");
+    cJSON *map = cJSON_GetObjectItemCaseSensitive(args, key);
+    if (!cJSON_IsObject(map) || !cJSON_GetArraySize(map)) {
+        map = cJSON_CreateObject();
+        set_arg(args, key, map);
+    }
+    char *name = strndup(s, (size_t)(colon - s));
+    const char *value = colon + 1 + strspn(colon + 1, " \t");
+    if (!name)
+        return rg_errf(err, errlen, RG_ENOMEM, "out of memory");
+    cJSON_DeleteItemFromObjectCaseSensitive(map, name);
+    cJSON_AddStringToObject(map, name, value);
+    free(name);
+    return 0;
+}
+
+/* LAT,LON[,ACCURACY] as {"latitude", "longitude", "accuracy"}; the gateway checks ranges. */
+static int place(const char *s, cJSON **out, char *err, size_t errlen)
+{
+    double v[3];
+    int end = 0;
+    int n = sscanf(s, "%lf,%lf%n,%lf%n", &v[0], &v[1], &end, &v[2], &end);
+    if (n < 2 || s[end])
+        return rg_errf(err, errlen, RG_EBADREQ,
+                       "--geolocation wants LAT,LON or LAT,LON,ACCURACY, such as 52.52,13.40");
+    *out = cJSON_CreateObject();
+    cJSON_AddNumberToObject(*out, "latitude", v[0]);
+    cJSON_AddNumberToObject(*out, "longitude", v[1]);
+    if (n == 3)
+        cJSON_AddNumberToObject(*out, "accuracy", v[2]);
+    return 0;
+}
+
 #define JSON_FILE_MAX (16 << 20)
 
 int cli_json_file(const char *path, cJSON **out, char *err, size_t errlen)
@@ -357,6 +404,8 @@ static int flag_item(const flag_spec *f, const char *v, cJSON **out, char *err, 
         return 0;
     case VT_VIEWPORT:
         return viewport(v, out, err, errlen);
+    case VT_PLACE:
+        return place(v, out, err, errlen);
     case VT_JSONFILE:
         return cli_json_file(v, out, err, errlen);
     default:
@@ -373,10 +422,11 @@ static int command_flag(const cmd_spec *spec, int argc, char **argv, int *i, cJS
     for (const flag_spec *f = spec->flags; f < spec->flags + MAX_FLAGS && f->name; f++) {
         if (!spells(w, f->name, &eq) && !(f->alias && spells(w, f->alias, &eq)))
             continue;
-        if (f->vt == VT_TRUE) {
+        if (f->vt == VT_TRUE || f->vt == VT_FALSE || f->vt == VT_NONE) {
             if (eq)
                 return rg_errf(err, errlen, RG_EBADREQ, "%s takes no value", f->name);
-            set_arg(args, f->key, cJSON_CreateTrue());
+            set_arg(args, f->key,
+                    f->vt == VT_NONE ? cJSON_CreateObject() : cJSON_CreateBool(f->vt == VT_TRUE));
             *i += 1;
             return 1;
         }
@@ -386,6 +436,8 @@ static int command_flag(const cmd_spec *spec, int argc, char **argv, int *i, cJS
             c->out_file = v;
             return 1;
         }
+        if (f->vt == VT_HEADER)
+            return header_flag(args, f->key, v, err, errlen) ? RG_EBADREQ : 1;
         cJSON *item = NULL;
         if (flag_item(f, v, &item, err, errlen))
             return RG_EBADREQ;

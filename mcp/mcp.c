@@ -977,6 +977,45 @@ static void t_storage_state(mcp_session *m, const cJSON *a, result *r)
     cJSON_Delete(reply);
 }
 
+/* What the emulate op's result says is emulated now, as a line for the agent. */
+static void say_emulated(result *r, const cJSON *res)
+{
+    const cJSON *it, *g = item(res, "geolocation");
+    rg_buf b;
+    rg_buf_init(&b);
+    cJSON_ArrayForEach(it, res) if (cJSON_IsString(it))
+        rg_buf_printf(&b, "%s%s: %s", b.len ? ", " : "", it->string, it->valuestring);
+    if (cJSON_IsTrue(item(res, "offline")))
+        rg_buf_printf(&b, "%soffline", b.len ? ", " : "");
+    if (cJSON_GetArraySize(item(res, "headers")))
+        rg_buf_printf(&b, "%s%d extra request headers", b.len ? ", " : "",
+                      cJSON_GetArraySize(item(res, "headers")));
+    if (g)
+        rg_buf_printf(&b, "%sthe position %g, %g", b.len ? ", " : "",
+                      cJSON_GetNumberValue(item(g, "latitude")),
+                      cJSON_GetNumberValue(item(g, "longitude")));
+    add_text(r, "Emulating %s", b.len ? b.data : "nothing: the browser's own media and network");
+    rg_buf_destroy(&b);
+}
+
+/* Playwright's browser_network_state_set: offline or online, for every tab. */
+static void t_network_state(mcp_session *m, const cJSON *a, result *r)
+{
+    const char *state = str_of(a, "state");
+    if (!state || (strcmp(state, "online") && strcmp(state, "offline"))) {
+        add_text(r, "error bad_request: state must be online or offline");
+        r->error = 1;
+        return;
+    }
+    cJSON *args = cJSON_CreateObject(), *reply;
+    const cJSON *res;
+    cJSON_AddBoolToObject(args, "offline", !strcmp(state, "offline"));
+    if (run(m, r, "emulate", args, &reply, &res) < 0)
+        return;
+    add_text(r, "Network is now %s", state);
+    cJSON_Delete(reply);
+}
+
 /*
  * Playwright's browser_emulate_media: its camelCase arguments as the emulate
  * op's, null to stop one ("" for the op), absent to leave it; the answer says
@@ -990,7 +1029,7 @@ static void t_emulate_media(mcp_session *m, const cJSON *a, result *r)
                                            {"contrast", "contrast"},
                                            {"media", "media"}};
     cJSON *args = cJSON_CreateObject(), *reply;
-    const cJSON *res, *it;
+    const cJSON *res;
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         const cJSON *v = item(a, names[i][0]);
         if (cJSON_IsNull(v))
@@ -1000,13 +1039,7 @@ static void t_emulate_media(mcp_session *m, const cJSON *a, result *r)
     }
     if (run(m, r, "emulate", args, &reply, &res) < 0)
         return;
-    rg_buf b;
-    rg_buf_init(&b);
-    cJSON_ArrayForEach(it, res)
-        if (cJSON_IsString(it))
-            rg_buf_printf(&b, "%s%s: %s", b.len ? ", " : "", it->string, it->valuestring);
-    add_text(r, "Emulating %s", b.len ? b.data : "nothing: the browser's own media");
-    rg_buf_destroy(&b);
+    say_emulated(r, res);
     cJSON_Delete(reply);
 }
 
@@ -1481,6 +1514,12 @@ static const tool tools[] = {
      "\"contrast\":{\"type\":[\"string\",\"null\"],\"enum\":[\"more\",\"no-preference\",null],\"description\":\"Emulates the prefers-contrast media feature\"},"
      "\"media\":{\"type\":[\"string\",\"null\"],\"enum\":[\"screen\",\"print\",null],\"description\":\"Changes the CSS media type of the page\"}}}",
      "", t_emulate_media},
+    {"browser_network_state_set", "Set network state",
+     "Sets the browser network state to online or offline. When offline, all network requests will fail.",
+     "{\"type\":\"object\",\"properties\":{\"state\":{\"type\":\"string\",\"enum\":[\"online\",\"offline\"],"
+     "\"description\":\"Set to \\\"offline\\\" to simulate offline mode, \\\"online\\\" to restore network connectivity\"}},"
+     "\"required\":[\"state\"]}",
+     "state", t_network_state},
     {"browser_pdf_save", "Save as PDF", "Save the page as a PDF: to filename on this machine (refgate-cli mcp), or in the answer",
      "{\"type\":\"object\",\"properties\":{\"filename\":{\"type\":\"string\","
      "\"description\":\"A file on this machine to save it to (refgate-cli mcp only); without it the PDF is in the answer\"}}}",

@@ -65,7 +65,7 @@ for (const t of ['browser_navigate', 'browser_snapshot', 'browser_click', 'brows
   'browser_file_upload', 'browser_take_screenshot', 'browser_drag', 'browser_park', 'browser_console_messages',
   'browser_resize', 'browser_network_requests', 'browser_find', 'browser_check', 'browser_uncheck',
   'browser_navigate_forward', 'browser_reload', 'browser_mouse_click_xy', 'browser_mouse_move_xy',
-  'browser_pdf_save', 'browser_emulate_media', 'browser_mouse_down', 'browser_mouse_up', 'browser_mouse_wheel', 'browser_mouse_drag_xy'])
+  'browser_pdf_save', 'browser_emulate_media', 'browser_network_state_set', 'browser_mouse_down', 'browser_mouse_up', 'browser_mouse_wheel', 'browser_mouse_drag_xy'])
   check(names.includes(t), `tools/list has ${t}`);
 check(tools.every((t) => t.inputSchema && t.inputSchema.type === 'object'), 'every tool has an object inputSchema');
 
@@ -291,6 +291,22 @@ r = await client.callTool({ name: 'browser_evaluate', arguments: { function: dar
 check(textOf(r).includes('false'), 'the page sees the browser\'s own scheme again', textOf(r));
 r = await client.callTool({ name: 'browser_emulate_media', arguments: { colorScheme: 'sepia' } });
 check(r.isError && /bad_request/.test(textOf(r)), 'a scheme that does not exist is refused', textOf(r));
+
+// Offline and back, as the page sees it
+const online = '() => String(navigator.onLine)';
+r = await client.callTool({ name: 'browser_network_state_set', arguments: { state: 'offline' } });
+check(!r.isError && /Network is now offline/.test(textOf(r)), 'browser_network_state_set says offline', textOf(r));
+r = await client.callTool({ name: 'browser_evaluate', arguments: { function: online } });
+check(textOf(r).includes('false'), 'the page is offline', textOf(r));
+r = await client.callTool({ name: 'browser_emulate_media', arguments: { colorScheme: 'dark' } });
+check(!r.isError && /Emulating color_scheme: dark, offline/.test(textOf(r)), 'the emulation lists offline beside the media', textOf(r));
+r = await client.callTool({ name: 'browser_emulate_media', arguments: { colorScheme: null } });
+r = await client.callTool({ name: 'browser_network_state_set', arguments: { state: 'online' } });
+check(!r.isError && /Network is now online/.test(textOf(r)), 'and online again', textOf(r));
+r = await client.callTool({ name: 'browser_evaluate', arguments: { function: online } });
+check(textOf(r).includes('true'), 'the page is online again', textOf(r));
+r = await client.callTool({ name: 'browser_network_state_set', arguments: { state: 'sleepy' } });
+check(r.isError && /bad_request/.test(textOf(r)), 'a network state that does not exist is refused', textOf(r));
 
 r = await client.callTool({ name: 'browser_click', arguments: { target: '@nosuchref' } });
 check(r.isError && /stale_ref|no_match/.test(textOf(r)), 'a ref that is not there is a tool error with its code');

@@ -916,6 +916,28 @@ static void test_parse_observe_and_screenshot(void **state)
                      CLI_CMD_GATEWAY);
     assert_body(&c, "{\"op\":\"emulate\",\"args\":{\"color_scheme\":\"dark\",\"media\":\"\"}}");
     cli_call_destroy(&c);
+    /* the network and the position: headers gather, the last switch wins */
+    assert_int_equal(PARSE(&g, &c, err, "emulate", "-s", "s9", "--offline", "--header",
+                           "X-Token: abc", "--header=X-Team:blue", "--geolocation", "52.52,13.4,25",
+                           "--online"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"emulate\",\"args\":{\"geolocation\":{\"accuracy\":25,"
+                    "\"latitude\":52.52,\"longitude\":13.4},\"headers\":{\"X-Team\":\"blue\","
+                    "\"X-Token\":\"abc\"},\"offline\":false}}");
+    cli_call_destroy(&c);
+    assert_int_equal(
+        PARSE(&g, &c, err, "emulate", "-s", "s9", "--no-headers", "--geolocation", "-33.9,18.4"),
+        CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"emulate\",\"args\":{\"geolocation\":{\"latitude\":-33.9,"
+                    "\"longitude\":18.4},\"headers\":{}}}");
+    cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "emulate", "-s", "s9", "--geolocation", "52.5"),
+                     RG_EBADREQ);
+    assert_non_null(strstr(err, "LAT,LON"));
+    assert_int_equal(PARSE(&g, &c, err, "emulate", "-s", "s9", "--geolocation", "1,2,3,4"),
+                     RG_EBADREQ);
+    assert_int_equal(PARSE(&g, &c, err, "emulate", "-s", "s9", "--header", "no colon"), RG_EBADREQ);
+    assert_non_null(strstr(err, "Name: value"));
     /* find is an observe with find */
     assert_int_equal(PARSE(&g, &c, err, "find", "--session=s9", "Buy milk", "--context", "1"),
                      CLI_CMD_GATEWAY);
