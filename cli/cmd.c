@@ -122,9 +122,9 @@ static const cmd_spec cmds[] = {
      "read [TARGET] [--what text|html|value|attributes]"},
     {"wait", WIRE_OP_WAIT, NULL, {NULL}, 0, CLI_OUT_NONE,
      {TARGET, NTH, {"--state", NULL, "state", VT_STR}, {"--text", NULL, "text", VT_STR},
-      {"--url", NULL, "url", VT_STR}},
+      {"--url", NULL, "url", VT_STR}, {"--load", NULL, "load", VT_STR}},
      "wait [--target T --state visible|hidden|enabled|attached|detached] [--text T]\n"
-     "          [--url U]"},
+     "          [--url U] [--load load|domcontentloaded|networkidle]"},
     {"inspect", WIRE_OP_INSPECT, NULL, {"target"}, 1, CLI_OUT_RESULT, {NTH},
      "inspect TARGET [--nth N]"},
     {"emulate", WIRE_OP_EMULATE, NULL, {NULL}, 0, CLI_OUT_RESULT,

@@ -670,8 +670,15 @@ static int op_action(gw_cmd *c)
     a.state = gw_arg_str(c, "state");
     a.url = gw_arg_str(c, "url");
     a.timeout_ms = c->timeout_ms;
-    if (a.op == REG_OP_WAIT)
-        a.text = gw_arg_str(c, "text");
+    /* wait for the document's load state, or for the network to go quiet after it */
+    const char *load = a.op == REG_OP_WAIT ? gw_arg_str(c, "load") : NULL;
+    if (load && strcmp(load, "load") && strcmp(load, "domcontentloaded") &&
+        strcmp(load, "networkidle"))
+        return gw_fail(c, RG_EBADREQ, "args.load must be load, domcontentloaded or networkidle");
+    if (load && (a.target || a.text || a.url || a.state))
+        return gw_fail(c, RG_EBADREQ, "args.load is a wait of its own: no target, text, url or "
+                                      "state beside it");
+    a.load = load && !strcmp(load, "networkidle") ? "load" : load;
     if (a.delay_ms < 0 || a.delay_ms > 1000)
         return gw_fail(c, RG_EBADREQ, "args.delay_ms must be from 0 to 1000");
     if (gw_has_arg(c, "click_count") && (a.click_count < 1 || a.click_count > 3))
@@ -692,7 +699,13 @@ static int op_action(gw_cmd *c)
         a.values = vbuf;
     }
     reg_action_result r = {0};
+    int64_t t0 = rg_now_ms();
     int rc = reg_act(sess_registry(c->s), sess_handle(c->s), &a, &r, c->err, sizeof c->err);
+    if (rc == 0 && load && !strcmp(load, "networkidle")) {
+        rc = sess_network_quiet(c->s, c->timeout_ms - (int)(rg_now_ms() - t0), c->err,
+                                sizeof c->err);
+        r.ms = rg_now_ms() - t0;
+    }
     if (rc == RG_ESTALE)
         stale_elsewhere(c, a.target);
     if (rc == RG_EAMBIGUOUS) {

@@ -589,12 +589,13 @@ static int wait_once(reg_page *pg, reg_page_handle h, const reg_action *a, const
             snprintf(err, errlen, "a wait for a text takes state visible or hidden");
             return RG_EBADREQ;
         }
-        char *q = quote(a->text ? a->text : a->url);
+        const char *kind = a->text ? "text" : a->url ? "url" : "load";
+        char *q = quote(a->text ? a->text : a->url ? a->url : a->load);
         if (!q)
             return RG_ENOMEM;
         rg_buf c;
         rg_buf_init(&c);
-        rg_buf_printf(&c, "g.waitCheck(JSON.stringify({%s:%s}))", a->text ? "text" : "url", q);
+        rg_buf_printf(&c, "g.waitCheck(JSON.stringify({%s:%s}))", kind, q);
         free(q);
         if (c.failed) {
             rg_buf_destroy(&c);
@@ -1222,8 +1223,8 @@ int reg_act(reg_page *pg, reg_page_handle h, const reg_action *a, reg_action_res
         pg->act_xf = xf;
     }
     if (a->op == REG_OP_WAIT) {
-        if (!has_target && !a->text && !a->url) {
-            snprintf(err, errlen, "wait needs a target with a state, a text, or a url");
+        if (!has_target && !a->text && !a->url && !a->load) {
+            snprintf(err, errlen, "wait needs a target with a state, a text, a url or a load");
             return RG_EBADREQ;
         }
         for (;;) {

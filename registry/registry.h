@@ -527,6 +527,7 @@ typedef struct reg_action {
     int full_page;          /* screenshot */
     const char *state;      /* wait: visible, hidden, enabled, attached, detached */
     const char *url;        /* wait: a substring of the URL */
+    const char *load;       /* wait: load or domcontentloaded (the document's readyState) */
     const char *const *files; /* upload: absolute paths of files the browser can read */
     size_t n_files;
     int timeout_ms;         /* [5000] */

@@ -115,6 +115,7 @@ static void ended(sess_net_req *e, const cJSON *ts)
 {
     double end = ms_of(ts);
     e->done = 1;
+    e->seen_ms = rg_now_ms();
     if (end > 0 && e->start_ms > 0 && end >= e->start_ms)
         e->ms = end - e->start_ms;
 }
@@ -163,6 +164,7 @@ static void sent_locked(struct sess_netlog *l, sess_tab *t, const cJSON *p)
     snprintf(e->method, sizeof e->method, "%s", sess_jstr(rq, "method"));
     snprintf(e->type, sizeof e->type, "%s", sess_jstr(p, "type"));
     e->start_ms = ms_of(cJSON_GetObjectItemCaseSensitive(p, "timestamp"));
+    e->seen_ms = rg_now_ms();
     const cJSON *wall = cJSON_GetObjectItemCaseSensitive(p, "wallTime");
     e->ts_ms = cJSON_IsNumber(wall) ? (int64_t)(wall->valuedouble * 1000.0) : 0;
 }
@@ -274,6 +276,38 @@ int sess_network(sess *s, uint64_t since, const char *filter, int with_static,
     }
     pthread_mutex_unlock(&l->mu);
     return rc;
+}
+
+int sess_network_quiet(sess *s, int timeout_ms, char *err, size_t errlen)
+{
+    struct sess_netlog *l = s->netlog;
+    if (!l || !s->cur)
+        return 0;
+    int64_t deadline = rg_now_ms() + (timeout_ms > 0 ? timeout_ms : 0);
+    for (;;) {
+        int pending = 0;
+        int64_t last = 0;
+        pthread_mutex_lock(&l->mu);
+        uint64_t oldest = l->seq > SESS_NET_KEPT ? l->seq - SESS_NET_KEPT + 1 : 1;
+        for (uint64_t q = oldest > l->base ? oldest : l->base + 1; l->ring && q <= l->seq; q++) {
+            const sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
+            if (e->seq != q || strcmp(e->tab, s->cur->id))
+                continue;
+            pending += !e->done;
+            last = e->seen_ms > last ? e->seen_ms : last;
+        }
+        pthread_mutex_unlock(&l->mu);
+        int64_t now = rg_now_ms(), quiet_at = last + SESS_NET_QUIET_MS;
+        if (!pending && now >= quiet_at)
+            return 0;
+        if (now >= deadline)
+            return rg_errf(err, errlen, RG_ETIMEOUT,
+                           "the network was not idle within %d ms (%d request%s waiting for an "
+                           "answer)",
+                           timeout_ms, pending, pending == 1 ? "" : "s");
+        int64_t nap = pending ? 50 : quiet_at - now;
+        rg_sleep_ms((int)(nap < deadline - now ? nap : deadline - now));
+    }
 }
 
 void sess_net_list_free(sess_net_list *l)

@@ -657,6 +657,7 @@ typedef struct sess_net_req {
     int done;              /* answered (its headers came) or failed */
     double start_ms, ms;   /* sent (the browser's clock), and how long until done */
     int64_t ts_ms;         /* Unix time in ms when it was sent */
+    int64_t seen_ms;       /* rg_now_ms() at its last event (sent, answered, failed) */
 } sess_net_req;
 
 typedef struct sess_net_list {
@@ -676,6 +677,16 @@ typedef struct sess_net_list {
 int sess_network(sess *s, uint64_t since, const char *filter, int with_static,
                  sess_net_list *out);
 void sess_net_list_free(sess_net_list *l);
+
+/** How long the network must be quiet to be idle (Playwright's networkidle). */
+#define SESS_NET_QUIET_MS 500
+
+/**
+ * Waits up to timeout_ms until the held session's current tab has no
+ * request waiting for its answer's headers, and none was sent or answered
+ * for SESS_NET_QUIET_MS. 0, or RG_ETIMEOUT with a sentence in err.
+ */
+int sess_network_quiet(sess *s, int timeout_ms, char *err, size_t errlen);
 
 /** What Redis says about a session, without restoring it. RG_ENOTFOUND, RG_EUNAVAIL. */
 int sess_get_info(sess_mgr *m, const char *tenant, const char *sid, sess_info *out);

@@ -122,7 +122,7 @@ typedef struct wire_arg {
     X(SCREENSHOT, "screenshot", 0 | WIRE_F_PAGE, action, REG_OP_SCREENSHOT,                                      \
       WIRE_TGT, {"format", WIRE_STR}, {"quality", WIRE_INT}, {"full_page", WIRE_BOOL})             \
     X(WAIT, "wait", 0 | WIRE_F_PAGE, action, REG_OP_WAIT,                                                        \
-      WIRE_TGT, {"state", WIRE_STR}, {"text", WIRE_STR}, {"url", WIRE_STR})                        \
+      WIRE_TGT, {"state", WIRE_STR}, {"text", WIRE_STR}, {"url", WIRE_STR}, {"load", WIRE_STR})   \
     X(INSPECT, "inspect", 0 | WIRE_F_PAGE, action, REG_OP_INSPECT, WIRE_TGT_REQ)                                 \
     X(EVAL, "eval", WIRE_F_CHANGES | WIRE_F_EVAL | WIRE_F_PAGE, eval, 0,                                         \
       {"expression", WIRE_STR | WIRE_REQ}, {"await", WIRE_BOOL})                                   \

@@ -159,6 +159,8 @@
     if (!s || typeof s !== 'object') return fail('waitCheck: malformed spec');
     if (typeof s.text === 'string') return J({ ok: fold(pageText()).indexOf(fold(s.text)) >= 0 });
     if (typeof s.url === 'string') return J({ ok: location.href.indexOf(s.url) >= 0 });
-    return fail('waitCheck: give "text" or "url"');
+    if (s.load === 'domcontentloaded') return J({ ok: document.readyState !== 'loading' });
+    if (s.load === 'load') return J({ ok: document.readyState === 'complete' });
+    return fail('waitCheck: give "text", "url" or "load"');
   }
 

@@ -195,7 +195,7 @@ static const struct op_rule op_rules[] = {
     {"scroll", {"target", "nth", "dx", "dy", "to"}, "siiis"},
     {"read", {"target", "nth", "what"}, "sis"},
     {"screenshot", {"target", "nth", "format", "quality", "full_page"}, "sisib"},
-    {"wait", {"target", "nth", "state", "text", "url"}, "sisss"},
+    {"wait", {"target", "nth", "state", "text", "url", "load"}, "sissss"},
     {"inspect", {"target", "nth"}, "si"},
     {"eval", {"expression", "await"}, "sb"},
     {"act", {"steps", "stop_on_error"}, "Mb"},

@@ -1966,6 +1966,60 @@ static void test_emulate_network_and_position(void **state)
     close_session(sid);
 }
 
+/* The text of target on sid's page, as read at once. */
+static char *read_now(const char *sid, const char *target)
+{
+    char body[200];
+    snprintf(body, sizeof body, "{\"op\":\"read\",\"args\":{\"target\":\"%s\"}}", target);
+    cJSON *r = expect_ok(&gw, sid, body);
+    char *v = strdup(json_str(result(r), "value"));
+    cJSON_Delete(r);
+    return v;
+}
+
+/*
+ * wait's load states. load waits for the document's load event (a picture
+ * 300 ms late holds it back), networkidle for the requests a click set off
+ * (three, one after another) and half a second without any; a request that
+ * never answers is a timeout that says so. Bad values are refused.
+ */
+static void test_wait_for_load_and_network_idle(void **state)
+{
+    (void)state;
+    char sid[64], url[256], body[400];
+    create("form.html", sid);
+    page_url("settle.html", url, sizeof url);
+    snprintf(body, sizeof body,
+             "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\",\"wait\":\"domcontentloaded\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"wait\",\"args\":{\"load\":\"domcontentloaded\"}}"));
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"wait\",\"args\":{\"load\":\"load\"}}"));
+    char *v = read_now(sid, "css:#state");
+    assert_string_equal(v, "Loaded");
+    free(v);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"click\",\"args\":{\"target\":\"css:#chain\"}}"));
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"wait\",\"args\":{\"load\":\"networkidle\"}}");
+    assert_true(cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(result(r), "ms")));
+    cJSON_Delete(r);
+    v = read_now(sid, "css:#out");
+    assert_string_equal(v, "All loaded");
+    free(v);
+    /* refused, and a request that never answers */
+    cmd_err(sid, "{\"op\":\"wait\",\"args\":{\"load\":\"idle\"}}", 400, "bad_request");
+    cmd_err(sid, "{\"op\":\"wait\",\"args\":{\"load\":\"load\",\"text\":\"All\"}}", 400,
+            "bad_request");
+    click_shows(sid, "css:#hang", "Hanging");
+    snprintf(body, sizeof body, "/v1/sessions/%s", sid);
+    int status;
+    r = post_json(body, "{\"op\":\"wait\",\"args\":{\"load\":\"networkidle\",\"timeout_ms\":1500}}",
+                  0, &status);
+    const char *why = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+    if (status != 504 || !why || !strstr(why, "1 request waiting"))
+        fail_msg("a request that never answers: %d %s", status, cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    close_session(sid);
+}
+
 static void test_leaving_a_page_that_asks_to_stay(void **state)
 {
     (void)state;
@@ -3415,6 +3469,7 @@ int main(void)
         cmocka_unit_test(test_resize_keeps_its_viewport),
         cmocka_unit_test(test_emulate_keeps_its_media),
         cmocka_unit_test(test_emulate_network_and_position),
+        cmocka_unit_test(test_wait_for_load_and_network_idle),
         cmocka_unit_test(test_leaving_a_page_that_asks_to_stay),
         cmocka_unit_test(test_url_policy_one_local_service),
         cmocka_unit_test(test_url_policy_websocket_and_service_worker),

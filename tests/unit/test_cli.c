@@ -916,6 +916,10 @@ static void test_parse_observe_and_screenshot(void **state)
                      CLI_CMD_GATEWAY);
     assert_body(&c, "{\"op\":\"emulate\",\"args\":{\"color_scheme\":\"dark\",\"media\":\"\"}}");
     cli_call_destroy(&c);
+    assert_int_equal(PARSE(&g, &c, err, "wait", "-s", "s9", "--load", "networkidle"),
+                     CLI_CMD_GATEWAY);
+    assert_body(&c, "{\"op\":\"wait\",\"args\":{\"load\":\"networkidle\"}}");
+    cli_call_destroy(&c);
     /* the network and the position: headers gather, the last switch wins */
     assert_int_equal(PARSE(&g, &c, err, "emulate", "-s", "s9", "--offline", "--header",
                            "X-Token: abc", "--header=X-Team:blue", "--geolocation", "52.52,13.4,25",
