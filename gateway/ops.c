@@ -1048,7 +1048,8 @@ static int op_resize(gw_cmd *c)
     return 0;
 }
 
-/* CSS media features and the media type, for every tab, kept by restores (session/tabs.c). */
+/* The media, network and position the pages see, for every tab, kept by restores
+   (session/tabs.c). */
 static int op_emulate(gw_cmd *c)
 {
     cJSON *now = NULL;

@@ -983,8 +983,11 @@ static void say_emulated(result *r, const cJSON *res)
     const cJSON *it, *g = item(res, "geolocation");
     rg_buf b;
     rg_buf_init(&b);
-    cJSON_ArrayForEach(it, res) if (cJSON_IsString(it))
-        rg_buf_printf(&b, "%s%s: %s", b.len ? ", " : "", it->string, it->valuestring);
+    cJSON_ArrayForEach(it, res)
+    {
+        if (cJSON_IsString(it))
+            rg_buf_printf(&b, "%s%s: %s", b.len ? ", " : "", it->string, it->valuestring);
+    }
     if (cJSON_IsTrue(item(res, "offline")))
         rg_buf_printf(&b, "%soffline", b.len ? ", " : "");
     if (cJSON_GetArraySize(item(res, "headers")))

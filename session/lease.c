@@ -1246,7 +1246,6 @@ int sess_take_over(sess *s, int timeout_ms, int rebuild, sess_restore_info *ri, 
                       sess_unpack(blob->str, blob->len, &parked) == 0;
     char *url = strdup(sess_hash_str(meta, "url"));
     double sx = sess_hash_num(meta, "sx"), sy = sess_hash_num(meta, "sy");
-    /* the emulated media, put back with the options */
     /* the emulate op's state, put back with the options (offline once the pages are back) */
     int held_offline = sess_emul_restore_begin(s, have_parked ? parked.media : NULL);
     freeReplyObject(rep);

@@ -851,8 +851,8 @@ int sess_emul_apply(sess *s)
     return rc;
 }
 
-/* The emulate args in changes, checked, on m (the state): how many were given, or RG_EBADREQ
-   with nothing changed that matters (m is the caller's copy). */
+/* The emulate args in changes, checked, on m (the state): 0, or RG_EBADREQ (none given, or one
+   refused) with m half changed (it is the caller's copy). */
 static int merge_emulation(cJSON *m, const cJSON *changes, char *err, size_t errlen)
 {
     int given = 0;
@@ -904,7 +904,7 @@ static int merge_emulation(cJSON *m, const cJSON *changes, char *err, size_t err
         return rg_errf(err, errlen, RG_EBADREQ,
                        "emulate needs one of color_scheme, reduced_motion, forced_colors, "
                        "contrast, media, offline, headers or geolocation");
-    return given;
+    return 0;
 }
 
 /* Sends the calls to every tab (but the active one, unless with_active), and to the frames of
@@ -937,13 +937,12 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
         return RG_ENOMEM;
     /* every value checked before anything changes */
     int rc = merge_emulation(m, changes, err, errlen);
-    rc = rc < 0 ? rc : 0;
-    char *text = rc >= 0 && cJSON_GetArraySize(m) ? cJSON_PrintUnformatted(m) : NULL;
-    if (rc >= 0 && cJSON_GetArraySize(m) && !text)
+    char *text = NULL;
+    if (rc == 0 && cJSON_GetArraySize(m) && !(text = cJSON_PrintUnformatted(m)))
         rc = RG_ENOMEM;
     sess_emul_call c[SESS_EMUL_CALLS];
-    int n = rc >= 0 ? sess_emul_calls(text, 1, c) : 0;
-    if (rc >= 0 && n < 0)
+    int n = rc == 0 ? sess_emul_calls(text, 1, c) : 0;
+    if (n < 0)
         rc = n;
     if (rc < 0) {
         free(text);
