@@ -125,7 +125,8 @@ void sess_page_event(void *ud, const char *session_id, const char *method, const
         cJSON_AddStringToObject(d, "message", sess_jstr(params, "message"));
         cJSON_AddBoolToObject(d, "dismissed", !accept);
     } else if (!strncmp(method, "Network.", 8)) {
-        sess_netlog_event(t, method, params); /* kept for the network op, not reported */
+        /* kept for the network op, not reported */
+        sess_netlog_event(t, session_id, method, params);
         return;
     } else if (!strcmp(method, "Runtime.exceptionThrown") || !strcmp(method, "Log.entryAdded")) {
         sess_console_event(t, method, params, NULL); /* kept for the console op, not reported */

@@ -130,7 +130,7 @@ static int site_icon(const char *url, const char *type)
 }
 
 /* A request sent (reader thread, under l->mu). */
-static void sent_locked(struct sess_netlog *l, sess_tab *t, const cJSON *p)
+static void sent_locked(struct sess_netlog *l, sess_tab *t, const char *sender, const cJSON *p)
 {
     const cJSON *rq = cJSON_GetObjectItemCaseSensitive(p, "request");
     const char *url = sess_jstr(rq, "url"), *id = sess_jstr(p, "requestId");
@@ -161,6 +161,7 @@ static void sent_locked(struct sess_netlog *l, sess_tab *t, const cJSON *p)
     e->url = u;
     snprintf(e->id, sizeof e->id, "%s", id);
     snprintf(e->tab, sizeof e->tab, "%s", t->id);
+    snprintf(e->sender, sizeof e->sender, "%s", sender ? sender : "");
     snprintf(e->method, sizeof e->method, "%s", sess_jstr(rq, "method"));
     snprintf(e->type, sizeof e->type, "%s", sess_jstr(p, "type"));
     e->start_ms = ms_of(cJSON_GetObjectItemCaseSensitive(p, "timestamp"));
@@ -169,14 +170,14 @@ static void sent_locked(struct sess_netlog *l, sess_tab *t, const cJSON *p)
     e->ts_ms = cJSON_IsNumber(wall) ? (int64_t)(wall->valuedouble * 1000.0) : 0;
 }
 
-void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params)
+void sess_netlog_event(sess_tab *t, const char *session_id, const char *method, const cJSON *params)
 {
     struct sess_netlog *l = t->s->netlog;
     if (!l)
         return;
     pthread_mutex_lock(&l->mu);
     if (!strcmp(method, "Network.requestWillBeSent")) {
-        sent_locked(l, t, params);
+        sent_locked(l, t, session_id, params);
     } else if (l->ring) {
         sess_net_req *e = find_locked(l, t->id, sess_jstr(params, "requestId"));
         if (!e) {
@@ -192,6 +193,37 @@ void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params)
             snprintf(e->failure, sizeof e->failure, "%s", *why ? why : "failed");
             ended(e, cJSON_GetObjectItemCaseSensitive(params, "timestamp"));
         }
+    }
+    pthread_mutex_unlock(&l->mu);
+}
+
+/*
+ * A frame of another site or a worker has its own DevTools session, and
+ * what it sent is reported on that session only. Once the session ends
+ * (the frame removed or navigated into the page's process, the worker
+ * done) the browser cancels its loads but tells no one: without this,
+ * such a request would stay waiting until it left the ring, and keep
+ * `wait {load: "networkidle"}` from ever seeing the tab quiet (Playwright
+ * drops a detached frame's requests too).
+ */
+void sess_netlog_senders_gone(sess_tab *t, const char (*sessions)[64], int n)
+{
+    struct sess_netlog *l = t->s->netlog;
+    if (!l || n <= 0)
+        return;
+    pthread_mutex_lock(&l->mu);
+    uint64_t oldest = l->seq > SESS_NET_KEPT ? l->seq - SESS_NET_KEPT + 1 : 1;
+    for (uint64_t q = oldest > l->base ? oldest : l->base + 1; l->ring && q <= l->seq; q++) {
+        sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
+        if (e->seq != q || e->done || strcmp(e->tab, t->id))
+            continue;
+        for (int i = 0; i < n; i++)
+            if (!strcmp(e->sender, sessions[i])) {
+                snprintf(e->failure, sizeof e->failure,
+                         "net::ERR_ABORTED (its frame or worker went away)");
+                ended(e, NULL);
+                break;
+            }
     }
     pthread_mutex_unlock(&l->mu);
 }

@@ -317,7 +317,11 @@ void sess_netlog_free(struct sess_netlog *l);
 /** Forgets the kept requests (with the context); the count goes on. */
 void sess_netlog_clear(sess *s);
 /** A Network event of tab t (reader thread). */
-void sess_netlog_event(sess_tab *t, const char *method, const cJSON *params);
+void sess_netlog_event(sess_tab *t, const char *session_id, const char *method,
+                       const cJSON *params);
+/* The frames and workers on these DevTools sessions went away: their
+   requests still waiting are over (the browser will say no more of them). */
+void sess_netlog_senders_gone(sess_tab *t, const char (*sessions)[64], int n);
 /** The URL policy refused a request of s's page to url, for why (without
     the egress proxy: intercept.c; any thread). The network op names it. */
 void sess_netlog_refused(sess *s, const char *url, const char *why);

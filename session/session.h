@@ -647,6 +647,7 @@ typedef struct sess_net_req {
     uint64_t seq;          /* 1, 2, ...: the session's count of requests when it was sent */
     char id[48];           /* the browser's request id, while the request may still change */
     char tab[16];
+    char sender[64]; /* the DevTools session it came on: page, frame or worker */
     char method[16];
     char type[24];         /* the browser's resource type: Document, XHR, Fetch, Script, ... */
     char *url;             /* clipped at SESS_NET_URL_MAX bytes */

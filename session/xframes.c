@@ -133,11 +133,12 @@ void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params)
 
 /* Drops the frame on session sid and every frame under it (their sessions
    end with it, whether or not the browser says so for each); their
-   subscriptions into subs. Under m->mu. */
-static int drop_frames(sess_tab *t, const char *sid, int *subs)
+   subscriptions into subs, and sid with the dropped frames' sessions into
+   gone (*n_gone of them). Under m->mu. */
+static int drop_frames(sess_tab *t, const char *sid, int *subs,
+                       char (*gone)[64] /* SESS_XFRAMES_MAX + 1 */, int *n_gone_out)
 {
     int n = 0;
-    char gone[SESS_XFRAMES_MAX + 1][64]; /* sid, then each dropped frame's */
     int n_gone = 0;
     snprintf(gone[n_gone++], sizeof gone[0], "%s", sid);
     for (int g = 0; g < n_gone; g++) {
@@ -153,6 +154,7 @@ static int drop_frames(sess_tab *t, const char *sid, int *subs)
             *x = t->xf[--t->n_xf];
         }
     }
+    *n_gone_out = n_gone;
     return n;
 }
 
@@ -161,11 +163,14 @@ void sess_xframe_detached(sess_tab *t, const cJSON *params)
     sess *s = t->s;
     const char *sid = sess_jstr(params, "sessionId");
     int subs[SESS_XFRAMES_MAX];
+    char gone[SESS_XFRAMES_MAX + 1][64];
+    int n_gone;
     if (!*sid)
         return;
     pthread_mutex_lock(&s->m->mu);
-    int n = drop_frames(t, sid, subs);
+    int n = drop_frames(t, sid, subs, gone, &n_gone);
     pthread_mutex_unlock(&s->m->mu);
+    sess_netlog_senders_gone(t, (const char(*)[64])gone, n_gone);
     for (int i = 0; s->lease && i < n; i++)
         cdp_unsubscribe(pool_lease_conn(s->lease), subs[i]);
 }

@@ -2017,6 +2017,33 @@ static void test_wait_for_load_and_network_idle(void **state)
     if (status != 504 || !why || !strstr(why, "1 request waiting"))
         fail_msg("a request that never answers: %d %s", status, cJSON_PrintUnformatted(r));
     cJSON_Delete(r);
+    /* A frame of another site (a renderer and a DevTools session of its
+       own) waits on a request that never answers: the page is busy until
+       the frame is taken away, and quiet after it, though the browser
+       reports nothing more of that frame's request. */
+    page_url("hang-frame.html", url, sizeof url);
+    snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", url);
+    cJSON_Delete(expect_ok(&gw, sid, body));
+    snprintf(body, sizeof body, "/v1/sessions/%s", sid);
+    r = post_json(body, "{\"op\":\"wait\",\"args\":{\"load\":\"networkidle\",\"timeout_ms\":1500}}",
+                  0, &status);
+    why = json_str(cJSON_GetObjectItemCaseSensitive(r, "error"), "message");
+    if (status != 504 || !why || !strstr(why, "1 request waiting"))
+        fail_msg("the frame's request: %d %s", status, cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
+    click_shows(sid, "css:#drop", "Dropped");
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"wait\",\"args\":{\"load\":\"networkidle\"}}"));
+    /* and the network op says what became of it */
+    r = network_of(sid, "\"filter\":\"/slow\"");
+    const cJSON *q, *last = NULL;
+    cJSON_ArrayForEach(q, cJSON_GetObjectItemCaseSensitive(result(r), "requests"))
+    {
+        assert_null(cJSON_GetObjectItemCaseSensitive(q, "pending"));
+        last = q;
+    }
+    if (!last || !strstr(json_str(last, "failure"), "went away"))
+        fail_msg("the frame's request: %s", cJSON_PrintUnformatted(r));
+    cJSON_Delete(r);
     close_session(sid);
 }
 
