@@ -265,6 +265,13 @@ static int op_info(gw_cmd *c)
     cJSON *vp = cJSON_AddObjectToObject(c->result, "viewport");
     cJSON_AddNumberToObject(vp, "width", in.width);
     cJSON_AddNumberToObject(vp, "height", in.height);
+    /* what emulate set, as its reply says it ({} for nothing) */
+    cJSON *em = *in.emulation ? cJSON_Parse(in.emulation) : NULL;
+    if (!cJSON_IsObject(em)) {
+        cJSON_Delete(em);
+        em = cJSON_CreateObject();
+    }
+    cJSON_AddItemToObject(c->result, "emulation", em);
     sess_info_free(&in);
     add_capacity(c, cJSON_AddObjectToObject(c->result, "capacity"));
     return 0;

@@ -85,7 +85,9 @@ static rg_redis_script beat_script = {
     ""};
 
 /* KEYS meta lease park want; ARGV me ttl now state url title sx sy blob
-   lease_ms token w h (the viewport, which resize changes). Writes a checkpoint (state 'live') or a park (state
+   lease_ms token w h (the viewport, which resize changes) emul_changed emul
+   (the emulate op's state for session.info, "" for none, written only when
+   it changed since the last save). Writes a checkpoint (state 'live') or a park (state
    'parked', lease and request gone) only while this worker owns the session:
    its fence token, and its lease (or no lease and the meta still naming it
    after a Redis restart). */
@@ -98,6 +100,10 @@ static rg_redis_script save_script = {
     "end\n"
     "redis.call('HSET', KEYS[1], 'state', ARGV[4], 'url', ARGV[5], 'title', ARGV[6],\n"
     "           'sx', ARGV[7], 'sy', ARGV[8], 'last_used', ARGV[3], 'w', ARGV[12], 'h', ARGV[13])\n"
+    "if ARGV[14] == '1' then\n"
+    "  if ARGV[15] == '' then redis.call('HDEL', KEYS[1], 'emul')\n"
+    "  else redis.call('HSET', KEYS[1], 'emul', ARGV[15]) end\n"
+    "end\n"
     "redis.call('PEXPIRE', KEYS[1], ARGV[2])\n"
     "if ARGV[9] ~= '' then redis.call('SET', KEYS[3], ARGV[9], 'PX', ARGV[2])\n"
     "elseif redis.call('EXISTS', KEYS[3]) == 1 then redis.call('PEXPIRE', KEYS[3], ARGV[2]) end\n"
@@ -476,20 +482,25 @@ static int save_state(sess *s, const char *state, const sess_capture *c, const c
     snprintf(lease, sizeof lease, "%d", m->cfg.lease_ms);
     char token[24];
     snprintf(token, sizeof token, "%lld", (long long)s->fence);
+    /* s->media changes on the holder's thread, which this is */
+    unsigned emul_gen = s->media_gen;
+    int emul_changed = emul_gen != s->media_saved_gen;
     const char *args[] = {mk,    lk,  pk,     wk,       m->worker, ttl, now, state,
                           c->url ? c->url : "", c->title ? c->title : "", sx, sy,
-                          blob ? blob : "", lease, token, w, h};
-    size_t lens[17];
-    for (int i = 0; i < 17; i++)
+                          blob ? blob : "", lease, token, w, h, emul_changed ? "1" : "0",
+                          emul_changed && s->media ? s->media : ""};
+    enum { N_ARGS = sizeof args / sizeof *args };
+    size_t lens[N_ARGS];
+    for (int i = 0; i < N_ARGS; i++)
         lens[i] = i == 12 ? (blob ? blob_len : 0) : strlen(args[i]);
     /* A park may wait for replicas (REFGATE_PARK_WAIT_REPLICAS): the one copy
        of the session is then on two servers before its context goes. */
     int parking = !strcmp(state, "parked") && m->cfg.park_wait_replicas > 0;
     int acked = -1;
-    redisReply *rep = parking ? rg_redis_eval_wait(m->redis, &save_script, 4, 13, args, lens,
-                                                   m->cfg.park_wait_replicas,
+    redisReply *rep = parking ? rg_redis_eval_wait(m->redis, &save_script, 4, N_ARGS - 4, args,
+                                                   lens, m->cfg.park_wait_replicas,
                                                    m->cfg.park_wait_timeout_ms, &acked)
-                              : rg_redis_eval(m->redis, &save_script, 4, 13, args, lens);
+                              : rg_redis_eval(m->redis, &save_script, 4, N_ARGS - 4, args, lens);
     int r = !rep                                  ? RG_EUNAVAIL
             : rep->type != REDIS_REPLY_INTEGER    ? RG_EINTERNAL
             : rep->integer == 1                   ? 0
@@ -497,8 +508,10 @@ static int save_state(sess *s, const char *state, const sess_capture *c, const c
     if (rep && rep->type == REDIS_REPLY_ERROR)
         rg_log(RG_LOG_ERROR, "session", "save of %s failed: %s", s->id, rep->str);
     freeReplyObject(rep);
-    if (r == 0)
+    if (r == 0) {
         sess_lease_confirmed(s);
+        s->media_saved_gen = emul_gen;
+    }
     if (r == 0 && parking && acked < m->cfg.park_wait_replicas) {
         /* Written on the master, not known to be on a replica: a failover now loses it. */
         rg_log(RG_LOG_WARN, "session", "%s: park acknowledged by %d of %d replicas in %d ms",
@@ -630,7 +643,7 @@ static void checkpoint(sess *s, int full, int defer)
     }
     uint64_t h = rc == 0 ? checkpoint_hash(&c) : 0;
     /* Nothing moved since the last write: Redis already has it. */
-    if (rc == 0 && (blob || h != s->last_ckpt)) {
+    if (rc == 0 && (blob || h != s->last_ckpt || s->media_gen != s->media_saved_gen)) {
         rc = save_state(s, "live", &c, blob, len);
         if (rc == 0) {
             s->last_ckpt = h;

@@ -651,7 +651,8 @@ void sess_info_free(sess_info *i)
 {
     free(i->url);
     free(i->title);
-    i->url = i->title = NULL;
+    free(i->emulation);
+    i->url = i->title = i->emulation = NULL;
 }
 
 /* Queues the three reads of sid's info (tenant and sid valid): its meta,
@@ -694,7 +695,8 @@ static int info_from(redisReply *const rs[3], sess_info *out)
     out->last_used_ms = (int64_t)sess_hash_num(meta, "last_used");
     out->width = (int)sess_hash_num(meta, "w");
     out->height = (int)sess_hash_num(meta, "h");
-    if (!out->url || !out->title) {
+    out->emulation = strdup(sess_hash_str(meta, "emul"));
+    if (!out->url || !out->title || !out->emulation) {
         sess_info_free(out);
         return RG_ENOMEM;
     }

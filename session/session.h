@@ -489,6 +489,8 @@ typedef struct sess_info {
     char *url, *title;     /* owned */
     int64_t created_ms, last_used_ms;
     int width, height;
+    char *emulation;       /* owned: the emulate op's state as of the last checkpoint, a JSON
+                              object, "" when nothing is emulated */
     size_t parked_bytes;   /* the captured state (cookies, storage, URL...) */
 } sess_info;
 

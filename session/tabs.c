@@ -978,6 +978,7 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
     pthread_mutex_lock(&s->m->mu);
     char *was = s->media;
     s->media = text;
+    s->media_gen++;
     pthread_mutex_unlock(&s->m->mu);
     free(was);
     emulate_elsewhere(s, c, n, 0);
@@ -993,6 +994,7 @@ static void set_state(sess *s, const char *state)
     pthread_mutex_lock(&s->m->mu);
     char *was = s->media;
     s->media = copy;
+    s->media_gen++;
     pthread_mutex_unlock(&s->m->mu);
     free(was);
 }

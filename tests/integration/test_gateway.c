@@ -1858,15 +1858,37 @@ static int outline_has(const char *sid, const char *text)
  * A position answers the page's geolocation, which a session otherwise
  * denies. Bad values are refused and change nothing; {} stops each.
  */
+/* What session.info (read from Redis) says sid emulates: the header's value
+   ("" without it), and the position's latitude (0 without one); the count
+   of emulated args as the result. */
+static int info_emulates(const char *sid, const char *header, char *value, size_t len,
+                         double *latitude)
+{
+    cJSON *r = expect_ok(&gw, sid, "{\"op\":\"session.info\"}");
+    const cJSON *em = cJSON_GetObjectItemCaseSensitive(result(r), "emulation");
+    if (!cJSON_IsObject(em))
+        fail_msg("no emulation in %s", cJSON_PrintUnformatted(r));
+    snprintf(value, len, "%s",
+             json_str(cJSON_GetObjectItemCaseSensitive(em, "headers"), header));
+    const cJSON *lat = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(em, "geolocation"), "latitude");
+    *latitude = cJSON_IsNumber(lat) ? lat->valuedouble : 0;
+    int n = cJSON_GetArraySize(em);
+    cJSON_Delete(r);
+    return n;
+}
+
 static void test_emulate_network_and_position(void **state)
 {
     (void)state;
-    char sid[64], url[256], body[512], echo[256];
+    char sid[64], url[256], body[512], echo[256], v[64];
+    double lat;
     const char *token = "x-agent-token: t-42";
     create("geo.html", sid);
     page_url("geo.html", url, sizeof url);
     httpd_url(gw.pages, "/echo-headers", echo, sizeof echo);
     click_shows(sid, "css:#where", "No position: 1");
+    assert_int_equal(info_emulates(sid, "X-Agent-Token", v, sizeof v, &lat), 0);
     cJSON *r = expect_ok(&gw, sid,
                          "{\"op\":\"emulate\",\"args\":{\"headers\":{\"X-Agent-Token\":\"t-42\"},"
                          "\"geolocation\":{\"latitude\":52.5,\"longitude\":13.25,"
@@ -1874,6 +1896,10 @@ static void test_emulate_network_and_position(void **state)
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(result(r), "headers");
     assert_string_equal(json_str(h, "X-Agent-Token"), "t-42");
     cJSON_Delete(r);
+    /* session.info says so, from the checkpoint the reply wrote */
+    assert_int_equal(info_emulates(sid, "X-Agent-Token", v, sizeof v, &lat), 2);
+    assert_string_equal(v, "t-42");
+    assert_true(lat == 52.5);
     click_shows(sid, "css:#where", "At 52.5 13.25 within 10");
     click_shows(sid, "css:#fetch", "Fetched x-agent-token: t-42");
     snprintf(body, sizeof body, "{\"op\":\"navigate\",\"args\":{\"url\":\"%s\"}}", echo);
@@ -1919,6 +1945,7 @@ static void test_emulate_network_and_position(void **state)
     click_shows(sid, "css:#fetch", "Fetch failed");
     /* a restore loads the page again, then goes offline */
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    assert_int_equal(info_emulates(sid, "X-Agent-Token", v, sizeof v, &lat), 3); /* offline */
     shows(sid, "Nothing yet");
     click_shows(sid, "css:#online", "Online false");
     click_shows(sid, "css:#fetch", "Fetch failed");
@@ -1938,6 +1965,8 @@ static void test_emulate_network_and_position(void **state)
     cJSON_Delete(r);
     assert_true(outline_has(sid, token));
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"session.park\"}"));
+    assert_int_equal(info_emulates(sid, "X-Agent-Token", v, sizeof v, &lat), 2);
+    assert_string_equal(v, "t-42");
     assert_true(outline_has(sid, token));
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"tab.select\",\"args\":{\"tab\":\"t1\"}}"));
     click_shows(sid, "css:#where", "At 52.5 13.25 within 10");
@@ -1950,6 +1979,7 @@ static void test_emulate_network_and_position(void **state)
     r = expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"headers\":{},\"geolocation\":{}}}");
     assert_int_equal(cJSON_GetArraySize(result(r)), 0);
     cJSON_Delete(r);
+    assert_int_equal(info_emulates(sid, "X-Agent-Token", v, sizeof v, &lat), 0);
     ref_of(sid, "button", "Fetch", ref);
     snprintf(body, sizeof body, "{\"op\":\"click\",\"args\":{\"target\":\"%s\"}}", ref);
     cJSON_Delete(expect_ok(&gw, sid, body));
