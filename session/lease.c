@@ -643,7 +643,7 @@ static void checkpoint(sess *s, int full, int defer)
     }
     uint64_t h = rc == 0 ? checkpoint_hash(&c) : 0;
     /* Nothing moved since the last write: Redis already has it. */
-    if (rc == 0 && (blob || h != s->last_ckpt || s->media_gen != s->media_saved_gen)) {
+    if (rc == 0 && (blob || h != s->last_ckpt)) {
         rc = save_state(s, "live", &c, blob, len);
         if (rc == 0) {
             s->last_ckpt = h;

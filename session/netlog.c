@@ -80,12 +80,18 @@ void sess_netlog_clear(sess *s)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* The seq of the oldest request still kept (under l->mu): in the ring and
+   after the last clear. Above l->seq when none is. */
+static uint64_t first_kept(const struct sess_netlog *l)
+{
+    uint64_t oldest = l->seq > SESS_NET_KEPT ? l->seq - SESS_NET_KEPT + 1 : 1;
+    return oldest > l->base ? oldest : l->base + 1;
+}
+
 /* The kept request of the browser's id (under l->mu), newest first, or NULL. */
 static sess_net_req *find_locked(struct sess_netlog *l, const char *tab, const char *id)
 {
-    uint64_t oldest = l->seq > SESS_NET_KEPT ? l->seq - SESS_NET_KEPT + 1 : 1;
-    if (oldest <= l->base)
-        oldest = l->base + 1;
+    uint64_t oldest = first_kept(l);
     for (uint64_t q = l->seq; q >= oldest && q > 0; q--) {
         sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
         if (e->seq == q && !strcmp(e->id, id) && !strcmp(e->tab, tab))
@@ -212,8 +218,7 @@ void sess_netlog_senders_gone(sess_tab *t, const char (*sessions)[64], int n)
     if (!l || n <= 0)
         return;
     pthread_mutex_lock(&l->mu);
-    uint64_t oldest = l->seq > SESS_NET_KEPT ? l->seq - SESS_NET_KEPT + 1 : 1;
-    for (uint64_t q = oldest > l->base ? oldest : l->base + 1; l->ring && q <= l->seq; q++) {
+    for (uint64_t q = first_kept(l); l->ring && q <= l->seq; q++) {
         sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
         if (e->seq != q || e->done || strcmp(e->tab, t->id))
             continue;
@@ -320,8 +325,7 @@ int sess_network_quiet(sess *s, int timeout_ms, char *err, size_t errlen)
         int pending = 0;
         int64_t last = 0;
         pthread_mutex_lock(&l->mu);
-        uint64_t oldest = l->seq > SESS_NET_KEPT ? l->seq - SESS_NET_KEPT + 1 : 1;
-        for (uint64_t q = oldest > l->base ? oldest : l->base + 1; l->ring && q <= l->seq; q++) {
+        for (uint64_t q = first_kept(l); l->ring && q <= l->seq; q++) {
             const sess_net_req *e = &l->ring[q % SESS_NET_KEPT];
             if (e->seq != q || strcmp(e->tab, s->cur->id))
                 continue;

@@ -128,8 +128,9 @@ struct sess {
     char *emul_ua;                 /* Emulation.setUserAgentOverride params a new tab gets, or NULL */
     char *media;                   /* the emulate op's state, a JSON object of its args, or NULL;
                                       swapped under m->mu (new tabs read it) */
-    unsigned media_gen;            /* media's changes, and the last one the meta in Redis has */
-    unsigned media_saved_gen;      /* (session.info reads it there): the holder's */
+    unsigned media_gen;            /* counts media's changes (the holder's thread) */
+    unsigned media_saved_gen;      /* media_gen when the meta in Redis, which session.info
+                                      reads, last got media */
     int tabs_changed;              /* atomic: a tab opened or closed since the last full checkpoint */
     int pending;                   /* the holder made a page: the next one without opener is it */
     char pending_id[SESS_TAB_ID_MAX]; /* the id it takes ("": the next number); m->mu */

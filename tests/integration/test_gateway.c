@@ -1850,14 +1850,6 @@ static int outline_has(const char *sid, const char *text)
     return has;
 }
 
-/*
- * emulate's network and position. Extra headers go with every request: the
- * document, the page's fetch, a frame of another site's, a new tab's, and the
- * pages a restore loads again. offline fails the page's requests and
- * navigations until it stops; a restore loads its page, then is offline.
- * A position answers the page's geolocation, which a session otherwise
- * denies. Bad values are refused and change nothing; {} stops each.
- */
 /* What session.info (read from Redis) says sid emulates: the header's value
    ("" without it), and the position's latitude (0 without one); the count
    of emulated args as the result. */
@@ -1878,6 +1870,14 @@ static int info_emulates(const char *sid, const char *header, char *value, size_
     return n;
 }
 
+/*
+ * emulate's network and position. Extra headers go with every request: the
+ * document, the page's fetch, a frame of another site's, a new tab's, and the
+ * pages a restore loads again. offline fails the page's requests and
+ * navigations until it stops; a restore loads its page, then is offline.
+ * A position answers the page's geolocation, which a session otherwise
+ * denies. Bad values are refused and change nothing; {} stops each.
+ */
 static void test_emulate_network_and_position(void **state)
 {
     (void)state;
