@@ -176,8 +176,14 @@ $(LIB_MCP): $(call obj,$(MCP_SRC))
 
 $(SERVER): $(call obj,gateway/main.c) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
+# refgate-cli is one process per command, as agents call it, so its start is on
+# every command's path. Without PIE, and with the libraries Debian ships as
+# archives linked in, the loader relocates nothing of libcrypto and the process
+# touches about 75 pages instead of 210: `perf stat -r 300 refgate-cli --help`
+# took 3.5 ms instead of 5.9 (/bin/true: 2.8). cJSON has no archive in Debian.
+CLI_LDLIBS := -Wl,-Bstatic -lhiredis -lmsgpackc -lcrypto -Wl,-Bdynamic -lcjson -lpthread
 $(CLI): $(call obj,$(CLI_SRC)) $(LIBS_REFGATE)
-	$(CC) $(SANFLAGS) -o $@ $^ $(LDLIBS_ALL)
+	$(CC) $(SANFLAGS) -no-pie -o $@ $^ $(CLI_LDLIBS)
 
 # The observer's JavaScript: its sections joined in name order, then embedded
 # with .incbin (found through the assembler's include path); rebuilt when a
