@@ -180,7 +180,10 @@ $(SERVER): $(call obj,gateway/main.c) $(LIBS_REFGATE)
 # every command's path. Without PIE, and with the libraries Debian ships as
 # archives linked in, the loader relocates nothing of libcrypto and the process
 # touches about 75 pages instead of 210: `perf stat -r 300 refgate-cli --help`
-# took 3.5 ms instead of 5.9 (/bin/true: 2.8). cJSON has no archive in Debian.
+# took 2.7-3.4 ms instead of 5.5-6.3 (/bin/true: 2.6), an observe about 4 ms
+# less (docs/benchmarks.md, 6 December). With PIE the archives alone gave a
+# third of that. The CLI's own image is not randomized then (its libraries
+# are): a trade taken for a short-lived client. cJSON has no archive in Debian.
 CLI_LDLIBS := -Wl,-Bstatic -lhiredis -lmsgpackc -lcrypto -Wl,-Bdynamic -lcjson -lpthread
 $(CLI): $(call obj,$(CLI_SRC)) $(LIBS_REFGATE)
 	$(CC) $(SANFLAGS) -no-pie -o $@ $^ $(CLI_LDLIBS)
