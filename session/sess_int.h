@@ -435,14 +435,18 @@ typedef struct sess_emul_call {
     char *params;
 } sess_emul_call;
 #define SESS_EMUL_CALLS 4
+/* The kinds of emulation, one page call each. */
+#define SESS_EMUL_MEDIA 1u    /* color scheme and the other media features, the media type */
+#define SESS_EMUL_NETWORK 2u  /* offline */
+#define SESS_EMUL_HEADERS 4u  /* extra request headers */
+#define SESS_EMUL_POSITION 8u /* geolocation */
 /**
  * The page calls for the emulation state (sess->media's JSON text, NULL for
- * none) into out: with all, one per kind (media, network conditions, extra
- * headers, position), taking back what is not emulated; without, only those
- * for what is. The count (0 to SESS_EMUL_CALLS; sess_emul_calls_free), or
- * RG_ENOMEM with none to free.
+ * none) into out: one for each kind in kinds, taking it back where the state
+ * has none of it; with kinds 0, one for each kind the state has. The count (0
+ * to SESS_EMUL_CALLS; sess_emul_calls_free), or RG_ENOMEM with none to free.
  */
-int sess_emul_calls(const char *state, int all, sess_emul_call *out);
+int sess_emul_calls(const char *state, unsigned kinds, sess_emul_call *out);
 void sess_emul_calls_free(sess_emul_call *c, int n);
 /** Sends what is emulated (s->media, read under m->mu) to a new tab's or frame's DevTools
     session, in order on the pipe, waiting for nothing (the browser's reader thread). */

@@ -740,17 +740,19 @@ void sess_emul_calls_free(sess_emul_call *c, int n)
         free(c[i].params);
 }
 
-int sess_emul_calls(const char *state, int all, sess_emul_call *out)
+int sess_emul_calls(const char *state, unsigned kinds, sess_emul_call *out)
 {
     cJSON *m = state ? cJSON_Parse(state) : NULL;
-    if (!m && (!all || !(m = cJSON_CreateObject())))
-        return all ? RG_ENOMEM : 0;
+    if (!m && (!kinds || !(m = cJSON_CreateObject())))
+        return kinds ? RG_ENOMEM : 0;
+/* a kind asked for, or (kinds 0) one the state has */
+#define WANTED(kind, has) ((kinds & (kind)) || (!kinds && (has)))
     int n = 0, media = 0;
     rg_buf q;
     rg_buf_init(&q);
     for (size_t i = 0; i < N_MEDIA_ARGS; i++)
         media |= cJSON_GetObjectItemCaseSensitive(m, media_args[i].arg) != NULL;
-    if (all || media) {
+    if (WANTED(SESS_EMUL_MEDIA, media)) {
         const cJSON *type = cJSON_GetObjectItemCaseSensitive(m, "media");
         rg_buf_printf(&q, "{\"media\":\"%s\",\"features\":[",
                       cJSON_IsString(type) ? type->valuestring : "");
@@ -766,7 +768,7 @@ int sess_emul_calls(const char *state, int all, sess_emul_call *out)
         out[n++].params = q.failed ? NULL : strdup(q.data);
     }
     int offline = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(m, "offline"));
-    if (all || offline) {
+    if (WANTED(SESS_EMUL_NETWORK, offline)) {
         rg_buf_reset(&q);
         rg_buf_printf(&q,
                       "{\"offline\":%s,\"latency\":0,\"downloadThroughput\":-1,"
@@ -776,7 +778,7 @@ int sess_emul_calls(const char *state, int all, sess_emul_call *out)
         out[n++].params = q.failed ? NULL : strdup(q.data);
     }
     const cJSON *h = cJSON_GetObjectItemCaseSensitive(m, "headers");
-    if (all || h) {
+    if (WANTED(SESS_EMUL_HEADERS, h != NULL)) {
         char *text = h ? cJSON_PrintUnformatted(h) : NULL;
         rg_buf_reset(&q);
         rg_buf_printf(&q, "{\"headers\":%s}", text ? text : "{}");
@@ -785,7 +787,10 @@ int sess_emul_calls(const char *state, int all, sess_emul_call *out)
         out[n++].params = q.failed || (h && !text) ? NULL : strdup(q.data);
     }
     const cJSON *g = cJSON_GetObjectItemCaseSensitive(m, "geolocation");
-    if (g) {
+    if (WANTED(SESS_EMUL_POSITION, g != NULL) && !g) {
+        out[n].method = "Emulation.clearGeolocationOverride";
+        out[n++].params = strdup("{}");
+    } else if (WANTED(SESS_EMUL_POSITION, g != NULL)) {
         const cJSON *acc = cJSON_GetObjectItemCaseSensitive(g, "accuracy");
         rg_buf_reset(&q);
         rg_buf_printf(&q, "{\"latitude\":%.17g,\"longitude\":%.17g,\"accuracy\":%.17g}",
@@ -794,10 +799,8 @@ int sess_emul_calls(const char *state, int all, sess_emul_call *out)
                       cJSON_IsNumber(acc) ? acc->valuedouble : 0.0);
         out[n].method = "Emulation.setGeolocationOverride";
         out[n++].params = q.failed ? NULL : strdup(q.data);
-    } else if (all) {
-        out[n].method = "Emulation.clearGeolocationOverride";
-        out[n++].params = strdup("{}");
     }
+#undef WANTED
     rg_buf_destroy(&q);
     cJSON_Delete(m);
     for (int i = 0; i < n; i++) {
@@ -851,16 +854,19 @@ int sess_emul_apply(sess *s)
     return rc;
 }
 
-/* The emulate args in changes, checked, on m (the state): 0, or RG_EBADREQ (none given, or one
-   refused) with m half changed (it is the caller's copy). */
-static int merge_emulation(cJSON *m, const cJSON *changes, char *err, size_t errlen)
+/* The emulate args in changes, checked, on m (the state), and the kinds they name into *kinds:
+   0, or RG_EBADREQ (none given, or one refused) with m half changed (it is the caller's copy). */
+static int merge_emulation(cJSON *m, const cJSON *changes, unsigned *kinds, char *err,
+                           size_t errlen)
 {
     int given = 0;
+    *kinds = 0;
     for (size_t i = 0; i < N_MEDIA_ARGS; i++) {
         const cJSON *v = cJSON_GetObjectItemCaseSensitive(changes, media_args[i].arg);
         if (!v)
             continue;
         given++;
+        *kinds |= SESS_EMUL_MEDIA;
         const char *const *ok = media_args[i].values;
         int known = cJSON_IsString(v) && !*v->valuestring;
         for (int k = 0; ok[k] && !known; k++)
@@ -875,6 +881,7 @@ static int merge_emulation(cJSON *m, const cJSON *changes, char *err, size_t err
     const cJSON *off = cJSON_GetObjectItemCaseSensitive(changes, "offline");
     if (off) {
         given++;
+        *kinds |= SESS_EMUL_NETWORK;
         if (!cJSON_IsBool(off))
             return rg_errf(err, errlen, RG_EBADREQ, "args.offline must be a boolean");
         cJSON_DeleteItemFromObjectCaseSensitive(m, "offline");
@@ -887,6 +894,7 @@ static int merge_emulation(cJSON *m, const cJSON *changes, char *err, size_t err
         if (!v)
             continue;
         given++;
+        *kinds |= i == 0 ? SESS_EMUL_HEADERS : SESS_EMUL_POSITION;
         int rc = !cJSON_IsObject(v)
                      ? rg_errf(err, errlen, RG_EBADREQ, "args.%s must be a map", maps[i])
                  : i == 0 ? check_headers(v, err, errlen)
@@ -935,13 +943,14 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
     cJSON *m = s->media ? cJSON_Parse(s->media) : cJSON_CreateObject();
     if (!m)
         return RG_ENOMEM;
-    /* every value checked before anything changes */
-    int rc = merge_emulation(m, changes, err, errlen);
+    /* every value checked before anything changes; only the kinds named are sent */
+    unsigned kinds;
+    int rc = merge_emulation(m, changes, &kinds, err, errlen);
     char *text = NULL;
     if (rc == 0 && cJSON_GetArraySize(m) && !(text = cJSON_PrintUnformatted(m)))
         rc = RG_ENOMEM;
     sess_emul_call c[SESS_EMUL_CALLS];
-    int n = rc == 0 ? sess_emul_calls(text, 1, c) : 0;
+    int n = rc == 0 ? sess_emul_calls(text, kinds, c) : 0;
     if (n < 0)
         rc = n;
     if (rc < 0) {
@@ -962,7 +971,7 @@ int sess_emulate(sess *s, const cJSON *changes, cJSON **now, char *err, size_t e
     if (rc < 0) {
         /* back to what was emulated before, on the page that may have taken part of it */
         sess_emul_call b[SESS_EMUL_CALLS];
-        int nb = sess_emul_calls(s->media, 1, b);
+        int nb = sess_emul_calls(s->media, kinds, b);
         for (int i = 0; i < nb; i++)
             sess_call_async(s, b[i].method, b[i].params, SESS_CALL_TIMEOUT_MS);
         if (nb > 0)
@@ -1018,14 +1027,11 @@ void sess_emul_restore_end(sess *s, const char *state)
 {
     set_state(s, state);
     sess_emul_call c[SESS_EMUL_CALLS];
-    int n = sess_emul_calls(state, 0, c), k = 0;
-    for (int i = 0; i < n; i++)
-        if (!strcmp(c[i].method, "Network.emulateNetworkConditions"))
-            c[k++] = c[i];
-        else
-            free(c[i].params);
-    emulate_elsewhere(s, c, k, 1);
-    sess_emul_calls_free(c, k);
+    int n = sess_emul_calls(state, SESS_EMUL_NETWORK, c);
+    if (n > 0) {
+        emulate_elsewhere(s, c, n, 1);
+        sess_emul_calls_free(c, n);
+    }
 }
 
 void sess_emul_to(sess *s, const char *session_id)

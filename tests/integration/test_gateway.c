@@ -1803,6 +1803,12 @@ static void test_emulate_keeps_its_media(void **state)
     cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"forced_colors\":\"\"}}"));
     const char *now = "Scheme dark, motion reduce, forced off, contrast more, print yes";
     shows(sid, now);
+    /* an emulate of another kind, and its end, leave the media as they are */
+    cJSON_Delete(
+        expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"headers\":{\"X-Probe\":\"1\"}}}"));
+    shows(sid, now);
+    cJSON_Delete(expect_ok(&gw, sid, "{\"op\":\"emulate\",\"args\":{\"headers\":{}}}"));
+    shows(sid, now);
     /* a tab opened afterwards */
     page_url("media.html?second", url, sizeof url);
     snprintf(body, sizeof body, "{\"op\":\"tab.new\",\"args\":{\"url\":\"%s\"}}", url);
