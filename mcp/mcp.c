@@ -17,6 +17,7 @@
 #define _GNU_SOURCE
 #include "mcp/mcp.h"
 
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,16 @@ static const char *str_of(const cJSON *o, const char *k)
 static const char *or_empty(const char *s)
 {
     return s ? s : "";
+}
+
+/* A count in a reply (matches, cleared): 0 when it is missing or not a count, so that a reply
+   of another version is printed, never cast from NaN. */
+static int count_of(const cJSON *o, const char *k)
+{
+    const cJSON *v = item(o, k);
+    return cJSON_IsNumber(v) && v->valuedouble >= 0 && v->valuedouble <= INT_MAX
+               ? (int)v->valuedouble
+               : 0;
 }
 
 /* ---- tool results --------------------------------------------------------- */
@@ -401,7 +412,7 @@ static void t_find(mcp_session *m, const cJSON *a, result *r)
         cJSON_AddTrueToObject(args, "regex");
     if (run(m, r, "observe", args, &reply, &res) < 0)
         return;
-    int n = (int)cJSON_GetNumberValue(item(res, "matches"));
+    int n = count_of(res, "matches");
     const char *q = text ? text : re;
     if (!n)
         add_text(r, "No matches found for %s%s%s.", text ? "\"" : "", q, text ? "\"" : "");
@@ -1223,8 +1234,8 @@ static void t_cookie_delete(mcp_session *m, const cJSON *a, result *r)
     const cJSON *res;
     cJSON_AddStringToObject(args, "name", or_empty(str_of(a, "name")));
     if (run(m, r, "cookies.clear", args, &reply, &res) == 0)
-        add_text(r, "Deleted %d cookie(s) named %s.",
-                 (int)cJSON_GetNumberValue(item(res, "cleared")), or_empty(str_of(a, "name")));
+        add_text(r, "Deleted %d cookie(s) named %s.", count_of(res, "cleared"),
+                 or_empty(str_of(a, "name")));
     cJSON_Delete(reply);
 }
 
@@ -1234,7 +1245,7 @@ static void t_cookie_clear(mcp_session *m, const cJSON *a, result *r)
     cJSON *reply;
     const cJSON *res;
     if (run(m, r, "cookies.clear", NULL, &reply, &res) == 0)
-        add_text(r, "Cleared %d cookie(s).", (int)cJSON_GetNumberValue(item(res, "cleared")));
+        add_text(r, "Cleared %d cookie(s).", count_of(res, "cleared"));
     cJSON_Delete(reply);
 }
 
@@ -1269,8 +1280,7 @@ static void storage_tool(mcp_session *m, const cJSON *a, result *r, const char *
     else if (!strcmp(op, "storage.set"))
         add_text(r, "Set %s item %s.", what, or_empty(key));
     else if (!strcmp(op, "storage.clear"))
-        add_text(r, "Removed %d %s item(s).", (int)cJSON_GetNumberValue(item(res, "cleared")),
-                 what);
+        add_text(r, "Removed %d %s item(s).", count_of(res, "cleared"), what);
     cJSON_Delete(reply);
 }
 
