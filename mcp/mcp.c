@@ -773,6 +773,7 @@ static void t_tabs(mcp_session *m, const cJSON *a, result *r)
         return;
     }
     if (index && (!cJSON_IsNumber(index) || index->valuedouble < 0 ||
+                  index->valuedouble > INT_MAX || /* before the cast below: 1e300 is not an int */
                   index->valuedouble != (int)index->valuedouble)) {
         add_text(r, "error bad_request: index must be a whole number from 0");
         r->error = 1;
