@@ -45,31 +45,56 @@ static int call_with(sess *s, const char *method, const char *key, const char *v
 
 /*
  * What a session may not do: downloads are refused unless the tenant may
- * download (files.c), and permission prompts (geolocation, notifications,
- * camera, microphone, clipboard...) are denied for the context, so no page
- * waits on a prompt nobody can answer.
+ * download (files.c), and the permissions a page would otherwise have to
+ * ask a person for are denied for the context, so no page waits on a
+ * prompt nobody can answer and a page that asks first (permissions.query)
+ * is told "denied", not "prompt". The names are the Permissions API's
+ * (Browser.setPermission takes a PermissionDescriptor): until 6 December
+ * 2026 six of them were PermissionType names ("videoCapture",
+ * "clipboardReadWrite"...), which Chromium refused, so only geolocation
+ * and notifications were denied. Left as Chromium has them: what it grants
+ * without asking (clipboard-write, the motion sensors), and
+ * local-network-access, which the tenant's URL policy and the egress proxy
+ * decide (policy/, egress/).
  */
+static const char *const denied_perms[] = {
+    "{\"name\":\"geolocation\"}",
+    "{\"name\":\"notifications\"}",
+    "{\"name\":\"camera\"}",
+    "{\"name\":\"microphone\"}",
+    "{\"name\":\"midi\",\"sysex\":true}",
+    "{\"name\":\"clipboard-read\"}",
+    "{\"name\":\"idle-detection\"}",
+    "{\"name\":\"window-management\"}",
+    "{\"name\":\"local-fonts\"}",
+    "{\"name\":\"display-capture\"}",
+    "{\"name\":\"captured-surface-control\"}",
+};
+
 static int lock_down(sess *s)
 {
-    static const char *perms[] = {"geolocation",  "notifications", "videoCapture",
-                                  "audioCapture", "midiSysex",     "clipboardReadWrite",
-                                  "sensors",      "idleDetection"};
+    const size_t n = sizeof denied_perms / sizeof *denied_perms;
     const char *ctx = pool_lease_context(s->lease);
     rg_buf q;
     rg_buf_init(&q);
     int rc = sess_files_lock_down(s);
-    for (size_t i = 0; rc == 0 && i < sizeof perms / sizeof *perms; i++) {
+    for (size_t i = 0; rc == 0 && i < n; i++) {
         rg_buf_reset(&q);
-        rg_buf_printf(&q, "{\"permission\":{\"name\":\"%s\"},\"setting\":\"denied\","
-                          "\"browserContextId\":",
-                      perms[i]);
+        rg_buf_printf(
+            &q, "{\"permission\":%s,\"setting\":\"denied\",\"browserContextId\":", denied_perms[i]);
         rg_buf_json_str(&q, ctx, strlen(ctx));
         rg_buf_puts(&q, "}");
-        /* A permission this Chromium does not know is not an error for us. */
-        int r = q.failed ? RG_ENOMEM
-                         : sess_browser_call(s, "Browser.setPermission", q.data,
-                                             SESS_CALL_TIMEOUT_MS, NULL);
-        rc = r == RG_ECDP ? 0 : r;
+        if (q.failed) {
+            rc = RG_ENOMEM;
+        } else if (i + 1 < n) {
+            /* The browser handles them in order: only the last is waited
+               for, so the setup pays one round trip for all of them. */
+            rc = sess_browser_call_async(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS);
+        } else {
+            /* A permission this Chromium does not know is not an error for us. */
+            rc = sess_browser_call(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS, NULL);
+            rc = rc == RG_ECDP ? 0 : rc;
+        }
     }
     rg_buf_destroy(&q);
     return rc;

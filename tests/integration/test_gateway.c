@@ -1882,7 +1882,9 @@ static int info_emulates(const char *sid, const char *header, char *value, size_
  * pages a restore loads again. offline fails the page's requests and
  * navigations until it stops; a restore loads its page, then is offline.
  * A position answers the page's geolocation, which a session otherwise
- * denies. Bad values are refused and change nothing; {} stops each.
+ * denies, as it denies what a page would have to ask a person for (camera,
+ * clipboard reads...). Bad values are refused and change nothing; {} stops
+ * each.
  */
 static void test_emulate_network_and_position(void **state)
 {
@@ -1894,6 +1896,9 @@ static void test_emulate_network_and_position(void **state)
     page_url("geo.html", url, sizeof url);
     httpd_url(gw.pages, "/echo-headers", echo, sizeof echo);
     click_shows(sid, "css:#where", "No position: 1");
+    click_shows(sid, "css:#perms",
+                "Asked: camera denied, microphone denied, clipboard-read denied, midi denied, "
+                "idle-detection denied, local-fonts denied");
     assert_int_equal(info_emulates(sid, "X-Agent-Token", v, sizeof v, &lat), 0);
     cJSON *r = expect_ok(&gw, sid,
                          "{\"op\":\"emulate\",\"args\":{\"headers\":{\"X-Agent-Token\":\"t-42\"},"
