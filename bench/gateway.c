@@ -30,6 +30,11 @@
  *             egress proxy), one of each in turn, `rounds` times after 3
  *             warm-ups: what the gateway adds to a navigation (issue 20's
  *             target: at most 5 ms)
+ *   create    `session.create` with no URL, as an agent starts a session,
+ *             `rounds` times (10, 3 with --quick), each closed again and
+ *             the next CREATE_GAP_MS (2 s) later, an agent's pace: the time
+ *             until the session is there to drive (bench/peer/floor.mjs
+ *             times Playwright's newContext() and newPage() at the same pace)
  *   loop      the agent loop on bench/pages/form.html: navigate, observe,
  *             click "Add a delivery note" by its ref, fill "Email address"
  *             by its ref, observe with diff; one warm-up loop, then `loops`
@@ -91,6 +96,8 @@
  * contexts 4 at a time too.
  */
 #define OPEN_AT_ONCE 4
+/* Between a session's close and the next create in the create section. */
+#define CREATE_GAP_MS 2000
 #define MAX_PROCS 4096
 
 static int quick;
@@ -307,6 +314,33 @@ static int run_navigate(const char *url, struct nav_result *out)
     pool_free(p);
     rmdir(run_dir);
     return 0;
+}
+
+struct create_result {
+    int rounds, errors;
+    double *t;
+};
+
+/* session.create with no URL at an agent's pace: timed, closed, a pause. */
+static int run_create(struct create_result *out)
+{
+    out->rounds = quick ? 3 : 10;
+    out->t = calloc((size_t)out->rounds, sizeof *out->t);
+    if (!out->t)
+        return -1;
+    for (int i = 0; i < out->rounds; i++) {
+        rg_sleep_ms(CREATE_GAP_MS);
+        char sid[64];
+        int64_t t0 = rg_now_us();
+        int rc = gwc_create(NULL, sid);
+        out->t[i] = (double)(rg_now_us() - t0) / 1000.0;
+        if (rc < 0) {
+            out->errors++;
+            continue;
+        }
+        gwc_close_session(sid);
+    }
+    return out->errors == out->rounds ? -1 : 0;
 }
 
 struct act_times {
@@ -784,8 +818,8 @@ static int run_fairness(const char *url, struct fairness_result *out)
 static void usage(void)
 {
     fprintf(stderr, "usage: gateway [--quick] [--only SECTION[,SECTION...]] [--levels N[,N...]] "
-                    "[--secs S]\n  sections: floor, click, observe, navigate, loop, parallel, "
-                    "fairness\n");
+                    "[--secs S]\n  sections: floor, click, observe, navigate, create, loop, "
+                    "parallel, fairness\n");
     exit(2);
 }
 
@@ -858,6 +892,14 @@ static void print_navigate(const char *key, const char *page, struct nav_result 
     gwc_print_mmm("in_worker_ms", nv->inside, nv->rounds);
     printf(",\"added_p50_ms\":%.3f}",
            gwc_pct(nv->gw, nv->rounds, 0.5) - gwc_pct(nv->raw, nv->rounds, 0.5));
+}
+
+static void print_create(struct create_result *cr)
+{
+    printf(",\"create\":{\"rounds\":%d,\"errors\":%d,\"gap_ms\":%d,", cr->rounds, cr->errors,
+           CREATE_GAP_MS);
+    gwc_print_mmm("create_ms", cr->t, cr->rounds);
+    printf("}");
 }
 
 static void print_loop(struct loop_result *lp)
@@ -958,6 +1000,7 @@ int main(int argc, char **argv)
     struct click_result ck = {0};
     struct loop_result lp = {0};
     struct nav_result nv = {0}, nr = {0};
+    struct create_result cr = {0};
     static struct observe_result ob;
     struct fairness_result fa = {0};
     int rc = 0;
@@ -984,6 +1027,10 @@ int main(int argc, char **argv)
                 gwc_pct(nv.raw, nv.rounds, 0.5), gwc_pct(nv.gw, nv.rounds, 0.5),
                 gwc_pct(nr.raw, nr.rounds, 0.5), gwc_pct(nr.gw, nr.rounds, 0.5),
                 (long long)(rg_now_ms() - t0));
+    t0 = rg_now_ms();
+    if (rc == 0 && listed(only, "create") && (rc = run_create(&cr)) == 0)
+        fprintf(stderr, "gateway: create: p50 %.1f ms, %d of %d failed (%lld ms)\n",
+                gwc_pct(cr.t, cr.rounds, 0.5), cr.errors, cr.rounds, (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "loop") && (rc = run_loop(form_url, &lp)) == 0)
         fprintf(stderr, "gateway: loop: %.1f ms per loop, %d of %d ok (%lld ms)\n",
@@ -1017,6 +1064,8 @@ int main(int argc, char **argv)
         print_navigate("navigate", "form", &nv);
         print_navigate("navigate_react", "react", &nr);
     }
+    if (listed(only, "create"))
+        print_create(&cr);
     if (listed(only, "loop"))
         print_loop(&lp);
     if (listed(only, "parallel"))
@@ -1034,6 +1083,7 @@ int main(int argc, char **argv)
     free(nr.raw);
     free(nr.gw);
     free(nr.inside);
+    free(cr.t);
     free(lp.total);
     for (int s = 0; s < STEPS; s++)
         free(lp.step[s]);

@@ -64,6 +64,7 @@ struct browser {
     pool_lease *spares;                /* warm contexts made ahead (pool_set_warm), by ->next */
     int n_spares;
     int warming;                       /* the warmer is making one for it */
+    int64_t leased_ms;                 /* when a lease last began on it (warm or not) */
     struct work_waiter *wq_head, *wq_tail; /* waiting for one, first come first served */
 };
 
@@ -1190,18 +1191,37 @@ out:
 
 /* ---- warm contexts (pool_set_warm) ---- */
 
-/* A ready browser short of warm contexts, with memory for one more (mu held); NULL. */
-static struct browser *needs_spare(pool *p)
+/*
+ * A ready browser short of warm contexts, with memory for one more (mu held);
+ * NULL, with *wait_ms how long until one may be (at most 1000).
+ *
+ * Not within POOL_WARM_DELAY_MS of a lease on the browser: making a context
+ * starts a renderer, about 50 ms of the browser's and a core's time, and
+ * made at once it slowed the very setup whose lease took the last one
+ * (Page.enable and Runtime.enable of a session.create waited 40 to 60 ms
+ * behind it on 2 cores; 6 December 2026, docs/scaling.md). An agent that
+ * creates sessions seconds apart finds one made in between; creates less
+ * than the delay apart make their own, as they would have had to anyway.
+ */
+static struct browser *needs_spare(pool *p, int *wait_ms)
 {
+    *wait_ms = 1000;
     if (!p->warm_prepare || p->cfg.warm_per_browser <= 0 || p->stopping || !memory_room(p))
         return NULL;
     /* Not before the browser's first memory sample: a warm context kept
        from the start would leave it never measured without contexts, and
        what a context costs (sample_memory) never learnt. */
-    for (struct browser *b = p->browsers; b; b = b->next)
-        if (b->state == B_READY && !b->warming && b->n_spares < p->cfg.warm_per_browser &&
-            (b->sample_tried || p->cfg.memory_sample_ms <= 0))
+    int64_t now = rg_now_ms();
+    for (struct browser *b = p->browsers; b; b = b->next) {
+        if (b->state != B_READY || b->warming || b->n_spares >= p->cfg.warm_per_browser ||
+            !(b->sample_tried || p->cfg.memory_sample_ms <= 0))
+            continue;
+        int64_t left = b->leased_ms + POOL_WARM_DELAY_MS - now;
+        if (left <= 0)
             return b;
+        if (left < *wait_ms)
+            *wait_ms = (int)left;
+    }
     return NULL;
 }
 
@@ -1211,10 +1231,11 @@ static void *warmer_main(void *arg)
     pool *p = arg;
     pthread_mutex_lock(&p->mu);
     while (!p->stopping) {
-        struct browser *b = needs_spare(p);
+        int wait_ms;
+        struct browser *b = needs_spare(p, &wait_ms);
         if (!b) {
             struct timespec ts;
-            rg_deadline(&ts, 1000);
+            rg_deadline(&ts, wait_ms);
             pthread_cond_timedwait(&p->warm_cond, &p->mu, &ts);
             continue;
         }
@@ -1435,8 +1456,11 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             b->refs--; /* the lease holds the ref taken with in_use */
             l->next = NULL;
             p->warm_used++;
-            pthread_cond_signal(&p->warm_cond); /* make the next one */
         }
+        /* The next warm context waits until this lease has had its start
+           (needs_spare); the warmer learns how long. */
+        b->leased_ms = rg_now_ms();
+        pthread_cond_signal(&p->warm_cond);
         pthread_mutex_unlock(&p->mu);
 
         int64_t t_made = rg_now_ms();

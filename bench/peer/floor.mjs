@@ -19,6 +19,11 @@
 //                      /proc/<pid>/smaps_rollup. The zero-context reading is
 //                      taken again before each N, after the previous N's
 //                      contexts are closed and their renderers have exited.
+//   context_paced_ms   10 contexts (3 with --quick) opened one at a time
+//                      (newContext() then newPage()), each closed again and
+//                      the next 2 s later, an agent's pace: median, min, max.
+//                      The peer of bench/gateway.c's create section
+//                      (session.create through nginx at the same pace).
 // `--quick` cuts the evaluate calls to 500, the launches to 1 and N to 10.
 //
 // Usage: node bench/peer/floor.mjs [--quick]   (after sh bench/peer/install.sh)
@@ -170,6 +175,23 @@ async function contexts(browser, root, n) {
     }
 }
 
+// One context and page at a time, PACED_GAP_MS apart, as bench/gateway.c's create section.
+const PACED_GAP_MS = 2000;
+async function pacedContexts(browser) {
+    const times = [];
+    for (let i = 0; i < (quick ? 3 : 10); i++) {
+        await sleep(PACED_GAP_MS);
+        const t0 = process.hrtime.bigint();
+        const context = await browser.newContext();
+        await context.newPage();
+        times.push(msSince(t0));
+        await context.close();
+    }
+    const sorted = [...times].sort((a, b) => a - b);
+    return { median: round(median(times), 3), min: round(sorted[0], 3),
+             max: round(sorted[sorted.length - 1], 3), rounds: times.length, gap_ms: PACED_GAP_MS };
+}
+
 async function main() {
     const result = { version: PW_VERSION };
     result.cold_start_ms = round(await coldStart(), 1);
@@ -192,6 +214,7 @@ async function main() {
         result.context_create_ms[n] = round(r.create, 2);
         result.context_pss_mib[n] = round(r.pss, 2);
     }
+    result.context_paced_ms = await pacedContexts(browser);
     await close(browser);
     return result;
 }

@@ -672,6 +672,11 @@ function summary() {
     add('  what the gateway adds to a navigation, p50 [ms]', fig(n.added_p50_ms), '-', undefined,
         { on: 'rg', max: 5, text: 'at most 5 ms' });
   }
+  if (g?.create) {
+    const cr = g.create.create_ms, pc = pwFloor?.context_paced_ms;
+    add(`session.create, ${g.create.gap_ms / 1000} s apart, through nginx [ms]`, fig(cr.median, cr.min, cr.max),
+        'Playwright newContext + newPage, as far apart', pc ? fig(pc.median, pc.min, pc.max) : undefined);
+  }
   if (rgFloor && pwFloor) add('cold start of a browser [ms]', fig(rgFloor.cold_start_ms), 'Playwright launch', fig(pwFloor.cold_start_ms));
   // Observe.
   const c = rgObs?.controls, pc = pwObs?.controls, mc = mcpPage('controls');
