@@ -64,7 +64,7 @@ struct browser {
     pool_lease *spares;                /* warm contexts made ahead (pool_set_warm), by ->next */
     int n_spares;
     int warming;                       /* the warmer is making one for it */
-    int64_t leased_ms;                 /* when a lease last began on it (warm or not) */
+    int64_t spare_taken_ms;            /* when a lease last took one of its warm contexts */
     struct work_waiter *wq_head, *wq_tail; /* waiting for one, first come first served */
 };
 
@@ -1195,13 +1195,15 @@ out:
  * A ready browser short of warm contexts, with memory for one more (mu held);
  * NULL, with *wait_ms how long until one may be (at most 1000).
  *
- * Not within POOL_WARM_DELAY_MS of a lease on the browser: making a context
- * starts a renderer, about 50 ms of the browser's and a core's time, and
- * made at once it slowed the very setup whose lease took the last one
- * (Page.enable and Runtime.enable of a session.create waited 40 to 60 ms
- * behind it on 2 cores; 6 December 2026, docs/scaling.md). An agent that
- * creates sessions seconds apart finds one made in between; creates less
- * than the delay apart make their own, as they would have had to anyway.
+ * Not within POOL_WARM_DELAY_MS of a lease taking one of the browser's:
+ * making a context starts a renderer, about 50 ms of the browser's and a
+ * core's time, and made at once it slowed the very setup whose lease took
+ * the last one (Page.enable and Runtime.enable of a session.create waited
+ * 40 to 60 ms behind it on 2 cores; 6 December 2026, docs/scaling.md). An
+ * agent that creates sessions seconds apart finds one made in between.
+ * Leases that come faster find none for a while and make their own, as
+ * they mostly had to anyway; the next is still made POOL_WARM_DELAY_MS
+ * after each take, however many leases come between.
  */
 static struct browser *needs_spare(pool *p, int *wait_ms)
 {
@@ -1216,7 +1218,7 @@ static struct browser *needs_spare(pool *p, int *wait_ms)
         if (b->state != B_READY || b->warming || b->n_spares >= p->cfg.warm_per_browser ||
             !(b->sample_tried || p->cfg.memory_sample_ms <= 0))
             continue;
-        int64_t left = b->leased_ms + POOL_WARM_DELAY_MS - now;
+        int64_t left = b->spare_taken_ms + POOL_WARM_DELAY_MS - now;
         if (left <= 0)
             return b;
         if (left < *wait_ms)
@@ -1456,11 +1458,11 @@ int pool_acquire_with(pool *p, const pool_lease_opts *o, int timeout_ms, pool_le
             b->refs--; /* the lease holds the ref taken with in_use */
             l->next = NULL;
             p->warm_used++;
+            /* The next one waits until this lease has had its start
+               (needs_spare); the warmer learns how long. */
+            b->spare_taken_ms = rg_now_ms();
+            pthread_cond_signal(&p->warm_cond);
         }
-        /* The next warm context waits until this lease has had its start
-           (needs_spare); the warmer learns how long. */
-        b->leased_ms = rg_now_ms();
-        pthread_cond_signal(&p->warm_cond);
         pthread_mutex_unlock(&p->mu);
 
         int64_t t_made = rg_now_ms();

@@ -46,7 +46,7 @@
 #define POOL_RETRY_AFTER_MS 1000     /* hint given with pool_exhausted */
 #define POOL_WORK_PER_BROWSER 2      /* parks and restores a browser runs at once */
 #define POOL_WARM_PER_BROWSER 1      /* contexts a browser keeps made ahead (pool_set_warm) */
-#define POOL_WARM_DELAY_MS 1000      /* from a lease on a browser to its next warm context */
+#define POOL_WARM_DELAY_MS 1000      /* from a lease taking a warm context to the next */
 #define POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
 #define POOL_DISPOSE_TIMEOUT_MS 5000
 #define POOL_MEMORY_SAMPLE_MS 1000   /* how often the browsers' PSS is read */
