@@ -6,11 +6,14 @@
 # MCP server (@playwright/mcp) and agent-browser; React for the agent loop's
 # page too (tests/fixtures/react/install.sh).
 #
-#   floor     bench/floor.c, bench/peer/floor.mjs: the pipe, cold start, contexts
+#   floor     bench/floor.c, bench/peer/floor.mjs: the pipe, cold start,
+#             contexts (and Playwright's newContext + newPage 2 s apart, the
+#             peer of the gateway's session.create)
 #   gateway   bench/gateway.c: everything through nginx on one stack: the
-#             trivial command against the raw pipe, click by ref, observe on
-#             the 5,000-control page with the default registry cap, the agent
-#             loop, 8/16/32 parallel sessions with PSS per session, fairness
+#             trivial command against the raw pipe, click, fill and press by
+#             ref, observe on the 5,000-control page with the default registry
+#             cap, navigate, session.create 2 s apart, the agent loop,
+#             8/16/32 parallel sessions with PSS per session, fairness
 #   loop      bench/loop.c: issue 20's agent loop on the React todo list
 #             (tests/fixtures/react/todo.html), rounds interleaved: refgate
 #             through nginx (msgpack), refgate-cli and agent-browser's CLI,
