@@ -71,32 +71,34 @@ static const char *const denied_perms[] = {
     "{\"name\":\"captured-surface-control\"}",
 };
 
-static int lock_down(sess *s)
+int sess_set_permission(sess *s, const char *descriptor, const char *setting, int wait)
 {
-    const size_t n = sizeof denied_perms / sizeof *denied_perms;
     const char *ctx = pool_lease_context(s->lease);
     rg_buf q;
     rg_buf_init(&q);
-    int rc = sess_files_lock_down(s);
-    for (size_t i = 0; rc == 0 && i < n; i++) {
-        rg_buf_reset(&q);
-        rg_buf_printf(
-            &q, "{\"permission\":%s,\"setting\":\"denied\",\"browserContextId\":", denied_perms[i]);
-        rg_buf_json_str(&q, ctx, strlen(ctx));
-        rg_buf_puts(&q, "}");
-        if (q.failed) {
-            rc = RG_ENOMEM;
-        } else if (i + 1 < n) {
-            /* The browser handles them in order: only the last is waited
-               for, so the setup pays one round trip for all of them. */
-            rc = sess_browser_call_async(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS);
-        } else {
-            /* A permission this Chromium does not know is not an error for us. */
-            rc = sess_browser_call(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS, NULL);
-            rc = rc == RG_ECDP ? 0 : rc;
-        }
-    }
+    rg_buf_printf(&q, "{\"permission\":%s,\"setting\":\"%s\",\"browserContextId\":", descriptor,
+                  setting);
+    rg_buf_json_str(&q, ctx, strlen(ctx));
+    rg_buf_puts(&q, "}");
+    int rc =
+        q.failed ? RG_ENOMEM
+        : wait   ? sess_browser_call(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS, NULL)
+               : sess_browser_call_async(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS);
     rg_buf_destroy(&q);
+    return rc;
+}
+
+static int lock_down(sess *s)
+{
+    const size_t n = sizeof denied_perms / sizeof *denied_perms;
+    int rc = sess_files_lock_down(s);
+    /* The browser handles them in order: only the last is waited for, so
+       the setup pays one round trip for all of them. A permission this
+       Chromium does not know is not an error for us. */
+    for (size_t i = 0; rc == 0 && i < n; i++) {
+        rc = sess_set_permission(s, denied_perms[i], "denied", i + 1 == n);
+        rc = rc == RG_ECDP ? 0 : rc;
+    }
     return rc;
 }
 

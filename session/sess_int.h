@@ -337,6 +337,10 @@ char *sess_cookie_params(const cJSON *cookies, const char *const *keep, size_t n
 /** A Storage call on s's browser context: {"cookies": cookies (JSON text, when not
     NULL), "browserContextId": the context} (park.c). r starts zeroed. */
 int sess_context_call(sess *s, const char *method, const char *cookies, cdp_reply *r);
+/** Browser.setPermission on s's browser context: descriptor is the Permissions API's
+    (JSON text, {"name": ...}), setting "granted", "denied" or "prompt"; waited for when
+    wait is set, else only sent (park.c). */
+int sess_set_permission(sess *s, const char *descriptor, const char *setting, int wait);
 /** Puts a checked storage state into s, fresh and not yet written (state.c): 0, or
     RG_EBADREQ (a cookie the browser refuses) and others, with a sentence in err. */
 int sess_state_apply(sess *s, const cJSON *state, char *err, size_t errlen);

@@ -816,20 +816,7 @@ int sess_emul_calls(const char *state, unsigned kinds, sess_emul_call *out)
    park.c's lock_down leaves it). */
 static int position_permission(sess *s, int granted)
 {
-    const char *ctx = pool_lease_context(s->lease);
-    rg_buf q;
-    rg_buf_init(&q);
-    rg_buf_printf(&q,
-                  "{\"permission\":{\"name\":\"geolocation\"},\"setting\":\"%s\","
-                  "\"browserContextId\":",
-                  granted ? "granted" : "denied");
-    rg_buf_json_str(&q, ctx, strlen(ctx));
-    rg_buf_puts(&q, "}");
-    int rc = q.failed ? RG_ENOMEM
-                      : sess_browser_call(s, "Browser.setPermission", q.data, SESS_CALL_TIMEOUT_MS,
-                                          NULL);
-    rg_buf_destroy(&q);
-    return rc;
+    return sess_set_permission(s, "{\"name\":\"geolocation\"}", granted ? "granted" : "denied", 1);
 }
 
 /* Whether the emulation state text holds a position. */

@@ -1681,8 +1681,9 @@ static void test_console_keeps_what_the_page_said(void **state)
 /* Waits (the wait op, 5 s) until sid's active tab shows text. */
 static void shows(const char *sid, const char *text)
 {
-    char body[200];
-    snprintf(body, sizeof body, "{\"op\":\"wait\",\"args\":{\"text\":\"%s\"}}", text);
+    char body[512];
+    int n = snprintf(body, sizeof body, "{\"op\":\"wait\",\"args\":{\"text\":\"%s\"}}", text);
+    assert_true(n > 0 && (size_t)n < sizeof body);
     cJSON_Delete(expect_ok(&gw, sid, body));
 }
 
@@ -1896,9 +1897,11 @@ static void test_emulate_network_and_position(void **state)
     page_url("geo.html", url, sizeof url);
     httpd_url(gw.pages, "/echo-headers", echo, sizeof echo);
     click_shows(sid, "css:#where", "No position: 1");
+    /* every permission park.c's lock_down denies but geolocation, asked above */
     click_shows(sid, "css:#perms",
-                "Asked: camera denied, microphone denied, clipboard-read denied, midi denied, "
-                "idle-detection denied, local-fonts denied");
+                "Asked: notifications denied, camera denied, microphone denied, clipboard-read "
+                "denied, midi denied, idle-detection denied, window-management denied, "
+                "local-fonts denied, display-capture denied, captured-surface-control denied");
     assert_int_equal(info_emulates(sid, "X-Agent-Token", v, sizeof v, &lat), 0);
     cJSON *r = expect_ok(&gw, sid,
                          "{\"op\":\"emulate\",\"args\":{\"headers\":{\"X-Agent-Token\":\"t-42\"},"
