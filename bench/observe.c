@@ -53,8 +53,14 @@
  * the JSON names the full one (snap); bench/peer/report.mjs measures the text
  * coverage from them.
  *
- * Usage: observe [--quick] [--runs N] [--pages DIR] [--corpus DIR] [--snap DIR]
- *                [PAGE...]
+ * With --elements, every observe but the interactive one asks for what
+ * `observe` with format `elements` (or `both`) gets: the outline with each
+ * element's alternative selectors (the registry's re-binding hints), as an
+ * MCP browser_snapshot with boxes does. No Playwright figure compares to it;
+ * it is for refgate against itself.
+ *
+ * Usage: observe [--quick] [--elements] [--runs N] [--pages DIR] [--corpus DIR]
+ *                [--snap DIR] [PAGE...]
  *   PAGE is "controls" or a file name in the corpus; default: all of them.
  *   Run from the repository root (the directories' defaults are relative).
  */
@@ -95,6 +101,9 @@ static double added_cpu_last;
 
 /* LATER_MS, or 0 with --quick: no third observe. */
 static int later_wait_ms = LATER_MS;
+
+/* --elements: the observes ask for the selectors (format elements) */
+static int with_selectors;
 
 struct result {
     double first[MAX_RUNS], second[MAX_RUNS], later[MAX_RUNS], added[MAX_RUNS], inter[MAX_RUNS];
@@ -169,8 +178,9 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
     if (rc == 0)
         rc = reg_page_new(store, "bench:observe:page", rcfg, &pg);
     /* The text outline, as `observe` with format text (the default) makes it:
-       no alternative selectors, which only the elements list carries. */
-    reg_observe_opts opts = {.timeout_ms = 60000, .no_selectors = 1};
+       no alternative selectors, which only the elements list carries
+       (--elements asks for them). */
+    reg_observe_opts opts = {.timeout_ms = 60000, .no_selectors = !with_selectors};
     if (rc == 0) {
         int64_t t0 = rg_now_us();
         rc = reg_observe(pg, h, &opts, &a);
@@ -391,8 +401,8 @@ static int list_pages(const char *dir, char **out, int max)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: observe [--quick] [--runs N] [--pages DIR] [--corpus DIR] [--snap DIR] "
-                    "[PAGE...]\n");
+    fprintf(stderr, "usage: observe [--quick] [--elements] [--runs N] [--pages DIR] [--corpus DIR] "
+                    "[--snap DIR] [PAGE...]\n");
     exit(2);
 }
 
@@ -407,7 +417,9 @@ int main(int argc, char **argv)
         if (!strcmp(argv[i], "--quick")) {
             runs = 1;
             later_wait_ms = 0;
-        } else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
+        } else if (!strcmp(argv[i], "--elements"))
+            with_selectors = 1;
+        else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             runs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--pages") && i + 1 < argc)
             pages_dir = argv[++i];
@@ -515,7 +527,8 @@ int main(int argc, char **argv)
     httpd_stop(own);
     httpd_stop(corpus);
 
-    printf("{\"chromium\":\"%s\",\"runs\":%d,\"registry_max\":%d,", product, runs, REGISTRY_MAX);
+    printf("{\"chromium\":\"%s\",\"runs\":%d,\"registry_max\":%d,\"selectors\":%s,", product, runs,
+           REGISTRY_MAX, with_selectors ? "true" : "false");
     for (int i = 0; i < n_names; i++)
         if (!strcmp(names[i], "controls")) {
             print_result("controls", &res[i], snaps[i]);

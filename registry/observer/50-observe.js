@@ -208,8 +208,14 @@
        keep: this walk's fragments are kept for the next one */
     var reuse = !!(plan && !plan.full);
     var keep = !!plan && !opts.scope && !opts._prof;
+    /* this observe's number, by which an entry's kept selectors are dated */
+    var seq = ++inc.seq;
     var dirtyRoots = reuse ? plan.roots : null, onPath = reuse ? plan.path : null;
     var frags = inc.frags;
+    /* the latest observe that saw the children of an element above the one
+       walked change (kidsAt): a reused entry's selectors are current when
+       they were made at or after it, its CSS path being the same */
+    var curMax = 0;
     var fresh = !reuse;    /* inside a dirty root (or a full walk): nothing reused */
     var noStore = !keep;   /* inside a shadow tree, slot or frame: nothing kept */
     var sawNocache = false;
@@ -378,6 +384,10 @@
           c.o = e.o || e;
           e = c;
         }
+        /* nothing inside the fragment changed since its entries were made
+           (it would be on the path, and walked): only the elements above it
+           can have moved it */
+        e.cm = curMax;
         nodes.push(e);
       }
       nRefs += fr.refs;
@@ -497,7 +507,13 @@
            followed closely enough to keep anything inside them */
         var ns1 = noStore;
         if (el.shadowRoot || tag === 'slot') { noStore = true; sawNocache = true; }
+        var cm0 = curMax;
+        if (reuse) {
+          var ka = inc.kidsAt.get(el);
+          if (ka > curMax) curMax = ka;
+        }
         if (!sd) walkKids(el, kids2, childDepth, childProle, frame, off, contents ? counter : new Map(), invisible);
+        curMax = cm0;
         noStore = ns1;
       }
       if (include) flushText();
@@ -538,6 +554,12 @@
     } else if (root) {
       if (keep && !reuse) frags = inc.frags = new WeakMap();
       if (root.shadowRoot) noStore = true;
+      if (reuse) {
+        for (var ra = root; ra; ra = ra.parentElement) {
+          var rka = inc.kidsAt.get(ra);
+          if (rka > curMax) curMax = rka;
+        }
+      }
       walkKids(root, root.shadowRoot ? root.shadowRoot : root, 0, 'document', '', [0, 0], new Map(), false);
     }
     flushText();
@@ -675,12 +697,27 @@
       if (n.rf) {
         /* the bounds apart: a delta says "these lines moved by (dx, dy)" */
         line.b = b;
-        var t = '';
-        if (n.frame) t += ',"frame":' + JSON.stringify(n.frame);
-        if (n.ia) t += ',"ia":1';
-        if (prof) t0 = performance.now();
-        if (opts.sel !== false) t += ',"sel":' + JSON.stringify(selectorsOf(e, n.role, name, testid, id));
-        if (prof) tsel += performance.now() - t0;
+        var t;
+        if (opts.sel !== false && n.ts !== undefined && n.cm !== undefined && n.cm <= n.tsAt &&
+            n.tsName === name && n.tsTid === testid && n.tsId === id) {
+          /* kept: same name, test id and id, and the CSS path cannot have
+             changed (no element above it had its children change since) */
+          t = n.ts;
+        } else {
+          t = '';
+          if (n.frame) t += ',"frame":' + JSON.stringify(n.frame);
+          if (n.ia) t += ',"ia":1';
+          if (prof) t0 = performance.now();
+          if (opts.sel !== false) {
+            t += ',"sel":' + JSON.stringify(selectorsOf(e, n.role, name, testid, id));
+            if (keep) {
+              var tgt = n.o || n;
+              n.ts = tgt.ts = t; n.tsAt = tgt.tsAt = seq; n.tsName = tgt.tsName = name;
+              n.tsTid = tgt.tsTid = testid; n.tsId = tgt.tsId = id;
+            }
+          }
+          if (prof) tsel += performance.now() - t0;
+        }
         /* the index and the previous one apart: a delta leaves them to the registry */
         var ip = ',"i":' + last.length;
         var pv = prevIdx.get(e);
@@ -847,7 +884,7 @@
     labels: null,
     sheets: '', media: '', hash: '', modal: null, sx: 0, sy: 0, hover: null, press: null, focus: null,
     forms: [], srcOwners: new Map(), idWatch: new Map(), risk: { key: null },
-    base: null, baseSeq: 0,
+    base: null, baseSeq: 0, seq: 0, kidsAt: new WeakMap(),
     stats: { full: 0, incr: 0, same: 0, reused: 0, delta: 0, warm: 0, pseudo: 0 }
   };
   var mo = null, watched = new WeakSet();
@@ -1136,6 +1173,9 @@
     var whole = new Set(todo);
     for (var c = 0; c < inc.kids.length; c++) {
       var kt = inc.kids[c];
+      /* the CSS paths below kt may change: kept selectors made before this
+         observe (inc.seq + 1, observeOnce) are not used below it */
+      inc.kidsAt.set(kt, inc.seq + 1);
       if (struct || lower(kt) === 'details') todo.push(kt);
       else if (!whole.has(kt)) shallow.add(kt);
     }
