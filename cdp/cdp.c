@@ -84,6 +84,8 @@ struct cdp_conn {
     int64_t next_id;
     struct pending *buckets[CDP_BUCKETS];
     int n_async;
+    int n_pending;        /* calls in the table, sync and async */
+    int64_t last_call_ms; /* when a call last went in or came out of it */
     int stopping;
 
     pthread_mutex_t wmu;
@@ -141,6 +143,17 @@ static void pending_add(cdp_conn *c, struct pending *p)
     *b = p;
     if (p->async)
         c->n_async++;
+    c->n_pending++;
+    c->last_call_ms = rg_now_ms();
+}
+
+/* p, just unlinked from the table (mu held). */
+static void pending_gone(cdp_conn *c, const struct pending *p)
+{
+    if (p->async)
+        c->n_async--;
+    c->n_pending--;
+    c->last_call_ms = rg_now_ms();
 }
 
 static struct pending *pending_take(cdp_conn *c, int64_t id)
@@ -151,8 +164,7 @@ static struct pending *pending_take(cdp_conn *c, int64_t id)
             struct pending *p = *pp;
             *pp = p->next;
             p->next = NULL;
-            if (p->async)
-                c->n_async--;
+            pending_gone(c, p);
             return p;
         }
     }
@@ -260,11 +272,20 @@ void cdp_conn_fail(cdp_conn *c, int err, const char *why)
         }
     }
     c->n_async = 0;
+    c->n_pending = 0;
     pthread_mutex_unlock(&c->mu);
     rg_log(stopping ? RG_LOG_DEBUG : RG_LOG_INFO, c->name, "connection closed: %s",
            c->errstr);
     call_later(later);
     notify_close(c);
+}
+
+int64_t cdp_conn_quiet_ms(cdp_conn *c)
+{
+    pthread_mutex_lock(&c->mu);
+    int64_t q = c->n_pending ? 0 : rg_now_ms() - c->last_call_ms;
+    pthread_mutex_unlock(&c->mu);
+    return q < 0 ? 0 : q;
 }
 
 int cdp_conn_err(cdp_conn *c, char *buf, size_t len)
@@ -308,8 +329,7 @@ static void fail_session(cdp_conn *c, const char *sid, const char *why)
             struct pending *p = *pp;
             if (strcmp(p->sid, sid) == 0) {
                 *pp = p->next;
-                if (p->async)
-                    c->n_async--;
+                pending_gone(c, p);
                 pending_finish(p, RG_ECRASHED, why, NULL, &later);
             } else {
                 pp = &p->next;
@@ -704,7 +724,7 @@ static void expire_async(cdp_conn *c, int64_t now)
             struct pending *p = *pp;
             if (p->async && p->deadline_ms <= now) {
                 *pp = p->next;
-                c->n_async--;
+                pending_gone(c, p);
                 pending_finish(p, RG_ETIMEOUT, "no reply within the call's timeout", NULL,
                                &later);
             } else {

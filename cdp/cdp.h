@@ -65,6 +65,14 @@ int cdp_conn_new(int rfd, int wfd, const cdp_config *cfg, cdp_conn **out);
 void cdp_conn_free(cdp_conn *c);
 
 /**
+ * How long, in ms, c has had no call in flight: 0 while one waits for its
+ * reply, else the time since the last one was answered (or failed, or timed
+ * out). Events do not count. The pool makes its warm contexts in such a
+ * quiet moment (pool.c, needs_spare).
+ */
+int64_t cdp_conn_quiet_ms(cdp_conn *c);
+
+/**
  * The sticky error: 0 while the connection is usable, else the rg_err it
  * failed with; when buf is not NULL, the reason is copied into it.
  */

@@ -173,6 +173,7 @@ void pool_config_default(pool_config *cfg)
     cfg->memory_sample_ms = POOL_MEMORY_SAMPLE_MS;
     cfg->work_per_browser = POOL_WORK_PER_BROWSER;
     cfg->warm_per_browser = POOL_WARM_PER_BROWSER;
+    cfg->warm_quiet_ms = POOL_WARM_QUIET_MS;
 }
 
 int64_t pool_memory_default(int workers)
@@ -214,6 +215,8 @@ void pool_config_from_env(pool_config *cfg)
                                              cfg->work_per_browser, 0, 1000);
     cfg->warm_per_browser = (int)rg_env_long("REFGATE_WARM_CONTEXTS", cfg->warm_per_browser, 0,
                                              16);
+    cfg->warm_quiet_ms =
+        (int)rg_env_long("REFGATE_WARM_QUIET_MS", cfg->warm_quiet_ms, 0, POOL_WARM_QUIET_MAX_MS);
     const char *mm = getenv("REFGATE_MEMORY_MAX");
     int64_t mem;
     if (mm && *mm && pool_parse_size(mm, &mem) == 0) {
@@ -1204,6 +1207,16 @@ out:
  * Leases that come faster find none for a while and make their own, as
  * they mostly had to anyway; the next is still made POOL_WARM_DELAY_MS
  * after each take, however many leases come between.
+ *
+ * And only once the browser has had no DevTools call in flight for
+ * warm_quiet_ms (cdp_conn_quiet_ms), or POOL_WARM_QUIET_MAX_MS after the
+ * delay when it never had: Target.createTarget holds the browser for 80 to
+ * 200 ms (the new renderer's start), and every session's command on it
+ * waits. Made a second after the take whatever ran, it was the slowest
+ * click of bench/gateway's click run, 80 to 90 ms against a p50 of 5
+ * (7 December 2026, docs/benchmarks.md). An agent thinking between two
+ * commands leaves such a moment; a browser busy without a pause gets its
+ * context ten seconds later.
  */
 static struct browser *needs_spare(pool *p, int *wait_ms)
 {
@@ -1219,6 +1232,12 @@ static struct browser *needs_spare(pool *p, int *wait_ms)
             !(b->sample_tried || p->cfg.memory_sample_ms <= 0))
             continue;
         int64_t left = b->spare_taken_ms + POOL_WARM_DELAY_MS - now;
+        if (left <= 0 && p->cfg.warm_quiet_ms > 0 && b->conn &&
+            now - b->spare_taken_ms < POOL_WARM_DELAY_MS + POOL_WARM_QUIET_MAX_MS) {
+            int64_t quiet = cdp_conn_quiet_ms(b->conn);
+            if (quiet < p->cfg.warm_quiet_ms)
+                left = p->cfg.warm_quiet_ms - quiet; /* at the soonest; checked again then */
+        }
         if (left <= 0)
             return b;
         if (left < *wait_ms)

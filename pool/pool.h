@@ -47,6 +47,8 @@
 #define POOL_WORK_PER_BROWSER 2      /* parks and restores a browser runs at once */
 #define POOL_WARM_PER_BROWSER 1      /* contexts a browser keeps made ahead (pool_set_warm) */
 #define POOL_WARM_DELAY_MS 1000      /* from a lease taking a warm context to the next */
+#define POOL_WARM_QUIET_MS 250       /* no DevTools call in flight for this long first */
+#define POOL_WARM_QUIET_MAX_MS 10000 /* after the delay, made without a quiet moment */
 #define POOL_CREATE_TIMEOUT_MS 10000 /* each DevTools call that makes a context */
 #define POOL_DISPOSE_TIMEOUT_MS 5000
 #define POOL_MEMORY_SAMPLE_MS 1000   /* how often the browsers' PSS is read */
@@ -87,6 +89,11 @@ typedef struct pool_config {
     int warm_per_browser;      /* REFGATE_WARM_CONTEXTS [1]: contexts each browser keeps made
                                   ahead, with their page, once pool_set_warm is called;
                                   0: none */
+    int warm_quiet_ms;         /* REFGATE_WARM_QUIET_MS [250]: a warm context is made once
+                                  its browser had no DevTools call in flight for this
+                                  long (making one holds the browser about 80 ms, which
+                                  a command then would wait), or POOL_WARM_QUIET_MAX_MS
+                                  after the delay anyway; 0: no wait for quiet */
 } pool_config;
 
 /** Fills cfg with the defaults of common/rg.h. */

@@ -425,7 +425,8 @@ static int wait_warm(pool *p, int n)
  * session manager on it made at once, as the gateway makes them: before
  * the browser is ready.
  */
-static sess_mgr *warm_setup(const char *name, int contexts, pool **p, char *run_dir, size_t len)
+static sess_mgr *warm_setup(const char *name, int contexts, int quiet_ms, pool **p, char *run_dir,
+                            size_t len)
 {
     pool_config cfg;
     char tag[64];
@@ -434,6 +435,7 @@ static sess_mgr *warm_setup(const char *name, int contexts, pool **p, char *run_
     cfg.browsers = 1;
     cfg.contexts_per_browser = contexts;
     cfg.warm_per_browser = 1;
+    cfg.warm_quiet_ms = quiet_ms;
     cfg.memory_sample_ms = POOL_MEMORY_SAMPLE_MS;
     assert_int_equal(pool_new(&cfg, p), 0);
     sess_config sc;
@@ -462,7 +464,7 @@ static void test_warm_context_serves_restores_and_leaks_nothing(void **state)
     (void)state;
     char run_dir[64];
     pool *p;
-    sess_mgr *m = warm_setup("warm", 1, &p, run_dir, sizeof run_dir);
+    sess_mgr *m = warm_setup("warm", 1, POOL_WARM_QUIET_MS, &p, run_dir, sizeof run_dir);
     char a[64], b[64], buf[16], out[256];
 
     assert_true(wait_warm(p, 1));
@@ -509,6 +511,48 @@ static void test_warm_context_serves_restores_and_leaks_nothing(void **state)
 }
 
 /*
+ * Making a warm context holds the browser (the new renderer's start), so
+ * the pool makes the next one only once its browser has had no DevTools
+ * call in flight for a while (warm_quiet_ms; 1.5 s here, so that no pause
+ * of this busy loop passes for one). A session that keeps the browser busy
+ * for 4 s from its create, past the second after which the next warm
+ * context was made whatever ran, sees none made meanwhile; once it stops,
+ * one is.
+ */
+static void test_warm_context_waits_while_the_browser_is_busy(void **state)
+{
+    (void)state;
+    char run_dir[64];
+    pool *p;
+    sess_mgr *m = warm_setup("busy", 4, 1500, &p, run_dir, sizeof run_dir);
+    char a[64], out[64];
+    assert_true(wait_warm(p, 1));
+    sess *s = create(m, "/form.html", a);
+    pool_stats ps;
+    pool_get_stats(p, &ps);
+    assert_int_equal(ps.warm_used, 1);
+    int made_while_busy = 0, calls = 0;
+    int64_t until = rg_now_ms() + 4000;
+    while (rg_now_ms() < until) {
+        eval_in(s, "1+1", out, sizeof out);
+        assert_string_equal(out, "2");
+        calls++;
+        pool_get_stats(p, &ps);
+        if (ps.warm_ready > 0)
+            made_while_busy = 1;
+    }
+    printf("%d calls in 4 s; a warm context made meanwhile: %s\n", calls,
+           made_while_busy ? "yes" : "no");
+    assert_false(made_while_busy);
+    sess_done(s, 1);
+    assert_true(wait_warm(p, 1));
+    close_s(m, a);
+    sess_mgr_free(m);
+    pool_free(p);
+    rmdir(run_dir);
+}
+
+/*
  * What a context costs is learnt from the browsers' PSS over their size
  * without contexts, even when a warm context is made ahead from the start
  * (as the gateway sets it up: the session manager right after the pool,
@@ -520,7 +564,7 @@ static void test_context_cost_learnt_with_warm_contexts(void **state)
     (void)state;
     char run_dir[64];
     pool *p;
-    sess_mgr *m = warm_setup("cost", 4, &p, run_dir, sizeof run_dir);
+    sess_mgr *m = warm_setup("cost", 4, POOL_WARM_QUIET_MS, &p, run_dir, sizeof run_dir);
     char a[64];
     assert_true(wait_warm(p, 1));
     sess *s = create(m, "/form.html", a);
@@ -618,6 +662,7 @@ int main(void)
         cmocka_unit_test(test_full_worker_waits_for_room_then_pool_exhausted),
         cmocka_unit_test(test_warm_context_serves_restores_and_leaks_nothing),
         cmocka_unit_test(test_context_cost_learnt_with_warm_contexts),
+        cmocka_unit_test(test_warm_context_waits_while_the_browser_is_busy),
         cmocka_unit_test(test_budget_figures_through_the_gateway),
     };
     int r = FX_RUN("capacity_chromium", tests, NULL, NULL);
