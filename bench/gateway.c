@@ -63,9 +63,9 @@
  * 8-session level for 2 s per command, 2 s of fairness.
  *
  * Prints one JSON object on stdout; progress on stderr (RG_BENCH_VERBOSE=1
- * also prints every failed reply; RG_CLICK_DUMP=1 every click's index, time
- * and milliseconds, to see when the slow ones came). Measures; asserts
- * nothing.
+ * also prints every failed reply; RG_CLICK_DUMP=1 every click's, fill's and
+ * press's index, time and milliseconds, to see when the slow ones came).
+ * Measures; asserts nothing.
  * Usage: gateway [--quick] [--only SECTION,...] [--levels N,...] [--secs S]
  *   --only: run these sections only (floor, click, observe, navigate, loop,
  *   parallel, fairness);
@@ -383,6 +383,8 @@ static void run_times(int *fd, const char *sid, const cJSON *m, int n, const cha
             out->failed++;
         if (i >= 10)
             out->t[i - 10] = ms;
+        if (getenv("RG_CLICK_DUMP"))
+            fprintf(stderr, "%s %d %.3f %.3f\n", css, i, rg_now_us() / 1000.0, ms);
     }
     read_text(fd, sid, css, out->counted, sizeof out->counted);
 }
