@@ -11,7 +11,8 @@
  *   __refgate.observe(optsJson)  -> JSON {url, title, truncated, count, nodes}; it walks
  *                                   again only what changed since its last walk
  *                                   (50-observe.js); for tests, _full: a full walk that
- *                                   changes no state, _noage: no 30 s age limit
+ *                                   changes no state, _noage: no 30 s age limit,
+ *                                   _nodes_max: a lower node cap
  *   __refgate.observe(optsJson, base) -> the same with the reply's id (rid), or, when
  *                                   base is the id of the page's last reply, a delta
  *                                   against it: {url, title, truncated, count, rid,

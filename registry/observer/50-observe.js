@@ -223,6 +223,8 @@
     if (keep && !reuse) inc.labels = null;
     labelsShared = keep;
     var max = opts.max_elements > 0 ? opts.max_elements | 0 : Infinity;
+    /* _nodes_max: a lower node cap, for tests (a page past NODES_MAX is large) */
+    var nodesMax = opts._nodes_max > 0 ? Math.min(opts._nodes_max | 0, NODES_MAX) : NODES_MAX;
     var vpOnly = !!opts.viewport_only;
     /* text: false is the interactive outline's walk, which shows no text */
     var textOn = opts.text !== false;
@@ -241,9 +243,9 @@
     }
     function push(el, role, depth, prole, sib, frame, ia, off, extra) {
       var rf = !(extra && extra.nr) && refable(el, ia);
-      if ((rf && nRefs >= max) || nodes.length >= NODES_MAX) {
+      if ((rf && nRefs >= max) || nodes.length >= nodesMax) {
         truncated = true;
-        if (nodes.length >= NODES_MAX) stopped = true;
+        if (nodes.length >= nodesMax) stopped = true;
         return -1;
       }
       if (rf) nRefs++;
@@ -277,7 +279,7 @@
       if (pend !== '') {
         var t = fold(pend);
         if (t) {
-          if (textTotal + t.length > TEXT_TOTAL_MAX || nodes.length >= NODES_MAX) textCut = true;
+          if (textTotal + t.length > TEXT_TOTAL_MAX || nodes.length >= nodesMax) textCut = true;
           else {
             textTotal += t.length;
             nodes.push({ d: pendD, text: clipText(t), el: pendEl });
@@ -334,7 +336,7 @@
         if (fr !== undefined && fr.prole === prole && fr.hv === hiddenVis &&
             (fr.sib < 0 || (counter ? counter.get(tag) || 0 : 0) === fr.sib) &&
             (fr.cut ? truncated : fr.refs === 0 || nRefs + fr.refs <= max) && !textCut &&
-            nodes.length + fr.ents.length < NODES_MAX && textTotal + fr.text <= TEXT_TOTAL_MAX) {
+            nodes.length + fr.ents.length < nodesMax && textTotal + fr.text <= TEXT_TOTAL_MAX) {
           replay(fr, depth, counter, tag);
           return;
         }
@@ -768,6 +770,11 @@
     if (reuse) inc.stats.incr++; else inc.stats.full++;
     inc.stats.reused = nReused;
     remember(optsJson, json, keep, nodes, !reuse);
+    /* A walk that stopped at the node cap did not reach the rest of the
+       page, whose fragments are older than the changes this walk took in:
+       the next walk is a full one (a page shortened below the cap would
+       otherwise get them replayed) */
+    if (stopped) inc.full = true;
     var was = inc.base;
     inc.base = null;
     /* Kept for the next delta only with this walk's own state (not a scope's). */
