@@ -613,6 +613,41 @@ static void test_detached_session_fails_its_calls_at_once(void **state)
     rig_free(r);
 }
 
+/*
+ * cdp_conn_quiet_ms (the pool makes warm contexts in a quiet moment): 0
+ * while any call waits for its reply, and counting again once every call
+ * has ended, whichever way: answered, timed out (sync and async), failed
+ * with its session. A call left counted would keep a browser from ever
+ * looking quiet.
+ */
+static void test_quiet_counts_the_calls_in_flight(void **state)
+{
+    (void)state;
+    struct rig *r = rig_new(NULL, 0);
+    assert_true(cdp_conn_quiet_ms(r->c) > 0); /* nothing sent yet */
+    struct held_result h = {0}, gone = {0}, late = {0};
+    assert_int_equal(cdp_call_async(r->c, NULL, "Hold", "{\"k\":1}", 10000, on_held, &h), 0);
+    assert_int_equal(cdp_call_async(r->c, "S9", "Hold", "{\"k\":2}", 10000, on_held, &gone), 0);
+    assert_int_equal(cdp_call_async(r->c, NULL, "Never", NULL, 100, on_held, &late), 0);
+    assert_int_equal(cdp_conn_quiet_ms(r->c), 0);
+    assert_int_equal(cdp_call(r->c, NULL, "Never", NULL, 100, NULL), RG_ETIMEOUT);
+    while (!atomic_load(&late.done))
+        rg_sleep_ms(1);
+    assert_int_equal(late.rc, RG_ETIMEOUT);
+    assert_int_equal(cdp_conn_quiet_ms(r->c), 0); /* the two held calls */
+    assert_int_equal(cdp_call(r->c, NULL, "Detach", NULL, 2000, NULL), 0);
+    while (!atomic_load(&gone.done))
+        rg_sleep_ms(1);
+    assert_int_equal(gone.rc, RG_ECRASHED);
+    assert_int_equal(cdp_conn_quiet_ms(r->c), 0); /* still one */
+    assert_int_equal(cdp_call(r->c, NULL, "Release", NULL, 2000, NULL), 0);
+    while (!atomic_load(&h.done))
+        rg_sleep_ms(1);
+    rg_sleep_ms(30);
+    assert_true(cdp_conn_quiet_ms(r->c) >= 20);
+    rig_free(r);
+}
+
 struct blocker {
     cdp_conn *c;
     int rc;
@@ -786,6 +821,7 @@ int main(void)
         cmocka_unit_test(test_events_reach_matching_subscribers),
         cmocka_unit_test(test_waiter),
         cmocka_unit_test(test_detached_session_fails_its_calls_at_once),
+        cmocka_unit_test(test_quiet_counts_the_calls_in_flight),
         cmocka_unit_test(test_pipe_close_fails_pending_and_later_calls),
         cmocka_unit_test(test_write_failure_never_calls_back_on_the_callers_thread),
         cmocka_unit_test(test_write_queue_is_bounded),
