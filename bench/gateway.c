@@ -64,7 +64,8 @@
  *
  * Prints one JSON object on stdout; progress on stderr (RG_BENCH_VERBOSE=1
  * also prints every failed reply; RG_CLICK_DUMP=1 every click's, fill's and
- * press's index, time and milliseconds, to see when the slow ones came).
+ * press's counter, index, time and milliseconds, to see when the slow ones
+ * came).
  * Measures; asserts nothing.
  * Usage: gateway [--quick] [--only SECTION,...] [--levels N,...] [--secs S]
  *   --only: run these sections only (floor, click, observe, navigate, loop,
@@ -352,10 +353,7 @@ struct act_times {
 };
 
 struct click_result {
-    int clicks, failed;
-    char counted[32], ref[64];
-    double *t;
-    struct act_times fill, press;
+    struct act_times click, fill, press;
 };
 
 /* The text of the element css in the session, into out ("0" when unknown). */
@@ -396,7 +394,7 @@ static int run_click(const char *url, struct click_result *out)
     char *text = NULL;
     int fd = http_connect(stack_port(gwc_st));
     if (gwc_create(url, sid) < 0 || gwc_observe(&fd, sid, 0, &text, NULL, NULL) < 0 ||
-        gwc_find_ref(text, "button \"Target\"", out->ref, sizeof out->ref) < 0 ||
+        gwc_find_ref(text, "button \"Target\"", out->click.ref, sizeof out->click.ref) < 0 ||
         gwc_find_ref(text, "textbox \"Field\"", out->fill.ref, sizeof out->fill.ref) < 0) {
         fprintf(stderr, "gateway: click: no session, no observe or no ref for the target\n");
         free(text);
@@ -404,22 +402,10 @@ static int run_click(const char *url, struct click_result *out)
         return -1;
     }
     free(text);
-    out->clicks = clicks;
-    out->t = calloc((size_t)clicks, sizeof *out->t);
     cJSON *args, *m = gwc_op_new("click", &args);
-    cJSON_AddStringToObject(args, "target", out->ref);
-    for (int i = 0; i < 10 + clicks; i++) {
-        double ms = 0;
-        gwc_renew_conn(&fd, i);
-        if (gwc_call(gwc_auth, &fd, sid, m, NULL, NULL, &ms) < 0)
-            out->failed++;
-        if (i >= 10)
-            out->t[i - 10] = ms;
-        if (getenv("RG_CLICK_DUMP"))
-            fprintf(stderr, "click %d %.3f %.3f\n", i, rg_now_us() / 1000.0, ms);
-    }
+    cJSON_AddStringToObject(args, "target", out->click.ref);
+    run_times(&fd, sid, m, clicks, "css:#count", &out->click);
     cJSON_Delete(m);
-    read_text(&fd, sid, "css:#count", out->counted, sizeof out->counted);
     snprintf(out->press.ref, sizeof out->press.ref, "%s", out->fill.ref);
     m = gwc_op_new("fill", &args);
     cJSON_AddStringToObject(args, "target", out->fill.ref);
@@ -865,10 +851,11 @@ static void print_times(const char *key, struct act_times *a)
 
 static void print_click(struct click_result *ck)
 {
-    double c50 = gwc_pct(ck->t, ck->clicks, 0.5), c99 = gwc_pct(ck->t, ck->clicks, 0.99);
+    const struct act_times *c = &ck->click;
+    double c50 = gwc_pct(c->t, c->n, 0.5), c99 = gwc_pct(c->t, c->n, 0.99);
     printf(",\"click\":{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,"
            "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f",
-           ck->ref, ck->clicks, ck->counted, ck->failed, c50, c99, ck->t[0], ck->t[ck->clicks - 1]);
+           c->ref, c->n, c->counted, c->failed, c50, c99, c->t[0], c->t[c->n - 1]);
     print_times("fill", &ck->fill);
     print_times("press", &ck->press);
     printf("}");
@@ -1017,7 +1004,7 @@ int main(int argc, char **argv)
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "click") && (rc = run_click(click_url, &ck)) == 0)
         fprintf(stderr, "gateway: click: p50 %.2f ms, fill %.2f ms, press %.2f ms (%lld ms)\n",
-                gwc_pct(ck.t, ck.clicks, 0.5), gwc_pct(ck.fill.t, ck.fill.n, 0.5),
+                gwc_pct(ck.click.t, ck.click.n, 0.5), gwc_pct(ck.fill.t, ck.fill.n, 0.5),
                 gwc_pct(ck.press.t, ck.press.n, 0.5), (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
     if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
@@ -1080,7 +1067,7 @@ int main(int argc, char **argv)
         print_fairness(&fa);
     printf("}\n");
 
-    free(ck.t);
+    free(ck.click.t);
     free(ck.fill.t);
     free(ck.press.t);
     free(nv.raw);
