@@ -174,6 +174,7 @@ void pool_config_default(pool_config *cfg)
     cfg->work_per_browser = POOL_WORK_PER_BROWSER;
     cfg->warm_per_browser = POOL_WARM_PER_BROWSER;
     cfg->warm_quiet_ms = POOL_WARM_QUIET_MS;
+    cfg->warm_quiet_max_ms = POOL_WARM_QUIET_MAX_MS;
 }
 
 int64_t pool_memory_default(int workers)
@@ -1209,8 +1210,8 @@ out:
  * after each take, however many leases come between.
  *
  * And only once the browser has had no DevTools call in flight for
- * warm_quiet_ms (cdp_conn_quiet_ms), or POOL_WARM_QUIET_MAX_MS after the
- * delay when it never had: Target.createTarget holds the browser for 80 to
+ * warm_quiet_ms (cdp_conn_quiet_ms), or warm_quiet_max_ms (10 s) after
+ * the delay when it never had: Target.createTarget holds the browser for 80 to
  * 200 ms (the new renderer's start), and every session's command on it
  * waits. Made a second after the take whatever ran, it was the slowest
  * click of bench/gateway's click run, 80 to 90 ms against a p50 of 5
@@ -1233,7 +1234,7 @@ static struct browser *needs_spare(pool *p, int *wait_ms)
             continue;
         int64_t left = b->spare_taken_ms + POOL_WARM_DELAY_MS - now;
         if (left <= 0 && p->cfg.warm_quiet_ms > 0 && b->conn &&
-            now - b->spare_taken_ms < POOL_WARM_DELAY_MS + POOL_WARM_QUIET_MAX_MS) {
+            now - b->spare_taken_ms < POOL_WARM_DELAY_MS + p->cfg.warm_quiet_max_ms) {
             int64_t quiet = cdp_conn_quiet_ms(b->conn);
             if (quiet < p->cfg.warm_quiet_ms)
                 left = p->cfg.warm_quiet_ms - quiet; /* at the soonest; checked again then */

@@ -92,8 +92,10 @@ typedef struct pool_config {
     int warm_quiet_ms;         /* REFGATE_WARM_QUIET_MS [250]: a warm context is made once
                                   its browser had no DevTools call in flight for this
                                   long (making one holds the browser about 80 ms, which
-                                  a command then would wait), or POOL_WARM_QUIET_MAX_MS
+                                  a command then would wait), or warm_quiet_max_ms
                                   after the delay anyway; 0: no wait for quiet */
+    int warm_quiet_max_ms;     /* how long after the delay a warm context waits for a
+                                  quiet browser at most [POOL_WARM_QUIET_MAX_MS] */
 } pool_config;
 
 /** Fills cfg with the defaults of common/rg.h. */
