@@ -178,9 +178,10 @@ static int run_once(pool *p, const char *url, const reg_config *rcfg, struct res
     if (rc == 0)
         rc = reg_page_new(store, "bench:observe:page", rcfg, &pg);
     /* The text outline, as `observe` with format text (the default) makes it:
-       no alternative selectors, which only the elements list carries
-       (--elements asks for them). */
-    reg_observe_opts opts = {.timeout_ms = 60000, .no_selectors = !with_selectors};
+       no alternative selectors and no bounds, which only the elements list
+       carries (--elements asks for them). */
+    reg_observe_opts opts = {
+        .timeout_ms = 60000, .no_selectors = !with_selectors, .no_bounds = !with_selectors};
     if (rc == 0) {
         int64_t t0 = rg_now_us();
         rc = reg_observe(pg, h, &opts, &a);

@@ -473,6 +473,7 @@ static int op_observe(gw_cmd *c)
                                                                           : REG_MODE_FULL,
                              .depth = depth,
                              .no_selectors = !elements,
+                             .no_bounds = !elements,
                              .no_baseline = finder != NULL,
                              .timeout_ms = c->timeout_ms};
     reg_observation o;

@@ -308,10 +308,10 @@ int reg_frames_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *
         char call[200];
         snprintf(call, sizeof call,
                  "g.observe('{\"viewport_only\":%s,\"max_elements\":%zu,\"sel\":%s,"
-                 "\"text\":%s,\"scope\":null}')",
+                 "\"b\":%s,\"text\":%s,\"scope\":null}')",
                  /* in view: what the frame shows of itself (its line is in view) */
                  opts->viewport_only ? "true" : "false", used < max ? max - used : 1,
-                 opts->no_selectors ? "false" : "true",
+                 opts->no_selectors ? "false" : "true", opts->no_bounds ? "false" : "true",
                  opts->mode == REG_MODE_INTERACTIVE ? "false" : "true");
         reg_world_xframe_open(h.world, x, timeout);
         cJSON *root = NULL;

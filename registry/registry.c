@@ -401,8 +401,11 @@ int reg_observation_add_frame(reg_page *pg, reg_observation *o, size_t at, const
         a += used;
         nd->depth += depth;
         nd->frame = xp->frame;
-        nd->bounds[0] = moved(nd->bounds[0], ox); /* in the top viewport, as the page's */
-        nd->bounds[1] = moved(nd->bounds[1], oy);
+        if (cJSON_IsArray(cJSON_GetObjectItemCaseSensitive(it, "b"))) {
+            /* in the top viewport, as the page's (none when none were asked for) */
+            nd->bounds[0] = moved(nd->bounds[0], ox);
+            nd->bounds[1] = moved(nd->bounds[1], oy);
+        }
         if (nd->index >= 0) {
             if (nd->index >= n_index)
                 n_index = nd->index + 1;
@@ -1184,10 +1187,10 @@ int reg_observe(reg_page *pg, reg_page_handle h, const reg_observe_opts *opts,
     rg_buf_init(&oj);
     /* The interactive outline shows no text: the page need not collect it. */
     rg_buf_printf(&oj,
-                  "{\"viewport_only\":%s,\"max_elements\":%zu,\"sel\":%s,\"text\":%s,"
-                  "\"scope\":",
+                  "{\"viewport_only\":%s,\"max_elements\":%zu,\"sel\":%s,\"b\":%s,"
+                  "\"text\":%s,\"scope\":",
                   opts->viewport_only ? "true" : "false", max,
-                  opts->no_selectors ? "false" : "true",
+                  opts->no_selectors ? "false" : "true", opts->no_bounds ? "false" : "true",
                   opts->mode == REG_MODE_INTERACTIVE ? "false" : "true");
     rg_buf_json_str_or_null(&oj, opts->scope_css);
     rg_buf_puts(&oj, "}");

@@ -377,6 +377,9 @@ typedef struct reg_observe_opts {
     int diff;              /* text holds only +/- lines against the previous observation */
     int no_selectors;      /* skip alternative selectors (the text outline does not show
                               them; the elements list and inspect do) */
+    int no_bounds;         /* skip the refs' bounds, as no_selectors: nodes' bounds are then
+                              zero and so are their registry entries' (never used to find
+                              an element); viewport_only reads them all the same */
     int no_baseline;       /* a look that does not become the next diff's baseline (find) */
     int timeout_ms;
 } reg_observe_opts;

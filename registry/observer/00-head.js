@@ -10,7 +10,9 @@
  *   __refgate.describe(selector) -> JSON {role, name, description} or "null"
  *   __refgate.observe(optsJson)  -> JSON {url, title, truncated, count, nodes}; it walks
  *                                   again only what changed since its last walk
- *                                   (50-observe.js); for tests, _full: a full walk that
+ *                                   (50-observe.js); options viewport_only, max_elements,
+ *                                   sel (selectors), b (bounds), text, scope; for tests,
+ *                                   _full: a full walk that
  *                                   changes no state, _noage: no 30 s age limit,
  *                                   _nodes_max: a lower node cap
  *   __refgate.observe(optsJson, base) -> the same with the reply's id (rid), or, when

@@ -226,6 +226,10 @@
     /* _nodes_max: a lower node cap, for tests (a page past NODES_MAX is large) */
     var nodesMax = opts._nodes_max > 0 ? Math.min(opts._nodes_max | 0, NODES_MAX) : NODES_MAX;
     var vpOnly = !!opts.viewport_only;
+    /* b: false, the text outline's walk: no bounds for the refs (the
+       registry and the elements list show them, the text outline does not;
+       reading 5,000 of them is a third of an observe after a small change) */
+    var wantB = opts.b !== false;
     /* text: false is the interactive outline's walk, which shows no text */
     var textOn = opts.text !== false;
     beginCall();
@@ -579,7 +583,7 @@
     var rects = new Array(nodes.length);
     /* Bounds are for the registry (elements with refs) and viewport_only. */
     for (var i = 0; i < nodes.length; i++) {
-      if (!vpOnly && !nodes[i].rf) continue;
+      if (!vpOnly && !(wantB && nodes[i].rf)) continue;
       rects[i] = nodes[i].el.getBoundingClientRect();
     }
     if (prof) prof.push(performance.now());
@@ -698,7 +702,7 @@
       var line = { d: n.d, name: name, m: mj, t: '' };
       if (n.rf) {
         /* the bounds apart: a delta says "these lines moved by (dx, dy)" */
-        line.b = b;
+        line.b = wantB ? b : null;
         var t;
         if (opts.sel !== false && n.ts !== undefined && n.cm !== undefined && n.cm <= n.tsAt &&
             n.tsName === name && n.tsTid === testid && n.tsId === id) {
@@ -753,7 +757,7 @@
       var head = '{"d":' + o.d + ',' + o.m + o.t, tail = (o.tx !== undefined ? ',"tx":' + JSON.stringify(o.tx) : '') + '}';
       if (o.ip) {
         var bb = o.b;
-        parts[w] = head + ',"b":' + (bb ? '[' + bb[0] + ',' + bb[1] + ',' + bb[2] + ',' + bb[3] + ']' : 'null') +
+        parts[w] = head + (bb ? ',"b":[' + bb[0] + ',' + bb[1] + ',' + bb[2] + ',' + bb[3] + ']' : '') +
           o.ip + tail;
       } else {
         parts[w] = head + tail;
@@ -1155,7 +1159,11 @@
     }
     var changed = inc.roots.length || inc.kids.length || inc.scan.length || inc.ids.length;
     if (inc.full || (changed && sheetRisk(sheetsNow).global)) return { full: true };
-    if (!changed && !inc.any && !inc.evs && window.scrollX === inc.sx && window.scrollY === inc.sy) {
+    /* a scroll, a font or a pointer event alone moves bounds, which a walk
+       without them (b: false, not viewport_only) neither shows nor reads */
+    var moves = opts.b !== false || !!opts.viewport_only;
+    if (!changed && !inc.any &&
+        (!moves || (!inc.evs && window.scrollX === inc.sx && window.scrollY === inc.sy))) {
       var ok = true;
       for (var i = 0; i < api.last.length && ok; i++) ok = api.last[i].isConnected;
       if (ok) {

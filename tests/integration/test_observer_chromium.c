@@ -818,7 +818,7 @@ static void test_observe_speed(void **state)
  * by a full walk that changes no state (the "_full" option). The two replies
  * must be the same bytes ("same": true, the unchanged-page answer, aside).
  * Four runs: the plain sheet, a sheet with sibling combinators, a ref cap
- * below the page's count, and no selectors (what the default text outline
+ * below the page's count, and no selectors or bounds (what the default text outline
  * asks for). Most observes must have been incremental, so that the
  * comparison means something, and the 30 s age limit (CACHE_MS, a safety
  * net) is off ("_noage"), so no answer here is right because of it.
@@ -829,13 +829,14 @@ static void test_observe_speed(void **state)
 static void incr_cmp(char *cmp, size_t size, int max, int sel, int nodes_max)
 {
     char opts[256], cap[32] = "";
-    /* the options are the walk's key: the same as the other observes' unless a cap is asked */
+    /* the options are the walk's key: the same as the other observes' unless a cap is asked;
+       no selectors goes with no bounds, as the text outline asks */
     if (nodes_max > 0)
         snprintf(cap, sizeof cap, ",\"_nodes_max\":%d", nodes_max);
     snprintf(opts, sizeof opts,
-             "{\"viewport_only\":false,\"max_elements\":%d,\"sel\":%s,\"text\":true,\"scope\":null,"
-             "\"_noage\":true%s}",
-             max, sel ? "true" : "false", cap);
+             "{\"viewport_only\":false,\"max_elements\":%d,\"sel\":%s,\"text\":true,"
+             "\"scope\":null,\"_noage\":true%s}",
+             max, sel ? "true" : "false,\"b\":false", cap);
     snprintf(cmp, size,
              "(function(){var o=%s;var a=__refgate.observe(JSON.stringify(o));o._full=true;"
              "var f=__refgate.observe(JSON.stringify(o));a=a.replace('{\"same\":true,','{');"
@@ -1087,7 +1088,7 @@ static void test_observe_incremental(void **state)
     assert_int_equal(incr_run("", 20000, seed, 250, 1), 0);
     assert_int_equal(incr_run("?sib", 20000, seed + 1, 200, 1), 0);
     assert_int_equal(incr_run("", 90, seed + 2, 200, 1), 0);
-    /* without selectors, as the text outline (the default observe) asks */
+    /* without selectors and bounds, as the text outline (the default observe) asks */
     assert_int_equal(incr_run("", 20000, seed + 3, 150, 0), 0);
 }
 
@@ -1102,9 +1103,10 @@ static void test_observe_incremental(void **state)
  * A's outline (a diff every other batch) the same bytes as B's, refs and all.
  * Halfway both tabs load the page again, so A's base belongs to a document
  * that is gone and the page must answer whole; most of A's observes must
- * still have come as deltas, so the comparison means something.
+ * still have come as deltas, so the comparison means something. text_only:
+ * the options of the text outline (no selectors, no bounds).
  */
-static int delta_run(const char *query, int max, unsigned seed, int batches)
+static int delta_run(const char *query, int max, unsigned seed, int batches, int text_only)
 {
     char url[512], path[64];
     snprintf(path, sizeof path, "/page.html%s", query);
@@ -1138,9 +1140,9 @@ static int delta_run(const char *query, int max, unsigned seed, int batches)
                           NULL};
     char pure[256];
     snprintf(pure, sizeof pure,
-             "g.observe(JSON.stringify({viewport_only:false,max_elements:%d,sel:true,text:true,"
-             "scope:null,_full:true}))",
-             max);
+             "g.observe(JSON.stringify({viewport_only:false,max_elements:%d,sel:%s,b:%s,"
+             "text:true,scope:null,_full:true}))",
+             max, text_only ? "false" : "true", text_only ? "false" : "true");
     int deltas = 0, observes = 0;
     for (int i = 0; rc == 0 && i < batches; i++) {
         char *log = NULL, why[1024] = "";
@@ -1166,7 +1168,11 @@ static int delta_run(const char *query, int max, unsigned seed, int batches)
             }
             free(log2);
         }
-        reg_observe_opts opts = {.max_elements = (size_t)max, .diff = i % 2, .timeout_ms = 30000};
+        reg_observe_opts opts = {.max_elements = (size_t)max,
+                                 .diff = i % 2,
+                                 .no_selectors = text_only,
+                                 .no_bounds = text_only,
+                                 .timeout_ms = 30000};
         reg_observation a = {0}, b = {0};
         int ha = 0, hb = 0;
         cJSON *full = NULL;
@@ -1219,9 +1225,11 @@ static void test_observe_delta(void **state)
     if (getenv("RG_INCR_SEED"))
         seed = (unsigned)strtoul(getenv("RG_INCR_SEED"), NULL, 10);
     printf("delta observe: seed %u (RG_INCR_SEED=%u repeats it)\n", seed, seed);
-    assert_int_equal(delta_run("", 20000, seed, 120), 0);
-    assert_int_equal(delta_run("?sib", 20000, seed + 1, 80), 0);
-    assert_int_equal(delta_run("", 90, seed + 2, 80), 0);
+    assert_int_equal(delta_run("", 20000, seed, 120, 0), 0);
+    assert_int_equal(delta_run("?sib", 20000, seed + 1, 80, 0), 0);
+    assert_int_equal(delta_run("", 90, seed + 2, 80, 0), 0);
+    /* as the text outline asks: no selectors, no bounds */
+    assert_int_equal(delta_run("", 20000, seed + 3, 80, 1), 0);
 }
 
 /* ---- generated text and the sheets that may hold it ----------------------- */

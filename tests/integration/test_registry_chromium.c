@@ -1360,8 +1360,9 @@ static void test_moved_entries_are_written_later(void **state)
     struct fx f;
     fx_open(&f, "/many.html#20", &cfg);
     reg_observation a, b;
-    /* The default outline's observe: no selectors (a CSS path with
-       nth-of-type does change when an element is added before it). */
+    /* No selectors, as the default outline (a CSS path with nth-of-type
+       does change when an element is added before it), but bounds, which
+       the default outline does not read: where an entry sits is the point */
     reg_observe_opts opts = {.no_selectors = 1};
     assert_int_equal(reg_observe(f.pg, f.h, &opts, &a), 0);
     reg_entry *v0, *v1, *v2;
@@ -1400,6 +1401,68 @@ static void test_moved_entries_are_written_later(void **state)
     reg_entries_free(v2, 21);
     reg_observation_free(&a);
     reg_observation_free(&b);
+    fx_close(&f);
+}
+
+/* The elements list's box of "Button 5" is the page's own, and lower than y0;
+   its y. */
+static int button5_box_checked(struct fx *f, reg_observe_opts *elements, int y0)
+{
+    reg_observation e;
+    assert_int_equal(reg_observe(f->pg, f->h, elements, &e), 0);
+    const reg_node *b5 = by_name(&e, "button", "Button 5");
+    assert_non_null(b5);
+    char want[64];
+    snprintf(want, sizeof want, "%d,%d,%d,%d", b5->bounds[0], b5->bounds[1], b5->bounds[2],
+             b5->bounds[3]);
+    js_is(f,
+          "(function(){var b=[...document.querySelectorAll('button')].find(function(x)"
+          "{return x.textContent==='Button 5'}).getBoundingClientRect();return [b.left,"
+          "b.top,b.width,b.height].map(Math.round).join(',')})()",
+          want);
+    assert_true(b5->bounds[2] > 0 && b5->bounds[3] > 0);
+    assert_true(b5->bounds[1] > y0);
+    int y = b5->bounds[1];
+    reg_observation_free(&e);
+    return y;
+}
+
+/*
+ * The text outline's observe reads no bounds (no_bounds: its nodes and
+ * entries carry zeros), and the elements list after it still shows where
+ * each element is now, checked against the page's own boxes: right after
+ * a text observe of the unchanged page (the two walks have their own keys
+ * in the page, or the text walk's "same" reply would answer), and after a
+ * change a text observe saw first.
+ */
+static void test_elements_bounds_after_text_observes(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/many.html#20", NULL);
+    reg_observe_opts text = {.no_selectors = 1, .no_bounds = 1};
+    reg_observe_opts elements = {0};
+    js(&f, "document.body.style.minHeight = '3000px'"); /* room to scroll */
+    int y = button5_box_checked(&f, &elements, -1000);
+    for (int round = 0; round < 3; round++) {
+        reg_observation t;
+        assert_int_equal(reg_observe(f.pg, f.h, &text, &t), 0);
+        const reg_node *n = by_name(&t, "button", "Button 5");
+        assert_non_null(n);
+        assert_non_null(n->ref);
+        int zero[4] = {0};
+        assert_memory_equal(n->bounds, zero, sizeof zero);
+        reg_observation_free(&t);
+        /* nothing changed since the text observe: its reply is no answer */
+        y = button5_box_checked(&f, &elements, y - 1);
+        /* the page changes (a button above, a scroll), seen by a text observe first */
+        insert_button_above(&f);
+        js(&f, "window.scrollBy(0, 5)");
+        assert_int_equal(reg_observe(f.pg, f.h, &text, &t), 0);
+        reg_observation_free(&t);
+        /* it moved down with the button above it */
+        y = button5_box_checked(&f, &elements, y);
+    }
     fx_close(&f);
 }
 
@@ -1633,6 +1696,7 @@ int main(void)
         cmocka_unit_test(test_at_the_cap_a_new_ref_writes_itself_alone),
         cmocka_unit_test(test_unwritten_entries_go_stale_on_time),
         cmocka_unit_test(test_moved_entries_are_written_later),
+        cmocka_unit_test(test_elements_bounds_after_text_observes),
         cmocka_unit_test(test_outline_text),
         cmocka_unit_test(test_editable_regions),
         cmocka_unit_test(test_a_frame_of_another_site_says_where_from),
