@@ -641,9 +641,12 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
     }
     ri->ms[SESS_RS_NAV] += (int)(rg_now_ms() - t);
     t = rg_now_ms();
-    /* One observation re-binds every registered ref by identity. */
+    /* One observation re-binds every registered ref by identity. With the
+       text outline's options (no selectors, no bounds: re-binding reads
+       neither), so that the agent's next observe continues this walk
+       instead of walking the page again and writing every entry back. */
     reg_observation o;
-    reg_observe_opts opts = {0};
+    reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1};
     if ((rc = reg_observe(sess_registry(s), sess_handle(s), &opts, &o)) < 0)
         goto fail;
     ri->ms[SESS_RS_OBSERVE] += (int)(rg_now_ms() - t);
@@ -743,7 +746,7 @@ int sess_rebuild_tabs(sess *s, const sess_capture *parked, sess_restore_info *ri
             cJSON_Delete(ignored);
         }
         reg_observation o;
-        reg_observe_opts opts = {0};
+        reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1}; /* as the first tab's */
         if (reg_observe(t->reg, sess_handle(s), &opts, &o) == 0) {
             ri->refs_kept += o.n_stable + o.n_moved;
             ri->refs_lost += o.n_unmatched;
