@@ -701,6 +701,43 @@ static long order_gap(const reg_entry *e, size_t pos)
     return d < 0 ? -d : d;
 }
 
+/*
+ * The suffix the last new element of each base ref got in this
+ * observation: the next one of the same base starts after it. Every
+ * suffix below it was taken or held by an entry then, and still is (refs
+ * are only ever taken here), so the ref is the same as trying from 1 -
+ * without trying them all again: on a page of many look-alikes (a hundred
+ * "Add to cart" buttons) that was quadratic.
+ */
+struct next_k {
+    const char **base; /* open addressing, NULL: free */
+    int *k;
+    size_t cap; /* a power of two */
+};
+
+static int next_k_init(struct next_k *t, size_t n)
+{
+    t->cap = 16;
+    while (t->cap < 2 * n)
+        t->cap *= 2;
+    t->base = calloc(t->cap, sizeof *t->base);
+    t->k = calloc(t->cap, sizeof *t->k);
+    return t->base && t->k ? 0 : RG_ENOMEM;
+}
+
+/* The slot of base, made (k 0) when new; the table never fills (cap >= 2n). */
+static int *next_k_slot(struct next_k *t, const char *base)
+{
+    uint32_t h = 2166136261u; /* FNV-1a */
+    for (const unsigned char *c = (const unsigned char *)base; *c; c++)
+        h = (h ^ *c) * 16777619u;
+    size_t i = h & (t->cap - 1);
+    while (t->base[i] && strcmp(t->base[i], base))
+        i = (i + 1) & (t->cap - 1);
+    t->base[i] = base;
+    return &t->k[i];
+}
+
 /* Pass 1: the refs the identity asks for. */
 static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos)
 {
@@ -983,6 +1020,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
                        reg_entry **upserts, size_t *n_up)
 {
     struct matcher m = {0};
+    struct next_k nk = {0};
     int rc = RG_ENOMEM;
     size_t n = o->n_nodes;
     m.base = pg->entries;
@@ -1101,6 +1139,8 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
                       ? pg->n_entries + n_wanted - pg->cfg.max
                       : 0;
     int may_skip = over == 0 || evict_unseen(pg, &m, over, *upserts, n_up) == 0;
+    if (next_k_init(&nk, n - n_match) < 0)
+        goto out;
     pos = 0;
     for (i = 0; i < n; i++) {
         reg_node *nd = &o->nodes[i];
@@ -1109,10 +1149,13 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
         pos++;
         if (!match[i]) {
             char ref[REG_REF_MAX];
-            for (int k = 1;; k++) {
+            int *kp = next_k_slot(&nk, bases[i]);
+            for (int k = *kp + 1;; k++) {
                 suffixed(bases[i], k, ref);
-                if (!taken(&m, ref) && !find_ref(&m, ref))
+                if (!taken(&m, ref) && !find_ref(&m, ref)) {
+                    *kp = k;
                     break;
+                }
             }
             if (!(p->refs[i] = strdup(ref)) || take(&m, p->refs[i]) < 0)
                 goto out;
@@ -1145,6 +1188,8 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     }
     rc = 0;
 out:
+    free(nk.base);
+    free(nk.k);
     free(m.by_ref);
     free(m.claimed);
     free(m.taken);

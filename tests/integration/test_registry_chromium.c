@@ -171,6 +171,58 @@ static void test_duplicate_labels_and_odd_ids(void **state)
     fx_close(&f);
 }
 
+/* The refs of the buttons named name, in document order, joined by spaces. */
+static void refs_of(const reg_observation *o, const char *name, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < o->n_nodes; i++)
+        if (!strcmp(o->nodes[i].role, "button") && o->nodes[i].name &&
+            !strcmp(o->nodes[i].name, name))
+            snprintf(out + strlen(out), size - strlen(out), "%s%s", out[0] ? " " : "",
+                     o->nodes[i].ref);
+}
+
+/*
+ * Look-alikes get suffixes in document order, the first free one each:
+ * not one held by an element of the page, nor one an entry still holds.
+ * Sixty at once (the registry tries each suffix once per base, not from 1
+ * for every look-alike: that was quadratic), then, after one of them went
+ * and three more came, the one that went is given back to the first
+ * newcomer that looks the same, and the others take the next free ones.
+ */
+static void test_look_alikes_take_the_next_free_suffixes(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/many.html#0", NULL);
+    js(&f, "document.getElementById('c').innerHTML = "
+           "'<p><button>Close</button></p>'.repeat(60)");
+    reg_observation a, b;
+    observe(&f, &a, 0);
+    char got[2048], want[2048], base[REG_REF_MAX];
+    refs_of(&a, "Close", got, sizeof got);
+    /* the base ref, whatever the identity's hash makes it */
+    snprintf(base, sizeof base, "%.*s", (int)strcspn(got, " "), got);
+    assert_true(base[0] == '@' && !strchr(base, '~'));
+    snprintf(want, sizeof want, "%s", base);
+    for (int k = 2; k <= 60; k++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), " %s~%d", base, k);
+    assert_string_equal(got, want);
+    js(&f, "var c = document.getElementById('c'); c.children[1].remove();"
+           "c.insertAdjacentHTML('beforeend', '<p><button>Close</button></p>'.repeat(3))");
+    observe(&f, &b, 0);
+    refs_of(&b, "Close", got, sizeof got);
+    snprintf(want, sizeof want, "%s", base);
+    for (int k = 3; k <= 60; k++)
+        snprintf(want + strlen(want), sizeof want - strlen(want), " %s~%d", base, k);
+    snprintf(want + strlen(want), sizeof want - strlen(want), " %s~2 %s~61 %s~62", base, base,
+             base);
+    assert_string_equal(got, want);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    fx_close(&f);
+}
+
 static void test_rerender_reorder_and_removal(void **state)
 {
     (void)state;
@@ -1686,6 +1738,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_form_refs_stable_and_outline),
         cmocka_unit_test(test_duplicate_labels_and_odd_ids),
+        cmocka_unit_test(test_look_alikes_take_the_next_free_suffixes),
         cmocka_unit_test(test_rerender_reorder_and_removal),
         cmocka_unit_test(test_shadow_and_iframe),
         cmocka_unit_test(test_diff_mode),
