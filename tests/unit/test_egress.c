@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -193,19 +194,29 @@ static int socks_connect_name(int fd, const char *host, int port)
 /* 1 if the peer closed fd (EOF or reset) within a few seconds. */
 /* One SOCKS5 CONNECT to host:port through slot s, on a connection of its
    own: the reply code (0 granted, 2 the rules refused, 4 unreachable). */
-static int socks_once(egress_slot *s, const char *host, int port)
-{
-    int fd = connect_port(egress_slot_port(s));
-    int rep = socks_connect_name(fd, host, port);
-    close(fd);
-    return rep;
-}
-
 static int closed_by_peer(int fd)
 {
     char c;
     ssize_t r = recv(fd, &c, 1, 0);
     return r == 0 || (r < 0 && errno == ECONNRESET);
+}
+
+static int socks_once(egress_slot *s, const char *host, int port)
+{
+    int fd = connect_port(egress_slot_port(s));
+    int rep = socks_connect_name(fd, host, port);
+    /* A refusal ends the connection: wait (5 s at most) for the egress to
+       close its end, which it does once the connection no longer counts
+       against max_conns_per_slot. Without it the fifth of a quick loop of
+       refusals could find the slot still full while the first's thread was
+       finishing, and came back closed (a loaded CI machine, 7 December). */
+    if (rep > 0) {
+        struct timeval tv = {.tv_sec = 5};
+        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+        (void)closed_by_peer(fd);
+    }
+    close(fd);
+    return rep;
 }
 
 /* ---- fixtures ---- */
