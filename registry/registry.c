@@ -1139,7 +1139,8 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
                       ? pg->n_entries + n_wanted - pg->cfg.max
                       : 0;
     int may_skip = over == 0 || evict_unseen(pg, &m, over, *upserts, n_up) == 0;
-    if (next_k_init(&nk, n - n_match) < 0)
+    /* only for the new ones: an observe where every ref matched makes no table */
+    if (n_wanted && next_k_init(&nk, n_wanted) < 0)
         goto out;
     pos = 0;
     for (i = 0; i < n; i++) {
