@@ -150,8 +150,7 @@ int sess_apply_options(sess *s)
     /* The page's frames of other sites, each set up as it attaches
        (xframes.c): after the world, which hears of those attached now. */
     if (rc0 == 0)
-        sess_call_async(s, "Target.setAutoAttach", sess_xframes_params(s->m),
-                        SESS_CALL_TIMEOUT_MS);
+        sess_call_async(s, "Target.setAutoAttach", sess_xframes_params(), SESS_CALL_TIMEOUT_MS);
     tp[3] = rg_now_ms();
     if (rc0 == 0)
         rc0 = sess_intercept(s);

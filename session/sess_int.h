@@ -269,9 +269,8 @@ void sess_on_request_paused(sess_tab *t, const char *session, const cJSON *param
 /* ---- xframes.c: frames of other sites in a tab ---- */
 
 /* The Target.setAutoAttach parameters for a tab's page and its frames: their
-   frames of other sites and workers attached, held until set up when
-   requests are checked (no proxy). */
-const char *sess_xframes_params(const sess_mgr *m);
+   frames of other sites and workers attached, held until set up. */
+const char *sess_xframes_params(void);
 /* Target.attachedToTarget and detachedFromTarget on t's page or one of its
    frames, parent the session they came on (reader thread). */
 void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params);

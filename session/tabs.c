@@ -322,7 +322,7 @@ static void on_attached(void *ud, const char *session_id, const char *method, co
     child_call(s, child, "Log.enable", NULL);
     child_call(s, child, "Network.enable", SESS_NETWORK_PARAMS);
     /* its frames of other sites, each set up as it comes (xframes.c) */
-    child_call(s, child, "Target.setAutoAttach", sess_xframes_params(m));
+    child_call(s, child, "Target.setAutoAttach", sess_xframes_params());
     char vp[128];
     snprintf(vp, sizeof vp, "{\"width\":%d,\"height\":%d,\"deviceScaleFactor\":1,\"mobile\":false}",
              s->width, s->height);

@@ -10,8 +10,7 @@
  * go to the registry):
  *
  *   - without the egress proxy, Fetch interception, so that its requests
- *     pass the tenant's URL policy as the page's do (intercept.c). The
- *     frame is held (waitForDebuggerOnStart) until that is in place. One
+ *     pass the tenant's URL policy as the page's do (intercept.c). One
  *     that cannot be followed (past SESS_XFRAMES_MAX, or no room for its
  *     events) runs with every request of its own blocked: nobody would
  *     check them;
@@ -22,6 +21,13 @@
  *     check inside a payment frame), whose events come on the frame's
  *     session, so they are the tab's as well. All levels share the tab's
  *     SESS_XFRAMES_MAX, and a frame that goes takes those under it.
+ *
+ * Every frame is held (waitForDebuggerOnStart) until all of that is in
+ * place, with the proxy too: a worker let run at once sent its first
+ * request before Network.enable reached its session, and the network log
+ * never listed it (a CI run under ASan, 7 December); the emulate op's
+ * headers and conditions would miss its first requests the same way. The
+ * hold costs the frame the pipe's round trip to here and back.
  *
  * The registry's world observes the same frames, one level (registry/frames.c).
  * It is made with reg_world_new_attached, so that it sends no setAutoAttach
@@ -41,10 +47,8 @@
 #define ATTACH_TYPES                                                                            \
     "\"filter\":[{\"type\":\"iframe\"},{\"type\":\"worker\"},{\"type\":\"shared_worker\"},"      \
     "{\"type\":\"service_worker\"}]}"
-#define ATTACH_HELD                                                                             \
+#define ATTACH_HELD                                                                                \
     "{\"autoAttach\":true,\"waitForDebuggerOnStart\":true,\"flatten\":true," ATTACH_TYPES
-#define ATTACH_RUN                                                                              \
-    "{\"autoAttach\":true,\"waitForDebuggerOnStart\":false,\"flatten\":true," ATTACH_TYPES
 
 /* The kinds of target that run a tab's code apart from its page. A worker
    left out would still be held by the attaching (waitForDebuggerOnStart
@@ -55,10 +59,9 @@ static int followed(const char *type)
            !strcmp(type, "service_worker");
 }
 
-const char *sess_xframes_params(const sess_mgr *m)
+const char *sess_xframes_params(void)
 {
-    /* With the proxy every connection is checked there: nothing to hold for. */
-    return sess_intercept_params(m) ? ATTACH_HELD : ATTACH_RUN;
+    return ATTACH_HELD;
 }
 
 /* Sends method to the frame's session, in order after what was sent before (reader thread). */
@@ -126,7 +129,7 @@ void sess_xframe_attached(sess_tab *t, const char *parent, const cJSON *params)
     /* the emulate op's: media, network conditions, headers, position (a
        worker refuses what is not its own: nothing waits for the answer) */
     sess_emul_to(s, sid);
-    frame_call(s, sid, "Target.setAutoAttach", sess_xframes_params(m));
+    frame_call(s, sid, "Target.setAutoAttach", sess_xframes_params());
     if (held)
         frame_call(s, sid, "Runtime.runIfWaitingForDebugger", NULL);
 }
