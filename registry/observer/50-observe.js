@@ -233,6 +233,9 @@
     /* text: false is the interactive outline's walk, which shows no text */
     var textOn = opts.text !== false;
     beginCall();
+    /* a whole walk names every control: the label index from the first ask
+       (each el.labels of the first few walked the whole document) */
+    if (!reuse) labelAsks = LABEL_ASKS_MAX;
     var nodes = [], els = [], offs = [];
     var truncated = false, textCut = false;
     var nRefs = 0, textTotal = 0;
