@@ -44,7 +44,7 @@ int main(int argc, char **argv)
     reg_page *pg;
     reg_page_new(store, "bench:click", NULL, &pg);
     reg_observation o;
-    reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1};
+    reg_observe_opts opts = {REG_OBSERVE_TEXT};
     if (page_navigate(h.conn, h.session, httpd_url(chrome.pages, "/click.html", url, sizeof url)) <
             0 ||
         reg_observe(pg, h, &opts, &o) < 0) {

@@ -80,7 +80,7 @@ static int round_trips(redissrv *rs, sess *s)
     redisReply *r = mon ? redisCommand(mon, "MONITOR") : NULL;
     freeReplyObject(r);
     reg_observation o;
-    reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1}; /* format text's */
+    reg_observe_opts opts = {REG_OBSERVE_TEXT};
     page_eval(sess_handle(s).conn, sess_handle(s).session,
               "document.querySelector('main').insertAdjacentHTML('beforeend',"
               "'<button>One more</button>');1",
@@ -181,7 +181,7 @@ static int replica_main(int rounds)
         sess *s;
         sess_nav nav;
         reg_observation o;
-        reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1}; /* format text's */
+        reg_observe_opts opts = {REG_OBSERVE_TEXT};
         if (sess_create(m[k], "bench", NULL, 30000, &s, err, sizeof err) < 0 ||
             sess_navigate(s, url, "load", 30000, &nav, err, sizeof err) < 0) {
             fprintf(stderr, "park: %s\n", err);
@@ -292,7 +292,7 @@ int main(int argc, char **argv)
         sess *s;
         sess_nav nav;
         reg_observation o;
-        reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1}; /* format text's */
+        reg_observe_opts opts = {REG_OBSERVE_TEXT};
         if (sess_create(m, "bench", NULL, 30000, &s, err, sizeof err) < 0 ||
             sess_navigate(s, url, "load", 30000, &nav, err, sizeof err) < 0) {
             fprintf(stderr, "park: %s\n", err);

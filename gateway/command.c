@@ -151,7 +151,7 @@ static void snapshot_event(gw *g, sess *s, const char *tid, const char *sid, con
 {
     if (!s || sess_lost(s) || !gw_event_wants(g, tid, sid, "snapshot"))
         return;
-    reg_observe_opts opts = {.diff = 1, .no_selectors = 1, .no_bounds = 1, .timeout_ms = 5000};
+    reg_observe_opts opts = {.diff = 1, REG_OBSERVE_TEXT, .timeout_ms = 5000};
     reg_observation o;
     if (reg_observe(sess_registry(s), sess_handle(s), &opts, &o) < 0)
         return;

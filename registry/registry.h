@@ -384,6 +384,12 @@ typedef struct reg_observe_opts {
     int timeout_ms;
 } reg_observe_opts;
 
+/* The text outline's walk, in a reg_observe_opts initializer: what format
+   `text` asks, and with it the snapshot event and a restore's re-binding,
+   so that they share the page's kept answer (a walk of other options is
+   another key there). */
+#define REG_OBSERVE_TEXT .no_selectors = 1, .no_bounds = 1
+
 /** An observation. Free with reg_observation_free. */
 typedef struct reg_observation {
     char *url, *title;

@@ -645,7 +645,7 @@ int sess_rebuild(sess *s, const char *url, double sx, double sy, const sess_capt
        neither), so that the agent's next observe continues this walk
        instead of walking the page again and writing every entry back. */
     reg_observation o;
-    reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1};
+    reg_observe_opts opts = {REG_OBSERVE_TEXT};
     if ((rc = reg_observe(sess_registry(s), sess_handle(s), &opts, &o)) < 0)
         goto fail;
     ri->ms[SESS_RS_OBSERVE] += (int)(rg_now_ms() - t);
@@ -745,7 +745,7 @@ int sess_rebuild_tabs(sess *s, const sess_capture *parked, sess_restore_info *ri
             cJSON_Delete(ignored);
         }
         reg_observation o;
-        reg_observe_opts opts = {.no_selectors = 1, .no_bounds = 1}; /* as the first tab's */
+        reg_observe_opts opts = {REG_OBSERVE_TEXT}; /* as the first tab's */
         if (reg_observe(t->reg, sess_handle(s), &opts, &o) == 0) {
             ri->refs_kept += o.n_stable + o.n_moved;
             ri->refs_lost += o.n_unmatched;

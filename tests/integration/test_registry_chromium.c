@@ -1492,7 +1492,7 @@ static void test_elements_bounds_after_text_observes(void **state)
     (void)state;
     struct fx f;
     fx_open(&f, "/many.html#20", NULL);
-    reg_observe_opts text = {.no_selectors = 1, .no_bounds = 1};
+    reg_observe_opts text = {REG_OBSERVE_TEXT};
     reg_observe_opts elements = {0};
     js(&f, "document.body.style.minHeight = '3000px'"); /* room to scroll */
     int y = button5_box_checked(&f, &elements, -1000);
