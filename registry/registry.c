@@ -27,6 +27,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#define XXH_INLINE_ALL
+#include <xxhash.h>
+
 #define OBSERVE_TIMEOUT_MS 10000
 /* Replies a kept base may borrow from: past it the next observe asks for a whole reply. */
 #define BASE_CHUNKS_MAX 16
@@ -728,10 +731,7 @@ static int next_k_init(struct next_k *t, size_t n)
 /* The slot of base, made (k 0) when new; the table never fills (cap >= 2n). */
 static int *next_k_slot(struct next_k *t, const char *base)
 {
-    uint32_t h = 2166136261u; /* FNV-1a */
-    for (const unsigned char *c = (const unsigned char *)base; *c; c++)
-        h = (h ^ *c) * 16777619u;
-    size_t i = h & (t->cap - 1);
+    size_t i = (size_t)XXH3_64bits(base, strlen(base)) & (t->cap - 1);
     while (t->base[i] && strcmp(t->base[i], base))
         i = (i + 1) & (t->cap - 1);
     t->base[i] = base;
