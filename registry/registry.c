@@ -633,6 +633,49 @@ static int entry_by_ref_cmp(const void *a, const void *b)
     return strcmp((*(reg_entry *const *)a)->ref, (*(reg_entry *const *)b)->ref);
 }
 
+/*
+ * A number per base ref, for one observation (open addressing on the
+ * base's xxHash). assign_refs keeps in it the suffix the last new element
+ * of each base got: the next one of the same base starts after it. Every
+ * suffix below it was taken or held by an entry then, and still is (refs
+ * are only ever taken here), so the ref is the same as trying from 1 -
+ * without trying them all again: on a page of many look-alikes (a hundred
+ * "Add to cart" buttons) that was quadratic. perfect_match keeps in
+ * another how many suffixes of each base are entries.
+ */
+struct next_k {
+    const char **base; /* open addressing, NULL: free */
+    int *k;
+    size_t cap;  /* a power of two */
+    size_t used; /* at most half of cap */
+};
+
+static int next_k_init(struct next_k *t, size_t n)
+{
+    t->cap = 16;
+    while (t->cap < 2 * n)
+        t->cap *= 2;
+    t->base = calloc(t->cap, sizeof *t->base);
+    t->k = calloc(t->cap, sizeof *t->k);
+    return t->base && t->k ? 0 : RG_ENOMEM;
+}
+
+/* The slot of base, made (k 0) when new; NULL when a new one would fill
+   the table past half (its makers size it for what they put in: never). */
+static int *next_k_slot(struct next_k *t, const char *base)
+{
+    size_t i = (size_t)XXH3_64bits(base, strlen(base)) & (t->cap - 1);
+    while (t->base[i] && strcmp(t->base[i], base))
+        i = (i + 1) & (t->cap - 1);
+    if (!t->base[i]) {
+        if (2 * (t->used + 1) > t->cap)
+            return NULL;
+        t->used++;
+        t->base[i] = base;
+    }
+    return &t->k[i];
+}
+
 struct matcher {
     reg_entry **by_ref; /* entries sorted by ref */
     size_t n;
@@ -640,6 +683,12 @@ struct matcher {
     reg_entry *base;
     char **taken;       /* refs handed out in this observation, sorted insert */
     size_t n_taken, cap_taken;
+    /* pass 1's perfect matches (perfect_match): the entries by order, and
+       per base how many suffixes from 1 on are all entries; made at its
+       first ask, or_failed when there was no memory for them */
+    reg_entry **by_order;
+    struct next_k runs;
+    int or_made, or_failed;
 };
 
 static reg_entry *find_ref(struct matcher *m, const char *ref)
@@ -704,44 +753,95 @@ static long order_gap(const reg_entry *e, size_t pos)
     return d < 0 ? -d : d;
 }
 
-/*
- * The suffix the last new element of each base ref got in this
- * observation: the next one of the same base starts after it. Every
- * suffix below it was taken or held by an entry then, and still is (refs
- * are only ever taken here), so the ref is the same as trying from 1 -
- * without trying them all again: on a page of many look-alikes (a hundred
- * "Add to cart" buttons) that was quadratic.
- */
-struct next_k {
-    const char **base; /* open addressing, NULL: free */
-    int *k;
-    size_t cap; /* a power of two */
-};
-
-static int next_k_init(struct next_k *t, size_t n)
+static int entry_by_order_cmp(const void *a, const void *b)
 {
-    t->cap = 16;
-    while (t->cap < 2 * n)
-        t->cap *= 2;
-    t->base = calloc(t->cap, sizeof *t->base);
-    t->k = calloc(t->cap, sizeof *t->k);
-    return t->base && t->k ? 0 : RG_ENOMEM;
+    const reg_entry *x = *(reg_entry *const *)a, *y = *(reg_entry *const *)b;
+    if (x->order != y->order)
+        return x->order < y->order ? -1 : 1;
+    return strcmp(x->ref, y->ref);
 }
 
-/* The slot of base, made (k 0) when new; the table never fills (cap >= 2n). */
-static int *next_k_slot(struct next_k *t, const char *base)
+/* The k of ref among base's refs (1: base itself), 0 when it is not one of them. */
+static int suffix_of(const char *ref, const char *base)
 {
-    size_t i = (size_t)XXH3_64bits(base, strlen(base)) & (t->cap - 1);
-    while (t->base[i] && strcmp(t->base[i], base))
-        i = (i + 1) & (t->cap - 1);
-    t->base[i] = base;
-    return &t->k[i];
+    if (!strcmp(ref, base))
+        return 1;
+    const char *t = strrchr(ref, '~');
+    if (!t || t[1] < '1' || t[1] > '9' || strlen(t + 1) > 3)
+        return 0;
+    int k = atoi(t + 1);
+    char want[REG_REF_MAX];
+    suffixed(base, k, want);
+    return k > 1 && !strcmp(want, ref) ? k : 0;
+}
+
+/*
+ * Pass 1's shortcut: the entry of base that has nd's identity exactly and
+ * sat at pos among the refs (the same element where it was, as after a
+ * reload of an unchanged page), of several the lowest suffix; NULL when
+ * none. match_base's scan would return the same one: nothing scores above
+ * 1 nor sits closer than 0, and of equals it keeps the first. Only the
+ * suffixes that scan reaches count (it stops at the first missing one).
+ * Found through the entries with that order, not by scoring every
+ * look-alike of the base: on a reload of a page of many (a thousand
+ * "Reply" links) that scan was quadratic.
+ */
+static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const char *base, size_t pos)
+{
+    if (!m->or_made) {
+        m->or_made = 1;
+        m->by_order = malloc((m->n ? m->n : 1) * sizeof *m->by_order);
+        if (!m->by_order || next_k_init(&m->runs, m->n) < 0) {
+            m->or_failed = 1;
+            return NULL;
+        }
+        memcpy(m->by_order, m->by_ref, m->n * sizeof *m->by_order);
+        qsort(m->by_order, m->n, sizeof *m->by_order, entry_by_order_cmp);
+    }
+    if (m->or_failed || pos > INT_MAX)
+        return NULL;
+    size_t lo = 0, hi = m->n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (m->by_order[mid]->order < (int)pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    reg_entry *best = NULL;
+    int best_k = 0, *run = NULL;
+    for (; lo < m->n && m->by_order[lo]->order == (int)pos; lo++) {
+        reg_entry *e = m->by_order[lo];
+        int k = suffix_of(e->ref, base);
+        if (!k || (best && k >= best_k) || !claimable(m, e) ||
+            reg_identity_score(&e->ident, &nd->ident) != 1.0)
+            continue;
+        if (!run) {
+            /* how many suffixes from 1 on are entries, kept as that plus one */
+            if (!(run = next_k_slot(&m->runs, base)))
+                return NULL;
+            if (!*run) {
+                char ref[REG_REF_MAX];
+                int r = 0;
+                for (; r < 999 && (suffixed(base, r + 1, ref), find_ref(m, ref)); r++) {
+                }
+                *run = r + 1;
+            }
+        }
+        if (k < *run) {
+            best = e;
+            best_k = k;
+        }
+    }
+    return best;
 }
 
 /* Pass 1: the refs the identity asks for. */
 static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos)
 {
-    reg_entry *best = NULL;
+    reg_entry *best = perfect_match(m, nd, base, pos);
+    if (best)
+        return best;
     double best_score = 0;
     for (int k = 1; k < 1000; k++) {
         char ref[REG_REF_MAX];
@@ -1151,10 +1251,11 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
         if (!match[i]) {
             char ref[REG_REF_MAX];
             int *kp = next_k_slot(&nk, bases[i]);
-            for (int k = *kp + 1;; k++) {
+            for (int k = kp ? *kp + 1 : 1;; k++) {
                 suffixed(bases[i], k, ref);
                 if (!taken(&m, ref) && !find_ref(&m, ref)) {
-                    *kp = k;
+                    if (kp)
+                        *kp = k;
                     break;
                 }
             }
@@ -1194,6 +1295,9 @@ out:
     free(m.by_ref);
     free(m.claimed);
     free(m.taken);
+    free(m.by_order);
+    free(m.runs.base);
+    free(m.runs.k);
     free(match);
     free(bases);
     return rc;
