@@ -634,46 +634,77 @@ static int entry_by_ref_cmp(const void *a, const void *b)
 }
 
 /*
- * A number per base ref, for one observation (open addressing on the
- * base's xxHash). assign_refs keeps in it the suffix the last new element
- * of each base got: the next one of the same base starts after it. Every
- * suffix below it was taken or held by an entry then, and still is (refs
- * are only ever taken here), so the ref is the same as trying from 1 -
- * without trying them all again: on a page of many look-alikes (a hundred
- * "Add to cart" buttons) that was quadratic. perfect_match keeps in
- * another how many suffixes of each base are entries.
+ * A number per ref string, for one observation: open addressing on the
+ * string's xxHash, the strings not copied (they outlive the table). Made
+ * for at most n strings, so it never fills past half.
+ *
+ * assign_refs keeps in one the suffix the last new element of each base
+ * ref got: the next one of the same base starts after it. Every suffix
+ * below it was taken or held by an entry then, and still is (refs are only
+ * ever taken here), so the ref is the same as trying from 1 - without
+ * trying them all again: on a page of many look-alikes (a hundred "Add to
+ * cart" buttons) that was quadratic. In another, the refs this observation
+ * handed out (until 7 December a sorted array, each new ref inserted in
+ * place: memory moved quadratic in the new refs, 5,000 on the controls
+ * page). perfect_match keeps in a third how many suffixes of each base are
+ * entries.
  */
-struct next_k {
-    const char **base; /* open addressing, NULL: free */
-    int *k;
+struct ref_table {
+    const char **key; /* NULL: free */
+    int *v;
     size_t cap;  /* a power of two */
     size_t used; /* at most half of cap */
 };
 
-static int next_k_init(struct next_k *t, size_t n)
+static int ref_table_init(struct ref_table *t, size_t n)
 {
     t->cap = 16;
     while (t->cap < 2 * n)
         t->cap *= 2;
-    t->base = calloc(t->cap, sizeof *t->base);
-    t->k = calloc(t->cap, sizeof *t->k);
-    return t->base && t->k ? 0 : RG_ENOMEM;
+    t->used = 0;
+    t->key = calloc(t->cap, sizeof *t->key);
+    t->v = calloc(t->cap, sizeof *t->v);
+    return t->key && t->v ? 0 : RG_ENOMEM;
 }
 
-/* The slot of base, made (k 0) when new; NULL when a new one would fill
-   the table past half (its makers size it for what they put in: never). */
-static int *next_k_slot(struct next_k *t, const char *base)
+static void ref_table_free(struct ref_table *t)
 {
-    size_t i = (size_t)XXH3_64bits(base, strlen(base)) & (t->cap - 1);
-    while (t->base[i] && strcmp(t->base[i], base))
+    free(t->key);
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+/* Where key is or would go. */
+static size_t ref_table_at(const struct ref_table *t, const char *key)
+{
+    size_t i = (size_t)XXH3_64bits(key, strlen(key)) & (t->cap - 1);
+    while (t->key[i] && strcmp(t->key[i], key))
         i = (i + 1) & (t->cap - 1);
-    if (!t->base[i]) {
+    return i;
+}
+
+/* key's number, or NULL when it has none (or there is no table). */
+static int *ref_table_find(const struct ref_table *t, const char *key)
+{
+    if (!t->cap)
+        return NULL;
+    size_t i = ref_table_at(t, key);
+    return t->key[i] ? &t->v[i] : NULL;
+}
+
+/* key's number, made (0) when new; NULL when a new one would fill the table
+   past half (its makers size it for what they put in: never). key must
+   outlive the table. */
+static int *ref_table_slot(struct ref_table *t, const char *key)
+{
+    size_t i = ref_table_at(t, key);
+    if (!t->key[i]) {
         if (2 * (t->used + 1) > t->cap)
             return NULL;
         t->used++;
-        t->base[i] = base;
+        t->key[i] = key;
     }
-    return &t->k[i];
+    return &t->v[i];
 }
 
 struct matcher {
@@ -681,13 +712,12 @@ struct matcher {
     size_t n;
     unsigned char *claimed; /* by index into pg->entries */
     reg_entry *base;
-    char **taken;       /* refs handed out in this observation, sorted insert */
-    size_t n_taken, cap_taken;
+    struct ref_table taken; /* refs handed out in this observation */
     /* pass 1's perfect matches (perfect_match): the entries by order, and
        per base how many suffixes from 1 on are all entries; made at its
        first ask, or_failed when there was no memory for them */
     reg_entry **by_order;
-    struct next_k runs;
+    struct ref_table runs;
     int or_made, or_failed;
 };
 
@@ -705,32 +735,18 @@ static int str_cmp(const void *a, const void *b)
     return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-static int taken(struct matcher *m, const char *ref)
+static int taken(const struct matcher *m, const char *ref)
 {
-    return m->n_taken && bsearch(&ref, m->taken, m->n_taken, sizeof *m->taken, str_cmp);
+    return ref_table_find(&m->taken, ref) != NULL;
 }
 
-static int take(struct matcher *m, char *ref)
+/* ref (kept until the table goes) is handed out. */
+static int take(struct matcher *m, const char *ref)
 {
-    if (m->n_taken == m->cap_taken) {
-        size_t cap = m->cap_taken ? m->cap_taken * 2 : 256;
-        char **nt = realloc(m->taken, cap * sizeof *nt);
-        if (!nt)
-            return RG_ENOMEM;
-        m->taken = nt;
-        m->cap_taken = cap;
-    }
-    size_t lo = 0, hi = m->n_taken;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (strcmp(m->taken[mid], ref) < 0)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    memmove(&m->taken[lo + 1], &m->taken[lo], (m->n_taken - lo) * sizeof *m->taken);
-    m->taken[lo] = ref;
-    m->n_taken++;
+    int *v = ref_table_slot(&m->taken, ref);
+    if (!v)
+        return RG_ENOMEM; /* the table was made for every ref: not reached */
+    *v = 1;
     return 0;
 }
 
@@ -791,7 +807,7 @@ static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const cha
     if (!m->or_made) {
         m->or_made = 1;
         m->by_order = malloc((m->n ? m->n : 1) * sizeof *m->by_order);
-        if (!m->by_order || next_k_init(&m->runs, m->n) < 0) {
+        if (!m->by_order || ref_table_init(&m->runs, m->n) < 0) {
             m->or_failed = 1;
             return NULL;
         }
@@ -818,7 +834,7 @@ static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const cha
             continue;
         if (!run) {
             /* how many suffixes from 1 on are entries, kept as that plus one */
-            if (!(run = next_k_slot(&m->runs, base)))
+            if (!(run = ref_table_slot(&m->runs, base)))
                 return NULL;
             if (!*run) {
                 char ref[REG_REF_MAX];
@@ -1120,7 +1136,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
                        reg_entry **upserts, size_t *n_up)
 {
     struct matcher m = {0};
-    struct next_k nk = {0};
+    struct ref_table nk = {0};
     int rc = RG_ENOMEM;
     size_t n = o->n_nodes;
     m.base = pg->entries;
@@ -1176,26 +1192,19 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     }
     for (i = 0; i < m.n; i++)
         o->n_unmatched += !m.claimed[i];
-    /* Matched refs are taken first, so new elements never get them: all of
-       them, then sorted once (a new ref is then inserted in order). */
-    size_t n_match = 0;
-    for (i = 0; i < n; i++)
-        n_match += match[i] != NULL;
-    if (n_match) {
-        m.taken = malloc(n_match * 2 * sizeof *m.taken);
-        if (!m.taken)
-            goto out;
-        m.cap_taken = n_match * 2;
-    }
+    /* Matched refs are taken first, so new elements never get them. */
+    size_t n_match = 0, n_wanted = 0;
     for (i = 0; i < n; i++) {
-        if (match[i]) {
-            if (!(p->refs[i] = strdup(match[i]->ref)))
-                goto out;
-            m.taken[m.n_taken++] = p->refs[i];
-        }
+        n_match += match[i] != NULL;
+        n_wanted += wants_ref(&o->nodes[i]) && !match[i];
     }
-    if (m.n_taken > 1)
-        qsort(m.taken, m.n_taken, sizeof *m.taken, str_cmp);
+    /* the refs handed out, for the new ones to avoid (none new: no table) */
+    if (n_wanted && ref_table_init(&m.taken, n_match + n_wanted) < 0)
+        goto out;
+    for (i = 0; i < n; i++)
+        if (match[i] &&
+            (!(p->refs[i] = strdup(match[i]->ref)) || (n_wanted && take(&m, p->refs[i]) < 0)))
+            goto out;
     int64_t now = rg_wall_ms();
     /*
      * A matched element whose entry would be written as it stands, and was
@@ -1223,9 +1232,6 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
      * is written at once. Bounds are the last observation's, never used
      * to find an element.
      */
-    size_t n_wanted = 0;
-    for (i = 0; i < n; i++)
-        n_wanted += wants_ref(&o->nodes[i]) && !match[i];
     /*
      * At the cap, the store would evict the least recently seen entries,
      * and its last-seen times lag this worker's: every entry would have to
@@ -1240,7 +1246,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
                       : 0;
     int may_skip = over == 0 || evict_unseen(pg, &m, over, *upserts, n_up) == 0;
     /* only for the new ones: an observe where every ref matched makes no table */
-    if (n_wanted && next_k_init(&nk, n_wanted) < 0)
+    if (n_wanted && ref_table_init(&nk, n_wanted) < 0)
         goto out;
     pos = 0;
     for (i = 0; i < n; i++) {
@@ -1250,7 +1256,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
         pos++;
         if (!match[i]) {
             char ref[REG_REF_MAX];
-            int *kp = next_k_slot(&nk, bases[i]);
+            int *kp = ref_table_slot(&nk, bases[i]);
             for (int k = kp ? *kp + 1 : 1;; k++) {
                 suffixed(bases[i], k, ref);
                 if (!taken(&m, ref) && !find_ref(&m, ref)) {
@@ -1290,14 +1296,12 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     }
     rc = 0;
 out:
-    free(nk.base);
-    free(nk.k);
+    ref_table_free(&nk);
     free(m.by_ref);
     free(m.claimed);
-    free(m.taken);
+    ref_table_free(&m.taken);
     free(m.by_order);
-    free(m.runs.base);
-    free(m.runs.k);
+    ref_table_free(&m.runs);
     free(match);
     free(bases);
     return rc;
