@@ -70,10 +70,15 @@ BENCHES := $(BUILD)/bench/floor $(BUILD)/bench/observe $(BUILD)/bench/click $(BU
 # The benches that talk msgpack to a stack through nginx share its client.
 BENCH_CLIENT := $(BUILD)/bench/client.o
 
-.PHONY: all test unit integration asan bench soak soak-oversub run deps clean format fmt-check fuzz
+.PHONY: all tests test unit integration asan bench soak soak-oversub run deps clean format \
+        fmt-check fuzz
 .DEFAULT_GOAL := all
 
 all: $(LIBS_REFGATE) $(SERVER) $(CLI) $(UNIT_TESTS) $(INTEG_TESTS) $(BENCHES)
+
+# The test binaries only, built and not run (a directory named tests would
+# otherwise answer `make tests` with "nothing to be done").
+tests: $(UNIT_TESTS) $(INTEG_TESTS)
 
 deps:
 	@sh scripts/deps.sh
