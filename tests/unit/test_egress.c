@@ -191,9 +191,7 @@ static int socks_connect_name(int fd, const char *host, int port)
     return rep[1];
 }
 
-/* 1 if the peer closed fd (EOF or reset) within a few seconds. */
-/* One SOCKS5 CONNECT to host:port through slot s, on a connection of its
-   own: the reply code (0 granted, 2 the rules refused, 4 unreachable). */
+/* 1 if the peer closed fd (EOF or reset) before fd's receive timeout. */
 static int closed_by_peer(int fd)
 {
     char c;
@@ -201,20 +199,20 @@ static int closed_by_peer(int fd)
     return r == 0 || (r < 0 && errno == ECONNRESET);
 }
 
+/* One SOCKS5 CONNECT to host:port through slot s, on a connection of its
+   own: the reply code (0 granted, 2 the rules refused, 4 unreachable). */
 static int socks_once(egress_slot *s, const char *host, int port)
 {
     int fd = connect_port(egress_slot_port(s));
     int rep = socks_connect_name(fd, host, port);
-    /* A refusal ends the connection: wait (5 s at most) for the egress to
-       close its end, which it does once the connection no longer counts
-       against max_conns_per_slot. Without it the fifth of a quick loop of
-       refusals could find the slot still full while the first's thread was
-       finishing, and came back closed (a loaded CI machine, 7 December). */
-    if (rep > 0) {
-        struct timeval tv = {.tv_sec = 5};
-        setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    /* A refusal ends the connection: wait (connect_port's receive timeout
+       at most) for the egress to close its end, which it does once the
+       connection no longer counts against max_conns_per_slot. Without it
+       the fifth of a quick loop of refusals could find the slot still full
+       while the first's thread was finishing, and came back closed (a
+       loaded CI machine, 7 December). */
+    if (rep > 0)
         (void)closed_by_peer(fd);
-    }
     close(fd);
     return rep;
 }
