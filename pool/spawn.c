@@ -75,10 +75,17 @@ static const char *const base_flags[] = {
  * navigations each way: through the gateway, p50 33.8-37.2 ms with it and
  * 28.4-31.9 ms without on bench/pages/form.html, 33.4-37.5 and 29.0-31.7 ms
  * on the React todo page. Sites stay in their own processes either way.
+ *
+ * CacheControlNoStoreEnterBackForwardCache lets Chromium keep pages sent
+ * with Cache-Control: no-store in its back/forward cache (an experiment it
+ * runs through field trials); it is off here so that such a page is always
+ * loaded again, as docs/protocol.md (back / forward) says. Once in a CI run
+ * a no-store page came back from the cache (from_cache true); with the
+ * feature turned on, the same steps do that in playwright-core.
  */
 static const char base_disabled_features[] =
     "PreloadTopChromeWebUI,WebUIOmniboxPopup,WebUIOmniboxAimPopup,SpareRendererForSitePerProcess,"
-    "AutofillServerCommunication,RenderDocument";
+    "AutofillServerCommunication,RenderDocument,CacheControlNoStoreEnterBackForwardCache";
 static const char disable_features[] = "--disable-features=";
 
 /* ---- argv and environment, built before fork ---- */
