@@ -646,8 +646,7 @@ static int entry_by_ref_cmp(const void *a, const void *b)
  * cart" buttons) that was quadratic. In another, the refs this observation
  * handed out (until 7 December a sorted array, each new ref inserted in
  * place: memory moved quadratic in the new refs, 5,000 on the controls
- * page). perfect_match keeps in a third how many suffixes of each base are
- * entries.
+ * page). run_of keeps in a third where each base's run is.
  */
 struct ref_table {
     const char **key; /* NULL: free */
@@ -707,18 +706,41 @@ static int *ref_table_slot(struct ref_table *t, const char *key)
     return &t->v[i];
 }
 
+/*
+ * A base's run: the entries of its refs from suffix 1 on, up to the first
+ * suffix that is no entry, which is what pass 1's scan of a base meets.
+ * When every entry of the run has the same identity signals (same: a
+ * hashed base, whose look-alikes differ in nothing the score reads), any
+ * element scores the same against each of them, and the scan's pick is the
+ * claimable entry nearest to the element's place: ord has the run by
+ * order for that search.
+ */
+struct run_ord {
+    int order;
+    int k; /* the suffix: e[k - 1] */
+};
+
+struct run {
+    reg_entry **e; /* e[k - 1]: base~k (base itself for k = 1) */
+    int n;
+    int same;            /* every entry has the first one's signals */
+    struct run_ord *ord; /* when same: by order, then suffix */
+};
+
 struct matcher {
     reg_entry **by_ref; /* entries sorted by ref */
     size_t n;
     unsigned char *claimed; /* by index into pg->entries */
     reg_entry *base;
     struct ref_table taken; /* refs handed out in this observation */
-    /* pass 1's perfect matches (perfect_match): the entries by order, and
-       per base how many suffixes from 1 on are all entries; made at its
-       first ask, or_failed when there was no memory for them */
+    /* pass 1's perfect matches (perfect_match): the entries by order, made
+       at its first ask, or_failed when there was no memory for them */
     reg_entry **by_order;
-    struct ref_table runs;
     int or_made, or_failed;
+    /* pass 1's look-alikes (run_of): base -> its run's index + 1 in run_list */
+    struct ref_table runs;
+    struct run *run_list;
+    size_t n_runs, max_runs; /* max_runs: the nodes pass 1 may ask for */
 };
 
 static reg_entry *find_ref(struct matcher *m, const char *ref)
@@ -791,6 +813,134 @@ static int suffix_of(const char *ref, const char *base)
     return k > 1 && !strcmp(want, ref) ? k : 0;
 }
 
+/* a and b carry the same signals of the identity score (an empty string
+   is no signal, as for the score) */
+static int same_signal(const char *a, const char *b)
+{
+    int ha = a && *a, hb = b && *b;
+    return ha == hb && (!ha || !strcmp(a, b));
+}
+
+static int same_signals(const reg_identity *a, const reg_identity *b)
+{
+    return a->sibling_index == b->sibling_index && same_signal(a->testid, b->testid) &&
+           same_signal(a->id, b->id) && same_signal(a->aria_label, b->aria_label) &&
+           same_signal(a->role, b->role) && same_signal(a->name, b->name) &&
+           same_signal(a->tag, b->tag) && same_signal(a->parent_role, b->parent_role);
+}
+
+static int run_ord_cmp(const void *a, const void *b)
+{
+    const struct run_ord *x = a, *y = b;
+    if (x->order != y->order)
+        return x->order < y->order ? -1 : 1;
+    return x->k < y->k ? -1 : x->k > y->k;
+}
+
+static void run_free(struct run *r)
+{
+    free(r->e);
+    free(r->ord);
+    memset(r, 0, sizeof *r);
+}
+
+/* base's run, made at its first ask; NULL with *rc RG_ENOMEM when there was
+   no memory for it. */
+static const struct run *run_of(struct matcher *m, const char *base, int *rc)
+{
+    if (!m->runs.cap) {
+        m->run_list = calloc(m->max_runs ? m->max_runs : 1, sizeof *m->run_list);
+        if (!m->run_list || ref_table_init(&m->runs, m->max_runs) < 0)
+            goto nomem;
+    }
+    int *v = ref_table_slot(&m->runs, base);
+    if (v && *v)
+        return &m->run_list[*v - 1];
+    if (!v || m->n_runs >= m->max_runs) /* one base per node asked: not reached */
+        goto nomem;
+    struct run *r = &m->run_list[m->n_runs];
+    int cap = 0;
+    for (int k = 1; k < 1000; k++) {
+        char ref[REG_REF_MAX];
+        suffixed(base, k, ref);
+        reg_entry *e = find_ref(m, ref);
+        if (!e)
+            break;
+        if (r->n == cap) {
+            int ncap = cap ? 2 * cap : 4;
+            reg_entry **ne = realloc(r->e, (size_t)ncap * sizeof *ne);
+            if (!ne)
+                goto fail;
+            r->e = ne;
+            cap = ncap;
+        }
+        r->e[r->n++] = e;
+    }
+    r->same = 1;
+    for (int i = 1; i < r->n && r->same; i++)
+        r->same = same_signals(&r->e[0]->ident, &r->e[i]->ident);
+    if (r->same && r->n > 1) {
+        if (!(r->ord = malloc((size_t)r->n * sizeof *r->ord)))
+            goto fail;
+        for (int i = 0; i < r->n; i++)
+            r->ord[i] = (struct run_ord){.order = r->e[i]->order, .k = i + 1};
+        qsort(r->ord, (size_t)r->n, sizeof *r->ord, run_ord_cmp);
+    }
+    *v = (int)++m->n_runs;
+    return r;
+fail:
+    run_free(r);
+nomem:
+    *rc = RG_ENOMEM;
+    return NULL;
+}
+
+/*
+ * Of a run whose entries all score the same (same), the claimable entry
+ * nearest to pos, of two as near the lower suffix; NULL when none is
+ * claimable. That is what the scan picks when nothing scores above the
+ * rest, found from pos outwards in the run by order instead: on a reload
+ * of a list whose items each hold the same button, with one element more
+ * above them (every place moved by one, so no perfect match), scoring the
+ * whole run for each button was quadratic.
+ */
+static reg_entry *nearest(struct matcher *m, const struct run *r, size_t pos)
+{
+    if (!r->ord)
+        return claimable(m, r->e[0]) ? r->e[0] : NULL;
+    long p = (long)pos;
+    int lo = 0, hi = r->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r->ord[mid].order < p)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    /* at or after pos: the first claimable one (of one order, the lowest suffix comes first) */
+    const struct run_ord *up = NULL;
+    for (int i = lo; i < r->n && !up; i++)
+        if (claimable(m, r->e[r->ord[i].k - 1]))
+            up = &r->ord[i];
+    /* before pos: the nearest order with a claimable entry, its lowest suffix */
+    const struct run_ord *down = NULL;
+    for (int i = lo - 1; i >= 0; i--) {
+        if (down && r->ord[i].order != down->order)
+            break;
+        if (up && p - r->ord[i].order > (long)up->order - p)
+            break;
+        if (claimable(m, r->e[r->ord[i].k - 1]))
+            down = &r->ord[i];
+    }
+    if (!up || !down) {
+        const struct run_ord *o = up ? up : down;
+        return o ? r->e[o->k - 1] : NULL;
+    }
+    long gu = (long)up->order - p, gd = p - down->order;
+    const struct run_ord *o = gd < gu || (gd == gu && down->k < up->k) ? down : up;
+    return r->e[o->k - 1];
+}
+
 /*
  * Pass 1's shortcut: the entry of base that has nd's identity exactly and
  * sat at pos among the refs (the same element where it was, as after a
@@ -802,12 +952,13 @@ static int suffix_of(const char *ref, const char *base)
  * look-alike of the base: on a reload of a page of many (a thousand
  * "Reply" links) that scan was quadratic.
  */
-static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const char *base, size_t pos)
+static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const char *base,
+                                const struct run *r, size_t pos)
 {
     if (!m->or_made) {
         m->or_made = 1;
         m->by_order = malloc((m->n ? m->n : 1) * sizeof *m->by_order);
-        if (!m->by_order || ref_table_init(&m->runs, m->n) < 0) {
+        if (!m->by_order) {
             m->or_failed = 1;
             return NULL;
         }
@@ -825,46 +976,40 @@ static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const cha
             hi = mid;
     }
     reg_entry *best = NULL;
-    int best_k = 0, *run = NULL;
+    int best_k = 0;
     for (; lo < m->n && m->by_order[lo]->order == (int)pos; lo++) {
         reg_entry *e = m->by_order[lo];
         int k = suffix_of(e->ref, base);
-        if (!k || (best && k >= best_k) || !claimable(m, e) ||
+        if (!k || k > r->n || (best && k >= best_k) || !claimable(m, e) ||
             reg_identity_score(&e->ident, &nd->ident) != 1.0)
             continue;
-        if (!run) {
-            /* how many suffixes from 1 on are entries, kept as that plus one */
-            if (!(run = ref_table_slot(&m->runs, base)))
-                return NULL;
-            if (!*run) {
-                char ref[REG_REF_MAX];
-                int r = 0;
-                for (; r < 999 && (suffixed(base, r + 1, ref), find_ref(m, ref)); r++) {
-                }
-                *run = r + 1;
-            }
-        }
-        if (k < *run) {
-            best = e;
-            best_k = k;
-        }
+        best = e;
+        best_k = k;
     }
     return best;
 }
 
-/* Pass 1: the refs the identity asks for. */
-static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos)
+/* Pass 1: the refs the identity asks for: of the base's run, the best
+   score, of equals the nearest to pos, of those the lowest suffix. NULL
+   when none scores REG_SAME_SCORE; *rc RG_ENOMEM when there was no memory. */
+static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos,
+                             int *rc)
 {
-    reg_entry *best = perfect_match(m, nd, base, pos);
+    const struct run *r = run_of(m, base, rc);
+    if (!r || !r->n)
+        return NULL;
+    if (r->same) {
+        /* every entry scores what the first does */
+        if (reg_identity_score(&r->e[0]->ident, &nd->ident) < REG_SAME_SCORE)
+            return NULL;
+        return nearest(m, r, pos);
+    }
+    reg_entry *best = perfect_match(m, nd, base, r, pos);
     if (best)
         return best;
     double best_score = 0;
-    for (int k = 1; k < 1000; k++) {
-        char ref[REG_REF_MAX];
-        suffixed(base, k, ref);
-        reg_entry *e = find_ref(m, ref);
-        if (!e)
-            break;
+    for (int k = 1; k <= r->n; k++) {
+        reg_entry *e = r->e[k - 1];
         if (!claimable(m, e))
             continue;
         double s = reg_identity_score(&e->ident, &nd->ident);
@@ -1141,6 +1286,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     size_t n = o->n_nodes;
     m.base = pg->entries;
     m.n = pg->n_entries;
+    m.max_runs = n;
     m.by_ref = calloc(m.n ? m.n : 1, sizeof *m.by_ref);
     m.claimed = calloc(m.n ? m.n : 1, 1);
     reg_entry **match = calloc(n ? n : 1, sizeof *match);
@@ -1182,7 +1328,10 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
             continue;
         /* the base ref, only for what pass 0 did not match (the new ones use it too) */
         reg_ref_base(&nd->ident, bases[i]);
-        reg_entry *e = match_base(&m, nd, bases[i], pos);
+        int mrc = 0;
+        reg_entry *e = match_base(&m, nd, bases[i], pos, &mrc);
+        if (mrc < 0)
+            goto out;
         if (!e)
             e = match_loose(&m, pg, nd, pos);
         if (e) {
@@ -1301,6 +1450,9 @@ out:
     free(m.claimed);
     ref_table_free(&m.taken);
     free(m.by_order);
+    for (size_t r = 0; r < m.n_runs; r++)
+        run_free(&m.run_list[r]);
+    free(m.run_list);
     ref_table_free(&m.runs);
     free(match);
     free(bases);

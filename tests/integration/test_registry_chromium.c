@@ -265,6 +265,44 @@ static void test_look_alikes_keep_their_refs_through_a_rerender(void **state)
     fx_close(&f);
 }
 
+/*
+ * A list whose items each hold the same button, re-rendered (new nodes)
+ * with one element more above it: every place moved by one, so no entry
+ * sits where its element now is, and each button is matched to the
+ * nearest look-alike entry, of two as near the lower suffix: its own. The
+ * refs stay, and only the new element takes one. Found from the button's
+ * place outwards since 7 December (registry.c, nearest), not by scoring
+ * every look-alike for each (quadratic); the refs are the ones that scan
+ * gave.
+ */
+static void test_look_alikes_keep_their_refs_when_the_list_moves(void **state)
+{
+    (void)state;
+    struct fx f;
+    fx_open(&f, "/many.html#0", NULL);
+#define ITEMS(n)                                                                                   \
+    "Array.from({length: " #n "}, (_, i) => '<p><a href=\"#u' + i + '\">user ' + i + '</a> "       \
+    "<button>Reply</button></p>').join('')"
+    js(&f, "document.getElementById('c').innerHTML = " ITEMS(300));
+    reg_observation a, b;
+    observe(&f, &a, 0);
+    static char before[16384], got[16384];
+    refs_of(&a, "Reply", before, sizeof before);
+    char user7[REG_REF_MAX];
+    snprintf(user7, sizeof user7, "%s", expect_ref(&a, "link", "user 7"));
+    js(&f, "document.getElementById('c').innerHTML = '<a href=\"#n\">New</a>' + " ITEMS(300));
+#undef ITEMS
+    observe(&f, &b, 0);
+    refs_of(&b, "Reply", got, sizeof got);
+    assert_string_equal(got, before);
+    assert_string_equal(expect_ref(&b, "link", "user 7"), user7);
+    assert_int_equal(b.n_new, 1);
+    assert_non_null(by_name(&b, "link", "New"));
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    fx_close(&f);
+}
+
 static void test_rerender_reorder_and_removal(void **state)
 {
     (void)state;
@@ -1782,6 +1820,7 @@ int main(void)
         cmocka_unit_test(test_duplicate_labels_and_odd_ids),
         cmocka_unit_test(test_look_alikes_take_the_next_free_suffixes),
         cmocka_unit_test(test_look_alikes_keep_their_refs_through_a_rerender),
+        cmocka_unit_test(test_look_alikes_keep_their_refs_when_the_list_moves),
         cmocka_unit_test(test_rerender_reorder_and_removal),
         cmocka_unit_test(test_shadow_and_iframe),
         cmocka_unit_test(test_diff_mode),
