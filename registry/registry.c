@@ -805,7 +805,7 @@ static int suffix_of(const char *ref, const char *base)
     if (!strcmp(ref, base))
         return 1;
     const char *t = strrchr(ref, '~');
-    if (!t || t[1] < '1' || t[1] > '9' || strlen(t + 1) > 3)
+    if (!t || t[1] < '1' || t[1] > '9' || strlen(t + 1) > 9)
         return 0;
     int k = atoi(t + 1);
     char want[REG_REF_MAX];
@@ -860,7 +860,9 @@ static const struct run *run_of(struct matcher *m, const char *base, int *rc)
         goto nomem;
     struct run *r = &m->run_list[m->n_runs];
     int cap = 0;
-    for (int k = 1; k < 1000; k++) {
+    /* a run is at most every entry long (until 7 December, 999 suffixes:
+       the scan went through every one for each element) */
+    for (int k = 1; (size_t)k <= m->n && k < INT_MAX; k++) {
         char ref[REG_REF_MAX];
         suffixed(base, k, ref);
         reg_entry *e = find_ref(m, ref);

@@ -273,24 +273,28 @@ static void test_look_alikes_keep_their_refs_through_a_rerender(void **state)
  * refs stay, and only the new element takes one. Found from the button's
  * place outwards since 7 December (registry.c, nearest), not by scoring
  * every look-alike for each (quadratic); the refs are the ones that scan
- * gave.
+ * gave. 1,200 of them, past suffix 999, where that scan stopped (the rest
+ * fell to pass 2), with room in the registry for them and their links.
  */
 static void test_look_alikes_keep_their_refs_when_the_list_moves(void **state)
 {
     (void)state;
     struct fx f;
-    fx_open(&f, "/many.html#0", NULL);
+    reg_config cfg;
+    reg_config_default(&cfg);
+    cfg.max = 5000;
+    fx_open(&f, "/many.html#0", &cfg);
 #define ITEMS(n)                                                                                   \
     "Array.from({length: " #n "}, (_, i) => '<p><a href=\"#u' + i + '\">user ' + i + '</a> "       \
     "<button>Reply</button></p>').join('')"
-    js(&f, "document.getElementById('c').innerHTML = " ITEMS(300));
+    js(&f, "document.getElementById('c').innerHTML = " ITEMS(1200));
     reg_observation a, b;
     observe(&f, &a, 0);
-    static char before[16384], got[16384];
+    static char before[65536], got[65536];
     refs_of(&a, "Reply", before, sizeof before);
     char user7[REG_REF_MAX];
     snprintf(user7, sizeof user7, "%s", expect_ref(&a, "link", "user 7"));
-    js(&f, "document.getElementById('c').innerHTML = '<a href=\"#n\">New</a>' + " ITEMS(300));
+    js(&f, "document.getElementById('c').innerHTML = '<a href=\"#n\">New</a>' + " ITEMS(1200));
 #undef ITEMS
     observe(&f, &b, 0);
     refs_of(&b, "Reply", got, sizeof got);
