@@ -708,12 +708,12 @@ static int *ref_table_slot(struct ref_table *t, const char *key)
 
 /*
  * A base's run: the entries of its refs from suffix 1 on, up to the first
- * suffix that is no entry, which is what pass 1's scan of a base meets.
+ * suffix that is no entry, which is what pass 1's scan of a base meets;
+ * ord has them by order, for what sits at or near an element's place.
  * When every entry of the run has the same identity signals (same: a
  * hashed base, whose look-alikes differ in nothing the score reads), any
  * element scores the same against each of them, and the scan's pick is the
- * claimable entry nearest to the element's place: ord has the run by
- * order for that search.
+ * claimable entry nearest to the element's place.
  */
 struct run_ord {
     int order;
@@ -724,7 +724,7 @@ struct run {
     reg_entry **e; /* e[k - 1]: base~k (base itself for k = 1) */
     int n;
     int same;            /* every entry has the first one's signals */
-    struct run_ord *ord; /* when same: by order, then suffix */
+    struct run_ord *ord; /* by order, then suffix; NULL for a run of one */
 };
 
 struct matcher {
@@ -733,10 +733,6 @@ struct matcher {
     unsigned char *claimed; /* by index into pg->entries */
     reg_entry *base;
     struct ref_table taken; /* refs handed out in this observation */
-    /* pass 1's perfect matches (perfect_match): the entries by order, made
-       at its first ask, or_failed when there was no memory for them */
-    reg_entry **by_order;
-    int or_made, or_failed;
     /* pass 1's look-alikes (run_of): base -> its run's index + 1 in run_list */
     struct ref_table runs;
     struct run *run_list;
@@ -789,28 +785,6 @@ static long order_gap(const reg_entry *e, size_t pos)
 {
     long d = (long)e->order - (long)pos;
     return d < 0 ? -d : d;
-}
-
-static int entry_by_order_cmp(const void *a, const void *b)
-{
-    const reg_entry *x = *(reg_entry *const *)a, *y = *(reg_entry *const *)b;
-    if (x->order != y->order)
-        return x->order < y->order ? -1 : 1;
-    return strcmp(x->ref, y->ref);
-}
-
-/* The k of ref among base's refs (1: base itself), 0 when it is not one of them. */
-static int suffix_of(const char *ref, const char *base)
-{
-    if (!strcmp(ref, base))
-        return 1;
-    const char *t = strrchr(ref, '~');
-    if (!t || t[1] < '1' || t[1] > '9' || strlen(t + 1) > 9)
-        return 0;
-    int k = atoi(t + 1);
-    char want[REG_REF_MAX];
-    suffixed(base, k, want);
-    return k > 1 && !strcmp(want, ref) ? k : 0;
 }
 
 /* a and b carry the same signals of the identity score (an empty string
@@ -881,7 +855,7 @@ static const struct run *run_of(struct matcher *m, const char *base, int *rc)
     r->same = 1;
     for (int i = 1; i < r->n && r->same; i++)
         r->same = same_signals(&r->e[0]->ident, &r->e[i]->ident);
-    if (r->same && r->n > 1) {
+    if (r->n > 1) {
         if (!(r->ord = malloc((size_t)r->n * sizeof *r->ord)))
             goto fail;
         for (int i = 0; i < r->n; i++)
@@ -895,6 +869,20 @@ fail:
 nomem:
     *rc = RG_ENOMEM;
     return NULL;
+}
+
+/* The first of r->ord at or after pos (r->n when none is). */
+static int run_at(const struct run *r, size_t pos)
+{
+    int lo = 0, hi = r->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r->ord[mid].order < (long)pos)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /*
@@ -911,14 +899,7 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, size_t pos)
     if (!r->ord)
         return claimable(m, r->e[0]) ? r->e[0] : NULL;
     long p = (long)pos;
-    int lo = 0, hi = r->n;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (r->ord[mid].order < p)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
+    int lo = run_at(r, pos);
     /* at or after pos: the first claimable one (of one order, the lowest suffix comes first) */
     const struct run_ord *up = NULL;
     for (int i = lo; i < r->n && !up; i++)
@@ -944,51 +925,26 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, size_t pos)
 }
 
 /*
- * Pass 1's shortcut: the entry of base that has nd's identity exactly and
- * sat at pos among the refs (the same element where it was, as after a
+ * Pass 1's shortcut: the entry of the run that has nd's identity exactly
+ * and sat at pos among the refs (the same element where it was, as after a
  * reload of an unchanged page), of several the lowest suffix; NULL when
  * none. match_base's scan would return the same one: nothing scores above
- * 1 nor sits closer than 0, and of equals it keeps the first. Only the
- * suffixes that scan reaches count (it stops at the first missing one).
- * Found through the entries with that order, not by scoring every
- * look-alike of the base: on a reload of a page of many (a thousand
- * "Reply" links) that scan was quadratic.
+ * 1 nor sits closer than 0, and of equals it keeps the first. Found through
+ * the run's entries with that order, not by scoring every look-alike of
+ * the base: on a reload of a page of many (a thousand "Reply" links) that
+ * scan was quadratic.
  */
-static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const char *base,
-                                const struct run *r, size_t pos)
+static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const struct run *r,
+                                size_t pos)
 {
-    if (!m->or_made) {
-        m->or_made = 1;
-        m->by_order = malloc((m->n ? m->n : 1) * sizeof *m->by_order);
-        if (!m->by_order) {
-            m->or_failed = 1;
-            return NULL;
-        }
-        memcpy(m->by_order, m->by_ref, m->n * sizeof *m->by_order);
-        qsort(m->by_order, m->n, sizeof *m->by_order, entry_by_order_cmp);
+    if (!r->ord)
+        return NULL; /* a run of one: the scan is as quick */
+    for (int i = run_at(r, pos); i < r->n && r->ord[i].order == (long)pos; i++) {
+        reg_entry *e = r->e[r->ord[i].k - 1];
+        if (claimable(m, e) && reg_identity_score(&e->ident, &nd->ident) == 1.0)
+            return e;
     }
-    if (m->or_failed || pos > INT_MAX)
-        return NULL;
-    size_t lo = 0, hi = m->n;
-    while (lo < hi) {
-        size_t mid = (lo + hi) / 2;
-        if (m->by_order[mid]->order < (int)pos)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    reg_entry *best = NULL;
-    int best_k = 0;
-    for (; lo < m->n && m->by_order[lo]->order == (int)pos; lo++) {
-        reg_entry *e = m->by_order[lo];
-        int k = suffix_of(e->ref, base);
-        if (!k || k > r->n || (best && k >= best_k) || !claimable(m, e) ||
-            reg_identity_score(&e->ident, &nd->ident) != 1.0)
-            continue;
-        best = e;
-        best_k = k;
-    }
-    return best;
+    return NULL;
 }
 
 /* Pass 1: the refs the identity asks for: of the base's run, the best
@@ -1006,7 +962,7 @@ static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *
             return NULL;
         return nearest(m, r, pos);
     }
-    reg_entry *best = perfect_match(m, nd, base, r, pos);
+    reg_entry *best = perfect_match(m, nd, r, pos);
     if (best)
         return best;
     double best_score = 0;
@@ -1451,7 +1407,6 @@ out:
     free(m.by_ref);
     free(m.claimed);
     ref_table_free(&m.taken);
-    free(m.by_order);
     for (size_t r = 0; r < m.n_runs; r++)
         run_free(&m.run_list[r]);
     free(m.run_list);
