@@ -2616,15 +2616,12 @@ static int sessions_listed(void)
 {
     char hdr[200];
     snprintf(hdr, sizeof hdr, "%sAccept: application/json\r\n", gw.auth[0]);
-    http_resp lr;
-    assert_int_equal(http_request(stack_port(gw.st), "GET", "/v1/sessions", hdr, NULL, 0, &lr), 0);
-    cJSON *listed = cJSON_Parse(lr.body.data);
-    rg_buf_destroy(&lr.body);
-    const cJSON *ss = cJSON_GetObjectItemCaseSensitive(
-        cJSON_GetObjectItemCaseSensitive(listed, "result"), "sessions");
+    cJSON *v = NULL;
+    assert_int_equal(list_page(hdr, "", &v), 200);
+    const cJSON *ss = cJSON_GetObjectItemCaseSensitive(result(v), "sessions");
     assert_true(cJSON_IsArray(ss));
     int n = cJSON_GetArraySize(ss);
-    cJSON_Delete(listed);
+    cJSON_Delete(v);
     return n;
 }
 
