@@ -708,14 +708,17 @@ static int *ref_table_slot(struct ref_table *t, const char *key)
 
 /*
  * A base's run: the entries of its refs from suffix 1 on, up to the first
- * suffix that is no entry, which is what pass 1's scan of a base meets;
- * ord has them by order, for what sits at or near an element's place.
- * When every entry of the run has the same identity signals (same: a
- * hashed base, whose look-alikes differ in nothing the score reads), any
- * element scores the same against each of them, and the scan's pick is the
- * claimable entry nearest to the element's place.
+ * suffix that is no entry, which is what pass 1's scan of a base meets.
+ * ord has them by their identity signals (a hash of them), then by order:
+ * the entries that score 1 against an element, and of those the ones at or
+ * near its place, are then a search away instead of a score of every
+ * look-alike. When every entry of the run has the same identity signals
+ * (same: a hashed base, whose look-alikes differ in nothing the score
+ * reads), any element scores the same against each of them, and the scan's
+ * pick is the claimable entry nearest to the element's place.
  */
 struct run_ord {
+    uint64_t sig; /* signals_hash of the entry (0 in a run whose entries are all alike) */
     int order;
     int k; /* the suffix: e[k - 1] */
 };
@@ -724,7 +727,7 @@ struct run {
     reg_entry **e; /* e[k - 1]: base~k (base itself for k = 1) */
     int n;
     int same;            /* every entry has the first one's signals */
-    struct run_ord *ord; /* by order, then suffix; NULL for a run of one */
+    struct run_ord *ord; /* by signals, order, then suffix; NULL for a run of one */
 };
 
 struct matcher {
@@ -788,7 +791,7 @@ static long order_gap(const reg_entry *e, size_t pos)
 }
 
 /* a and b carry the same signals of the identity score (an empty string
-   is no signal, as for the score) */
+   is no signal, as for the score): they score 1 against each other */
 static int same_signal(const char *a, const char *b)
 {
     int ha = a && *a, hb = b && *b;
@@ -803,9 +806,29 @@ static int same_signals(const reg_identity *a, const reg_identity *b)
            same_signal(a->tag, b->tag) && same_signal(a->parent_role, b->parent_role);
 }
 
+/* A hash of the signals same_signals compares: equal for any two it finds the
+   same (two different sets that share one are told apart by nearest). */
+static uint64_t signals_hash(const reg_identity *id)
+{
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    const char *f[] = {id->testid, id->id,  id->aria_label, id->role,
+                       id->name,   id->tag, id->parent_role};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        /* absent and empty alike, as for same_signal */
+        if (f[i] && *f[i])
+            XXH3_64bits_update(&st, f[i], strlen(f[i]));
+        XXH3_64bits_update(&st, "\x1f", 1);
+    }
+    XXH3_64bits_update(&st, &id->sibling_index, sizeof id->sibling_index);
+    return XXH3_64bits_digest(&st);
+}
+
 static int run_ord_cmp(const void *a, const void *b)
 {
     const struct run_ord *x = a, *y = b;
+    if (x->sig != y->sig)
+        return x->sig < y->sig ? -1 : 1;
     if (x->order != y->order)
         return x->order < y->order ? -1 : 1;
     return x->k < y->k ? -1 : x->k > y->k;
@@ -859,7 +882,9 @@ static const struct run *run_of(struct matcher *m, const char *base, int *rc)
         if (!(r->ord = malloc((size_t)r->n * sizeof *r->ord)))
             goto fail;
         for (int i = 0; i < r->n; i++)
-            r->ord[i] = (struct run_ord){.order = r->e[i]->order, .k = i + 1};
+            r->ord[i] = (struct run_ord){.sig = r->same ? 0 : signals_hash(&r->e[i]->ident),
+                                         .order = r->e[i]->order,
+                                         .k = i + 1};
         qsort(r->ord, (size_t)r->n, sizeof *r->ord, run_ord_cmp);
     }
     *v = (int)++m->n_runs;
@@ -871,13 +896,13 @@ nomem:
     return NULL;
 }
 
-/* The first of r->ord at or after pos (r->n when none is). */
-static int run_at(const struct run *r, size_t pos)
+/* The first of r->ord[lo, hi) with signals sig at or after pos (hi when none is). */
+static int run_at(const struct run *r, int lo, int hi, uint64_t sig, long pos)
 {
-    int lo = 0, hi = r->n;
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (r->ord[mid].order < (long)pos)
+        const struct run_ord *o = &r->ord[mid];
+        if (o->sig < sig || (o->sig == sig && o->order < pos))
             lo = mid + 1;
         else
             hi = mid;
@@ -885,34 +910,48 @@ static int run_at(const struct run *r, size_t pos)
     return lo;
 }
 
+/* Whether e, of the run, may be the pick for nd (NULL: any claimable entry). */
+static int pickable(struct matcher *m, const reg_entry *e, const reg_node *nd)
+{
+    return claimable(m, e) && (!nd || same_signals(&e->ident, &nd->ident));
+}
+
 /*
- * Of a run whose entries all score the same (same), the claimable entry
- * nearest to pos, of two as near the lower suffix; NULL when none is
- * claimable. That is what the scan picks when nothing scores above the
- * rest, found from pos outwards in the run by order instead: on a reload
- * of a list whose items each hold the same button, with one element more
- * above them (every place moved by one, so no perfect match), scoring the
- * whole run for each button was quadratic.
+ * Of the run's entries with signals sig (every one for a run whose entries
+ * all score the same), the claimable entry nearest to pos, of two as near
+ * the lower suffix; with nd, only entries whose signals are nd's (so that
+ * score 1 against it: a hash that two sets of signals share is passed
+ * over). NULL when there is none. That is what the scan picks of the
+ * entries that score best, found from pos outwards in the run by order
+ * instead: on a reload of a list whose items each hold the same button,
+ * or the same test id on links of different names, with one element more
+ * above them (every place moved by one), scoring the whole run for each
+ * element was quadratic.
  */
-static reg_entry *nearest(struct matcher *m, const struct run *r, size_t pos)
+static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, size_t pos,
+                          const reg_node *nd)
 {
     if (!r->ord)
-        return claimable(m, r->e[0]) ? r->e[0] : NULL;
+        return pickable(m, r->e[0], nd) ? r->e[0] : NULL;
     long p = (long)pos;
-    int lo = run_at(r, pos);
-    /* at or after pos: the first claimable one (of one order, the lowest suffix comes first) */
+    /* the run's entries with these signals: ord[first, end) */
+    int first = run_at(r, 0, r->n, sig, LONG_MIN), end = first;
+    while (end < r->n && r->ord[end].sig == sig)
+        end++;
+    int lo = run_at(r, first, end, sig, p);
+    /* at or after pos: the first pickable one (of one order, the lowest suffix comes first) */
     const struct run_ord *up = NULL;
-    for (int i = lo; i < r->n && !up; i++)
-        if (claimable(m, r->e[r->ord[i].k - 1]))
+    for (int i = lo; i < end && !up; i++)
+        if (pickable(m, r->e[r->ord[i].k - 1], nd))
             up = &r->ord[i];
-    /* before pos: the nearest order with a claimable entry, its lowest suffix */
+    /* before pos: the nearest order with a pickable entry, its lowest suffix */
     const struct run_ord *down = NULL;
-    for (int i = lo - 1; i >= 0; i--) {
+    for (int i = lo - 1; i >= first; i--) {
         if (down && r->ord[i].order != down->order)
             break;
         if (up && p - r->ord[i].order > (long)up->order - p)
             break;
-        if (claimable(m, r->e[r->ord[i].k - 1]))
+        if (pickable(m, r->e[r->ord[i].k - 1], nd))
             down = &r->ord[i];
     }
     if (!up || !down) {
@@ -922,29 +961,6 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, size_t pos)
     long gu = (long)up->order - p, gd = p - down->order;
     const struct run_ord *o = gd < gu || (gd == gu && down->k < up->k) ? down : up;
     return r->e[o->k - 1];
-}
-
-/*
- * Pass 1's shortcut: the entry of the run that has nd's identity exactly
- * and sat at pos among the refs (the same element where it was, as after a
- * reload of an unchanged page), of several the lowest suffix; NULL when
- * none. match_base's scan would return the same one: nothing scores above
- * 1 nor sits closer than 0, and of equals it keeps the first. Found through
- * the run's entries with that order, not by scoring every look-alike of
- * the base: on a reload of a page of many (a thousand "Reply" links) that
- * scan was quadratic.
- */
-static reg_entry *perfect_match(struct matcher *m, const reg_node *nd, const struct run *r,
-                                size_t pos)
-{
-    if (!r->ord)
-        return NULL; /* a run of one: the scan is as quick */
-    for (int i = run_at(r, pos); i < r->n && r->ord[i].order == (long)pos; i++) {
-        reg_entry *e = r->e[r->ord[i].k - 1];
-        if (claimable(m, e) && reg_identity_score(&e->ident, &nd->ident) == 1.0)
-            return e;
-    }
-    return NULL;
 }
 
 /* Pass 1: the refs the identity asks for: of the base's run, the best
@@ -960,11 +976,15 @@ static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *
         /* every entry scores what the first does */
         if (reg_identity_score(&r->e[0]->ident, &nd->ident) < REG_SAME_SCORE)
             return NULL;
-        return nearest(m, r, pos);
+        return nearest(m, r, 0, pos, NULL);
     }
-    reg_entry *best = perfect_match(m, nd, r, pos);
+    /* Nothing scores above 1, which only the entries with nd's signals
+       score: when one is claimable, the pick is of them. */
+    reg_entry *best = nearest(m, r, signals_hash(&nd->ident), pos, nd);
     if (best)
         return best;
+    /* the element changed since (its sibling index, its name under a test
+       id): the scan, for the best of partial scores */
     double best_score = 0;
     for (int k = 1; k <= r->n; k++) {
         reg_entry *e = r->e[k - 1];

@@ -307,6 +307,88 @@ static void test_look_alikes_keep_their_refs_when_the_list_moves(void **state)
     fx_close(&f);
 }
 
+/* Every link's "name ref", in document order. */
+static void link_refs(const reg_observation *o, char *out, size_t size)
+{
+    out[0] = '\0';
+    for (size_t i = 0; i < o->n_nodes; i++)
+        if (!strcmp(o->nodes[i].role, "link") && o->nodes[i].name && o->nodes[i].ref)
+            snprintf(out + strlen(out), size - strlen(out), "%s%s %s", out[0] ? "\n" : "",
+                     o->nodes[i].name, o->nodes[i].ref);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted lines of a link_refs text: the same elements with the same refs, in any order. */
+static void sorted_lines(char *text)
+{
+    size_t n = 0;
+    static char *lines[4096];
+    for (char *save = NULL, *l = strtok_r(text, "\n", &save); l && n < 4096;
+         l = strtok_r(NULL, "\n", &save))
+        lines[n++] = strdup(l);
+    qsort(lines, n, sizeof *lines, cmp_str);
+    char *w = text;
+    for (size_t i = 0; i < n; i++) {
+        w += sprintf(w, "%s\n", lines[i]);
+        free(lines[i]);
+    }
+    *w = '\0';
+}
+
+/*
+ * Look-alikes of one test id whose names differ (a list whose every row's
+ * link says data-testid="user"): a ref goes with its element's identity,
+ * not with the place. Re-rendered (new nodes) with one link more above
+ * them, then in reverse order, each link keeps its ref and only the new one
+ * takes one. The registry finds each link's entry among the test id's
+ * 1,200 by its signals; until 7 December it scored all of them for each
+ * link, which was quadratic.
+ */
+static void test_look_alikes_of_one_test_id_keep_their_refs(void **state)
+{
+    (void)state;
+    struct fx f;
+    reg_config cfg;
+    reg_config_default(&cfg);
+    cfg.max = 5000;
+    fx_open(&f, "/many.html#0", &cfg);
+#define ROWS                                                                                       \
+    "Array.from({length: 1200}, (_, i) => '<p><a data-testid=\"user\" href=\"#u' + i + '\">user "  \
+    "' + i + '</a></p>')"
+    js(&f, "document.getElementById('c').innerHTML = " ROWS ".join('')");
+    reg_observation a, b, c;
+    observe(&f, &a, 0);
+    static char before[65536], moved[65536], reversed[65536];
+    link_refs(&a, before, sizeof before);
+    assert_non_null(strstr(before, "user 0 @user\n"));
+    assert_non_null(strstr(before, "user 1 @user~2\n"));
+    js(&f, "document.getElementById('c').innerHTML = '<a href=\"#n\">New</a>' + " ROWS ".join('')");
+    observe(&f, &b, 0);
+    assert_int_equal(b.n_new, 1);
+    assert_non_null(by_name(&b, "link", "New"));
+    link_refs(&b, moved, sizeof moved);
+    /* the new link comes first; the rest is as before */
+    char *rest = strchr(moved, '\n');
+    assert_non_null(rest);
+    assert_string_equal(rest + 1, before);
+    js(&f, "document.getElementById('c').innerHTML = " ROWS ".reverse().join('')");
+#undef ROWS
+    observe(&f, &c, 0);
+    assert_int_equal(c.n_new, 0);
+    link_refs(&c, reversed, sizeof reversed);
+    sorted_lines(before);
+    sorted_lines(reversed);
+    assert_string_equal(reversed, before);
+    reg_observation_free(&a);
+    reg_observation_free(&b);
+    reg_observation_free(&c);
+    fx_close(&f);
+}
+
 static void test_rerender_reorder_and_removal(void **state)
 {
     (void)state;
@@ -1825,6 +1907,7 @@ int main(void)
         cmocka_unit_test(test_look_alikes_take_the_next_free_suffixes),
         cmocka_unit_test(test_look_alikes_keep_their_refs_through_a_rerender),
         cmocka_unit_test(test_look_alikes_keep_their_refs_when_the_list_moves),
+        cmocka_unit_test(test_look_alikes_of_one_test_id_keep_their_refs),
         cmocka_unit_test(test_rerender_reorder_and_removal),
         cmocka_unit_test(test_shadow_and_iframe),
         cmocka_unit_test(test_diff_mode),
