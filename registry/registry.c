@@ -719,6 +719,7 @@ static int *ref_table_slot(struct ref_table *t, const char *key)
  */
 struct run_ord {
     uint64_t sig; /* signals_hash of the entry (0 in a run whose entries are all alike) */
+    int64_t seen; /* when an observation last saw it */
     int order;
     int k; /* the suffix: e[k - 1] */
 };
@@ -727,7 +728,8 @@ struct run {
     reg_entry **e; /* e[k - 1]: base~k (base itself for k = 1) */
     int n;
     int same;            /* every entry has the first one's signals */
-    struct run_ord *ord; /* by signals, order, then suffix; NULL for a run of one */
+    struct run_ord *ord; /* by signals, latest seen first, order, then suffix; NULL for a run
+                            of one */
 };
 
 struct matcher {
@@ -784,6 +786,12 @@ static void suffixed(const char *base, int k, char out[REG_REF_MAX])
         snprintf(out, REG_REF_MAX, "%.*s~%d", REG_REF_MAX - 12, base, k);
 }
 
+/* when an observation last saw e */
+static int64_t seen_at(const reg_entry *e)
+{
+    return e->seen_ms > e->last_seen_ms ? e->seen_ms : e->last_seen_ms;
+}
+
 static long order_gap(const reg_entry *e, size_t pos)
 {
     long d = (long)e->order - (long)pos;
@@ -829,6 +837,8 @@ static int run_ord_cmp(const void *a, const void *b)
     const struct run_ord *x = a, *y = b;
     if (x->sig != y->sig)
         return x->sig < y->sig ? -1 : 1;
+    if (x->seen != y->seen)
+        return x->seen > y->seen ? -1 : 1;
     if (x->order != y->order)
         return x->order < y->order ? -1 : 1;
     return x->k < y->k ? -1 : x->k > y->k;
@@ -883,6 +893,7 @@ static const struct run *run_of(struct matcher *m, const char *base, int *rc)
             goto fail;
         for (int i = 0; i < r->n; i++)
             r->ord[i] = (struct run_ord){.sig = r->same ? 0 : signals_hash(&r->e[i]->ident),
+                                         .seen = seen_at(r->e[i]),
                                          .order = r->e[i]->order,
                                          .k = i + 1};
         qsort(r->ord, (size_t)r->n, sizeof *r->ord, run_ord_cmp);
@@ -896,13 +907,13 @@ nomem:
     return NULL;
 }
 
-/* The first of r->ord[lo, hi) with signals sig at or after pos (hi when none is). */
-static int run_at(const struct run *r, int lo, int hi, uint64_t sig, long pos)
+/* The first of r->ord[lo, hi), which have one signals hash and one seen time, at or
+   after pos (hi when none is). */
+static int run_at(const struct run *r, int lo, int hi, long pos)
 {
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        const struct run_ord *o = &r->ord[mid];
-        if (o->sig < sig || (o->sig == sig && o->order < pos))
+        if (r->ord[mid].order < pos)
             lo = mid + 1;
         else
             hi = mid;
@@ -917,28 +928,14 @@ static int pickable(struct matcher *m, const reg_entry *e, const reg_node *nd)
 }
 
 /*
- * Of the run's entries with signals sig (every one for a run whose entries
- * all score the same), the claimable entry nearest to pos, of two as near
- * the lower suffix; with nd, only entries whose signals are nd's (so that
- * score 1 against it: a hash that two sets of signals share is passed
- * over). NULL when there is none. That is what the scan picks of the
- * entries that score best, found from pos outwards in the run by order
- * instead: on a reload of a list whose items each hold the same button,
- * or the same test id on links of different names, with one element more
- * above them (every place moved by one), scoring the whole run for each
- * element was quadratic.
+ * Of r->ord[first, end), entries seen at one time, the pickable entry
+ * nearest to pos, of two as near the lower suffix; NULL when none is.
  */
-static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, size_t pos,
-                          const reg_node *nd)
+static reg_entry *nearest_in(struct matcher *m, const struct run *r, int first, int end, size_t pos,
+                             const reg_node *nd)
 {
-    if (!r->ord)
-        return pickable(m, r->e[0], nd) ? r->e[0] : NULL;
     long p = (long)pos;
-    /* the run's entries with these signals: ord[first, end) */
-    int first = run_at(r, 0, r->n, sig, LONG_MIN), end = first;
-    while (end < r->n && r->ord[end].sig == sig)
-        end++;
-    int lo = run_at(r, first, end, sig, p);
+    int lo = run_at(r, first, end, p);
     /* at or after pos: the first pickable one (of one order, the lowest suffix comes first) */
     const struct run_ord *up = NULL;
     for (int i = lo; i < end && !up; i++)
@@ -963,28 +960,80 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, 
     return r->e[o->k - 1];
 }
 
-/* Pass 1: the refs the identity asks for: of the base's run, the best
-   score, of equals the nearest to pos, of those the lowest suffix. NULL
-   when none scores REG_SAME_SCORE; *rc RG_ENOMEM when there was no memory. */
+/*
+ * Of the run's entries with signals sig (every one for a run whose entries
+ * all score the same), the claimable one an observation saw last, of those
+ * the nearest to pos, of two as near the lower suffix; with nd, only
+ * entries whose signals are nd's (so that score 1 against it: a hash that
+ * two sets of signals share is passed over). NULL when there is none.
+ * Found from pos outwards in the run by order, not by scoring every
+ * look-alike: on a reload of a list whose items each hold the same button,
+ * or the same test id on links of different names, with one element more
+ * above them (every place moved by one), that was quadratic. The latest
+ * seen first: an entry of an element gone since (a row deleted, renamed)
+ * does not take the ref of an unchanged one that the last observation saw.
+ */
+static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, size_t pos,
+                          const reg_node *nd)
+{
+    if (!r->ord)
+        return pickable(m, r->e[0], nd) ? r->e[0] : NULL;
+    /* the run's entries with these signals, by when seen: slices of one time each */
+    int lo = 0, hi = r->n;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        if (r->ord[mid].sig < sig)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    for (int first = lo; first < r->n && r->ord[first].sig == sig;) {
+        /* the end of the slice seen when ord[first] was */
+        int64_t seen = r->ord[first].seen;
+        int end = first + 1, top = r->n;
+        while (end < top) {
+            int mid = end + (top - end) / 2;
+            if (r->ord[mid].sig == sig && r->ord[mid].seen == seen)
+                end = mid + 1;
+            else
+                top = mid;
+        }
+        reg_entry *e = nearest_in(m, r, first, end, pos, nd);
+        if (e)
+            return e;
+        first = end;
+    }
+    return NULL;
+}
+
+/*
+ * Pass 1: the refs the identity asks for: of the base's run, the best
+ * score, of equals the nearest to pos, of those the lowest suffix. exact:
+ * only an entry that scores 1 (every signal nd has), as the first round
+ * asks. NULL when none scores REG_SAME_SCORE (1 when exact); *rc RG_ENOMEM
+ * when there was no memory.
+ */
 static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos,
-                             int *rc)
+                             int exact, int *rc)
 {
     const struct run *r = run_of(m, base, rc);
     if (!r || !r->n)
         return NULL;
     if (r->same) {
         /* every entry scores what the first does */
-        if (reg_identity_score(&r->e[0]->ident, &nd->ident) < REG_SAME_SCORE)
+        double s = reg_identity_score(&r->e[0]->ident, &nd->ident);
+        if (s < REG_SAME_SCORE || (exact && s < 1.0))
             return NULL;
         return nearest(m, r, 0, pos, NULL);
     }
     /* Nothing scores above 1, which only the entries with nd's signals
-       score: when one is claimable, the pick is of them. */
-    reg_entry *best = nearest(m, r, signals_hash(&nd->ident), pos, nd);
-    if (best)
-        return best;
+       score: they are a search away. */
+    if (exact)
+        return nearest(m, r, signals_hash(&nd->ident), pos, nd);
     /* the element changed since (its sibling index, its name under a test
-       id): the scan, for the best of partial scores */
+       id), and the first round left none that scores 1: the best of partial
+       scores */
+    reg_entry *best = NULL;
     double best_score = 0;
     for (int k = 1; k <= r->n; k++) {
         reg_entry *e = r->e[k - 1];
@@ -1210,11 +1259,6 @@ int reg_page_flush(reg_page *pg)
 }
 
 /* When e was last seen: this worker's time, or the store's when newer. */
-static int64_t seen_at(const reg_entry *e)
-{
-    return e->seen_ms > e->last_seen_ms ? e->seen_ms : e->last_seen_ms;
-}
-
 static int by_seen_then_ref(const void *a, const void *b)
 {
     const reg_entry *x = *(reg_entry *const *)a, *y = *(reg_entry *const *)b;
@@ -1295,26 +1339,36 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
             }
         }
     }
-    /* Pass 1 and 2, in document order. */
-    size_t pos = 0;
-    for (i = 0; i < n; i++) {
-        reg_node *nd = &o->nodes[i];
-        if (!wants_ref(nd))
-            continue;
-        pos++;
-        if (match[i])
-            continue;
-        /* the base ref, only for what pass 0 did not match (the new ones use it too) */
-        reg_ref_base(&nd->ident, bases[i]);
-        int mrc = 0;
-        reg_entry *e = match_base(&m, nd, bases[i], pos, &mrc);
-        if (mrc < 0)
-            goto out;
-        if (!e)
-            e = match_loose(&m, pg, nd, pos);
-        if (e) {
-            m.claimed[e - m.base] = 1;
-            match[i] = e;
+    /*
+     * Pass 1 and 2 in three rounds, each in document order: first every
+     * element whose entry has all its signals (score 1), then pass 1's
+     * partial scores, then pass 2. Until 7 December one element went
+     * through all of them before the next, so a look-alike that changed
+     * (renamed, or one place over among its siblings) could take, with a
+     * partial score, the entry of an unchanged element further down, whose
+     * ref then changed.
+     */
+    for (int round = 0; round < 3; round++) {
+        size_t pos = 0;
+        for (i = 0; i < n; i++) {
+            reg_node *nd = &o->nodes[i];
+            if (!wants_ref(nd))
+                continue;
+            pos++;
+            if (match[i])
+                continue;
+            /* the base ref, only for what pass 0 did not match (the new ones use it too) */
+            if (round == 0)
+                reg_ref_base(&nd->ident, bases[i]);
+            int mrc = 0;
+            reg_entry *e = round == 2 ? match_loose(&m, pg, nd, pos)
+                                      : match_base(&m, nd, bases[i], pos, round == 0, &mrc);
+            if (mrc < 0)
+                goto out;
+            if (e) {
+                m.claimed[e - m.base] = 1;
+                match[i] = e;
+            }
         }
     }
     for (i = 0; i < m.n; i++)
@@ -1375,7 +1429,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     /* only for the new ones: an observe where every ref matched makes no table */
     if (n_wanted && ref_table_init(&nk, n_wanted) < 0)
         goto out;
-    pos = 0;
+    size_t pos = 0;
     for (i = 0; i < n; i++) {
         reg_node *nd = &o->nodes[i];
         if (!wants_ref(nd))
