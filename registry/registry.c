@@ -907,18 +907,35 @@ nomem:
     return NULL;
 }
 
-/* The first of r->ord[lo, hi), which have one signals hash and one seen time, at or
-   after pos (hi when none is). */
-static int run_at(const struct run *r, int lo, int hi, long pos)
+/* r->ord[lo, hi) holds first the ones before() says come before key, then the
+   rest: the first of the rest (hi when there is none). */
+static int ord_bound(const struct run *r, int lo, int hi, const struct run_ord *key,
+                     int (*before)(const struct run_ord *, const struct run_ord *))
 {
     while (lo < hi) {
         int mid = lo + (hi - lo) / 2;
-        if (r->ord[mid].order < pos)
+        if (before(&r->ord[mid], key))
             lo = mid + 1;
         else
             hi = mid;
     }
     return lo;
+}
+
+static int order_before(const struct run_ord *o, const struct run_ord *key)
+{
+    return o->order < key->order;
+}
+
+static int sig_before(const struct run_ord *o, const struct run_ord *key)
+{
+    return o->sig < key->sig;
+}
+
+/* o is of key's slice: its signals, seen when key was */
+static int in_slice(const struct run_ord *o, const struct run_ord *key)
+{
+    return o->sig == key->sig && o->seen == key->seen;
 }
 
 /* Whether e, of the run, may be the pick for nd (NULL: any claimable entry). */
@@ -935,7 +952,7 @@ static reg_entry *nearest_in(struct matcher *m, const struct run *r, int first, 
                              const reg_node *nd)
 {
     long p = (long)pos;
-    int lo = run_at(r, first, end, p);
+    int lo = ord_bound(r, first, end, &(struct run_ord){.order = (int)pos}, order_before);
     /* at or after pos: the first pickable one (of one order, the lowest suffix comes first) */
     const struct run_ord *up = NULL;
     for (int i = lo; i < end && !up; i++)
@@ -979,25 +996,9 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, 
     if (!r->ord)
         return pickable(m, r->e[0], nd) ? r->e[0] : NULL;
     /* the run's entries with these signals, by when seen: slices of one time each */
-    int lo = 0, hi = r->n;
-    while (lo < hi) {
-        int mid = lo + (hi - lo) / 2;
-        if (r->ord[mid].sig < sig)
-            lo = mid + 1;
-        else
-            hi = mid;
-    }
-    for (int first = lo; first < r->n && r->ord[first].sig == sig;) {
-        /* the end of the slice seen when ord[first] was */
-        int64_t seen = r->ord[first].seen;
-        int end = first + 1, top = r->n;
-        while (end < top) {
-            int mid = end + (top - end) / 2;
-            if (r->ord[mid].sig == sig && r->ord[mid].seen == seen)
-                end = mid + 1;
-            else
-                top = mid;
-        }
+    int first = ord_bound(r, 0, r->n, &(struct run_ord){.sig = sig}, sig_before);
+    while (first < r->n && r->ord[first].sig == sig) {
+        int end = ord_bound(r, first + 1, r->n, &r->ord[first], in_slice);
         reg_entry *e = nearest_in(m, r, first, end, pos, nd);
         if (e)
             return e;

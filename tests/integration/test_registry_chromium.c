@@ -265,6 +265,15 @@ static void test_look_alikes_keep_their_refs_through_a_rerender(void **state)
     fx_close(&f);
 }
 
+/* many.html with no element yet, in a registry of room for 5,000 refs */
+static void open_empty_list(struct fx *f)
+{
+    reg_config cfg;
+    reg_config_default(&cfg);
+    cfg.max = 5000;
+    fx_open(f, "/many.html#0", &cfg);
+}
+
 /*
  * A list whose items each hold the same button, re-rendered (new nodes)
  * with one element more above it: every place moved by one, so no entry
@@ -280,10 +289,7 @@ static void test_look_alikes_keep_their_refs_when_the_list_moves(void **state)
 {
     (void)state;
     struct fx f;
-    reg_config cfg;
-    reg_config_default(&cfg);
-    cfg.max = 5000;
-    fx_open(&f, "/many.html#0", &cfg);
+    open_empty_list(&f);
 #define ITEMS(n)                                                                                   \
     "Array.from({length: " #n "}, (_, i) => '<p><a href=\"#u' + i + '\">user ' + i + '</a> "       \
     "<button>Reply</button></p>').join('')"
@@ -352,10 +358,7 @@ static void test_look_alikes_of_one_test_id_keep_their_refs(void **state)
 {
     (void)state;
     struct fx f;
-    reg_config cfg;
-    reg_config_default(&cfg);
-    cfg.max = 5000;
-    fx_open(&f, "/many.html#0", &cfg);
+    open_empty_list(&f);
 #define ROWS                                                                                       \
     "Array.from({length: 1200}, (_, i) => '<p><a data-testid=\"user\" href=\"#u' + i + '\">user "  \
     "' + i + '</a></p>')"
@@ -407,10 +410,7 @@ static void test_refs_follow_identity_through_random_rerenders(void **state)
 {
     (void)state;
     struct fx f;
-    reg_config cfg;
-    reg_config_default(&cfg);
-    cfg.max = 5000;
-    fx_open(&f, "/many.html#0", &cfg);
+    open_empty_list(&f);
     js(&f,
        "window.__seed = 7;"
        "window.__rnd = () => (__seed = (__seed * 1103515245 + 12345) % 2147483648) / 2147483648;"
