@@ -707,29 +707,28 @@ static int *ref_table_slot(struct ref_table *t, const char *key)
 }
 
 /*
- * A base's run: the entries of its refs from suffix 1 on, up to the first
- * suffix that is no entry, which is what pass 1's scan of a base meets.
- * ord has them by their identity signals (a hash of them), then by order:
- * the entries that score 1 against an element, and of those the ones at or
- * near its place, are then a search away instead of a score of every
- * look-alike. When every entry of the run has the same identity signals
- * (same: a hashed base, whose look-alikes differ in nothing the score
- * reads), any element scores the same against each of them, and the scan's
- * pick is the claimable entry nearest to the element's place.
+ * Entries in the order a pick among equals takes them (struct run_ord):
+ * by their identity signals (a hash of them), the latest seen first, then
+ * by order, then by suffix. Two kinds: a base's run, the entries of its
+ * refs from suffix 1 on up to the first suffix that is no entry (what
+ * pass 1's scan of a base meets), and the exact index, every entry of the
+ * page. With them the entries that score 1 against an element, and of
+ * those the ones at or near its place, are a search away instead of a
+ * score of every look-alike.
  */
 struct run_ord {
     uint64_t sig; /* signals_hash of the entry (0 in a run whose entries are all alike) */
     int64_t seen; /* when an observation last saw it */
     int order;
-    int k; /* the suffix: e[k - 1] */
+    int k; /* the suffix of its ref (1: none) */
+    reg_entry *e;
 };
 
 struct run {
-    reg_entry **e; /* e[k - 1]: base~k (base itself for k = 1) */
+    reg_entry **e; /* a base's run: e[k - 1] is base~k (base itself for k = 1) */
     int n;
     int same;            /* every entry has the first one's signals */
-    struct run_ord *ord; /* by signals, latest seen first, order, then suffix; NULL for a run
-                            of one */
+    struct run_ord *ord; /* NULL for a run of one, and for a run whose entries differ */
 };
 
 struct matcher {
@@ -742,6 +741,7 @@ struct matcher {
     struct ref_table runs;
     struct run *run_list;
     size_t n_runs, max_runs; /* max_runs: the nodes pass 1 may ask for */
+    struct run exact;        /* every entry, by signals (exact_index) */
 };
 
 static reg_entry *find_ref(struct matcher *m, const char *ref)
@@ -832,6 +832,14 @@ static uint64_t signals_hash(const reg_identity *id)
     return XXH3_64bits_digest(&st);
 }
 
+/* Of equals, the lower suffix first, then (refs of different bases) the lower ref. */
+static int suffix_cmp(const struct run_ord *x, const struct run_ord *y)
+{
+    if (x->k != y->k)
+        return x->k < y->k ? -1 : 1;
+    return strcmp(x->e->ref, y->e->ref);
+}
+
 static int run_ord_cmp(const void *a, const void *b)
 {
     const struct run_ord *x = a, *y = b;
@@ -841,7 +849,7 @@ static int run_ord_cmp(const void *a, const void *b)
         return x->seen > y->seen ? -1 : 1;
     if (x->order != y->order)
         return x->order < y->order ? -1 : 1;
-    return x->k < y->k ? -1 : x->k > y->k;
+    return suffix_cmp(x, y);
 }
 
 static void run_free(struct run *r)
@@ -888,14 +896,13 @@ static const struct run *run_of(struct matcher *m, const char *base, int *rc)
     r->same = 1;
     for (int i = 1; i < r->n && r->same; i++)
         r->same = same_signals(&r->e[0]->ident, &r->e[i]->ident);
-    if (r->n > 1) {
+    /* a run whose entries differ is only scanned (the exact index has them by signals) */
+    if (r->n > 1 && r->same) {
         if (!(r->ord = malloc((size_t)r->n * sizeof *r->ord)))
             goto fail;
         for (int i = 0; i < r->n; i++)
-            r->ord[i] = (struct run_ord){.sig = r->same ? 0 : signals_hash(&r->e[i]->ident),
-                                         .seen = seen_at(r->e[i]),
-                                         .order = r->e[i]->order,
-                                         .k = i + 1};
+            r->ord[i] = (struct run_ord){
+                .seen = seen_at(r->e[i]), .order = r->e[i]->order, .k = i + 1, .e = r->e[i]};
         qsort(r->ord, (size_t)r->n, sizeof *r->ord, run_ord_cmp);
     }
     *v = (int)++m->n_runs;
@@ -905,6 +912,38 @@ fail:
 nomem:
     *rc = RG_ENOMEM;
     return NULL;
+}
+
+/* The suffix of a ref: N of base~N, 1 for none. */
+static int suffix_of(const char *ref)
+{
+    const char *t = strrchr(ref, '~');
+    long k = t ? strtol(t + 1, NULL, 10) : 1;
+    return k > 1 && k < INT_MAX ? (int)k : 1;
+}
+
+/* The exact index, made at its first ask: every entry by its signals.
+   NULL with *rc RG_ENOMEM when there was no memory for it. */
+static const struct run *exact_index(struct matcher *m, int *rc)
+{
+    struct run *r = &m->exact;
+    if (r->ord || !m->n)
+        return r;
+    if (!(r->ord = malloc(m->n * sizeof *r->ord))) {
+        *rc = RG_ENOMEM;
+        return NULL;
+    }
+    for (size_t i = 0; i < m->n; i++) {
+        reg_entry *e = m->by_ref[i];
+        r->ord[i] = (struct run_ord){.sig = signals_hash(&e->ident),
+                                     .seen = seen_at(e),
+                                     .order = e->order,
+                                     .k = suffix_of(e->ref),
+                                     .e = e};
+    }
+    r->n = (int)m->n;
+    qsort(r->ord, m->n, sizeof *r->ord, run_ord_cmp);
+    return r;
 }
 
 /* r->ord[lo, hi) holds first the ones before() says come before key, then the
@@ -946,7 +985,8 @@ static int pickable(struct matcher *m, const reg_entry *e, const reg_node *nd)
 
 /*
  * Of r->ord[first, end), entries seen at one time, the pickable entry
- * nearest to pos, of two as near the lower suffix; NULL when none is.
+ * nearest to pos, of two as near the lower suffix (suffix_cmp); NULL when
+ * none is.
  */
 static reg_entry *nearest_in(struct matcher *m, const struct run *r, int first, int end, size_t pos,
                              const reg_node *nd)
@@ -956,7 +996,7 @@ static reg_entry *nearest_in(struct matcher *m, const struct run *r, int first, 
     /* at or after pos: the first pickable one (of one order, the lowest suffix comes first) */
     const struct run_ord *up = NULL;
     for (int i = lo; i < end && !up; i++)
-        if (pickable(m, r->e[r->ord[i].k - 1], nd))
+        if (pickable(m, r->ord[i].e, nd))
             up = &r->ord[i];
     /* before pos: the nearest order with a pickable entry, its lowest suffix */
     const struct run_ord *down = NULL;
@@ -965,30 +1005,29 @@ static reg_entry *nearest_in(struct matcher *m, const struct run *r, int first, 
             break;
         if (up && p - r->ord[i].order > (long)up->order - p)
             break;
-        if (pickable(m, r->e[r->ord[i].k - 1], nd))
+        if (pickable(m, r->ord[i].e, nd))
             down = &r->ord[i];
     }
     if (!up || !down) {
         const struct run_ord *o = up ? up : down;
-        return o ? r->e[o->k - 1] : NULL;
+        return o ? o->e : NULL;
     }
     long gu = (long)up->order - p, gd = p - down->order;
-    const struct run_ord *o = gd < gu || (gd == gu && down->k < up->k) ? down : up;
-    return r->e[o->k - 1];
+    return gd < gu || (gd == gu && suffix_cmp(down, up) < 0) ? down->e : up->e;
 }
 
 /*
- * Of the run's entries with signals sig (every one for a run whose entries
- * all score the same), the claimable one an observation saw last, of those
- * the nearest to pos, of two as near the lower suffix; with nd, only
- * entries whose signals are nd's (so that score 1 against it: a hash that
- * two sets of signals share is passed over). NULL when there is none.
- * Found from pos outwards in the run by order, not by scoring every
- * look-alike: on a reload of a list whose items each hold the same button,
- * or the same test id on links of different names, with one element more
- * above them (every place moved by one), that was quadratic. The latest
- * seen first: an entry of an element gone since (a row deleted, renamed)
- * does not take the ref of an unchanged one that the last observation saw.
+ * Of the entries of r with signals sig (every one of a run whose entries
+ * are all alike), the pickable one an observation saw last, of those the
+ * nearest to pos, of two as near the lower suffix; with nd, only entries
+ * whose signals are nd's (so that score 1 against it: a hash that two sets
+ * of signals share is passed over). NULL when there is none. Found from
+ * pos outwards by order, not by scoring every look-alike: on a reload of a
+ * list whose items each hold the same button, or the same test id on
+ * links of different names, with one element more above them (every place
+ * moved by one), that was quadratic. The latest seen first: an entry of an
+ * element gone since (a row deleted, renamed) does not take the ref of an
+ * unchanged one that the last observation saw.
  */
 static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, size_t pos,
                           const reg_node *nd)
@@ -1008,32 +1047,37 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, 
 }
 
 /*
- * Pass 1: the refs the identity asks for: of the base's run, the best
- * score, of equals the nearest to pos, of those the lowest suffix. exact:
- * only an entry that scores 1 (every signal nd has), as the first round
- * asks. NULL when none scores REG_SAME_SCORE (1 when exact); *rc RG_ENOMEM
- * when there was no memory.
+ * Pass 1, first round: an entry with all of nd's signals (a score of 1,
+ * the most there is), whatever its base (one nd took by role and name
+ * alone carries nd's signals since); NULL when none is claimable; *rc
+ * RG_ENOMEM when there was no memory.
+ */
+static reg_entry *match_exact(struct matcher *m, const reg_node *nd, size_t pos, int *rc)
+{
+    const struct run *r = exact_index(m, rc);
+    if (!r || !r->n)
+        return NULL;
+    return nearest(m, r, signals_hash(&nd->ident), pos, nd);
+}
+
+/*
+ * Pass 1, second round: of the base's run, the best score, of equals the
+ * nearest to pos, of those the lowest suffix; none scores 1 by now. NULL
+ * when none scores REG_SAME_SCORE; *rc RG_ENOMEM when there was no memory.
  */
 static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos,
-                             int exact, int *rc)
+                             int *rc)
 {
     const struct run *r = run_of(m, base, rc);
     if (!r || !r->n)
         return NULL;
     if (r->same) {
         /* every entry scores what the first does */
-        double s = reg_identity_score(&r->e[0]->ident, &nd->ident);
-        if (s < REG_SAME_SCORE || (exact && s < 1.0))
+        if (reg_identity_score(&r->e[0]->ident, &nd->ident) < REG_SAME_SCORE)
             return NULL;
         return nearest(m, r, 0, pos, NULL);
     }
-    /* Nothing scores above 1, which only the entries with nd's signals
-       score: they are a search away. */
-    if (exact)
-        return nearest(m, r, signals_hash(&nd->ident), pos, nd);
-    /* the element changed since (its sibling index, its name under a test
-       id), and the first round left none that scores 1: the best of partial
-       scores */
+    /* the element changed since (its sibling index, its name under a test id) */
     reg_entry *best = NULL;
     double best_score = 0;
     for (int k = 1; k <= r->n; k++) {
@@ -1342,12 +1386,12 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     }
     /*
      * Pass 1 and 2 in three rounds, each in document order: first every
-     * element whose entry has all its signals (score 1), then pass 1's
-     * partial scores, then pass 2. Until 7 December one element went
-     * through all of them before the next, so a look-alike that changed
-     * (renamed, or one place over among its siblings) could take, with a
-     * partial score, the entry of an unchanged element further down, whose
-     * ref then changed.
+     * element with an entry that has all its signals (score 1, of any
+     * base), then the partial scores of its base's run, then pass 2.
+     * Until 7 December one element went through all of them before the
+     * next, so a look-alike that changed (renamed, or one place over among
+     * its siblings) could take, with a partial score, the entry of an
+     * unchanged element further down, whose ref then changed.
      */
     for (int round = 0; round < 3; round++) {
         size_t pos = 0;
@@ -1362,8 +1406,9 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
             if (round == 0)
                 reg_ref_base(&nd->ident, bases[i]);
             int mrc = 0;
-            reg_entry *e = round == 2 ? match_loose(&m, pg, nd, pos)
-                                      : match_base(&m, nd, bases[i], pos, round == 0, &mrc);
+            reg_entry *e = round == 0   ? match_exact(&m, nd, pos, &mrc)
+                           : round == 1 ? match_base(&m, nd, bases[i], pos, &mrc)
+                                        : match_loose(&m, pg, nd, pos);
             if (mrc < 0)
                 goto out;
             if (e) {
@@ -1484,6 +1529,7 @@ out:
     ref_table_free(&m.taken);
     for (size_t r = 0; r < m.n_runs; r++)
         run_free(&m.run_list[r]);
+    run_free(&m.exact);
     free(m.run_list);
     ref_table_free(&m.runs);
     free(match);
