@@ -798,6 +798,15 @@ static long order_gap(const reg_entry *e, size_t pos)
     return d < 0 ? -d : d;
 }
 
+/* Of two entries that score the same, a scan's choice: e over best when an
+   observation saw it later, or as late and nearer to pos (of two as near,
+   the scan keeps the one it met first). */
+static int nearer(const reg_entry *e, const reg_entry *best, size_t pos)
+{
+    int64_t se = seen_at(e), sb = seen_at(best);
+    return se > sb || (se == sb && order_gap(e, pos) < order_gap(best, pos));
+}
+
 /* a and b carry the same signals of the identity score (an empty string
    is no signal, as for the score): they score 1 against each other */
 static int same_signal(const char *a, const char *b)
@@ -1062,7 +1071,8 @@ static reg_entry *match_exact(struct matcher *m, const reg_node *nd, size_t pos,
 
 /*
  * Pass 1, second round: of the base's run, the best score, of equals the
- * nearest to pos, of those the lowest suffix; none scores 1 by now. NULL
+ * latest seen, then the nearest to pos, then the lowest suffix; none
+ * scores 1 by now. NULL
  * when none scores REG_SAME_SCORE; *rc RG_ENOMEM when there was no memory.
  */
 static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *base, size_t pos,
@@ -1087,8 +1097,7 @@ static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *
         double s = reg_identity_score(&e->ident, &nd->ident);
         if (s < REG_SAME_SCORE)
             continue;
-        if (!best || s > best_score ||
-            (s == best_score && order_gap(e, pos) < order_gap(best, pos))) {
+        if (!best || s > best_score || (s == best_score && nearer(e, best, pos))) {
             best = e;
             best_score = s;
         }
@@ -1101,7 +1110,8 @@ static int same_str(const char *a, const char *b)
     return (a ? a : "")[0] == (b ? b : "")[0] && !strcmp(a ? a : "", b ? b : "");
 }
 
-/* Pass 2: same role, name and tag anywhere in the registry. */
+/* Pass 2: same role, name and tag anywhere in the registry; of those the
+   latest seen, then the nearest to pos. */
 static reg_entry *match_loose(struct matcher *m, reg_page *pg, const reg_node *nd, size_t pos)
 {
     reg_entry *best = NULL;
@@ -1112,7 +1122,7 @@ static reg_entry *match_loose(struct matcher *m, reg_page *pg, const reg_node *n
             continue;
         if (reg_identity_score(&e->ident, &nd->ident) < REG_SAME_SCORE)
             continue;
-        if (!best || order_gap(e, pos) < order_gap(best, pos))
+        if (!best || nearer(e, best, pos))
             best = e;
     }
     return best;
