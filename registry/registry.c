@@ -1368,10 +1368,12 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     m.claimed = calloc(m.n ? m.n : 1, 1);
     reg_entry **match = calloc(n ? n : 1, sizeof *match);
     char (*bases)[REG_REF_MAX] = calloc(n ? n : 1, REG_REF_MAX);
+    /* each node's place among the nodes that want a ref, from 1: its order */
+    int *place = calloc(n ? n : 1, sizeof *place);
     /* room for every node, and for every cached entry written back (commit_and_cache) */
     *upserts = calloc(n + m.n + 1, sizeof **upserts);
     *n_up = 0;
-    if (!m.by_ref || !m.claimed || !match || !bases || !*upserts)
+    if (!m.by_ref || !m.claimed || !match || !bases || !place || !*upserts)
         goto out;
     for (size_t i = 0; i < m.n; i++)
         m.by_ref[i] = &pg->entries[i];
@@ -1379,10 +1381,12 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
 
     /* Pass 0: the same DOM node as last time on this worker. */
     size_t i = 0;
+    int places = 0;
     for (; i < n; i++) {
         reg_node *nd = &o->nodes[i];
         if (!wants_ref(nd))
             continue;
+        place[i] = ++places;
         /* "same": the page handed back its unchanged last answer, so every
            node sits at the index it had. */
         int prev = same ? nd->index : p->prev[i];
@@ -1404,14 +1408,11 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
      * unchanged element further down, whose ref then changed.
      */
     for (int round = 0; round < 3; round++) {
-        size_t pos = 0;
         for (i = 0; i < n; i++) {
             reg_node *nd = &o->nodes[i];
-            if (!wants_ref(nd))
+            if (!place[i] || match[i])
                 continue;
-            pos++;
-            if (match[i])
-                continue;
+            size_t pos = (size_t)place[i];
             /* the base ref, only for what pass 0 did not match (the new ones use it too) */
             if (round == 0)
                 reg_ref_base(&nd->ident, bases[i]);
@@ -1485,12 +1486,11 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
     /* only for the new ones: an observe where every ref matched makes no table */
     if (n_wanted && ref_table_init(&nk, n_wanted) < 0)
         goto out;
-    size_t pos = 0;
     for (i = 0; i < n; i++) {
         reg_node *nd = &o->nodes[i];
-        if (!wants_ref(nd))
+        if (!place[i])
             continue;
-        pos++;
+        int pos = place[i];
         if (!match[i]) {
             char ref[REG_REF_MAX];
             int *kp = ref_table_slot(&nk, bases[i]);
@@ -1519,8 +1519,8 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
         if (may_skip && match[i] && now - match[i]->last_seen_ms < pg->cfg.stale_ms / 4 &&
             entry_same(match[i], nd)) {
             reg_entry *e = match[i];
-            if (e->order != (int)pos || memcmp(e->bounds, nd->bounds, sizeof e->bounds)) {
-                e->order = (int)pos;
+            if (e->order != pos || memcmp(e->bounds, nd->bounds, sizeof e->bounds)) {
+                e->order = pos;
                 memcpy(e->bounds, nd->bounds, sizeof e->bounds);
                 e->moved = 1;
             }
@@ -1528,7 +1528,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
             o->n_unwritten++;
             continue;
         }
-        if (fill_entry(&(*upserts)[(*n_up)++], nd, nd->ref, now, (int)pos) < 0)
+        if (fill_entry(&(*upserts)[(*n_up)++], nd, nd->ref, now, pos) < 0)
             goto out;
     }
     rc = 0;
@@ -1544,6 +1544,7 @@ out:
     ref_table_free(&m.runs);
     free(match);
     free(bases);
+    free(place);
     return rc;
 }
 
