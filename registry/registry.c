@@ -728,6 +728,7 @@ struct run {
     reg_entry **e; /* a base's run: e[k - 1] is base~k (base itself for k = 1) */
     int n;
     int same;            /* every entry has the first one's signals */
+    int loose;           /* the loose index: by role, name and tag (entry_index) */
     struct run_ord *ord; /* NULL for a run of one, and for a run whose entries differ */
 };
 
@@ -741,7 +742,8 @@ struct matcher {
     struct ref_table runs;
     struct run *run_list;
     size_t n_runs, max_runs; /* max_runs: the nodes pass 1 may ask for */
-    struct run exact;        /* every entry, by signals (exact_index) */
+    struct run exact;        /* every entry, by signals (entry_index) */
+    struct run loose;        /* every entry, by role, name and tag (entry_index) */
 };
 
 static reg_entry *find_ref(struct matcher *m, const char *ref)
@@ -931,11 +933,30 @@ static int suffix_of(const char *ref)
     return k > 1 && k < INT_MAX ? (int)k : 1;
 }
 
-/* The exact index, made at its first ask: every entry by its signals.
-   NULL with *rc RG_ENOMEM when there was no memory for it. */
-static const struct run *exact_index(struct matcher *m, int *rc)
+/* A hash of role, name and tag (absent and empty alike, as for same_str). */
+static uint64_t loose_hash(const reg_identity *id)
 {
-    struct run *r = &m->exact;
+    XXH3_state_t st;
+    XXH3_64bits_reset(&st);
+    const char *f[] = {id->role, id->name, id->tag};
+    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
+        if (f[i])
+            XXH3_64bits_update(&st, f[i], strlen(f[i]));
+        XXH3_64bits_update(&st, "\x1f", 1);
+    }
+    return XXH3_64bits_digest(&st);
+}
+
+/*
+ * The exact index (loose 0: every entry by its signals, of equals the lower
+ * suffix) or the loose one (loose 1: by role, name and tag, of equals the
+ * first in pg->entries, as pass 2's scan of the entries took them), made at
+ * its first ask. NULL with *rc RG_ENOMEM when there was no memory for it.
+ */
+static const struct run *entry_index(struct matcher *m, int loose, int *rc)
+{
+    struct run *r = loose ? &m->loose : &m->exact;
+    r->loose = loose;
     if (r->ord || !m->n)
         return r;
     if (!(r->ord = malloc(m->n * sizeof *r->ord))) {
@@ -943,11 +964,11 @@ static const struct run *exact_index(struct matcher *m, int *rc)
         return NULL;
     }
     for (size_t i = 0; i < m->n; i++) {
-        reg_entry *e = m->by_ref[i];
-        r->ord[i] = (struct run_ord){.sig = signals_hash(&e->ident),
+        reg_entry *e = &m->base[i];
+        r->ord[i] = (struct run_ord){.sig = loose ? loose_hash(&e->ident) : signals_hash(&e->ident),
                                      .seen = seen_at(e),
                                      .order = e->order,
-                                     .k = suffix_of(e->ref),
+                                     .k = loose ? (int)i + 1 : suffix_of(e->ref),
                                      .e = e};
     }
     r->n = (int)m->n;
@@ -986,10 +1007,25 @@ static int in_slice(const struct run_ord *o, const struct run_ord *key)
     return o->sig == key->sig && o->seen == key->seen;
 }
 
-/* Whether e, of the run, may be the pick for nd (NULL: any claimable entry). */
-static int pickable(struct matcher *m, const reg_entry *e, const reg_node *nd)
+static int same_str(const char *a, const char *b)
 {
-    return claimable(m, e) && (!nd || same_signals(&e->ident, &nd->ident));
+    return (a ? a : "")[0] == (b ? b : "")[0] && !strcmp(a ? a : "", b ? b : "");
+}
+
+/* Whether e, of r, may be the pick for nd (NULL: any claimable entry): of
+   the loose index, one with nd's role, name and tag that scores
+   REG_SAME_SCORE; else one with all of nd's signals. */
+static int pickable(struct matcher *m, const struct run *r, const reg_entry *e, const reg_node *nd)
+{
+    if (!claimable(m, e))
+        return 0;
+    if (!nd)
+        return 1;
+    if (!r->loose)
+        return same_signals(&e->ident, &nd->ident);
+    return same_str(e->ident.role, nd->ident.role) && same_str(e->ident.name, nd->ident.name) &&
+           same_str(e->ident.tag, nd->ident.tag) &&
+           reg_identity_score(&e->ident, &nd->ident) >= REG_SAME_SCORE;
 }
 
 /*
@@ -1005,7 +1041,7 @@ static reg_entry *nearest_in(struct matcher *m, const struct run *r, int first, 
     /* at or after pos: the first pickable one (of one order, the lowest suffix comes first) */
     const struct run_ord *up = NULL;
     for (int i = lo; i < end && !up; i++)
-        if (pickable(m, r->ord[i].e, nd))
+        if (pickable(m, r, r->ord[i].e, nd))
             up = &r->ord[i];
     /* before pos: the nearest order with a pickable entry, its lowest suffix */
     const struct run_ord *down = NULL;
@@ -1014,7 +1050,7 @@ static reg_entry *nearest_in(struct matcher *m, const struct run *r, int first, 
             break;
         if (up && p - r->ord[i].order > (long)up->order - p)
             break;
-        if (pickable(m, r->ord[i].e, nd))
+        if (pickable(m, r, r->ord[i].e, nd))
             down = &r->ord[i];
     }
     if (!up || !down) {
@@ -1042,7 +1078,7 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, 
                           const reg_node *nd)
 {
     if (!r->ord)
-        return pickable(m, r->e[0], nd) ? r->e[0] : NULL;
+        return pickable(m, r, r->e[0], nd) ? r->e[0] : NULL;
     /* the run's entries with these signals, by when seen: slices of one time each */
     int first = ord_bound(r, 0, r->n, &(struct run_ord){.sig = sig}, sig_before);
     while (first < r->n && r->ord[first].sig == sig) {
@@ -1063,7 +1099,7 @@ static reg_entry *nearest(struct matcher *m, const struct run *r, uint64_t sig, 
  */
 static reg_entry *match_exact(struct matcher *m, const reg_node *nd, size_t pos, int *rc)
 {
-    const struct run *r = exact_index(m, rc);
+    const struct run *r = entry_index(m, 0, rc);
     if (!r || !r->n)
         return NULL;
     return nearest(m, r, signals_hash(&nd->ident), pos, nd);
@@ -1105,27 +1141,19 @@ static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *
     return best;
 }
 
-static int same_str(const char *a, const char *b)
+/*
+ * Pass 2: same role, name and tag anywhere in the registry, scoring at
+ * least REG_SAME_SCORE; of those the latest seen, then the nearest to pos,
+ * then the first in pg->entries. NULL when none; *rc RG_ENOMEM when there
+ * was no memory. Found through the loose index: a scan of every entry for
+ * each element was quadratic on a page whose every element is new.
+ */
+static reg_entry *match_loose(struct matcher *m, const reg_node *nd, size_t pos, int *rc)
 {
-    return (a ? a : "")[0] == (b ? b : "")[0] && !strcmp(a ? a : "", b ? b : "");
-}
-
-/* Pass 2: same role, name and tag anywhere in the registry; of those the
-   latest seen, then the nearest to pos. */
-static reg_entry *match_loose(struct matcher *m, reg_page *pg, const reg_node *nd, size_t pos)
-{
-    reg_entry *best = NULL;
-    for (size_t i = 0; i < pg->n_entries; i++) {
-        reg_entry *e = &pg->entries[i];
-        if (m->claimed[i] || !same_str(e->ident.role, nd->ident.role) ||
-            !same_str(e->ident.name, nd->ident.name) || !same_str(e->ident.tag, nd->ident.tag))
-            continue;
-        if (reg_identity_score(&e->ident, &nd->ident) < REG_SAME_SCORE)
-            continue;
-        if (!best || nearer(e, best, pos))
-            best = e;
-    }
-    return best;
+    const struct run *r = entry_index(m, 1, rc);
+    if (!r || !r->n)
+        return NULL;
+    return nearest(m, r, loose_hash(&nd->ident), pos, nd);
 }
 
 static int fill_entry(reg_entry *e, const reg_node *nd, const char *ref, int64_t now, int order)
@@ -1419,7 +1447,7 @@ static int assign_refs(reg_page *pg, reg_observation *o, struct obs_priv *p, int
             int mrc = 0;
             reg_entry *e = round == 0   ? match_exact(&m, nd, pos, &mrc)
                            : round == 1 ? match_base(&m, nd, bases[i], pos, &mrc)
-                                        : match_loose(&m, pg, nd, pos);
+                                        : match_loose(&m, nd, pos, &mrc);
             if (mrc < 0)
                 goto out;
             if (e) {
@@ -1540,6 +1568,7 @@ out:
     for (size_t r = 0; r < m.n_runs; r++)
         run_free(&m.run_list[r]);
     run_free(&m.exact);
+    run_free(&m.loose);
     free(m.run_list);
     ref_table_free(&m.runs);
     free(match);
