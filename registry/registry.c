@@ -825,6 +825,17 @@ static int same_signals(const reg_identity *a, const reg_identity *b)
            same_signal(a->tag, b->tag) && same_signal(a->parent_role, b->parent_role);
 }
 
+/* Adds the strings f[0..n) to st, each ended by a byte no signal needs
+   (absent and empty alike, as for same_signal and same_str). */
+static void hash_strings(XXH3_state_t *st, const char *const *f, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (f[i])
+            XXH3_64bits_update(st, f[i], strlen(f[i]));
+        XXH3_64bits_update(st, "\x1f", 1);
+    }
+}
+
 /* A hash of the signals same_signals compares: equal for any two it finds the
    same (two different sets that share one are told apart by nearest). */
 static uint64_t signals_hash(const reg_identity *id)
@@ -833,12 +844,7 @@ static uint64_t signals_hash(const reg_identity *id)
     XXH3_64bits_reset(&st);
     const char *f[] = {id->testid, id->id,  id->aria_label, id->role,
                        id->name,   id->tag, id->parent_role};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        /* absent and empty alike, as for same_signal */
-        if (f[i] && *f[i])
-            XXH3_64bits_update(&st, f[i], strlen(f[i]));
-        XXH3_64bits_update(&st, "\x1f", 1);
-    }
+    hash_strings(&st, f, sizeof f / sizeof f[0]);
     XXH3_64bits_update(&st, &id->sibling_index, sizeof id->sibling_index);
     return XXH3_64bits_digest(&st);
 }
@@ -933,17 +939,13 @@ static int suffix_of(const char *ref)
     return k > 1 && k < INT_MAX ? (int)k : 1;
 }
 
-/* A hash of role, name and tag (absent and empty alike, as for same_str). */
+/* A hash of role, name and tag, equal for any two same_str finds the same. */
 static uint64_t loose_hash(const reg_identity *id)
 {
     XXH3_state_t st;
     XXH3_64bits_reset(&st);
     const char *f[] = {id->role, id->name, id->tag};
-    for (size_t i = 0; i < sizeof f / sizeof f[0]; i++) {
-        if (f[i])
-            XXH3_64bits_update(&st, f[i], strlen(f[i]));
-        XXH3_64bits_update(&st, "\x1f", 1);
-    }
+    hash_strings(&st, f, sizeof f / sizeof f[0]);
     return XXH3_64bits_digest(&st);
 }
 
@@ -1118,8 +1120,10 @@ static reg_entry *match_base(struct matcher *m, const reg_node *nd, const char *
     if (!r || !r->n)
         return NULL;
     if (r->same) {
-        /* every entry scores what the first does */
-        if (reg_identity_score(&r->e[0]->ident, &nd->ident) < REG_SAME_SCORE)
+        /* every entry scores what the first does; 1: the first round looked
+           at every one of them and found none claimable */
+        double s = reg_identity_score(&r->e[0]->ident, &nd->ident);
+        if (s < REG_SAME_SCORE || s == 1.0)
             return NULL;
         return nearest(m, r, 0, pos, NULL);
     }
