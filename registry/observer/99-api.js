@@ -86,6 +86,10 @@
       b('{"st":0}'); /* the checkpoint asks the page, without waiting for more */
     }
   }
+  /* the top document's dirty-marking events, now (50-observe.js, listen) */
+  try {
+    if (G.top === G) listen(document, window);
+  } catch (e) { /* the first observe adds them */ }
   try {
     if (G.top === G && document.readyState !== 'complete')
       document.addEventListener('readystatechange', function () {
