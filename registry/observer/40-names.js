@@ -32,7 +32,12 @@
           if (ir === null || !scan(ir, depth + 1)) return false;
           continue;
         }
-        if (r.cssRules && r.cssRules.length && !r.selectorText) {
+        if (r.type === 1) {
+          /* a style rule that declares no content is asked that first: the
+             first read of a rule's selector serializes it, about 5 us a rule
+             (12 ms of a first observe on a page of 1,445 rules) */
+          if (!r.style || !r.style.getPropertyValue('content')) continue;
+        } else if (r.cssRules && r.cssRules.length && !r.selectorText) {
           if (!scan(r.cssRules, depth + 1)) return false;
           continue;
         }
