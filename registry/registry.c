@@ -728,7 +728,6 @@ struct run {
     reg_entry **e; /* a base's run: e[k - 1] is base~k (base itself for k = 1) */
     int n;
     int same;            /* every entry has the first one's signals */
-    int loose;           /* the loose index: by role, name and tag (entry_index) */
     struct run_ord *ord; /* NULL for a run of one, and for a run whose entries differ */
 };
 
@@ -958,7 +957,6 @@ static uint64_t loose_hash(const reg_identity *id)
 static const struct run *entry_index(struct matcher *m, int loose, int *rc)
 {
     struct run *r = loose ? &m->loose : &m->exact;
-    r->loose = loose;
     if (r->ord || !m->n)
         return r;
     if (!(r->ord = malloc(m->n * sizeof *r->ord))) {
@@ -1023,7 +1021,7 @@ static int pickable(struct matcher *m, const struct run *r, const reg_entry *e, 
         return 0;
     if (!nd)
         return 1;
-    if (!r->loose)
+    if (r != &m->loose)
         return same_signals(&e->ident, &nd->ident);
     return same_str(e->ident.role, nd->ident.role) && same_str(e->ident.name, nd->ident.name) &&
            same_str(e->ident.tag, nd->ident.tag) &&

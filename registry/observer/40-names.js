@@ -32,20 +32,17 @@
           if (ir === null || !scan(ir, depth + 1)) return false;
           continue;
         }
-        if (r.type === 1) {
-          /* a style rule that declares no content is asked that first: the
-             first read of a rule's selector serializes it, about 5 us a rule
-             (12 ms of a first observe on a page of 1,445 rules) */
-          if (!r.style || !r.style.getPropertyValue('content')) continue;
-        } else if (r.cssRules && r.cssRules.length && !r.selectorText) {
+        /* @media, @supports and the like: their rules count */
+        if (r.type !== 1 && r.cssRules && r.cssRules.length && !r.selectorText) {
           if (!scan(r.cssRules, depth + 1)) return false;
           continue;
         }
+        /* only a rule that declares content adds text; asked before the
+           selector, whose first read serializes it (about 5 us a rule, 12 ms
+           of a first observe on a page of 1,445 rules) */
+        if (!r.style || !r.style.getPropertyValue('content')) continue;
         var st = r.selectorText;
         if (!st || st.indexOf(':') < 0 || !/:(before|after)/i.test(st)) continue;
-        if (!r.style || !r.style.content || r.style.content === 'none' || r.style.content === 'normal') {
-          if (!(r.style && r.style.getPropertyValue('content'))) continue;
-        }
         var parts = st.split(',');
         for (var j = 0; j < parts.length; j++) {
           if (!/:(before|after)/i.test(parts[j])) continue;
