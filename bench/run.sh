@@ -25,8 +25,9 @@
 #   observe   bench/observe.c, bench/peer/observe.mjs: observe (the full
 #             outline, and its size in the interactive mode) against
 #             page.ariaSnapshot({mode:'ai'}) on bench/pages/controls.html and
-#             the corpus pages (tests/corpus/pages); the snapshots in
-#             BUILD/bench-out/snap, for the text coverage
+#             the corpus pages (tests/corpus/pages), the two sides in
+#             alternating rounds; the snapshots in BUILD/bench-out/snap, for
+#             the text coverage
 #   click     bench/click.c, bench/peer/click.mjs: click by ref in-process
 #   park      bench/park.c: park and restore, Redis bytes per parked session
 #
@@ -90,11 +91,24 @@ step parallel-playwright node "$here/peer/parallel.mjs" $quick
 # shellcheck disable=SC2086 # $pages is a word list
 step mcp node "$here/peer/mcp.mjs" $quick $pages
 # Both write their snapshots to $out/snap/<side>/<page>.txt; report.mjs measures the
-# text coverage of both from them, with one tokenizer.
-# shellcheck disable=SC2086
-step observe-refgate "$build/bench/observe" $quick --snap "$out/snap" $pages
-# shellcheck disable=SC2086
-step observe-playwright node "$here/peer/observe.mjs" $quick --snap "$out/snap" $pages
+# text coverage of both from them, with one tokenizer. The two sides take
+# turns, one run of every page a round (5 rounds, 1 with --quick), so both
+# sample the machine over the same minutes; bench/peer/rounds.mjs joins each
+# side's rounds into the one file report.mjs reads (medians over the rounds).
+rounds=5
+[ -n "$quick" ] && rounds=1
+r=1
+while [ "$r" -le "$rounds" ]; do
+    # shellcheck disable=SC2086 # $pages is a word list
+    step observe-refgate-r$r "$build/bench/observe" $quick --runs 1 --snap "$out/snap" $pages
+    # shellcheck disable=SC2086
+    step observe-playwright-r$r node "$here/peer/observe.mjs" $quick --runs 1 --snap "$out/snap" $pages
+    r=$((r + 1))
+done
+for side in refgate playwright; do
+    set -- "$out"/observe-$side-r*.json
+    [ -e "$1" ] && node "$here/peer/rounds.mjs" "$out/observe-$side.json" "$@"
+done
 step click-refgate "$build/bench/click" $quick
 step click-playwright node "$here/peer/click.mjs" $quick
 step park-refgate "$build/bench/park" $quick

@@ -252,7 +252,9 @@ function observeTable() {
               `${withMcp ? ' and the MCP server\'s browser_snapshot' : ''} (bench/observe.c, bench/peer/observe.mjs, bench/peer/mcp.mjs)`);
   console.log('');
   console.log(`Median of ${rgObs.runs} (refgate) / ${pwObs.runs} (Playwright)${withMcp ? ` / ${mcp.default.pages.controls?.runs ?? '?'} (MCP)` : ''} ` +
-              'runs per page, each on a freshly loaded page (new context, 1280x720, after the load event). ' +
+              'runs per page' +
+              (rgObs.rounds > 1 ? `, refgate's and Playwright's in ${rgObs.rounds} alternating rounds of one run each` : '') +
+              ', each on a freshly loaded page (new context, 1280x720, after the load event). ' +
               'first: the first observe after load; second: again at once on the unchanged page (refgate\'s ' +
               'page-side cache answers); later: again 2.5 s after that (the cache still answers on an untouched page: Playwright keeps none). [ms], sizes in bytes.');
   console.log('');
