@@ -60,14 +60,17 @@
  * Full run: 2,000 floor rounds, 200 clicks, 40 navigations, 20 loops, 10 s per
  * command and level, 10 s of fairness. --quick: 300 rounds, 30 clicks, 10
  * navigations, 5 loops, only the
- * 8-session level for 2 s per command, 2 s of fairness.
+ * 8-session level for 2 s per command, 2 s of fairness. --clicks N sets the
+ * timed clicks (and fills and presses): bench/run.sh runs the click section
+ * alone in rounds, taking turns with bench/peer/click.mjs.
  *
- * Prints one JSON object on stdout; progress on stderr (RG_BENCH_VERBOSE=1
+ * Prints one JSON object on stdout (the click, fill and press times also
+ * each in full, sorted, as "ms", for bench/peer/rounds.mjs); progress on stderr (RG_BENCH_VERBOSE=1
  * also prints every failed reply; RG_CLICK_DUMP=1 every click's, fill's and
  * press's counter, index, time and milliseconds, to see when the slow ones
  * came).
  * Measures; asserts nothing.
- * Usage: gateway [--quick] [--only SECTION,...] [--levels N,...] [--secs S]
+ * Usage: gateway [--quick] [--only SECTION,...] [--levels N,...] [--secs S] [--clicks N]
  *   --only: run these sections only (floor, click, observe, navigate, loop,
  *   parallel, fairness);
  *   --levels: the parallel run's session counts (ascending, at most 32);
@@ -104,6 +107,8 @@
 #define MAX_PROCS 4096
 
 static int quick;
+/* timed clicks, fills and presses (--clicks; 0: 200, 30 with --quick) */
+static int n_clicks;
 
 /* A tenant for the fairness run; its Authorization header line. */
 static int bench_tenant(const char *name, double rate, char *hdr, size_t len)
@@ -389,7 +394,7 @@ static void run_times(int *fd, const char *sid, const cJSON *m, int n, const cha
 
 static int run_click(const char *url, struct click_result *out)
 {
-    int clicks = quick ? 30 : 200;
+    int clicks = n_clicks ? n_clicks : quick ? 30 : 200;
     char sid[64];
     char *text = NULL;
     int fd = http_connect(stack_port(gwc_st));
@@ -810,7 +815,7 @@ static int run_fairness(const char *url, struct fairness_result *out)
 static void usage(void)
 {
     fprintf(stderr, "usage: gateway [--quick] [--only SECTION[,SECTION...]] [--levels N[,N...]] "
-                    "[--secs S]\n  sections: floor, click, observe, navigate, create, loop, "
+                    "[--secs S] [--clicks N]\n  sections: floor, click, observe, navigate, create, loop, "
                     "parallel, fairness\n");
     exit(2);
 }
@@ -839,14 +844,25 @@ static void print_floor(const struct floor_result *fl)
            fl->gw_p50 - fl->raw_p50, fl->inside_p50);
 }
 
+/* The n times of a (sorted), as "ms":[...]. */
+static void print_samples(const struct act_times *a)
+{
+    printf(",\"ms\":[");
+    for (int i = 0; i < a->n; i++)
+        printf("%s%.3f", i ? "," : "", a->t[i]);
+    printf("]");
+}
+
 static void print_times(const char *key, struct act_times *a)
 {
     if (!a->n)
         return;
     double p50 = gwc_pct(a->t, a->n, 0.5), p99 = gwc_pct(a->t, a->n, 0.99);
     printf(",\"%s\":{\"ref\":\"%s\",\"n\":%d,\"counted\":%s,\"failed\":%d,\"p50_ms\":%.3f,"
-           "\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f}",
+           "\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f",
            key, a->ref, a->n, a->counted, a->failed, p50, p99, a->t[0], a->t[a->n - 1]);
+    print_samples(a);
+    printf("}");
 }
 
 static void print_click(struct click_result *ck)
@@ -856,6 +872,7 @@ static void print_click(struct click_result *ck)
     printf(",\"click\":{\"ref\":\"%s\",\"clicks\":%d,\"counted\":%s,\"failed\":%d,"
            "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"min_ms\":%.3f,\"max_ms\":%.3f",
            c->ref, c->n, c->counted, c->failed, c50, c99, c->t[0], c->t[c->n - 1]);
+    print_samples(c);
     print_times("fill", &ck->fill);
     print_times("press", &ck->press);
     printf("}");
@@ -954,6 +971,10 @@ int main(int argc, char **argv)
                 par.levels[par.n_levels++].sessions = n;
                 p += *p == ',';
             }
+        } else if (!strcmp(argv[i], "--clicks") && i + 1 < argc) {
+            n_clicks = atoi(argv[++i]);
+            if (n_clicks < 1 || n_clicks > 100000)
+                usage();
         } else if (!strcmp(argv[i], "--secs") && i + 1 < argc) {
             par.secs = atoi(argv[++i]);
             if (par.secs < 1)

@@ -10,10 +10,11 @@
 #             contexts (and Playwright's newContext + newPage 2 s apart, the
 #             peer of the gateway's session.create)
 #   gateway   bench/gateway.c: everything through nginx on one stack: the
-#             trivial command against the raw pipe, click, fill and press by
-#             ref, observe on the 5,000-control page with the default registry
-#             cap, navigate, session.create 2 s apart, the agent loop,
-#             8/16/32 parallel sessions with PSS per session, fairness
+#             trivial command against the raw pipe, observe on the
+#             5,000-control page with the default registry cap, navigate,
+#             session.create 2 s apart, the agent loop, 8/16/32 parallel
+#             sessions with PSS per session, fairness (its click, fill and
+#             press by ref under click)
 #   loop      bench/loop.c: issue 20's agent loop on the React todo list
 #             (tests/fixtures/react/todo.html), rounds interleaved: refgate
 #             through nginx (msgpack), refgate-cli and agent-browser's CLI,
@@ -28,7 +29,9 @@
 #             the corpus pages (tests/corpus/pages), the two sides in
 #             alternating rounds; the snapshots in BUILD/bench-out/snap, for
 #             the text coverage
-#   click     bench/click.c, bench/peer/click.mjs: click by ref in-process
+#   click     bench/gateway.c's click section (click, fill and press by ref
+#             through nginx) and bench/peer/click.mjs, in alternating
+#             rounds; bench/click.c: click by ref in-process
 #   park      bench/park.c: park and restore, Redis bytes per parked session
 #
 # --quick keeps the whole run short (under two minutes on a quiet 2-core
@@ -85,7 +88,9 @@ step() {
 
 step floor-refgate "$build/bench/floor" $quick
 step floor-playwright node "$here/peer/floor.mjs" $quick
-step gateway-refgate "$build/bench/gateway" $quick
+# Its click section runs apart, below, in rounds with Playwright's.
+step gateway-refgate "$build/bench/gateway" $quick \
+    --only floor,observe,navigate,create,loop,parallel,fairness
 step loop "$build/bench/loop" $quick
 step parallel-playwright node "$here/peer/parallel.mjs" $quick
 # shellcheck disable=SC2086 # $pages is a word list
@@ -109,8 +114,22 @@ for side in refgate playwright; do
     set -- "$out"/observe-$side-r*.json
     [ -e "$1" ] && node "$here/peer/rounds.mjs" "$out/observe-$side.json" "$@"
 done
+# Click, fill and press through nginx against Playwright's, the same way:
+# 5 rounds of 40 timed actions each a side (1 of 30 with --quick), joined
+# into gateway-refgate.json's click and into click-playwright.json.
+clicks=40
+[ -n "$quick" ] && clicks=30
+r=1
+while [ "$r" -le "$rounds" ]; do
+    step click-gateway-r$r "$build/bench/gateway" --only click --clicks $clicks
+    step click-playwright-r$r node "$here/peer/click.mjs" --clicks $clicks
+    r=$((r + 1))
+done
+set -- "$out"/click-gateway-r*.json
+[ -e "$1" ] && node "$here/peer/rounds.mjs" --acts click "$out/gateway-refgate.json" "$@"
+set -- "$out"/click-playwright-r*.json
+[ -e "$1" ] && node "$here/peer/rounds.mjs" --acts . "$out/click-playwright.json" "$@"
 step click-refgate "$build/bench/click" $quick
-step click-playwright node "$here/peer/click.mjs" $quick
 step park-refgate "$build/bench/park" $quick
 
 rev=$(git -C "$here/.." rev-parse --short HEAD 2>/dev/null || echo unknown)

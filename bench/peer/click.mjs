@@ -1,10 +1,13 @@
-// click.mjs [--quick] - Playwright's click by ref: page.ariaSnapshot({mode:
-// 'ai'}) for the refs, then page.getByRef(ref).click() on the target of
-// bench/pages/click.html, 10 warm-up clicks then 200 (30 with --quick) timed
-// ones; same Chromium binary and flags as floor.mjs. Then, as many times,
+// click.mjs [--quick] [--clicks N] - Playwright's click by ref:
+// page.ariaSnapshot({mode: 'ai'}) for the refs, then
+// page.getByRef(ref).click() on the target of bench/pages/click.html, 10
+// warm-up clicks then 200 (30 with --quick, N with --clicks) timed ones; same
+// Chromium binary and flags as floor.mjs. Then, as many times,
 // getByRef(ref).fill('hello') and getByRef(ref).press('Enter') on the page's
 // text field (bench/gateway.c does the same through refgate). Prints one
-// JSON object.
+// JSON object, with each action's times also in full, sorted ("ms"), for
+// bench/peer/rounds.mjs: bench/run.sh runs this in rounds, taking turns
+// with bench/gateway.c's click section.
 import { chromium } from 'playwright-core';
 import { createServer } from 'node:http';
 import { readFileSync, mkdtempSync, rmSync } from 'node:fs';
@@ -14,7 +17,9 @@ import { fileURLToPath } from 'node:url';
 import { EXECUTABLE, FLAGS } from './flags.mjs';
 
 const here = dirname(fileURLToPath(import.meta.url));
-const clicks = process.argv.includes('--quick') ? 30 : 200;
+const at = process.argv.indexOf('--clicks');
+const clicks = at > 0 ? Number(process.argv[at + 1]) : process.argv.includes('--quick') ? 30 : 200;
+if (!(Number.isInteger(clicks) && clicks >= 1 && clicks <= 100000)) throw new Error('--clicks wants 1..100000');
 const html = readFileSync(join(here, '..', 'pages', 'click.html'));
 const server = createServer((req, res) => {
   res.writeHead(200, { 'content-type': 'text/html; charset=utf-8' });
@@ -47,7 +52,8 @@ try {
   };
   const summary = (times) => {
     const pick = (q) => times[Math.min(times.length - 1, Math.floor(q * times.length))];
-    return { p50_ms: pick(0.5), p99_ms: pick(0.99), min_ms: times[0], max_ms: times[times.length - 1] };
+    return { p50_ms: pick(0.5), p99_ms: pick(0.99), min_ms: times[0], max_ms: times[times.length - 1],
+             ms: times.map((t) => Math.round(t * 1000) / 1000) };
   };
   const times = await timed(() => page.getByRef(m[1]).click());
   const counted = Number(await page.textContent('#count'));

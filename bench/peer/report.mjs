@@ -424,7 +424,9 @@ function clickTable() {
   console.log('bench/pages/click.html: the target among 600 other controls, after warm-up clicks. refgate: ' +
               '`click @ref` through nginx (bench/gateway.c) and reg_act in-process below the gateway ' +
               "(bench/click.c); Playwright: page.getByRef(ref).click() (bench/peer/click.mjs); the MCP server's " +
-              'browser_click (bench/peer/mcp.mjs), which waits --timeout-settle (500 ms by default) after every action.');
+              'browser_click (bench/peer/mcp.mjs), which waits --timeout-settle (500 ms by default) after every action.' +
+              (g?.rounds > 1 ? ` Through nginx and Playwright's: ${g.rounds} alternating rounds (each side a fresh ` +
+               'browser or stack, 10 warm-ups, then its share of the timed actions), the percentiles over all of them.' : ''));
   console.log('');
   const rows = [];
   const add = (who, c) => {

@@ -1,4 +1,5 @@
 // rounds.mjs OUT IN... - one observe result out of several rounds of it.
+// rounds.mjs --acts KEY OUT IN... - the same for click, fill and press.
 //
 // bench/run.sh runs the observe benches of both sides in alternating rounds
 // (refgate's round 1, Playwright's round 1, refgate's round 2, ...), each
@@ -21,12 +22,24 @@
 //     all of them keeps the last round's error.
 //
 // The output has `rounds` (how many files were joined) at its top.
+//
+// With --acts, the rounds are of the click benches (bench/gateway.c's click
+// section, bench/peer/click.mjs), which print each action's times in full
+// ("ms", sorted): the click object (the member KEY of each file, or the
+// whole file for KEY ".") and its fill and press get the times of every
+// round together, their p50, p99, min and max taken again over all of them
+// (the nearest rank, as both benches take it), and the counts (clicks, n,
+// counted, failed) summed. With a KEY, the joined object replaces that
+// member of OUT when OUT exists (the rest of bench/gateway.c's figures),
+// else OUT is written with that member alone.
 
 import { readFileSync, writeFileSync } from 'node:fs';
 
-const [out, ...ins] = process.argv.slice(2);
-if (!out || !ins.length) {
-  console.error('usage: node bench/peer/rounds.mjs OUT IN...');
+const args = process.argv.slice(2);
+const acts = args[0] === '--acts' ? (args.shift(), args.shift()) : undefined;
+const [out, ...ins] = args;
+if (!out || !ins.length || acts === '') {
+  console.error('usage: node bench/peer/rounds.mjs [--acts KEY] OUT IN...');
   process.exit(2);
 }
 
@@ -61,6 +74,24 @@ function joinPage(results) {
   return page;
 }
 
+/** One action's rounds (objects with "ms"), joined; fill and press within too. */
+function joinActs(objs) {
+  const good = objs.filter((o) => o && Array.isArray(o.ms) && o.ms.length);
+  if (!good.length) return undefined;
+  const joined = { ...good[good.length - 1], rounds: good.length };
+  const ms = good.flatMap((o) => o.ms.filter(isNum)).sort((a, b) => a - b);
+  const pick = (q) => ms[Math.min(ms.length - 1, Math.floor(q * ms.length))];
+  Object.assign(joined, { ms, p50_ms: pick(0.5), p99_ms: pick(0.99), min_ms: ms[0], max_ms: ms[ms.length - 1] });
+  for (const k of ['clicks', 'n', 'counted', 'failed'])
+    if (good.every((o) => isNum(o[k]))) joined[k] = good.reduce((n, o) => n + o[k], 0);
+  for (const k of ['fill', 'press']) {
+    const sub = joinActs(good.map((o) => o[k]));
+    if (sub) joined[k] = sub;
+    else delete joined[k];
+  }
+  return joined;
+}
+
 const files = [];
 for (const p of ins) {
   try {
@@ -72,6 +103,26 @@ for (const p of ins) {
 if (!files.length) {
   console.error('rounds: no readable round');
   process.exit(1);
+}
+
+if (acts !== undefined) {
+  const joined = joinActs(files.map((f) => (acts === '.' ? f : f[acts])));
+  if (!joined) {
+    console.error('rounds: no round with times');
+    process.exit(1);
+  }
+  let whole = joined;
+  if (acts !== '.') {
+    whole = {};
+    try {
+      whole = JSON.parse(readFileSync(out, 'utf8'));
+    } catch {
+      /* no other figures: the member alone */
+    }
+    whole[acts] = joined;
+  }
+  writeFileSync(out, JSON.stringify(whole) + '\n');
+  process.exit(0);
 }
 
 const joined = { ...files[files.length - 1], rounds: files.length };
