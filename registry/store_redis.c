@@ -27,24 +27,37 @@
 #include <string.h>
 #include <sys/time.h>
 
-
 /* KEYS reg seen regz [fence]; ARGV now stale max ttl token, then (ref seen blob) per
    entry, an empty blob for a ref to remove (reg_entry.drop). With a fence key, nothing
-   is written unless its field "fence" is token: -1. Drops go 500 members per
-   ZREM/HDEL: Lua's unpack has a stack limit. */
+   is written unless its field "fence" is token: -1. Writes and drops go 500 entries
+   per HSET/ZADD and ZREM/HDEL: Lua's unpack has a stack limit, and one call per
+   entry took twice the time (2,000 new entries: 13.8 ms of Redis's one thread
+   against 6.9, server-side, SLOWLOG; docs/benchmarks.md, 7 December). */
 static const char commit_lua[] =
     "if #KEYS > 3 and redis.call('HGET', KEYS[4], 'fence') ~= ARGV[5] then return -1 end\n"
     "local now, stale, max, ttl = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3]), "
     "tonumber(ARGV[4])\n"
     "redis.call('DEL', KEYS[3])\n"
     "local asked = {}\n"
+    "local hs, zs = {}, {}\n"
+    "local function put()\n"
+    "  if #hs > 0 then\n"
+    "    redis.call('HSET', KEYS[1], unpack(hs))\n"
+    "    redis.call('ZADD', KEYS[2], unpack(zs))\n"
+    "    hs, zs = {}, {}\n"
+    "  end\n"
+    "end\n"
     "for i = 6, #ARGV, 3 do\n"
     "  if ARGV[i + 2] == '' then asked[#asked + 1] = ARGV[i]\n"
     "  else\n"
-    "    redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 2])\n"
-    "    redis.call('ZADD', KEYS[2], tonumber(ARGV[i + 1]), ARGV[i])\n"
+    "    hs[#hs + 1] = ARGV[i]\n"
+    "    hs[#hs + 1] = ARGV[i + 2]\n"
+    "    zs[#zs + 1] = tonumber(ARGV[i + 1])\n"
+    "    zs[#zs + 1] = ARGV[i]\n"
+    "    if #hs >= 1000 then put() end\n"
     "  end\n"
     "end\n"
+    "put()\n"
     "local gone = {}\n"
     "local function drop(list)\n"
     "  for j = 1, #list, 500 do\n"
