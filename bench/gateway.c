@@ -70,9 +70,10 @@
  * press's counter, index, time and milliseconds, to see when the slow ones
  * came).
  * Measures; asserts nothing.
- * Usage: gateway [--quick] [--only SECTION,...] [--levels N,...] [--secs S] [--clicks N]
- *   --only: run these sections only (floor, click, observe, navigate, loop,
- *   parallel, fairness);
+ * Usage: gateway [--quick] [--only SECTION,...] [--skip SECTION,...] [--levels N,...]
+ *                [--secs S] [--clicks N]
+ *   --only: run these sections only (floor, click, observe, navigate, create,
+ *   loop, parallel, fairness); --skip: all but these;
  *   --levels: the parallel run's session counts (ascending, at most 32);
  *   --secs: its seconds per command and level. Run from the repository root.
  */
@@ -815,7 +816,8 @@ static int run_fairness(const char *url, struct fairness_result *out)
 static void usage(void)
 {
     fprintf(stderr, "usage: gateway [--quick] [--only SECTION[,SECTION...]] [--levels N[,N...]] "
-                    "[--secs S] [--clicks N]\n  sections: floor, click, observe, navigate, create, loop, "
+                    "[--secs S] [--clicks N] [--skip SECTION[,SECTION...]]\n  sections: floor, "
+                    "click, observe, navigate, create, loop, "
                     "parallel, fairness\n");
     exit(2);
 }
@@ -833,6 +835,14 @@ static int listed(const char *list, const char *name)
         p += k + (p[k] == ',');
     }
     return 0;
+}
+
+/* --only and --skip: the sections to run (NULL: every one) and to leave out (NULL: none). */
+static const char *only, *skip;
+
+static int wanted(const char *name)
+{
+    return listed(only, name) && !(skip && listed(skip, name));
 }
 
 static void print_floor(const struct floor_result *fl)
@@ -955,13 +965,14 @@ static void print_fairness(const struct fairness_result *fa)
 
 int main(int argc, char **argv)
 {
-    const char *only = NULL;
     static struct parallel_result par;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
         } else if (!strcmp(argv[i], "--only") && i + 1 < argc) {
             only = argv[++i];
+        } else if (!strcmp(argv[i], "--skip") && i + 1 < argc) {
+            skip = argv[++i];
         } else if (!strcmp(argv[i], "--levels") && i + 1 < argc) {
             par.n_levels = 0;
             for (char *p = argv[++i]; *p && par.n_levels < MAX_LEVELS;) {
@@ -1019,21 +1030,21 @@ int main(int argc, char **argv)
     struct fairness_result fa = {0};
     int rc = 0;
     int64_t t0 = rg_now_ms();
-    if (listed(only, "floor") && (rc = run_floor(floor_url, &fl)) == 0)
+    if (wanted("floor") && (rc = run_floor(floor_url, &fl)) == 0)
         fprintf(stderr, "gateway: floor: raw %.3f ms, through nginx %.3f ms (%lld ms)\n",
                 fl.raw_p50, fl.gw_p50, (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "click") && (rc = run_click(click_url, &ck)) == 0)
+    if (rc == 0 && wanted("click") && (rc = run_click(click_url, &ck)) == 0)
         fprintf(stderr, "gateway: click: p50 %.2f ms, fill %.2f ms, press %.2f ms (%lld ms)\n",
                 gwc_pct(ck.click.t, ck.click.n, 0.5), gwc_pct(ck.fill.t, ck.fill.n, 0.5),
                 gwc_pct(ck.press.t, ck.press.n, 0.5), (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "observe") && (rc = run_observe(controls_url, &ob)) == 0)
+    if (rc == 0 && wanted("observe") && (rc = run_observe(controls_url, &ob)) == 0)
         fprintf(stderr,
                 "gateway: observe: first %.1f ms, second %.1f ms, added %.1f ms (%lld ms)\n",
                 ob.first[0], ob.second[0], ob.added[0], (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "navigate") && (rc = run_navigate(form_url, &nv)) == 0 &&
+    if (rc == 0 && wanted("navigate") && (rc = run_navigate(form_url, &nv)) == 0 &&
         (rc = run_navigate(react_url, &nr)) == 0)
         fprintf(stderr,
                 "gateway: navigate: form: raw %.1f ms, through nginx %.1f ms; React: raw %.1f ms, "
@@ -1042,18 +1053,18 @@ int main(int argc, char **argv)
                 gwc_pct(nr.raw, nr.rounds, 0.5), gwc_pct(nr.gw, nr.rounds, 0.5),
                 (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "create") && (rc = run_create(&cr)) == 0)
+    if (rc == 0 && wanted("create") && (rc = run_create(&cr)) == 0)
         fprintf(stderr, "gateway: create: p50 %.1f ms, %d of %d failed (%lld ms)\n",
                 gwc_pct(cr.t, cr.rounds, 0.5), cr.errors, cr.rounds, (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "loop") && (rc = run_loop(form_url, &lp)) == 0)
+    if (rc == 0 && wanted("loop") && (rc = run_loop(form_url, &lp)) == 0)
         fprintf(stderr, "gateway: loop: %.1f ms per loop, %d of %d ok (%lld ms)\n",
                 gwc_pct(lp.total, lp.loops, 0.5), lp.ok, lp.loops, (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "parallel") && (rc = run_parallel(form_url, &par)) == 0)
+    if (rc == 0 && wanted("parallel") && (rc = run_parallel(form_url, &par)) == 0)
         fprintf(stderr, "gateway: parallel (%lld ms)\n", (long long)(rg_now_ms() - t0));
     t0 = rg_now_ms();
-    if (rc == 0 && listed(only, "fairness") && (rc = run_fairness(floor_url, &fa)) == 0)
+    if (rc == 0 && wanted("fairness") && (rc = run_fairness(floor_url, &fa)) == 0)
         fprintf(stderr, "gateway: fairness (%lld ms)\n", (long long)(rg_now_ms() - t0));
     if (rc < 0) {
         fprintf(stderr, "gateway: stopped early; the stack's logs are in %s\n", stack_dir(st));
@@ -1068,23 +1079,23 @@ int main(int argc, char **argv)
         snprintf(product, sizeof product, "%s", fl.product);
     printf("{\"chromium\":\"%s\",\"workers\":%d,\"quick\":%s", product, WORKERS,
            quick ? "true" : "false");
-    if (listed(only, "floor"))
+    if (wanted("floor"))
         print_floor(&fl);
-    if (listed(only, "click"))
+    if (wanted("click"))
         print_click(&ck);
-    if (listed(only, "observe"))
+    if (wanted("observe"))
         print_observe(&ob);
-    if (listed(only, "navigate")) {
+    if (wanted("navigate")) {
         print_navigate("navigate", "form", &nv);
         print_navigate("navigate_react", "react", &nr);
     }
-    if (listed(only, "create"))
+    if (wanted("create"))
         print_create(&cr);
-    if (listed(only, "loop"))
+    if (wanted("loop"))
         print_loop(&lp);
-    if (listed(only, "parallel"))
+    if (wanted("parallel"))
         print_parallel(&par);
-    if (listed(only, "fairness"))
+    if (wanted("fairness"))
         print_fairness(&fa);
     printf("}\n");
 

@@ -89,8 +89,7 @@ step() {
 step floor-refgate "$build/bench/floor" $quick
 step floor-playwright node "$here/peer/floor.mjs" $quick
 # Its click section runs apart, below, in rounds with Playwright's.
-step gateway-refgate "$build/bench/gateway" $quick \
-    --only floor,observe,navigate,create,loop,parallel,fairness
+step gateway-refgate "$build/bench/gateway" $quick --skip click
 step loop "$build/bench/loop" $quick
 step parallel-playwright node "$here/peer/parallel.mjs" $quick
 # shellcheck disable=SC2086 # $pages is a word list
