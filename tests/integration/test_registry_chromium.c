@@ -1423,6 +1423,25 @@ static void test_state_survives_a_reload(void **state)
     /* The world a session makes: it follows the page's documents. */
     reg_world *w = NULL;
     assert_int_equal(page_handle(f.l, &f.h, &w), 0);
+    /* A page nobody observed yet has nothing to capture by ref, and is not
+       asked: that call waits for the page's main thread, which a heavy page
+       holds for its first frame (the checkpoint after session.create). */
+    char top[64];
+    assert_int_equal(reg_main_frame(f.h, 10000, top, sizeof top), 0);
+    char *asked = world_eval(&f, top,
+                             "(function () { var g = __refgate, f = g.captureState; g.asked = 0;"
+                             " g.captureState = function () { g.asked++; return f.apply(g,"
+                             " arguments); }; return 'ok'; })()");
+    assert_non_null(asked);
+    assert_string_equal(asked, "ok");
+    free(asked);
+    char *unseen = (char *)"unset";
+    assert_int_equal(reg_state_capture(f.pg, f.h, &unseen), 0);
+    assert_null(unseen);
+    asked = world_eval(&f, top, "String(__refgate.asked)");
+    assert_non_null(asked);
+    assert_string_equal(asked, "0");
+    free(asked);
     reg_observation o;
     observe(&f, &o, 0);
     reg_observation_free(&o);
