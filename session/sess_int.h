@@ -111,6 +111,8 @@ struct sess {
     int frozen;                    /* its page is frozen (the heartbeat froze it; not woken) */
     int no_freeze;                 /* a freeze failed: not tried again before the next command */
     int64_t last_used_ms;
+    uint64_t used_seq;             /* the manager's use_seq at that use: the order of uses,
+                                      which last_used_ms's millisecond steps can tie */
     int64_t restored_ms;           /* when a restore here made it live; 0: never (victim.c) */
     int judged;                    /* loses is known: judged since the last command that
                                       may have changed the page (victim.c) */
@@ -209,6 +211,7 @@ struct sess_mgr {
     pthread_mutex_t mu;
     pthread_cond_t hb_cv;
     sess *table;
+    uint64_t use_seq; /* atomic: counts the sessions' uses (sess.used_seq) */
     int n_live;
     int stopping;
     pthread_t hb;

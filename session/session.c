@@ -438,6 +438,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
         sess_set_options(s, o->width, o->height, o->user_agent, o->locale, o->timezone);
     s->created_ms = rg_wall_ms();
     s->last_used_ms = rg_now_ms();
+    s->used_seq = __atomic_add_fetch(&m->use_seq, 1, __ATOMIC_SEQ_CST);
     s->busy = 1;
     s->refs = 1;
     int rc = sess_lease_context(s, timeout_ms, NULL, err, errlen);
@@ -551,6 +552,7 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
     }
     pthread_mutex_lock(&m->mu);
     s->last_used_ms = rg_now_ms();
+    s->used_seq = __atomic_add_fetch(&m->use_seq, 1, __ATOMIC_SEQ_CST);
     s->no_freeze = 0;
     pthread_mutex_unlock(&m->mu);
     if (s->live) {
@@ -572,6 +574,7 @@ void sess_done(sess *s, int full)
     if (full >= 0)
         sess_unjudge_locked(s); /* the command may have edited the page */
     s->last_used_ms = rg_now_ms();
+    s->used_seq = __atomic_add_fetch(&m->use_seq, 1, __ATOMIC_SEQ_CST);
     sess_unhold_locked(m, s);
     pthread_mutex_unlock(&m->mu);
 }

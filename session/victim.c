@@ -16,7 +16,8 @@
  *           session is not parked again before its client's next command
  *           could reach it, and sessions do not park and restore in a loop;
  *
- * and within a tier the least recently used goes first.
+ * and within a tier the least recently used goes first (by the order of
+ * uses: two commands that end in the same millisecond are still ordered).
  *
  * Judging runs off the request path: the heartbeat judges a live session
  * once it is idle after a command that was not read-only, and before it
@@ -103,7 +104,7 @@ sess *sess_victim_locked(sess_mgr *m, const sess *except, int64_t now, int *tier
         int t = !s->judged || s->loses ? 1 : 0;
         if (m->cfg.min_live_ms > 0 && s->restored_ms && now - s->restored_ms < m->cfg.min_live_ms)
             t = 2;
-        if (!best || t < best_tier || (t == best_tier && s->last_used_ms < best->last_used_ms)) {
+        if (!best || t < best_tier || (t == best_tier && s->used_seq < best->used_seq)) {
             best = s;
             best_tier = t;
         }
