@@ -815,10 +815,10 @@ static int run_fairness(const char *url, struct fairness_result *out)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: gateway [--quick] [--only SECTION[,SECTION...]] [--levels N[,N...]] "
-                    "[--secs S] [--clicks N] [--skip SECTION[,SECTION...]]\n  sections: floor, "
-                    "click, observe, navigate, create, loop, "
-                    "parallel, fairness\n");
+    fprintf(stderr, "usage: gateway [--quick] [--only SECTION[,SECTION...]] "
+                    "[--skip SECTION[,SECTION...]] [--levels N[,N...]] [--secs S] [--clicks N]\n"
+                    "  sections: floor, click, observe, navigate, create, loop, parallel, "
+                    "fairness\n");
     exit(2);
 }
 

@@ -356,7 +356,7 @@ int reg_frames_find(reg_page *pg, reg_page_handle h, int key, reg_xframe *x, int
         x->h.session = x->session; /* into *x, not the array here */
         reg_world_xframe_open(h.world, x, FRAME_TIMEOUT_MS);
         /* its indexes, when the last observation was of this document */
-        for (size_t s = 0; pg->obs_gen == reg_world_gen(h.world) + 1 && s < pg->n_xsegs; s++) {
+        for (size_t s = 0; reg_observed_here(pg, h) && s < pg->n_xsegs; s++) {
             if (!strcmp(pg->xsegs[s].target, x->target)) {
                 *base = pg->xsegs[s].base;
                 *n = pg->xsegs[s].n;
@@ -370,7 +370,7 @@ int reg_frames_find(reg_page *pg, reg_page_handle h, int key, reg_xframe *x, int
 size_t reg_frames_last(reg_page *pg, reg_page_handle h, reg_xframe *x, int *base, int *n,
                        size_t max)
 {
-    if (!h.world || pg->obs_gen != reg_world_gen(h.world) + 1)
+    if (!reg_observed_here(pg, h))
         return 0;
     reg_xframe xs[REG_XFRAMES_TRACK];
     size_t nx = reg_world_xframes(h.world, xs, REG_XFRAMES_TRACK), out = 0;

@@ -187,6 +187,12 @@ struct reg_page {
     reg_xframe act_xf;          /* the frame (act_xf.h.session is not set) */
 };
 
+/* Whether pg's last observation is of h's current document: its page-side
+   indexes hold there. Only a world follows the documents: 0 without one. */
+static inline int reg_observed_here(const reg_page *pg, reg_page_handle h)
+{
+    return h.world && pg->obs_gen == reg_world_gen(h.world) + 1;
+}
 
 /**
  * For tests: whether o's nodes are what the whole reply `reply` (a page-side

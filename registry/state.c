@@ -67,12 +67,12 @@ int reg_state_capture(reg_page *pg, reg_page_handle h, char **out)
     *out = NULL;
     /* The page-side indexes are those of the last observation's document: in
        a document nobody observed yet (right after a navigation, or a new
-       session's first page: obs_gen 0 with a world) no field has a ref to be
+       session's first page, never observed at all) no field has a ref to be
        kept by, so the page is not asked. That call waited for the page's
        first frame: 150 to 185 ms of the checkpoint after session.create on
        the 5,000-control page, which held the first observe. Without a world
        to follow the documents, it is asked. */
-    if (h.world && (!pg->obs_gen || reg_world_gen(h.world) + 1 != pg->obs_gen))
+    if (h.world && !reg_observed_here(pg, h))
         return 0;
     cJSON *js = NULL;
     char err[256];

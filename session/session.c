@@ -401,6 +401,14 @@ static void new_id(const sess_mgr *m, char out[SESS_ID_MAX])
     }
 }
 
+/* A use of s: when (idle times) and in which order (victim.c: two uses in
+   one millisecond are still ordered). */
+static void used_now(sess_mgr *m, sess *s)
+{
+    s->last_used_ms = rg_now_ms();
+    s->used_seq = __atomic_add_fetch(&m->use_seq, 1, __ATOMIC_SEQ_CST);
+}
+
 int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int timeout_ms,
                 sess **out, char *err, size_t errlen)
 {
@@ -437,8 +445,7 @@ int sess_create(sess_mgr *m, const char *tenant, const sess_options *o, int time
     if (o)
         sess_set_options(s, o->width, o->height, o->user_agent, o->locale, o->timezone);
     s->created_ms = rg_wall_ms();
-    s->last_used_ms = rg_now_ms();
-    s->used_seq = __atomic_add_fetch(&m->use_seq, 1, __ATOMIC_SEQ_CST);
+    used_now(m, s);
     s->busy = 1;
     s->refs = 1;
     int rc = sess_lease_context(s, timeout_ms, NULL, err, errlen);
@@ -551,8 +558,7 @@ static int open_session(sess_mgr *m, const char *tenant, const char *sid, int ti
         return rc;
     }
     pthread_mutex_lock(&m->mu);
-    s->last_used_ms = rg_now_ms();
-    s->used_seq = __atomic_add_fetch(&m->use_seq, 1, __ATOMIC_SEQ_CST);
+    used_now(m, s);
     s->no_freeze = 0;
     pthread_mutex_unlock(&m->mu);
     if (s->live) {
@@ -573,8 +579,7 @@ void sess_done(sess *s, int full)
     pthread_mutex_lock(&m->mu);
     if (full >= 0)
         sess_unjudge_locked(s); /* the command may have edited the page */
-    s->last_used_ms = rg_now_ms();
-    s->used_seq = __atomic_add_fetch(&m->use_seq, 1, __ATOMIC_SEQ_CST);
+    used_now(m, s);
     sess_unhold_locked(m, s);
     pthread_mutex_unlock(&m->mu);
 }
